@@ -1,0 +1,3 @@
+from ttfr.cli import main
+
+raise SystemExit(main())

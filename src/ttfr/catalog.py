@@ -1,0 +1,164 @@
+"""What can be measured: backends, workloads and the case ids they combine into.
+
+Case id: `<backend>_<workload>_<size>_<dtype>` (dtype `f32`/`f64`), e.g.
+`jax_jit_cpu_matmul_512_f32`. Availability is probed cheaply (find_spec, /dev/nvidia*),
+never by importing a runtime: the worker has the final word and reports `warn` itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+from dataclasses import dataclass
+
+from ttfr import hostinfo
+from ttfr.errors import UsageError, unknown_choice
+
+DTYPES = {"f32": "float32", "f64": "float64"}
+DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    framework: str  # python | numpy | jax | torch
+    adapter: str  # module under ttfr.backends run by the worker
+    device: str  # cpu | gpu
+    compiles: bool
+    requires: tuple[str, ...]  # top-level packages that must be importable
+    description: str
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    frameworks: tuple[str, ...]
+    sizes: tuple[int, ...]  # catalogued sizes (the defaults of the larger profiles)
+    size_range: tuple[int, int]  # what a user may ask for
+    dtypes: tuple[str, ...]
+    size_meaning: str
+    description: str
+    diagnostic: bool = False  # measures the harness; never in a default suite
+
+
+BACKENDS = {
+    b.name: b
+    for b in (
+        Backend("python", "python", "python_backend", "cpu", False, (), "pure Python, no runtime stack (harness floor)"),
+        Backend("numpy", "numpy", "numpy_backend", "cpu", False, ("numpy",), "NumPy, eager"),
+        Backend("jax_jit_cpu", "jax", "jax_backend", "cpu", True, ("jax", "jaxlib"), "jax.jit on the CPU platform"),
+        Backend("jax_jit_gpu", "jax", "jax_backend", "gpu", True, ("jax", "jaxlib"), "jax.jit on the GPU platform"),
+        Backend("torch_eager_cpu", "torch", "torch_backend", "cpu", False, ("torch",), "PyTorch eager on CPU"),
+        Backend("torch_compile_cpu", "torch", "torch_backend", "cpu", True, ("torch",), "torch.compile (inductor, C++) on CPU"),
+        Backend("torch_eager_cuda", "torch", "torch_backend", "gpu", False, ("torch",), "PyTorch eager on CUDA"),
+        Backend("torch_compile_cuda", "torch", "torch_backend", "gpu", True, ("torch",), "torch.compile (inductor, Triton) on CUDA"),
+    )
+}
+
+_ARRAY_FRAMEWORKS = ("numpy", "jax", "torch")
+WORKLOADS = {
+    w.name: w
+    for w in (
+        Workload("matmul", _ARRAY_FRAMEWORKS, (512, 1024), (2, 16384), ("float32", "float64"),
+                 "n (two n x n matrices)", "dense matrix product A @ B"),
+        Workload("fused_chain", _ARRAY_FRAMEWORKS, (4096, 32768), (1, 1 << 22), ("float32", "float64"),
+                 "rows (of 256 columns)", "affine, GELU, layer-norm, softmax, weighted row sum"),
+        Workload("mlp_train_step", _ARRAY_FRAMEWORKS, (64, 256), (2, 8192), ("float32", "float64"),
+                 "width (2 hidden layers, batch 128)", "forward + backward + SGD update of a small MLP"),
+        Workload("noop", ("python",), (1,), (1, 1), ("float64",),
+                 "unused (1)", "a call that does nothing", diagnostic=True),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True, order=True)
+class Case:
+    backend: str
+    workload: str
+    size: int
+    dtype: str  # float32 | float64
+
+    @property
+    def id(self) -> str:
+        return f"{self.backend}_{self.workload}_{self.size}_{DTYPE_SHORT[self.dtype]}"
+
+    @property
+    def backend_info(self) -> Backend:
+        return BACKENDS[self.backend]
+
+    @property
+    def workload_info(self) -> Workload:
+        return WORKLOADS[self.workload]
+
+
+def supports(backend: Backend, workload: Workload) -> bool:
+    return backend.framework in workload.frameworks
+
+
+def catalogued_cases() -> list[Case]:
+    """Every catalogued combination (sizes and dtypes from the catalogue)."""
+    return sorted(
+        Case(b.name, w.name, size, dtype)
+        for b in BACKENDS.values()
+        for w in WORKLOADS.values()
+        if supports(b, w)
+        for size in w.sizes
+        for dtype in w.dtypes
+    )
+
+
+def check_size(workload: Workload, size: int) -> None:
+    low, high = workload.size_range
+    if not low <= size <= high:
+        raise UsageError(
+            f"size {size} is out of range for workload {workload.name!r} ({workload.size_meaning}): "
+            f"valid sizes are {low}..{high}; catalogued: {', '.join(map(str, workload.sizes))}"
+        )
+
+
+def make_case(backend: str, workload: str, size: int, dtype: str) -> Case:
+    if backend not in BACKENDS:
+        raise unknown_choice("backend", backend, BACKENDS)
+    if workload not in WORKLOADS:
+        raise unknown_choice("workload", workload, WORKLOADS)
+    b, w = BACKENDS[backend], WORKLOADS[workload]
+    if not supports(b, w):
+        able = sorted(x.name for x in BACKENDS.values() if supports(x, w))
+        raise UsageError(f"backend {backend!r} does not run workload {workload!r}; backends that do: {', '.join(able)}")
+    dtype = DTYPES.get(dtype, dtype)
+    if dtype not in w.dtypes:
+        raise UsageError(
+            f"dtype {dtype!r} is not offered by workload {workload!r}; valid: "
+            + ", ".join(f"{DTYPE_SHORT[d]} ({d})" for d in w.dtypes)
+        )
+    check_size(w, size)
+    return Case(backend, workload, size, dtype)
+
+
+_CASE_TAIL = re.compile(r"^(?P<head>.+)_(?P<size>\d+)_(?P<dtype>f32|f64)$")
+
+
+def parse_case_id(case_id: str) -> Case:
+    """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted."""
+    match = _CASE_TAIL.match(case_id)
+    if match:
+        head = match["head"]
+        for backend in sorted(BACKENDS, key=len, reverse=True):
+            if head.startswith(backend + "_") and head[len(backend) + 1 :] in WORKLOADS:
+                return make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"])
+    raise unknown_choice("case id", case_id, [c.id for c in catalogued_cases()])
+
+
+def gpu_present() -> bool:
+    return bool(hostinfo.gpu_device_nodes()) or shutil.which("nvidia-smi") is not None
+
+
+def availability(backend: Backend) -> str | None:
+    """None when the backend can be tried here, else the `warn` reason."""
+    for package in backend.requires:
+        if importlib.util.find_spec(package) is None:
+            return f"missing_dependency: {package}"
+    if backend.device == "gpu" and not gpu_present():
+        return "gpu_unavailable"
+    return None

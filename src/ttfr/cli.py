@@ -1,0 +1,188 @@
+"""Command line: parse arguments, call the library, map errors to exit codes.
+
+Exit codes: 0 success (warn cases included), 1 a case failed / artifacts invalid,
+2 bad input (before anything runs), 130 interrupted (finished cases are written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from ttfr import __version__, artifacts, manifest, suite
+from ttfr.errors import EXIT_USAGE, UsageError
+from ttfr.export import nextstat
+from ttfr.report import markdown, terminal
+from ttfr.spec import POLICIES, PROFILES, build_spec
+
+EXPORT_FORMATS = ("nextstat-v1",)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for unknown options and subcommands (exit code 2)."""
+
+    known_options: set[str] = set()
+
+    def error(self, message):
+        hint = ""
+        unknown = re.search(r"unrecognized arguments: (.+)", message)
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.+)\)", message)
+        if unknown:
+            for token in unknown.group(1).split():
+                close = difflib.get_close_matches(token.split("=")[0], sorted(self.known_options), n=1)
+                if token.startswith("-") and close:
+                    hint = f" Did you mean {close[0]}?"
+                    break
+        elif choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), options, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}.{hint}\n")
+
+    def add_argument(self, *names, **kwargs):
+        _Parser.known_options.update(n for n in names if n.startswith("-"))
+        return super().add_argument(*names, **kwargs)
+
+
+def _list_arg(parser, name, help_text):
+    parser.add_argument(name, action="append", default=[], metavar="A,B", help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ttfr", description="Time to first result: cold-start and warm-throughput benchmarks.")
+    parser.add_argument("--version", action="version", version=f"ttfr {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="measure a suite (default: the quick CPU suite)")
+    _list_arg(run, "--cases", "case ids, e.g. jax_jit_cpu_matmul_512_f32 (see `ttfr list`)")
+    _list_arg(run, "--backends", "backends to include (default: all but `python`)")
+    _list_arg(run, "--workloads", "workloads to include (default: all non-diagnostic)")
+    _list_arg(run, "--sizes", "sizes (default: the profile's)")
+    _list_arg(run, "--dtypes", "f32, f64 (default: the profile's)")
+    _list_arg(run, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
+    run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
+    run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
+    run.add_argument("--warm-samples", type=int, help="samples per warm process")
+    run.add_argument("--timeout", type=float, metavar="S", help="per-run timeout in seconds")
+    run.add_argument("--deterministic", action="store_true", help="fixed seed and order; byte-stable JSON but for timings")
+    run.add_argument("--seed", type=int, help="input-data and round-order seed")
+    run.add_argument("--threads", type=int, help="set OMP/MKL/OpenBLAS thread counts in every worker")
+    run.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the cases")
+    run.add_argument("--python", metavar="PATH", help="interpreter the workers run under (default: this one)")
+    run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
+    run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
+    run.set_defaults(handler=_run)
+
+    listing = commands.add_parser("list", help="backends, workloads and case ids, with availability here")
+    listing.set_defaults(handler=_list)
+
+    env = commands.add_parser("env", help="print the environment manifest a run would record")
+    env.set_defaults(handler=_env)
+
+    report = commands.add_parser("report", help="render report.md for a result directory and print it")
+    report.add_argument("dir", type=Path)
+    report.set_defaults(handler=_report)
+
+    validate = commands.add_parser("validate", help="check every artifact against its schema and hash")
+    validate.add_argument("dir", type=Path)
+    validate.set_defaults(handler=_validate)
+
+    export = commands.add_parser("export", help="write artifacts in another contract")
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+    export.add_argument("--cold-policy", default=nextstat.EXPORT_POLICIES[0], choices=nextstat.EXPORT_POLICIES)
+    export.add_argument("dir", type=Path)
+    export.add_argument("dest", type=Path)
+    export.set_defaults(handler=_export)
+    return parser
+
+
+_RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
+                  "warm_samples", "timeout", "seed", "threads", "shard", "python")  # fmt: skip
+
+
+def _run(args, console: Console) -> int:
+    if args.resume:
+        chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [])]
+        if chosen or args.deterministic:
+            raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
+        result_dir, spec = suite.reopen(args.resume)
+    else:
+        spec = build_spec(
+            profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads,
+            sizes=args.sizes, dtypes=args.dtypes, policies=args.cache_policy, cold_runs=args.cold_runs,
+            warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
+            deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
+            python=args.python,
+        )  # fmt: skip
+        result_dir = suite.start(spec, args.out, ["ttfr", *sys.argv[1:]])
+    progress = terminal.ProgressDisplay(console)
+    try:
+        outcome = suite.execute(result_dir, spec, progress=progress)
+    finally:
+        progress.stop()
+    terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
+    if outcome.interrupted:
+        console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
+    return outcome.exit_code
+
+
+def _list(_args, console: Console) -> int:
+    terminal.print_catalog(console)
+    return 0
+
+
+def _env(_args, _console: Console) -> int:
+    print(json.dumps(manifest.collect(["ttfr", *sys.argv[1:]], policies=POLICIES), indent=2, sort_keys=True))
+    return 0
+
+
+def _report(args, _console: Console) -> int:
+    path = markdown.write(_result_dir(args.dir))
+    print(path.read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _validate(args, console: Console) -> int:
+    problems = artifacts.validate_dir(args.dir)
+    for problem in problems:
+        console.print(f"invalid: {problem}", markup=False, highlight=False)
+    if not problems:
+        console.print(f"ok: every artifact in {args.dir} matches its schema and hash", markup=False, highlight=False)
+    return 1 if problems else 0
+
+
+def _export(args, console: Console) -> int:
+    written = nextstat.export(args.dir, args.dest, args.cold_policy)
+    console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
+    return 0
+
+
+def _result_dir(path: Path) -> artifacts.ResultDir:
+    result_dir = artifacts.ResultDir(path)
+    if not result_dir.suite.is_file():
+        raise UsageError(f"{path} has no suite.json: not a finished ttfr result directory")
+    return result_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console()
+    try:
+        return args.handler(args, console)
+    except UsageError as exc:
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except artifacts.ArtifactError as exc:
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Facts about the host read from /proc and the OS (standard library only).
+
+Shared by the worker (device kind of CPU backends) and the manifest.
+"""
+
+import os
+
+
+def _proc_field(path, key):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                name, sep, value = line.partition(":")
+                if sep and name.strip() == key:
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
+def cpu_model():
+    """CPU model name, e.g. 'AMD EPYC 7B13' (None when /proc/cpuinfo has none)."""
+    return _proc_field("/proc/cpuinfo", "model name")
+
+
+def memory_total_bytes():
+    value = _proc_field("/proc/meminfo", "MemTotal")
+    if not value:
+        return None
+    number, _, unit = value.partition(" ")
+    return int(number) * (1024 if unit.strip().lower() == "kb" else 1)
+
+
+def usable_cpus():
+    """CPUs this process may run on (affinity), which can be fewer than os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def load_average():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def cpu_pressure():
+    """`some avg10` from /proc/pressure/cpu (PSI), or None where the kernel has no PSI."""
+    try:
+        with open("/proc/pressure/cpu", encoding="ascii") as fh:
+            first = fh.readline().split()
+    except OSError:
+        return None
+    for token in first[1:]:
+        key, _, value = token.partition("=")
+        if key == "avg10":
+            return float(value)
+    return None
+
+
+def gpu_device_nodes():
+    """NVIDIA device nodes present (a cheap 'is there a GPU at all' probe)."""
+    try:
+        return sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
+    except OSError:
+        return []

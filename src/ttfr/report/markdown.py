@@ -1,0 +1,245 @@
+"""report.md: a readable account of one result directory, rendered from its artifacts only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ttfr.artifacts import ResultDir, read_json, write_bytes_atomic
+from ttfr.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+
+DASH = "—"
+_COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
+_STAGE_ORDER = ("wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s",
+                "backward_compile_s", "first_execute_s")  # fmt: skip
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None:
+        return DASH
+    magnitude = abs(value)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if magnitude >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def fmt_bytes(value: int | float | None) -> str:
+    if value is None:
+        return DASH
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{int(value)} B"
+
+
+def fmt_summary(summary: dict | None, with_ci: bool = True) -> str:
+    if not summary:
+        return DASH
+    text = fmt_seconds(summary["median"])
+    ci = summary.get("median_ci")
+    if with_ci and ci and summary["n"] > 1:
+        text += f" [{fmt_seconds(ci['low'])}, {fmt_seconds(ci['high'])}]"
+        if ci["level"] < 0.95:
+            text += f" ({ci['level']:.0%})"
+    return text
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _policy(case: dict, name: str) -> dict:
+    return case["policies"].get(name) or {}
+
+
+def _summary_section(cases: list[dict]) -> list[str]:
+    rows = []
+    for case in cases:
+        cold = _policy(case, COLD_CACHE).get("summary") or {}
+        warm_cache = _policy(case, WARM_CACHE).get("summary") or {}
+        warm = _policy(case, WARM_PROCESS).get("summary") or {}
+        verdicts = [
+            f"{label}: {_policy(case, p)['cache_verification']['verdict']}"
+            for p, label in ((COLD_CACHE, "cold"), (WARM_CACHE, "warm"))
+            if _policy(case, p).get("cache_verification")
+        ]
+        rows.append([
+            f"`{case['case']}`",
+            case["status"] + (f": {case['reason']}" if case["reason"] else ""),
+            fmt_summary(cold.get("ttfr_s")),
+            fmt_summary(warm_cache.get("ttfr_s")),
+            fmt_summary(warm.get("call_s")),
+            ", ".join(verdicts) or DASH,
+        ])  # fmt: skip
+    header = ["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check"]
+    return ["## Summary", "", "Medians with their 95% order-statistic CI (the achieved level is shown when "
+            "too few runs allow 95%).", "", *_table(header, rows), ""]  # fmt: skip
+
+
+def _components_section(cases: list[dict], policy: str) -> list[str]:
+    rows = []
+    for case in cases:
+        block = _policy(case, policy)
+        summary = block.get("summary") or {}
+        if not any(summary.values()):
+            continue
+        stages = block.get("stages_summary") or {}
+        split = ", ".join(
+            f"{name[:-2].replace('_', ' ')} {fmt_seconds(stages[name]['median'])}" for name in _STAGE_ORDER if name in stages
+        )
+        rows.append([f"`{case['case']}`"] + [fmt_summary(summary.get(m), with_ci=False) for m in _COMPONENTS] + [split or DASH])
+    if not rows:
+        return []
+    header = ["case", "interpreter", "import", "setup", "first call", "second call", "TTFR", "process", "first call split"]
+    return [f"## Cold start components ({policy})", "", "Medians over fresh processes.", "",
+            *_table(header, rows), ""]  # fmt: skip
+
+
+def _warm_section(cases: list[dict]) -> list[str]:
+    rows = []
+    for case in cases:
+        block = _policy(case, WARM_PROCESS)
+        summary = (block.get("summary") or {}).get("call_s")
+        if not summary:
+            continue
+        procs = [p for p in block["procs"] if p["outcome"] == "ok"]
+        sync_notes = sorted({problem for p in procs for problem in p["sync_check"]["problems"]})
+        rows.append([
+            f"`{case['case']}`",
+            fmt_summary(summary),
+            str(summary["n"]),
+            f"{min(p['inner_loops'] for p in procs)}–{max(p['inner_loops'] for p in procs)}",
+            "; ".join(sync_notes) or "ok",
+            case["sync_policy"],
+        ])  # fmt: skip
+    if not rows:
+        return []
+    header = ["case", "per call (median of process medians)", "processes", "inner loop", "sync check", "sync policy"]
+    return ["## Warm throughput (warm-process)", "", *_table(header, rows), ""]
+
+
+def _memory_section(cases: list[dict]) -> list[str]:
+    rows = []
+    for case in cases:
+        memory = case.get("memory") or {}
+        rss = memory.get("peak_rss_bytes")
+        compiled = memory.get("compiled") or {}
+        if not rss and not compiled and "device_peak_bytes" not in memory:
+            continue
+        rows.append([
+            f"`{case['case']}`",
+            fmt_bytes(rss["median"]) if rss else DASH,
+            ", ".join(f"{k.replace('_size_in_bytes', '')} {fmt_bytes(v)}" for k, v in sorted(compiled.items()) if v)
+            or DASH,
+            fmt_bytes(memory.get("device_peak_bytes")),
+        ])  # fmt: skip
+    if not rows:
+        return []
+    header = ["case", "peak RSS (worker, median)", "compiled executable (JAX memory_analysis)", "device peak"]
+    return ["## Memory", "", *_table(header, rows), ""]
+
+
+def _calls(value) -> str:
+    return "never" if value is None else f"{value:,}"
+
+
+def _break_even_section(rows: list[dict]) -> list[str]:
+    if not rows:
+        return ["## Break-even", "", "No workload has two backends with both cold and warm figures.", ""]
+    lines = [
+        "## Break-even",
+        "",
+        "After how many calls in one process the backend that starts slower has caught up: the total "
+        "`TTFR + (n - 1) × warm call` of both is equal. The range uses the CI ends "
+        "(best and worst case for the slow starter).",
+        "",
+    ]
+    table = []
+    for row in rows:
+        low, high = row["calls_range"]
+        table.append([
+            f"{row['workload']} {row['size']} {row['dtype']}",
+            row["cold_policy"].split("/")[-1],
+            f"`{row['fast_start']}` ({fmt_seconds(row['fast_start_ttfr_s'])}, {fmt_seconds(row['fast_start_call_s'])}/call)",
+            f"`{row['slow_start']}` ({fmt_seconds(row['slow_start_ttfr_s'])}, {fmt_seconds(row['slow_start_call_s'])}/call)",
+            _calls(row["calls"]),
+            f"{_calls(low)} – {_calls(high)}",
+        ])  # fmt: skip
+    header = ["workload", "cache", "starts first", "starts later", "break-even calls", "range"]
+    return lines + _table(header, table) + [""]
+
+
+def _flags_section(cases: list[dict]) -> list[str]:
+    items = []
+    for case in cases:
+        for flag in case["flags"]:
+            detail = {k: v for k, v in flag.items() if k not in ("flag", "policy")}
+            extra = f" {detail}" if detail else ""
+            items.append(f"- `{case['case']}` ({flag.get('policy', 'case')}): **{flag['flag']}**{extra}")
+    return ["## Flags", "", *(items or ["None."]), ""]
+
+
+def _header(suite: dict, manifest: dict) -> list[str]:
+    cpu, gpu, runtimes = manifest["cpu"], manifest["gpu"], manifest["runtimes"]
+    git = manifest["ttfr"]["git"]
+    gpu_text = "none"
+    if gpu["devices"]:
+        gpu_text = ", ".join(d["name"] for d in gpu["devices"]) + f" (driver {gpu['driver_version']}, CUDA {gpu['cuda_version']})"
+    if gpu.get("ptxas"):
+        gpu_text += f"; ptxas {gpu['ptxas']['version']} ({gpu['ptxas']['source']})"
+    versions = ", ".join(f"{k} {v}" for k, v in runtimes.items() if v)
+    summary = suite["summary"]
+    worst = summary["worst_case"]
+    lines = [
+        f"# ttfr snapshot `{suite['snapshot_id']}`",
+        "",
+        f"- State: **{suite['state']}**"
+        + (f" ({summary['n_pending']} case(s) pending: finish with `ttfr run --resume DIR`)" if suite["pending"] else ""),
+        f"- Cases: {summary['n_cases']} ({summary['n_ok']} ok, {summary['n_warn']} warn, {summary['n_failed']} failed)",
+        f"- Worst TTFR: `{worst['case']}` {fmt_seconds(worst['ttfr_median_s'])} ({worst['policy']})" if worst else "- Worst TTFR: —",
+        f"- Profile `{suite['profile']}`, seed {suite['seed']}, deterministic: {suite['deterministic']}, "
+        f"policies: {', '.join(suite['policies'])}",
+        f"- ttfr {suite['ttfr_version']}" + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
+        f"- Machine: {cpu['model']}, {cpu['usable_cores']} usable cores, {fmt_bytes(manifest['memory']['total_bytes'])}; "
+        f"{manifest['os']['platform']}; Python {manifest['python']['version']}",
+        f"- GPU: {gpu_text}",
+        f"- Runtimes: {versions}",
+        "",
+    ]
+    return lines
+
+
+def render(result_dir: ResultDir) -> str:
+    suite = read_json(result_dir.suite)
+    manifest = read_json(result_dir.manifest)
+    cases = [read_json(result_dir.root / ref["path"]) for ref in suite["cases"]]
+    lines = _header(suite, manifest)
+    lines += _summary_section(cases)
+    for policy in POLICIES:
+        if policy != WARM_PROCESS:
+            lines += _components_section(cases, policy)
+    lines += _warm_section(cases)
+    lines += _memory_section(cases)
+    lines += _break_even_section(suite["break_even"])
+    lines += _flags_section(cases)
+    problems = summary_problems(suite)
+    lines += ["## Warnings and failures", "", *(problems or ["None."]), ""]
+    lines += ["## Limitations", "", *(f"- {text}" for text in manifest["limitations"]), ""]
+    torch_notes = sorted({t for c in cases for t in c["limitations"]} - set(manifest["limitations"]))
+    lines += [f"- {text}" for text in torch_notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summary_problems(suite: dict) -> list[str]:
+    summary = suite["summary"]
+    items = [f"- failed `{x['case']}`: {x['reason']}" for x in summary["failed"]]
+    items += [f"- warn `{x['case']}`: {x['reason']}" for x in summary["warned"]]
+    items += [f"- pending `{case}`" for case in suite["pending"]]
+    return items
+
+
+def write(result_dir: ResultDir) -> Path:
+    write_bytes_atomic(result_dir.report, render(result_dir).encode("utf-8"))
+    return result_dir.report

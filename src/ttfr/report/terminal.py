@@ -1,0 +1,170 @@
+"""Terminal output with rich: live progress (case, run, ETA), summary table, `ttfr list`.
+
+Run costs differ by orders of magnitude (a NumPy run ~0.3 s, a cold torch.compile ~20 s),
+so the ETA sums per-kind estimates, replaced by the mean of observed runs of that kind.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ttfr import catalog
+from ttfr.analysis import headline
+from ttfr.plan import Task
+from ttfr.report.markdown import fmt_seconds
+from ttfr.spec import WARM_CACHE
+
+# Prior guesses (seconds per run) until a run of the same kind has been observed.
+_PRIOR_S = {"python": 0.1, "numpy": 0.6, "jax": 3.0, "torch": 4.0, "torch_compile_cold": 25.0, "torch_compile": 8.0}
+
+
+def _cost_key(task: Task) -> str:
+    backend = task.case.backend_info
+    warm_start = task.policy == WARM_CACHE or task.uses_template
+    return f"{backend.name}|{task.kind}|{'template' if warm_start and backend.compiles else 'fresh'}"
+
+
+def _prior(task: Task) -> float:
+    backend = task.case.backend_info
+    if backend.framework == "torch" and backend.compiles:
+        return _PRIOR_S["torch_compile" if task.uses_template else "torch_compile_cold"]
+    return _PRIOR_S[backend.framework]
+
+
+class RunEstimator:
+    def __init__(self):
+        self.observed: dict[str, list[float]] = {}
+
+    def observe(self, task: Task, seconds: float) -> None:
+        self.observed.setdefault(_cost_key(task), []).append(seconds)
+
+    def estimate(self, task: Task) -> float:
+        seen = self.observed.get(_cost_key(task))
+        return statistics.mean(seen) if seen else _prior(task)
+
+
+def _describe(task: Task) -> str:
+    what = task.policy or task.kind
+    return f"{task.case.id} [dim]{what} #{task.index + 1}[/dim]"
+
+
+class ProgressDisplay:
+    """Scheduler progress: a live bar on a terminal, one line per run otherwise."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.remaining: dict[str, Task] = {}
+        self.estimator = RunEstimator()
+        self.live = console.is_terminal
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
+            console=console,
+            transient=False,
+        )
+        self.bar = None
+        self.started_at = None
+        self.count = 0
+        self.total = 0
+
+    def _eta(self) -> str:
+        return fmt_seconds(sum(self.estimator.estimate(t) for t in self.remaining.values())) if self.remaining else "0 s"
+
+    def start(self, total: int, pending: list[Task]) -> None:
+        self.total, self.count = total, total - len(pending)
+        self.remaining = {t.key: t for t in pending}
+        if self.live:
+            self.progress.start()
+            self.bar = self.progress.add_task("starting", total=total, completed=self.count, eta=self._eta())
+
+    def task_started(self, task: Task) -> None:
+        self.started_at = time.monotonic()
+        if self.bar is not None:
+            self.progress.update(self.bar, description=_describe(task), eta=self._eta())
+
+    def task_finished(self, task: Task, entry: dict | None) -> None:
+        self.remaining.pop(task.key, None)
+        self.count += 1
+        if entry is not None and self.started_at is not None:
+            self.estimator.observe(task, time.monotonic() - self.started_at)
+        if self.bar is not None:
+            self.progress.update(self.bar, advance=1, eta=self._eta())
+        elif entry is not None:
+            detail = entry["outcome"] + (f" ({entry['reason']})" if entry["reason"] else "")
+            self.console.print(f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}",
+                               markup=False, highlight=False)  # fmt: skip
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.progress.stop()
+
+
+_STATUS_STYLE = {"ok": "green", "warn": "yellow", "failed": "bold red"}
+
+
+def print_summary(console: Console, suite: dict, cases: list[dict], result_path) -> None:
+    table = Table(title=f"ttfr {suite['snapshot_id']} ({suite['state']})", show_lines=False)
+    for column in ("case", "status", "TTFR cold cache", "TTFR warm cache", "warm call", "cache check", "reason"):
+        table.add_column(column, overflow="fold")
+    for case in cases:
+        figures = headline(case)
+        verdicts = sorted({p["cache_verification"]["verdict"] for p in case["policies"].values() if "cache_verification" in p})
+        table.add_row(
+            case["case"],
+            f"[{_STATUS_STYLE[case['status']]}]{case['status']}[/]",
+            fmt_seconds(figures["ttfr_cold_cache_median_s"]),
+            fmt_seconds(figures["ttfr_warm_cache_median_s"]),
+            fmt_seconds(figures["warm_call_median_s"]),
+            ", ".join(verdicts) or "—",
+            case["reason"] or "",
+        )
+    console.print(table)
+    summary = suite["summary"]
+    worst = summary["worst_case"]
+    console.print(
+        f"{summary['n_ok']} ok, {summary['n_warn']} warn, {summary['n_failed']} failed"
+        + (f", {summary['n_pending']} pending" if summary["n_pending"] else "")
+        + (f"; worst TTFR {worst['case']} {fmt_seconds(worst['ttfr_median_s'])}" if worst else "")
+    )
+    console.print(f"results: {result_path}", markup=False, highlight=False)
+
+
+def print_catalog(console: Console) -> None:
+    backends = Table(title="backends")
+    for column in ("backend", "available", "description"):
+        backends.add_column(column)
+    reasons = {}
+    for name, backend in catalog.BACKENDS.items():
+        reasons[name] = catalog.availability(backend)
+        backends.add_row(name, "yes" if reasons[name] is None else f"[yellow]warn: {reasons[name]}[/]", backend.description)
+    console.print(backends)
+
+    workloads = Table(title="workloads")
+    for column in ("workload", "sizes", "size means", "dtypes", "description"):
+        workloads.add_column(column)
+    for workload in catalog.WORKLOADS.values():
+        low, high = workload.size_range
+        workloads.add_row(
+            workload.name + (" (diagnostic)" if workload.diagnostic else ""),
+            ", ".join(map(str, workload.sizes)) + f" (any of {low}..{high})",
+            workload.size_meaning,
+            ", ".join(catalog.DTYPE_SHORT[d] for d in workload.dtypes),
+            workload.description,
+        )
+    console.print(workloads)
+
+    cases = Table(title="catalogued case ids")
+    cases.add_column("case")
+    cases.add_column("available here")
+    for case in catalog.catalogued_cases():
+        reason = reasons[case.backend]
+        cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
+    console.print(cases)

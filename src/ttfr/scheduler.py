@@ -1,0 +1,107 @@
+"""Execute a plan's tasks in order: set up each run's cache state, run it through an
+executor (a real process, or a fake in tests), journal it, and stop a case early when it
+cannot produce trustworthy figures (unavailable, failed template producer or check)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+from ttfr import hostinfo
+from ttfr.cache import CacheDirs
+from ttfr.journal import Journal
+from ttfr.plan import PRIME, Plan, Task, gate_failure
+from ttfr.runner import RunResult, run_worker
+from ttfr.workerenv import build_env, job_words
+
+Executor = Callable[..., RunResult]
+
+
+class NullProgress:
+    def start(self, total: int, pending: list[Task]) -> None: ...
+    def task_started(self, task: Task) -> None: ...
+    def task_finished(self, task: Task, entry: dict | None) -> None: ...
+
+
+class Scheduler:
+    def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
+                 progress=None, base_env: dict | None = None):  # fmt: skip
+        self.plan = plan
+        self.journal = journal
+        self.scratch = Path(scratch)
+        self.executor = executor
+        self.progress = progress or NullProgress()
+        self.base_env = base_env
+        self.stopped: dict[str, str] = {}
+
+    def run(self) -> None:
+        done = set()
+        for entry in self.journal.entries():
+            done.add(entry["task"])
+            self._note(entry["case"], gate_failure(entry))
+        pending = [t for t in self.plan.tasks if t.key not in done]
+        self.progress.start(len(self.plan.tasks), pending)
+        for task in pending:
+            if task.case.id in self.stopped:
+                self.progress.task_finished(task, None)
+                continue
+            self.progress.task_started(task)
+            entry = self._execute(task)
+            self.journal.append(entry)
+            self._note(task.case.id, gate_failure(entry))
+            self.progress.task_finished(task, entry)
+
+    def _note(self, case_id: str, reason: str | None) -> None:
+        if reason and case_id not in self.stopped:
+            self.stopped[case_id] = reason
+
+    def _prepare_cache(self, task: Task, cache: CacheDirs) -> bool:
+        """Put the case's cache directory into the task's policy state; True if restored."""
+        if task.uses_template and task.case.backend_info.compiles:
+            if not cache.has_template():
+                self._reprime(task)  # e.g. resuming after the scratch area was removed
+            if cache.has_template():
+                cache.restore_template()
+                return True
+        cache.make_empty()
+        return False
+
+    def _reprime(self, task: Task) -> None:
+        primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
+        cache = CacheDirs(self.scratch, task.case.id)
+        cache.make_empty()
+        result = self._spawn(primer, cache)
+        if result.outcome == "ok":
+            cache.save_template()
+
+    def _spawn(self, task: Task, cache: CacheDirs) -> RunResult:
+        spec = self.plan.spec
+        env = build_env(task.case, spec, cache.env(), self.base_env)
+        return self.executor(job_words(task, spec), env, spec.timeout_s, spec.python)
+
+    def _execute(self, task: Task) -> dict:
+        cache = CacheDirs(self.scratch, task.case.id)
+        restored = self._prepare_cache(task, cache)
+        before = cache.count_entries()
+        load = hostinfo.load_average()
+        pressure = hostinfo.cpu_pressure()
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        result = self._spawn(task, cache)
+        after = cache.count_entries()
+        if task.makes_template and result.outcome == "ok":
+            cache.save_template()
+        entry = {
+            "task": task.key,
+            "case": task.case.id,
+            "kind": task.kind,
+            "policy": task.policy,
+            "index": task.index,
+            "round": task.round,
+            "measured": task.measured,
+            "makes_template": task.makes_template,
+            "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
+            "host": {"load_average": load, "cpu_pressure_avg10": pressure, "started_at": started},
+        }
+        entry.update(result.to_json())
+        return entry

@@ -1,0 +1,133 @@
+"""One `ttfr run`, start to finish: spec -> plan -> scheduler -> analysis -> artifacts.
+
+An interrupted run (Ctrl-C, SIGTERM) still writes valid artifacts for every case whose
+runs all finished; `--resume DIR` re-plans from plan.json, skips what the journal holds
+and completes the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import ttfr
+from ttfr import analysis, manifest
+from ttfr.artifacts import SUITE_SCHEMA, ResultDir, read_json, sha256_file, snapshot_id, write_json
+from ttfr.journal import Journal
+from ttfr.plan import Plan, build_plan
+from ttfr.report import markdown
+from ttfr.runner import run_worker
+from ttfr.scheduler import Scheduler
+from ttfr.spec import RunSpec
+
+EXIT_OK, EXIT_CASE_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+@dataclass
+class SuiteOutcome:
+    result_dir: ResultDir
+    suite: dict
+    cases: list[dict]
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_CASE_FAILED if self.suite["summary"]["n_failed"] else EXIT_OK
+
+
+def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None) -> ResultDir:
+    """Create the result directory with its plan and manifest, before anything runs."""
+    now = dt.datetime.now(dt.timezone.utc)
+    spec_json = spec.to_json()
+    result_dir = ResultDir.create(out_parent, snapshot_id(now, spec_json, spec.deterministic))
+    write_json(result_dir.plan, {
+        "spec": spec_json,
+        "created_at": now.isoformat(timespec="seconds"),
+        "ttfr_version": ttfr.__version__,
+    })  # fmt: skip
+    write_json(result_dir.manifest, manifest.collect(command_line, spec.python, spec.policies), "ttfr.manifest.v1")
+    return result_dir
+
+
+def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
+    result_dir = ResultDir.open(root)
+    return result_dir, RunSpec.from_json(read_json(result_dir.plan)["spec"])
+
+
+class _TerminateAsInterrupt:
+    """SIGTERM ends a run like Ctrl-C does: finished cases still get their artifacts."""
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(_signum, _frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None) -> SuiteOutcome:
+    plan = build_plan(spec)
+    journal = Journal(result_dir.journal)
+    interrupted = False
+    with _TerminateAsInterrupt():
+        try:
+            Scheduler(plan, journal, result_dir.scratch, executor, progress).run()
+        except KeyboardInterrupt:
+            interrupted = True
+    suite, cases = write_results(result_dir, plan, journal.entries())
+    if not suite["pending"]:
+        result_dir.remove_scratch()
+    return SuiteOutcome(result_dir, suite, cases, interrupted)
+
+
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tuple[dict, list[dict]]:
+    """Analyse what the journal holds and write case files, the suite index and the report."""
+    pending = analysis.pending_cases(plan, entries)
+    by_case: dict[str, list[dict]] = {}
+    for entry in entries:
+        by_case.setdefault(entry["case"], []).append(entry)
+    cases, refs = [], []
+    for case in sorted(plan.spec.cases):
+        if case.id in pending:
+            continue
+        result = analysis.build_case_result(case, plan, by_case.get(case.id, []))
+        digest = write_json(result_dir.case_path(case.id), result, "ttfr.case_result.v1")
+        cases.append(result)
+        refs.append({
+            "case": case.id,
+            "path": f"cases/{case.id}.json",
+            "sha256": digest,
+            "status": result["status"],
+            "reason": result["reason"],
+            "headline": analysis.headline(result),
+        })  # fmt: skip
+    plan_info = read_json(result_dir.plan)
+    spec = plan.spec
+    suite = {
+        "schema": SUITE_SCHEMA,
+        "snapshot_id": result_dir.root.name,
+        "created_at": plan_info["created_at"],
+        "state": "incomplete" if pending else "complete",
+        "ttfr_version": plan_info["ttfr_version"],
+        "deterministic": spec.deterministic,
+        "profile": spec.profile,
+        "seed": spec.seed,
+        "policies": list(spec.policies),
+        "manifest": {"path": "manifest.json", "sha256": sha256_file(result_dir.manifest)},
+        "cases": refs,
+        "pending": pending,
+        "summary": analysis.suite_summary(cases, pending),
+        "break_even": analysis.break_even(cases),
+    }
+    write_json(result_dir.suite, suite, SUITE_SCHEMA)
+    markdown.write(result_dir)
+    return suite, cases

@@ -1,0 +1,228 @@
+"""The child process: runs one job in phases, timing each, and writes one JSON record to
+the pipe whose write end the parent passed (fd `fd=`), never to stdout.
+
+Started as `python -P -c "from ttfr.worker import main; main()" key=value ...`: `-m` would
+add runpy (~6 ms), and the job is plain key=value words because `import json` costs ~8 ms
+(it pulls in `re`). Only `os`, `sys` and `time` are imported before the first mark; the
+runtime stack is imported inside the timed import phase; everything else (json, hashlib,
+resource, traceback) only after the last timed phase.
+
+Marks are CLOCK_MONOTONIC nanoseconds, which is system-wide on Linux, so the parent can
+subtract its own spawn timestamp from them.
+"""
+
+import os
+import sys
+import time
+
+_now = time.monotonic_ns
+
+JOB_KEYS = (
+    "fd", "mode", "adapter", "device", "compile", "workload", "size", "dtype", "seed",
+    "samples", "min_sample_s", "max_warmup_s",
+)  # fmt: skip
+
+
+class _PhaseError(Exception):
+    def __init__(self, phase, error):
+        super().__init__(phase)
+        self.phase, self.error = phase, error
+
+
+def parse_job(words):
+    job = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or key not in JOB_KEYS:
+            raise SystemExit(f"ttfr worker: bad job word {word!r}; keys: {', '.join(JOB_KEYS)}")
+        job[key] = value
+    return job
+
+
+def _import(module_name):
+    __import__(module_name)
+    return sys.modules[module_name]
+
+
+def _run_phases(job, marks, record):
+    mode = job["mode"]
+    phase = "import"
+    try:
+        adapter = _import("ttfr.backends." + job["adapter"])
+        runtime = adapter.Runtime(job)
+        runtime.import_stack()
+        marks["imported"] = _now()
+
+        phase = "setup"
+        workload = _import("ttfr.workloads." + job["workload"])
+        host_inputs = workload.make_inputs(int(job["size"]), job["dtype"], int(job["seed"]))
+        inputs = runtime.put(host_inputs)
+        marks["setup"] = _now()
+
+        phase = "first_call"
+        output, stages = runtime.first_call(workload, inputs)
+        marks["first"] = _now()
+        counters_first = runtime.cache_counters()
+
+        # The check needs the first call's result before a second (possibly in-place) step.
+        host_first = runtime.to_host(output) if mode == "warm" else None
+
+        phase = "second_call"
+        sync = runtime.sync
+        marks["second_start"] = _now()
+        output = runtime.call(*runtime.args)
+        if sync is not None:
+            sync(output)
+        marks["second"] = _now()
+    except Exception as exc:  # noqa: BLE001 - every failure becomes data in the record
+        raise _PhaseError(phase, exc) from exc
+
+    from ttfr.workloads import inputs_sha256
+
+    record["stages_s"] = stages
+    record["cache"] = {"first": counters_first, "end": runtime.cache_counters()}
+    host_second = runtime.to_host(output)
+    record["digest"] = _digest(host_second)
+    if mode == "warm":
+        samples = int(job.get("samples", "0"))
+        if samples > 0:
+            record["warm"] = _warm_regime(runtime, job, samples)
+        record["check"] = _check(workload, host_inputs, host_first, job["dtype"])
+        record["dataset_sha256"] = inputs_sha256(host_inputs)
+    record["memory"] = runtime.memory()
+    record["device"] = runtime.device_info()
+    record["versions"] = runtime.versions()
+    return record
+
+
+def _warm_regime(runtime, job, samples):
+    from ttfr import sampling
+
+    call, args, sync = runtime.call, runtime.args, runtime.sync
+    calibration = sampling.calibrate(call, args, sync, float(job["min_sample_s"]), float(job["max_warmup_s"]))
+    inner = calibration["inner_loops"]
+    per_call, trailing = sampling.sample(call, args, sync, inner, samples)
+    return {
+        "samples_s": per_call,
+        "inner_loops": inner,
+        "warmup_per_call_s": calibration["warmup_per_call_s"],
+        "warmup_stable": calibration["stable"],
+        "trailing_sync_fraction": trailing,
+        "doubling_ratios": sampling.doubling_ratios(call, args, sync, inner),
+    }
+
+
+def _digest(arrays):
+    """Order-free fingerprint of a result, to spot a run that computed something else."""
+    if not arrays:
+        return None
+    import numpy
+
+    total = total_sq = 0.0
+    finite = True
+    count = 0
+    for a in arrays:
+        a64 = numpy.asarray(a, dtype=numpy.float64)
+        finite = finite and bool(numpy.isfinite(a64).all())
+        total += float(a64.sum())
+        total_sq += float((a64 * a64).sum())
+        count += a64.size
+    return {"sum": total, "sum_sq": total_sq, "count": count, "finite": finite}
+
+
+def _check(workload, host_inputs, host_first, dtype):
+    """Compare the first call's result with the float64 NumPy reference on the same inputs."""
+    expected = workload.reference(host_inputs)
+    tolerance = workload.TOLERANCE[dtype]
+    if not expected:
+        return {"reference": "none", "max_normalised_error": 0.0, "tolerance": tolerance, "passed": True}
+    import numpy
+
+    if len(expected) != len(host_first):
+        return {
+            "reference": "numpy float64",
+            "max_normalised_error": None,
+            "tolerance": tolerance,
+            "passed": False,
+            "detail": f"{len(host_first)} outputs, reference has {len(expected)}",
+        }
+    worst = 0.0
+    for got, ref in zip(host_first, expected):
+        got64 = numpy.asarray(got, dtype=numpy.float64)
+        if got64.shape != ref.shape:
+            return {
+                "reference": "numpy float64",
+                "max_normalised_error": None,
+                "tolerance": tolerance,
+                "passed": False,
+                "detail": f"shape {got64.shape} != reference {ref.shape}",
+            }
+        scale = max(float(numpy.max(numpy.abs(ref))), 1e-30)
+        error = float(numpy.max(numpy.abs(got64 - ref))) / scale
+        worst = max(worst, error if numpy.isfinite(error) else float("inf"))
+    return {
+        "reference": "numpy float64",
+        "max_normalised_error": worst,
+        "tolerance": tolerance,
+        "passed": worst <= tolerance,
+    }
+
+
+def _classify(phase_error):
+    from ttfr.backends import Unavailable
+
+    exc = phase_error.error
+    if isinstance(exc, Unavailable):
+        return "unavailable", str(exc)
+    if isinstance(exc, ModuleNotFoundError) and phase_error.phase == "import":
+        package = (exc.name or "unknown").split(".")[0]
+        return "unavailable", f"missing_dependency: {package}"
+    if isinstance(exc, MemoryError):
+        return "oom", f"MemoryError in {phase_error.phase}"
+    message = str(exc).strip().splitlines()
+    return "error", f"{type(exc).__name__} in {phase_error.phase}: {message[0] if message else ''}"[:500]
+
+
+def _emit(fd, record):
+    import json
+
+    payload = json.dumps(record, allow_nan=False, default=str).encode()
+    view = memoryview(payload)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.close(fd)
+
+
+def main(argv=None):
+    t_main = _now()
+    job = parse_job(sys.argv[1:] if argv is None else argv)
+    marks = {"main": t_main}
+    record = {"protocol": 1, "outcome": "ok", "reason": None, "marks_ns": marks}
+    try:
+        _run_phases(job, marks, record)
+        digest = record.get("digest")
+        if digest is not None and not digest["finite"]:
+            record["outcome"], record["reason"] = "invalid", "non-finite values in the result"
+    except _PhaseError as err:
+        import traceback
+
+        record["outcome"], record["reason"] = _classify(err)
+        record["phase"] = err.phase
+        if record["outcome"] != "unavailable":
+            record["traceback"] = "".join(traceback.format_exception(err.error))[-4000:]
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    record["rusage_self"] = {
+        "max_rss_bytes": usage.ru_maxrss * 1024,  # kilobytes on Linux
+        "user_s": usage.ru_utime,
+        "sys_s": usage.ru_stime,
+        "involuntary_switches": usage.ru_nivcsw,
+    }
+    record["pid"] = os.getpid()
+    _emit(int(job["fd"]), record)
+
+
+if __name__ == "__main__":
+    main()
