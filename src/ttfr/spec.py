@@ -80,7 +80,9 @@ class RunSpec:
 
 
 def _split(values):
-    """Accept repeated flags and comma-separated lists alike."""
+    """Accept repeated flags and comma-separated lists alike (a bare string is one value)."""
+    if isinstance(values, (str, int)):
+        values = [values]
     out = []
     for value in values or ():
         out.extend(v.strip() for v in str(value).split(",") if v.strip())
@@ -148,10 +150,11 @@ def select_cases(profile: Profile, case_ids=(), backends=(), workloads=(), sizes
                 for dtype in w_dtypes:
                     cases.add(catalog.Case(b_name, w_name, size, dtype))
     if not cases:
-        raise UsageError(
-            "the selection matches no case: check that the backends run the workloads "
-            "(`ttfr list` shows every valid case id)"
+        runs = "; ".join(
+            f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, catalog.WORKLOADS[w]))
+            for w in chosen_workloads
         )
+        raise UsageError(f"no chosen backend ({', '.join(chosen_backends)}) runs the chosen workloads; backends that do: {runs}")
     return tuple(sorted(cases))
 
 

@@ -29,9 +29,10 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
     env = dict(os.environ if base is None else base)
     env.update(cache_env)
     backend = case.backend_info
-    if backend.framework == "jax" and "JAX_PLATFORMS" not in env:
-        # Stop a CPU case from initialising GPU plugins (and a GPU case from falling back).
-        env["JAX_PLATFORMS"] = "cpu" if backend.device == "cpu" else "cuda"
+    if backend.framework == "jax" and backend.device == "cpu" and "JAX_PLATFORMS" not in env:
+        # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own
+        # platform choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
+        env["JAX_PLATFORMS"] = "cpu"
     if backend.framework == "jax" and backend.device == "gpu":
         ptxas = toolkit_ptxas(env)
         if ptxas is not None:

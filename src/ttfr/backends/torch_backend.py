@@ -24,14 +24,16 @@ def _split_compile_times(table, first_call_s, wrap_s):
     backward_total = table.get("backward._backward_impl", backward_inductor)
     cache_load = table.get("AOTAutogradCache.inductor_load", 0.0)
     forward_inductor = inductor_all - backward_inductor
-    return {
+    split = {
         "dynamo_s": max(0.0, dynamo_total - user_compiler),
         "aot_autograd_s": max(0.0, user_compiler - forward_inductor - cache_load)
         + max(0.0, backward_total - backward_inductor),
         "inductor_s": inductor_all + cache_load,
-        "backward_compile_s": backward_total,
         "first_execute_s": max(0.0, first_call_s - wrap_s - dynamo_total - backward_total),
     }
+    if "backward._backward_impl" in table or "compile_fx.<locals>.bw_compiler" in table:
+        split["backward_compile_s"] = backward_total  # only when a backward graph was compiled
+    return split
 
 
 class Runtime:

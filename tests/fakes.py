@@ -1,0 +1,49 @@
+"""A fake executor: no processes, but the same cache-directory contract as real workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+
+
+class FakeExecutor:
+    """Answers each run with a plausible record; `decide(call)` may override.
+
+    A compiling backend's run "writes" one cache entry when its JAX cache dir is empty and
+    reports a hit (JAX monitoring events) when it finds one, like jax does.
+    """
+
+    def __init__(self, decide=None, interrupt_at=None):
+        self.calls: list[dict] = []
+        self.decide = decide
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, job, env, timeout_s, python=None):
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
+        case_id = jax_dir.parent.name
+        entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir.is_dir() else []
+        call = {"job": dict(job), "case": case_id, "entries_seen": entries, "env": env}
+        self.calls.append(call)
+        if self.decide:
+            decided = self.decide(call)
+            if decided is not None:
+                return decided
+        cache = None
+        if job["compile"] == "1":
+            hit = bool(entries)
+            if not hit:
+                (jax_dir / "jit_fn-cache").write_bytes(b"executable")
+            events = {"/jax/compilation_cache/compile_requests_use_cache": 1}
+            events["/jax/compilation_cache/cache_hits" if hit else "/jax/compilation_cache/cache_misses"] = 1
+            cache = {"first": None, "end": {"events": events, "durations_s": {}}}
+        warm = job["mode"] == "warm"
+        record = fake_record(
+            cache=cache,
+            check=PASSED_CHECK if warm else None,
+            warm=fake_warm() if warm and int(job.get("samples", "0")) else None,
+            stages={"trace_s": 0.01, "compile_s": 0.1} if job["compile"] == "1" else {},
+        )
+        return fake_result(record)

@@ -1,0 +1,195 @@
+import math
+
+import pytest
+
+from conftest import PASSED_CHECK, fake_record, fake_result
+from fakes import FakeExecutor
+from ttfr import analysis
+from ttfr.catalog import parse_case_id
+from ttfr.journal import Journal
+from ttfr.plan import build_plan
+from ttfr.scheduler import Scheduler
+from ttfr.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
+
+
+def measure(tmp_path, executor=None, **kwargs):
+    kwargs.setdefault("backends", "numpy,jax_jit_cpu")
+    kwargs.setdefault("workloads", "matmul")
+    kwargs.setdefault("sizes", "64")
+    kwargs.setdefault("cold_runs", 3)
+    kwargs.setdefault("warm_procs", 2)
+    plan = build_plan(build_spec(**kwargs), lambda b: "gpu_unavailable" if b.device == "gpu" else None)
+    journal = Journal(tmp_path / "journal.jsonl")
+    Scheduler(plan, journal, tmp_path / "scratch", executor or FakeExecutor()).run()
+    entries = journal.entries()
+    results = {}
+    for case in plan.spec.cases:
+        results[case.id] = analysis.build_case_result(case, plan, [e for e in entries if e["case"] == case.id])
+    return plan, results
+
+
+def test_component_timings_come_from_spawn_marks_and_reap(tmp_path):
+    _, results = measure(tmp_path)
+    run = results["numpy_matmul_64_f32"]["policies"][COLD_CACHE]["runs"][0]
+    expected = {
+        "interpreter_s": 0.010, "import_s": 0.100, "setup_s": 0.020, "first_call_s": 0.200,
+        "second_call_s": 0.005, "ttfr_s": 0.330, "process_s": 0.400,
+    }  # fmt: skip
+    for name, value in expected.items():
+        assert run["metrics"][name] == pytest.approx(value), name
+    assert run["resources"]["peak_rss_bytes"] == 100 << 20  # the worker's own, not the tree's
+
+
+def test_ok_case_has_summaries_verified_caches_and_correctness(tmp_path):
+    _, results = measure(tmp_path)
+    jax = results["jax_jit_cpu_matmul_64_f32"]
+    assert jax["status"] == "ok" and jax["reason"] is None
+    assert jax["policies"][COLD_CACHE]["summary"]["ttfr_s"]["n"] == 3
+    assert jax["policies"][COLD_CACHE]["cache_verification"]["verdict"] == "verified"
+    assert jax["policies"][WARM_CACHE]["cache_verification"]["verdict"] == "verified"
+    assert jax["policies"][WARM_CACHE]["cache_verification"]["hits_total"] == 3
+    assert jax["policies"][WARM_PROCESS]["summary"]["call_s"]["n"] == 2
+    assert jax["correctness"]["passed"] and jax["dataset"]["sha256"] == "a" * 64
+    assert results["numpy_matmul_64_f32"]["policies"][COLD_CACHE]["cache_verification"]["verdict"] == "not_applicable"
+
+
+def test_warm_cache_miss_is_flagged_in_the_case(tmp_path):
+    def never_hit(call):
+        if call["job"]["compile"] == "1" and call["entries_seen"]:
+            record = fake_record(cache={"first": None, "end": {"events": {
+                "/jax/compilation_cache/compile_requests_use_cache": 1}, "durations_s": {}}},
+                check=PASSED_CHECK if call["job"]["mode"] == "warm" else None)  # fmt: skip
+            if call["job"]["mode"] == "warm":
+                from conftest import fake_warm
+
+                record["warm"] = fake_warm()
+            return fake_result(record)
+        return None
+
+    _, results = measure(tmp_path, FakeExecutor(never_hit))
+    flags = {(f["policy"], f["flag"]) for f in results["jax_jit_cpu_matmul_64_f32"]["flags"]}
+    assert (WARM_CACHE, "warm_cache_no_hits") in flags
+
+
+def test_failed_result_check_fails_the_case_with_numbers_and_null_figures(tmp_path):
+    bad_check = {"reference": "numpy float64", "max_normalised_error": 0.5, "tolerance": 2e-4, "passed": False}
+
+    def wrong(call):
+        if call["job"]["mode"] == "warm" and call["case"].startswith("numpy"):
+            from conftest import fake_warm
+
+            return fake_result(fake_record(check=bad_check, warm=fake_warm()))
+        return None
+
+    _, results = measure(tmp_path, FakeExecutor(wrong))
+    case = results["numpy_matmul_64_f32"]
+    assert case["status"] == "failed"
+    assert "0.5 > tolerance 0.0002" in case["reason"]
+    for policy in case["policies"].values():
+        assert all(value is None for value in policy["summary"].values())
+    assert case["memory"]["peak_rss_bytes"] is None
+    assert analysis.headline(case) == {
+        "ttfr_cold_cache_median_s": None, "ttfr_warm_cache_median_s": None, "warm_call_median_s": None,
+    }  # fmt: skip
+
+
+def test_a_run_whose_result_differs_is_invalid_and_excluded(tmp_path):
+    count = {"n": 0}
+
+    def odd_one(call):
+        if call["case"].startswith("numpy") and call["job"]["mode"] == "cold":
+            count["n"] += 1
+            if count["n"] == 3:
+                return fake_result(fake_record(digest={"sum": 99.0, "sum_sq": 5000.0, "count": 4, "finite": True}))
+        return None
+
+    _, results = measure(tmp_path, FakeExecutor(odd_one))
+    case = results["numpy_matmul_64_f32"]
+    outcomes = [r["outcome"] for p in (COLD_CACHE, WARM_CACHE) for r in case["policies"][p]["runs"]]
+    assert outcomes.count("invalid") == 1
+    assert case["status"] == "warn" and "invalid" in case["reason"]
+    assert any(f["flag"] == "invalid_measurement" for f in case["flags"])
+
+
+def test_partial_failures_keep_figures_from_good_runs(tmp_path):
+    count = {"n": 0}
+
+    def one_timeout(call):
+        if call["case"].startswith("numpy") and call["job"]["mode"] == "cold":
+            count["n"] += 1
+            if count["n"] == 2:
+                return fake_result(None, outcome="timeout", reason="timeout after 5 s (process group killed)")
+        return None
+
+    _, results = measure(tmp_path, FakeExecutor(one_timeout))
+    case = results["numpy_matmul_64_f32"]
+    assert case["status"] == "warn"
+    timed_out = [r for p in (COLD_CACHE, WARM_CACHE) for r in case["policies"][p]["runs"] if r["outcome"] == "timeout"]
+    assert len(timed_out) == 1 and timed_out[0]["metrics"]["ttfr_s"] is None
+    summaries = [case["policies"][p]["summary"]["ttfr_s"]["n"] for p in (COLD_CACHE, WARM_CACHE)]
+    assert sorted(summaries) == [2, 3]
+
+
+def test_unavailable_case_is_warn_with_no_runs(tmp_path):
+    _, results = measure(tmp_path, backends="jax_jit_gpu,numpy")
+    case = results["jax_jit_gpu_matmul_64_f32"]
+    assert case["status"] == "warn" and case["reason"] == "gpu_unavailable" and case["policies"] == {}
+
+
+def _result(backend, ttfr, call, low_high=None):
+    def summary(value):
+        low, high = low_high or (value, value)
+        return {"n": 5, "median": value, "median_ci": {"low": low * value, "high": high * value, "level": 0.95}}
+
+    return {
+        "case": f"{backend}_matmul_512_f32", "backend": backend, "workload": "matmul", "size": 512,
+        "dtype": "float32", "status": "ok", "reason": None,
+        "policies": {COLD_CACHE: {"summary": {"ttfr_s": summary(ttfr)}}, WARM_PROCESS: {"summary": {"call_s": summary(call)}}},
+    }  # fmt: skip
+
+
+def test_break_even_counts_calls_until_the_slow_starter_catches_up():
+    rows = analysis.break_even([_result("numpy", 0.1, 0.010), _result("jax_jit_cpu", 1.1, 0.002)])
+    (row,) = rows
+    assert (row["fast_start"], row["slow_start"]) == ("numpy", "jax_jit_cpu")
+    # 0.1 + (n-1)*0.010 >= 1.1 + (n-1)*0.002  <=>  n - 1 >= 125
+    assert row["calls"] == 126
+    total = lambda start, call, n: start + (n - 1) * call  # noqa: E731
+    assert total(1.1, 0.002, 126) <= total(0.1, 0.010, 126)
+    assert total(1.1, 0.002, 125) > total(0.1, 0.010, 125)
+
+
+def test_break_even_is_never_when_the_slow_starter_is_not_faster_per_call():
+    (row,) = analysis.break_even([_result("numpy", 0.1, 0.001), _result("jax_jit_cpu", 1.1, 0.002)])
+    assert row["calls"] is None
+
+
+def test_break_even_range_widens_with_the_confidence_intervals():
+    (row,) = analysis.break_even([_result("numpy", 0.1, 0.010, (0.9, 1.1)), _result("jax_jit_cpu", 1.1, 0.002, (0.9, 1.1))])
+    low, high = row["calls_range"]
+    assert low < row["calls"] < high
+
+
+def test_suite_summary_worst_case_ignores_failed_cases():
+    slow_failed = dict(_result("torch_compile_cpu", 30.0, 0.001), status="failed", reason="x")
+    slow_failed["policies"] = {COLD_CACHE: {"summary": {"ttfr_s": None}}}
+    summary = analysis.suite_summary([_result("numpy", 0.1, 0.01), _result("jax_jit_cpu", 1.1, 0.002), slow_failed], [])
+    assert summary["worst_case"]["case"] == "jax_jit_cpu_matmul_512_f32"
+    assert summary["failed"] == [{"case": "torch_compile_cpu_matmul_512_f32", "reason": "x"}]
+    assert (summary["n_ok"], summary["n_failed"]) == (2, 1)
+
+
+def test_sync_check_flags_a_trailing_sync_and_flat_doubling():
+    slow_trailing = analysis._sync_check({"trailing_sync_fraction": [0.2, 0.3, 0.25], "doubling_ratios": [2.0]}, True)
+    assert slow_trailing["unsynchronised"]
+    flat = analysis._sync_check({"trailing_sync_fraction": [], "doubling_ratios": [1.05, 1.1, 1.0]}, False)
+    assert flat["unsynchronised"] and "1.05x" in flat["problems"][0]
+    fine = analysis._sync_check({"trailing_sync_fraction": [0.001], "doubling_ratios": [1.98, 2.02, 2.1]}, True)
+    assert not fine["unsynchronised"]
+
+
+def test_case_id_and_sync_policy_in_results(tmp_path):
+    _, results = measure(tmp_path)
+    assert results["jax_jit_cpu_matmul_64_f32"]["sync_policy"].startswith("jax.block_until_ready")
+    assert parse_case_id(results["numpy_matmul_64_f32"]["case"]).size == 64
+    assert math.isfinite(results["numpy_matmul_64_f32"]["policies"][WARM_PROCESS]["summary"]["call_s"]["median"])

@@ -1,0 +1,109 @@
+import json
+
+import pytest
+
+from fakes import FakeExecutor
+from ttfr import artifacts, suite
+from ttfr.artifacts import ArtifactError, ResultDir
+from ttfr.spec import build_spec
+
+
+def spec(**kwargs):
+    kwargs.setdefault("backends", "numpy,jax_jit_cpu,jax_jit_gpu")
+    kwargs.setdefault("workloads", "matmul")
+    kwargs.setdefault("sizes", "64")
+    kwargs.setdefault("cold_runs", 2)
+    kwargs.setdefault("warm_procs", 2)
+    return build_spec(**kwargs)
+
+
+def run_fake(tmp_path, executor=None, **kwargs):
+    the_spec = spec(**kwargs)
+    result_dir = suite.start(the_spec, tmp_path / "out", ["ttfr", "run"])
+    return suite.execute(result_dir, the_spec, executor or FakeExecutor())
+
+
+def test_a_complete_run_writes_valid_artifacts(tmp_path):
+    outcome = run_fake(tmp_path)
+    root = outcome.result_dir.root
+    assert artifacts.validate_dir(root) == []
+    index = json.loads((root / "suite.json").read_text())
+    assert index["state"] == "complete" and index["pending"] == []
+    statuses = {c["case"]: c["status"] for c in index["cases"]}
+    assert statuses == {"jax_jit_cpu_matmul_64_f32": "ok", "jax_jit_gpu_matmul_64_f32": "warn", "numpy_matmul_64_f32": "ok"}
+    assert index["summary"]["worst_case"]["case"] in statuses
+    assert not (root / ".work").exists()  # scratch removed once complete
+    assert outcome.exit_code == 0
+    assert "## Break-even" in (root / "report.md").read_text()
+
+
+def test_interrupted_run_leaves_valid_artifacts_for_finished_cases(tmp_path):
+    outcome = run_fake(tmp_path, FakeExecutor(interrupt_at=9))
+    root = outcome.result_dir.root
+    assert outcome.interrupted and outcome.exit_code == 130
+    assert artifacts.validate_dir(root) == []
+    index = json.loads((root / "suite.json").read_text())
+    assert index["state"] == "incomplete" and index["pending"]
+    written = {c["case"] for c in index["cases"]}
+    assert not written & set(index["pending"])
+    result_dir, the_spec = suite.reopen(root)
+    finished = suite.execute(result_dir, the_spec, FakeExecutor())
+    assert finished.suite["state"] == "complete" and artifacts.validate_dir(root) == []
+    journal_keys = [json.loads(line)["task"] for line in (root / "journal.jsonl").read_text().splitlines()]
+    assert len(journal_keys) == len(set(journal_keys))
+
+
+def test_a_failed_case_makes_the_run_exit_1(tmp_path):
+    from conftest import fake_result
+
+    outcome = run_fake(tmp_path, FakeExecutor(lambda call: fake_result(None, outcome="signal", reason="killed by SIGSEGV")
+                                              if call["case"].startswith("numpy") else None))  # fmt: skip
+    assert outcome.suite["summary"]["failed"] == [
+        {"case": "numpy_matmul_64_f32", "reason": "every cold-process/cold-cache run failed; first: signal: killed by SIGSEGV"}
+    ]
+    assert outcome.exit_code == 1
+
+
+def test_tampered_or_stray_files_are_reported(tmp_path):
+    root = run_fake(tmp_path).result_dir.root
+    case_file = root / "cases" / "numpy_matmul_64_f32.json"
+    data = json.loads(case_file.read_text())
+    data["status"] = "ok!"
+    case_file.write_text(json.dumps(data))
+    (root / "cases" / "extra.json").write_text("{}")
+    problems = artifacts.validate_dir(root)
+    assert any("sha256 does not match" in p for p in problems)
+    assert any("'ok!' is not one of" in p for p in problems)
+    assert any("extra.json: not listed" in p for p in problems)
+
+
+def test_invalid_data_is_refused_and_nothing_is_written(tmp_path):
+    target = tmp_path / "case.json"
+    with pytest.raises(ArtifactError, match="validation failed"):
+        artifacts.write_json(target, {"schema": "ttfr.case_result.v1"}, "ttfr.case_result.v1")
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_nan_is_never_written(tmp_path):
+    with pytest.raises(ValueError):
+        artifacts.write_json(tmp_path / "x.json", {"value": float("nan")})
+
+
+def test_json_is_canonical():
+    assert artifacts.dumps({"b": 1, "a": [1.5, None]}) == b'{\n  "a": [\n    1.5,\n    null\n  ],\n  "b": 1\n}\n'
+
+
+def test_result_dir_refuses_to_overwrite(tmp_path):
+    ResultDir.create(tmp_path, "snap")
+    (tmp_path / "snap" / "plan.json").write_text("{}")
+    with pytest.raises(ArtifactError, match="--resume"):
+        ResultDir.create(tmp_path, "snap")
+
+
+def test_deterministic_snapshot_ids_depend_on_the_spec_only():
+    import datetime as dt
+
+    now = dt.datetime(2026, 1, 2, 3, 4, 5)
+    a = artifacts.snapshot_id(now, {"x": 1}, True)
+    assert a == artifacts.snapshot_id(now, {"x": 1}, True) != artifacts.snapshot_id(now, {"x": 2}, True)
+    assert a.startswith("20260102T030405Z-")

@@ -1,0 +1,70 @@
+from ttfr import cache
+from ttfr.cache import CacheDirs
+from ttfr.spec import COLD_CACHE, WARM_CACHE
+
+
+def jax_counters(hits, requests, written):
+    events = {
+        "/jax/compilation_cache/cache_hits": hits,
+        "/jax/compilation_cache/compile_requests_use_cache": requests,
+        "/jax/compilation_cache/cache_misses": written,
+    }
+    return {"events": {k: v for k, v in events.items() if v}, "durations_s": {}}
+
+
+def test_jax_hits_and_misses_come_from_monitoring_events():
+    counts = cache.hit_miss("jax", jax_counters(hits=1, requests=3, written=2))
+    assert counts == {"hits": 1, "misses": 2, "requests": 3, "entries_written": 2}
+
+
+def test_torch_hits_and_misses_add_fx_graph_and_autograd_caches():
+    counters = {"counters": {
+        "inductor": {"fxgraph_cache_hit": 2, "fxgraph_cache_miss": 1},
+        "aot_autograd": {"autograd_cache_hit": 1},
+        "graph_break": {"some reason": 2},
+        "stats": {"unique_graphs": 3},
+    }}  # fmt: skip
+    counts = cache.hit_miss("torch", counters)
+    assert (counts["hits"], counts["misses"], counts["graph_breaks"], counts["unique_graphs"]) == (3, 1, 2, 3)
+
+
+def test_cold_cache_run_with_hits_is_flagged():
+    counts = cache.hit_miss("jax", jax_counters(hits=1, requests=1, written=0))
+    result = cache.verify(COLD_CACHE, True, counts, entries_before=0, entries_after=1)
+    assert result["verdict"] == "flagged" and "cold_cache_hits" in result["flags"]
+
+
+def test_cold_cache_run_that_wrote_nothing_is_flagged():
+    counts = cache.hit_miss("jax", jax_counters(hits=0, requests=1, written=0))
+    result = cache.verify(COLD_CACHE, True, counts, entries_before=0, entries_after=0)
+    assert result["flags"] == ["cache_not_written"]
+
+
+def test_warm_cache_run_without_hits_is_flagged_and_with_hits_verified():
+    miss = cache.hit_miss("jax", jax_counters(hits=0, requests=1, written=1))
+    assert cache.verify(WARM_CACHE, True, miss, 3, 4)["flags"] == ["warm_cache_no_hits"]
+    hit = cache.hit_miss("jax", jax_counters(hits=1, requests=1, written=0))
+    assert cache.verify(WARM_CACHE, True, hit, 3, 3)["verdict"] == "verified"
+
+
+def test_cold_cache_clean_run_is_verified():
+    counts = cache.hit_miss("jax", jax_counters(hits=0, requests=1, written=1))
+    assert cache.verify(COLD_CACHE, True, counts, 0, 1)["verdict"] == "verified"
+
+
+def test_runtimes_without_a_compile_cache_are_not_applicable():
+    assert cache.verify(COLD_CACHE, False, None, 0, 0)["verdict"] == "not_applicable"
+
+
+def test_template_restores_the_same_files_at_the_same_path(tmp_path):
+    dirs = CacheDirs(tmp_path, "jax_jit_cpu_matmul_512_f32")
+    dirs.make_empty()
+    assert dirs.count_entries() == 0
+    (dirs.root / "jax" / "entry-cache").write_bytes(b"compiled")
+    dirs.save_template()
+    dirs.make_empty()
+    assert dirs.count_entries() == 0
+    dirs.restore_template()
+    assert (dirs.root / "jax" / "entry-cache").read_bytes() == b"compiled"
+    assert dirs.env()["JAX_COMPILATION_CACHE_DIR"] == str(dirs.root / "jax")
+    assert dirs.env()["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"

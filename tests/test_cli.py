@@ -1,0 +1,80 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ttfr import catalog, cli, manifest
+
+
+def ttfr(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "ttfr", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--backends", "jax_jit_cpuu"], "Did you mean 'jax_jit_cpu'"),
+        (["run", "--cold-rnus", "3"], "Did you mean --cold-runs"),
+        (["rnu"], "Did you mean 'run'"),
+        (["run", "--profile", "fastest"], "invalid choice"),
+        (["run", "--cache-policy", "lukewarm"], "Valid cache policys"),
+        (["run", "--cases", "numpy_matmul_1_f32"], "valid sizes are 2..16384"),
+        (["run", "--cold-runs", "many"], "invalid int value"),
+    ],
+)
+def test_bad_input_exits_2_before_anything_is_written(tmp_path, args, message):
+    done = ttfr(*args, "--out", str(tmp_path / "out")) if args[0] == "run" else ttfr(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_refuses_a_new_selection(tmp_path):
+    done = ttfr("run", "--resume", str(tmp_path), "--backends", "numpy")
+    assert done.returncode == 2 and "--resume continues the stored plan" in done.stderr
+
+
+def test_resume_of_a_non_result_directory_is_a_clear_error(tmp_path):
+    done = ttfr("run", "--resume", str(tmp_path))
+    assert done.returncode == 2 and "not a ttfr result directory" in done.stderr
+
+
+def test_list_shows_every_catalogued_case_and_why_gpu_cases_are_unavailable():
+    done = ttfr("list", env=dict(os.environ, COLUMNS="200"))
+    assert done.returncode == 0
+    for case in catalog.catalogued_cases():
+        assert case.id in done.stdout
+    if not catalog.gpu_present():
+        assert "warn: gpu_unavailable" in done.stdout
+
+
+def test_env_prints_a_valid_manifest_without_secrets(monkeypatch, capsys):
+    monkeypatch.setenv("TORCH_HUB_TOKEN", "hunter2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
+    monkeypatch.setenv("JAX_LOG_COMPILES", "1")
+    assert cli.main(["env"]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(printed)
+    assert "hunter2" not in printed
+    assert data["environment"]["JAX_LOG_COMPILES"] == "1"
+    from ttfr import artifacts
+
+    assert artifacts.schema_errors(data, "ttfr.manifest.v1") == []
+
+
+def test_allowed_environment_keeps_prefixes_only():
+    env = {"JAX_X": "1", "XLA_FLAGS": "--a", "TORCHINDUCTOR_CACHE_DIR": "/c", "HOME": "/root", "PYTHONPATH": "p",
+           "CUDA_KEY": "s", "OMP_NUM_THREADS": "2", "MKL_PASSWORD": "s", "LD_PRELOAD": "x"}  # fmt: skip
+    assert manifest.allowed_environment(env) == {
+        "JAX_X": "1", "XLA_FLAGS": "--a", "TORCHINDUCTOR_CACHE_DIR": "/c", "PYTHONPATH": "p", "OMP_NUM_THREADS": "2",
+    }  # fmt: skip
+
+
+def test_report_validate_and_export_on_a_missing_directory_fail_cleanly(tmp_path):
+    for args in (["report", str(tmp_path)], ["export", "--format", "nextstat-v1", str(tmp_path), str(tmp_path / "x")]):
+        done = ttfr(*args)
+        assert done.returncode == 2 and "not a finished ttfr result directory" in done.stderr
+    done = ttfr("validate", str(tmp_path))
+    assert done.returncode == 1 and "missing" in done.stdout

@@ -1,0 +1,198 @@
+"""End to end: real `ttfr run` processes with numpy and JAX (and GPU cases degrading)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import SHARED_SCHEMAS, have
+from ttfr import artifacts
+
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(not have("jax"), reason="jax not installed")]
+
+
+def ttfr_run(out, *args, env=None):
+    done = subprocess.run(
+        [sys.executable, "-m", "ttfr", "run", "--out", str(out), *args],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    return done
+
+
+def only_dir(path: Path) -> Path:
+    (child,) = [p for p in path.iterdir() if p.is_dir()]
+    return child
+
+
+@pytest.fixture(scope="module")
+def small_suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("suite")
+    done = ttfr_run(out, "--backends", "numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cuda", "--workloads", "matmul,fused_chain",
+                    "--sizes", "64", "--cold-runs", "2", "--warm-procs", "2", "--deterministic")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_dir(out), done
+
+
+def load_cases(root):
+    suite = json.loads((root / "suite.json").read_text())
+    return suite, {ref["case"]: json.loads((root / ref["path"]).read_text()) for ref in suite["cases"]}
+
+
+def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
+    root, _ = small_suite
+    assert artifacts.validate_dir(root) == []
+    suite, cases = load_cases(root)
+    assert suite["state"] == "complete"
+    for case_id in ("numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32", "jax_jit_cpu_fused_chain_64_f32"):
+        case = cases[case_id]
+        assert case["status"] == "ok", case["reason"]
+        assert set(case["policies"]) == {"cold-process/cold-cache", "cold-process/warm-cache", "warm-process"}
+        assert case["correctness"]["passed"]
+        for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
+            summary = case["policies"][policy]["summary"]
+            assert summary["ttfr_s"]["n"] == 2
+            assert summary["ttfr_s"]["median"] > summary["import_s"]["median"] > 0
+        assert case["policies"]["warm-process"]["summary"]["call_s"]["median"] > 0
+
+
+def test_gpu_cases_degrade_to_warn_on_a_cpu_machine(small_suite):
+    root, done = small_suite
+    _, cases = load_cases(root)
+    from ttfr import catalog
+
+    if catalog.gpu_present():
+        pytest.skip("this machine has a GPU")
+    for case_id in ("jax_jit_gpu_matmul_64_f32", "torch_eager_cuda_matmul_64_f32"):
+        assert (cases[case_id]["status"], cases[case_id]["reason"]) == ("warn", "gpu_unavailable")
+
+
+def test_jax_cache_policies_are_verified_by_counters(small_suite):
+    root, _ = small_suite
+    _, cases = load_cases(root)
+    jax = cases["jax_jit_cpu_matmul_64_f32"]["policies"]
+    for run in jax["cold-process/cold-cache"]["runs"]:
+        assert run["cache"]["entries_before"] == 0 and run["cache"]["hits"] == 0
+        assert run["cache"]["entries_after"] > 0  # JAX's CPU cache really was written
+    for run in jax["cold-process/warm-cache"]["runs"]:
+        assert run["cache"]["hits"] >= 1 and run["cache"]["entries_before"] > 0
+    assert jax["cold-process/cold-cache"]["cache_verification"]["verdict"] == "verified"
+    assert jax["cold-process/warm-cache"]["cache_verification"]["verdict"] == "verified"
+    cold_compile = jax["cold-process/cold-cache"]["stages_summary"]["compile_s"]["median"]
+    assert cold_compile > 0
+
+
+def test_report_shows_components_and_break_even(small_suite):
+    root, _ = small_suite
+    report = (root / "report.md").read_text()
+    for heading in ("## Summary", "## Cold start components (cold-process/cold-cache)", "## Warm throughput",
+                    "## Memory", "## Break-even", "## Limitations"):  # fmt: skip
+        assert heading in report
+    assert "`jax_jit_cpu_matmul_64_f32`" in report and "trace" in report
+
+
+def test_report_command_rerenders_and_validate_passes(small_suite):
+    root, _ = small_suite
+    done = subprocess.run([sys.executable, "-m", "ttfr", "report", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == (root / "report.md").read_text()
+    done = subprocess.run([sys.executable, "-m", "ttfr", "validate", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.skipif(not SHARED_SCHEMAS.is_dir(), reason="NextStat reference schemas not available")
+def test_nextstat_export_validates_against_the_published_schemas(small_suite, tmp_path):
+    root, _ = small_suite
+    dest = tmp_path / "nextstat"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "export", "--format", "nextstat-v1", str(root), str(dest)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result_schema = json.loads((SHARED_SCHEMAS / "ml_benchmark_result_v1.schema.json").read_text())
+    suite_schema = json.loads((SHARED_SCHEMAS / "ml_benchmark_suite_result_v1.schema.json").read_text())
+    suite = json.loads((dest / "suite_result.json").read_text())
+    jsonschema.Draft202012Validator(suite_schema).validate(suite)
+    files = sorted(p for p in dest.glob("*.json") if p.name != "suite_result.json")
+    assert len(files) == suite["summary"]["n_cases"] == 8
+    for path in files:
+        record = json.loads(path.read_text())
+        jsonschema.Draft202012Validator(result_schema).validate(record)
+        if record["status"] == "warn":
+            assert record["timing"]["cold"]["runs"] == [] and record["timing"]["warm"]["calls_s"] == []
+        else:
+            assert record["timing"]["cold"]["ttfr_s"]["median"] > 0
+    listed = {c["case"] for c in suite["cases"]}
+    assert "jax_jit_cpu_matmul_64_f32" in listed and "jax_jit_gpu_matmul_64_f32" not in listed
+    by_case = {c["case"]: c for c in suite["cases"]}
+    import hashlib
+
+    for name, ref in by_case.items():
+        assert hashlib.sha256((dest / ref["path"]).read_bytes()).hexdigest() == ref["sha256"]
+
+
+_TIMING_INTS = {"inner_loops", "involuntary_switches", "max_rss_bytes", "peak_rss_bytes", "tree_peak_rss_bytes",
+                "spawn_ns", "reaped_ns", "n", "exit_code"}  # fmt: skip
+
+
+def _strip_timings(value, key=None):
+    """Replace what legitimately varies between runs (timings, timestamps, calibrated counts)."""
+    if isinstance(value, dict):
+        return {k: _strip_timings(v, k) for k, v in value.items() if k not in ("host",)}
+    if isinstance(value, list):
+        if key in ("per_call_s", "samples_s", "trailing_sync_fraction", "doubling_ratios", "load_average"):
+            return "<timings>"
+        return [_strip_timings(v) for v in value]
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and key in _TIMING_INTS):
+        return "<number>"
+    return value
+
+
+def test_deterministic_runs_are_byte_stable_apart_from_timings(small_suite, tmp_path):
+    root, _ = small_suite
+    done = ttfr_run(tmp_path, "--backends", "numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cuda", "--workloads",
+                    "matmul,fused_chain", "--sizes", "64", "--cold-runs", "2", "--warm-procs", "2", "--deterministic")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    other = only_dir(tmp_path)
+    first_suite, first = load_cases(root)
+    second_suite, second = load_cases(other)
+    assert list(first) == list(second)
+    for case_id in first:
+        assert _strip_timings(first[case_id]) == _strip_timings(second[case_id]), case_id
+    assert first_suite["seed"] == second_suite["seed"] == 0
+    # The order of runs is fixed too.
+    rounds = lambda r: [(x["case"], x["task"]) for x in map(json.loads, (r / "journal.jsonl").read_text().splitlines())]  # noqa: E731
+    assert rounds(root) == rounds(other)
+
+
+def test_ctrl_c_leaves_valid_artifacts_and_resume_completes(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--backends", "numpy", "--workloads",
+         "matmul,fused_chain,mlp_train_step", "--sizes", "32", "--cold-runs", "3", "--warm-procs", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    journal = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = [p for p in tmp_path.iterdir() if p.is_dir()]
+        if dirs and (dirs[0] / "journal.jsonl").exists():
+            journal = dirs[0] / "journal.jsonl"
+            if len(journal.read_text().splitlines()) >= 6:
+                break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    root = journal.parent
+    assert artifacts.validate_dir(root) == []
+    suite = json.loads((root / "suite.json").read_text())
+    assert suite["state"] == "incomplete" and suite["pending"]
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--resume", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    suite = json.loads((root / "suite.json").read_text())
+    assert suite["state"] == "complete" and suite["summary"]["n_ok"] == 3
+    keys = [json.loads(line)["task"] for line in journal.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 3 * (3 + 3 + 2)
+    assert artifacts.validate_dir(root) == []

@@ -1,0 +1,107 @@
+"""The runner against real processes: stand-in 'interpreters' that misbehave on purpose."""
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from ttfr import runner
+
+
+def script(tmp_path, body):
+    path = tmp_path / "fake-python"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def alive(pid):
+    """True while the process exists and is not a zombie (PID 1 may reap late)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def wait_dead(pid, seconds=3.0):
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+def run(python, timeout=10.0, env=None):
+    return runner.run_worker({"mode": "cold"}, env or dict(os.environ), timeout, python=python)
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    python = script(tmp_path, f"sleep 60 & echo $! > {pid_file}; wait")
+    started = time.monotonic()
+    result = run(python, timeout=1.0)
+    assert time.monotonic() - started < 10
+    assert result.outcome == "timeout" and "timeout after 1 s" in result.reason
+    assert result.reaped_ns is None  # no process_s for a killed run
+    assert wait_dead(int(pid_file.read_text())), "the grandchild survived the timeout"
+
+
+def test_stragglers_are_killed_after_the_worker_exits(tmp_path):
+    pid_file = tmp_path / "straggler.pid"
+    python = script(tmp_path, f"sleep 60 & echo $! > {pid_file}; exit 0")
+    result = run(python)
+    assert result.outcome == "error" and "without a result record" in result.reason
+    assert wait_dead(int(pid_file.read_text())), "a straggler survived its worker"
+
+
+def test_crash_by_signal_is_reported_with_its_name(tmp_path):
+    result = run(script(tmp_path, "kill -SEGV $$"))
+    assert result.outcome == "signal" and result.reason == "killed by SIGSEGV"
+
+
+def test_sigkill_from_outside_is_reported_as_probable_oom(tmp_path):
+    result = run(script(tmp_path, "kill -KILL $$"))
+    assert result.outcome == "oom" and "OOM killer" in result.reason
+
+
+def test_exit_code_and_output_tail_are_kept(tmp_path):
+    result = run(script(tmp_path, "echo 'Traceback: something broke' >&2; exit 3"))
+    assert result.outcome == "error" and result.exit_code == 3
+    assert "something broke" in result.output_tail
+
+
+def test_garbled_record_is_an_error(tmp_path):
+    # A stand-in interpreter that writes half a JSON object to the record pipe.
+    path = tmp_path / "fake-python"
+    path.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "fd = int(next(w for w in sys.argv if w.startswith('fd='))[3:])\n"
+        "os.write(fd, b'{\"outcome\": ')\n"
+    )
+    path.chmod(0o755)
+    result = run(str(path))
+    assert result.outcome == "error" and "unreadable" in result.reason
+
+
+def test_classify_prefers_the_record_but_not_a_crash_after_it():
+    ok = {"outcome": "ok", "reason": None}
+    assert runner.classify(ok, 0, False, 5) == ("ok", None)
+    assert runner.classify(ok, -signal.SIGSEGV, False, 5) == ("error", "worker reported a result, then killed by SIGSEGV")
+    assert runner.classify({"outcome": "unavailable", "reason": "gpu_unavailable"}, 0, False, 5)[0] == "unavailable"
+    assert runner.classify(None, None, True, 5)[0] == "timeout"
+
+
+def test_a_real_worker_reports_marks_in_order():
+    result = runner.run_worker(
+        {"mode": "cold", "adapter": "python_backend", "device": "cpu", "compile": "0", "workload": "noop",
+         "size": "1", "dtype": "float64", "seed": "0"},
+        dict(os.environ), 30.0, python=sys.executable,
+    )  # fmt: skip
+    assert result.outcome == "ok", result.output_tail
+    marks = result.record["marks_ns"]
+    order = [result.spawn_ns, marks["main"], marks["imported"], marks["setup"], marks["first"],
+             marks["second_start"], marks["second"], result.reaped_ns]  # fmt: skip
+    assert order == sorted(order)
+    assert result.rusage["user_s"] > 0

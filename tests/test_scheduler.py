@@ -1,0 +1,117 @@
+import pytest
+
+from conftest import fake_result
+from fakes import FakeExecutor
+from ttfr.journal import Journal
+from ttfr.plan import build_plan
+from ttfr.scheduler import Scheduler
+from ttfr.spec import build_spec
+
+
+def make_plan(**kwargs):
+    kwargs.setdefault("backends", "numpy,jax_jit_cpu")
+    kwargs.setdefault("workloads", "matmul")
+    kwargs.setdefault("sizes", "64")
+    kwargs.setdefault("cold_runs", 2)
+    kwargs.setdefault("warm_procs", 2)
+    kwargs.setdefault("seed", 3)
+    return build_plan(build_spec(**kwargs), lambda _b: None)
+
+
+def run(plan, tmp_path, executor):
+    journal = Journal(tmp_path / "journal.jsonl")
+    scheduler = Scheduler(plan, journal, tmp_path / "scratch", executor)
+    scheduler.run()
+    return journal, scheduler
+
+
+def test_runs_every_task_in_plan_order_and_journals_each(tmp_path):
+    plan = make_plan()
+    executor = FakeExecutor()
+    journal, _ = run(plan, tmp_path, executor)
+    assert [e["task"] for e in journal.entries()] == [t.key for t in plan.tasks]
+    assert [c["case"] for c in executor.calls] == [t.case.id for t in plan.tasks]
+
+
+def test_cache_policy_state_is_what_each_run_sees(tmp_path):
+    plan = make_plan()
+    executor = FakeExecutor()
+    run(plan, tmp_path, executor)
+    for task, call in zip(plan.tasks, executor.calls):
+        if task.case.backend != "jax_jit_cpu":
+            continue
+        if task.policy == "cold-process/cold-cache":
+            assert call["entries_seen"] == [], task.key  # emptied before every cold-cache run
+        else:
+            assert call["entries_seen"] == ["jit_fn-cache"], task.key  # restored from the template
+
+
+def test_priming_and_measured_runs_get_identical_environments(tmp_path):
+    plan = make_plan(backends="jax_jit_cpu", threads=2, deterministic=True)
+    executor = FakeExecutor()
+    run(plan, tmp_path, executor)
+    environments = {tuple(sorted(c["env"].items())) for c in executor.calls}
+    assert len(environments) == 1
+    env = executor.calls[0]["env"]
+    assert env["OMP_NUM_THREADS"] == "2" and env["PYTHONHASHSEED"] == "0" and env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_failed_template_producer_stops_its_case_only(tmp_path):
+    plan = make_plan()
+
+    def decide(call):
+        if call["case"].startswith("jax") and len([c for c in executor.calls if c["case"] == call["case"]]) == 1:
+            return fake_result(None, outcome="error", reason="exit code 1 without a result record")
+        return None
+
+    executor = FakeExecutor(decide)
+    journal, scheduler = run(plan, tmp_path, executor)
+    jax_calls = [c for c in executor.calls if c["case"].startswith("jax")]
+    assert len(jax_calls) == 1
+    assert scheduler.stopped == {"jax_jit_cpu_matmul_64_f32": "exit code 1 without a result record"}
+    assert len([c for c in executor.calls if c["case"].startswith("numpy")]) == 2 + 2 + 2
+
+
+def test_unavailable_backend_stops_its_case(tmp_path):
+    plan = make_plan(backends="jax_jit_cpu")
+    executor = FakeExecutor(lambda call: fake_result(None, outcome="unavailable", reason="missing_dependency: jaxlib"))
+    journal, scheduler = run(plan, tmp_path, executor)
+    assert len(executor.calls) == 1
+    assert scheduler.stopped["jax_jit_cpu_matmul_64_f32"] == "missing_dependency: jaxlib"
+
+
+def test_interrupted_run_resumes_exactly_where_it_stopped(tmp_path):
+    plan = make_plan()
+    with pytest.raises(KeyboardInterrupt):
+        run(plan, tmp_path, FakeExecutor(interrupt_at=5))
+    assert len(Journal(tmp_path / "journal.jsonl").entries()) == 5
+    second = FakeExecutor()
+    journal, _ = run(plan, tmp_path, second)
+    keys = [e["task"] for e in journal.entries()]
+    assert keys == [t.key for t in plan.tasks]  # nothing twice, nothing missing, in order
+    assert len(second.calls) == len(plan.tasks) - 5
+
+
+def test_missing_template_on_resume_is_reprimed_unmeasured(tmp_path):
+    plan = make_plan(backends="jax_jit_cpu")
+    with pytest.raises(KeyboardInterrupt):
+        run(plan, tmp_path, FakeExecutor(interrupt_at=1))
+    import shutil
+
+    shutil.rmtree(tmp_path / "scratch")
+    second = FakeExecutor()
+    journal, _ = run(plan, tmp_path, second)
+    assert len(second.calls) == len(plan.tasks)  # remaining tasks + one priming run
+    assert second.calls[0]["job"]["mode"] == "cold" and second.calls[0]["entries_seen"] == []
+    assert second.calls[1]["entries_seen"] == ["jit_fn-cache"]
+    assert len(journal.entries()) == len(plan.tasks)
+
+
+def test_torn_journal_line_is_ignored_and_not_glued_to_the_next(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append({"task": "a"})
+    with open(journal.path, "a") as fh:
+        fh.write('{"task": "b", "trunc')
+    journal = Journal(journal.path)
+    journal.append({"task": "c"})
+    assert [e["task"] for e in journal.entries()] == ["a", "c"]

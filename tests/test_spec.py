@@ -1,0 +1,87 @@
+import pytest
+
+from ttfr import catalog
+from ttfr.errors import UsageError
+from ttfr.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS, RunSpec, build_spec, parse_policies
+
+
+def test_quick_default_suite_is_smallest_f32_of_every_real_workload_and_backend():
+    spec = build_spec()
+    ids = {c.id for c in spec.cases}
+    assert "numpy_matmul_512_f32" in ids and "jax_jit_cpu_matmul_512_f32" in ids
+    assert {c.backend for c in spec.cases} == set(catalog.BACKENDS) - {"python"}
+    assert {c.workload for c in spec.cases} == {"matmul", "fused_chain", "mlp_train_step"}
+    assert {c.dtype for c in spec.cases} == {"float32"}
+    for case in spec.cases:
+        assert case.size == catalog.WORKLOADS[case.workload].sizes[0]
+    assert spec.policies == POLICIES
+
+
+def test_publish_profile_takes_every_catalogued_size_and_dtype():
+    spec = build_spec(profile="publish", backends="numpy", workloads="matmul")
+    assert sorted(c.id for c in spec.cases) == [
+        "numpy_matmul_1024_f32", "numpy_matmul_1024_f64", "numpy_matmul_512_f32", "numpy_matmul_512_f64",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", catalog.catalogued_cases(), ids=lambda c: c.id)
+def test_every_catalogued_case_id_parses_back_to_itself(case):
+    assert catalog.parse_case_id(case.id) == case
+
+
+def test_seed_case_ids_keep_their_form():
+    for case_id in ("jax_jit_cpu_matmul_512_f32", "jax_jit_cpu_matmul_1024_f32"):
+        case = catalog.parse_case_id(case_id)
+        assert (case.backend, case.workload, case.dtype) == ("jax_jit_cpu", "matmul", "float32")
+
+
+def test_uncatalogued_size_inside_the_range_is_accepted():
+    assert catalog.parse_case_id("torch_eager_cpu_matmul_96_f64").size == 96
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"backends": "nmupy"}, "Did you mean 'numpy'"),
+        ({"workloads": "matmull"}, "Did you mean 'matmul'"),
+        ({"cases": "jax_jit_cpu_matmul_512_f16"}, "Valid case ids"),
+        ({"cases": "numpy_matmul_99999_f32"}, "valid sizes are 2..16384"),
+        ({"backends": "numpy", "workloads": "noop"}, "backends that do: noop: python"),
+        ({"policies": "cold-cash"}, "Did you mean"),
+        ({"profile": "fast"}, "Valid profiles"),
+        ({"sizes": "big"}, "whole number"),
+        ({"dtypes": "f16"}, "Valid dtypes"),
+        ({"cold_runs": 0}, "--cold-runs must be >= 1"),
+        ({"warm_samples": 2}, "--warm-samples must be >= 3"),
+        ({"timeout": float("nan")}, "--timeout"),
+        ({"shard": "3/2"}, "1 <= K <= N"),
+        ({"cases": "numpy_matmul_512_f32", "backends": "numpy"}, "do not combine"),
+    ],
+)
+def test_bad_input_is_a_usage_error_that_names_the_valid_choices(kwargs, expected):
+    with pytest.raises(UsageError) as err:
+        build_spec(**kwargs)
+    assert expected in str(err.value)
+
+
+def test_policies_accept_aliases_and_keep_canonical_order():
+    assert parse_policies(["warm,cold-cache"]) == (COLD_CACHE, WARM_PROCESS)
+    assert parse_policies(["all"]) == POLICIES
+    assert parse_policies(["warm-cache"]) == (WARM_CACHE,)
+
+
+def test_shards_partition_the_cases():
+    full = build_spec(profile="publish").cases
+    shards = [build_spec(profile="publish", shard=f"{k}/3").cases for k in (1, 2, 3)]
+    assert sorted(c for s in shards for c in s) == sorted(full)
+    assert not set(shards[0]) & set(shards[1])
+
+
+def test_deterministic_spec_fixes_the_seed_and_random_specs_differ():
+    assert build_spec(deterministic=True).seed == 0
+    assert len({build_spec().seed for _ in range(5)}) > 1
+
+
+def test_spec_round_trips_through_json():
+    spec = build_spec(backends="numpy,jax_jit_cpu", sizes="64", threads=2, shard="1/1", seed=7)
+    assert RunSpec.from_json(spec.to_json()) == spec

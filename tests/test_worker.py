@@ -1,0 +1,137 @@
+"""The worker in real fresh processes (numpy, jax, torch on CPU), and its pure helpers."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import have
+from ttfr import runner, worker
+from ttfr.workloads import matmul, mlp_train_step
+
+pytestmark = pytest.mark.integration
+
+
+def job(adapter, workload="matmul", size=32, dtype="float32", mode="cold", device="cpu", compile_="0", **extra):
+    words = {"mode": mode, "adapter": adapter, "device": device, "compile": compile_, "workload": workload,
+             "size": str(size), "dtype": dtype, "seed": "5"}  # fmt: skip
+    words.update({k: str(v) for k, v in extra.items()})
+    return words
+
+
+def run(words, env=None, timeout=120.0):
+    return runner.run_worker(words, env or dict(os.environ), timeout, python=sys.executable)
+
+
+def test_warm_numpy_worker_checks_its_result_and_samples():
+    result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2))
+    assert result.outcome == "ok", result.output_tail
+    record = result.record
+    assert record["check"]["passed"] and record["check"]["max_normalised_error"] < 1e-5
+    assert len(record["warm"]["samples_s"]) == 5 and all(s > 0 for s in record["warm"]["samples_s"])
+    assert record["warm"]["inner_loops"] >= 1
+    assert len(record["dataset_sha256"]) == 64
+    assert record["digest"]["finite"] and record["digest"]["count"] == 32 * 32
+
+
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", JAX_PLATFORMS="cpu")  # fmt: skip
+    result = run(job("jax_backend", workload="mlp_train_step", compile_="1", dtype="float64", mode="warm", samples=3,
+                     min_sample_s=0.001, max_warmup_s=0.2), env)  # fmt: skip
+    assert result.outcome == "ok", result.output_tail
+    stages = result.record["stages_s"]
+    assert set(stages) == {"wrap_s", "trace_s", "lower_s", "compile_s", "first_execute_s"}
+    marks = result.record["marks_ns"]
+    assert sum(stages.values()) <= (marks["first"] - marks["setup"]) / 1e9
+    assert result.record["check"]["passed"] and result.record["check"]["max_normalised_error"] < 1e-10  # f64
+    events = result.record["cache"]["end"]["events"]
+    assert events["/jax/compilation_cache/cache_misses"] >= 1 and "/jax/compilation_cache/cache_hits" not in events
+    assert list(tmp_path.iterdir()), "JAX's CPU cache was not written"
+    assert result.record["memory"]["compiled"]["argument_size_in_bytes"] > 0
+    again = run(job("jax_backend", workload="mlp_train_step", compile_="1", dtype="float64"), env)
+    assert again.record["cache"]["end"]["events"]["/jax/compilation_cache/cache_hits"] >= 1
+
+
+@pytest.mark.parametrize("adapter", ["jax_backend", "torch_backend"])
+def test_gpu_backend_without_a_gpu_is_unavailable_not_failed(adapter):
+    module = {"jax_backend": "jax", "torch_backend": "torch"}[adapter]
+    if not have(module):
+        pytest.skip(f"{module} not installed")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    result = run(job(adapter, device="gpu", compile_="1"), env)
+    if result.record and result.record.get("device", {}).get("platform") == "gpu":
+        pytest.skip("this machine has a GPU")
+    assert (result.outcome, result.reason) == ("unavailable", "gpu_unavailable")
+    assert "traceback" not in result.record
+
+
+def test_missing_runtime_is_a_missing_dependency(tmp_path):
+    fake = tmp_path / "jax"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'jaxlib'\", name='jaxlib')\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    result = run(job("jax_backend", compile_="1"), env)
+    assert (result.outcome, result.reason) == ("unavailable", "missing_dependency: jaxlib")
+
+
+def test_an_exception_is_an_error_with_its_phase_and_traceback():
+    result = run(job("numpy_backend", workload="no_such_workload"))
+    assert result.outcome == "error"
+    assert result.reason.startswith("ModuleNotFoundError in setup")
+    assert "Traceback" in result.record["traceback"]
+
+
+@pytest.mark.skipif(not have("torch"), reason="torch not installed")
+def test_torch_eager_train_step_matches_the_reference():
+    result = run(job("torch_backend", workload="mlp_train_step", size=16, mode="warm", samples=3,
+                     min_sample_s=0.001, max_warmup_s=0.2))  # fmt: skip
+    assert result.outcome == "ok", result.output_tail
+    assert result.record["check"]["passed"]
+    assert result.record["versions"]["torch"].startswith("2.")
+
+
+def test_bad_job_words_are_refused():
+    with pytest.raises(SystemExit, match="bad job word"):
+        worker.parse_job(["mode=cold", "colour=blue"])
+
+
+def test_check_catches_a_wrong_result():
+    inputs = matmul.make_inputs(8, "float32", 0)
+    right = [np.asarray(inputs[0] @ inputs[1])]
+    wrong = [right[0] * 1.01]
+    assert worker._check(matmul, inputs, right, "float32")["passed"]
+    failed = worker._check(matmul, inputs, wrong, "float32")
+    assert not failed["passed"] and failed["max_normalised_error"] == pytest.approx(0.01, rel=1e-3)
+    shape = worker._check(matmul, inputs, [right[0][:4]], "float32")
+    assert not shape["passed"] and "shape" in shape["detail"]
+
+
+def test_digest_notices_non_finite_values():
+    assert worker._digest([np.array([1.0, np.nan])])["finite"] is False
+    assert worker._digest([np.array([3.0, 4.0])]) == {"sum": 7.0, "sum_sq": 25.0, "count": 2, "finite": True}
+
+
+def test_numpy_train_step_gradient_matches_finite_differences():
+    # The hand-written backward pass is the float64 reference of every backend: check it.
+    inputs = [a.astype(np.float64) for a in mlp_train_step.make_inputs(6, "float64", 1)]
+    *params, x, y = inputs
+    lr = mlp_train_step.LEARNING_RATE
+
+    def loss(ps):
+        return mlp_train_step._numpy_step(np, *ps, x, y)[-1]
+
+    updated = mlp_train_step._numpy_step(np, *params, x, y)
+    for index in range(len(params)):
+        analytic = (params[index] - updated[index]) / lr
+        flat = params[index].reshape(-1)
+        for position in (0, flat.size - 1):
+            shifted = [p.copy() for p in params]
+            eps = 1e-6
+            shifted[index].reshape(-1)[position] += eps
+            plus = loss(shifted)
+            shifted[index].reshape(-1)[position] -= 2 * eps
+            minus = loss(shifted)
+            assert analytic.reshape(-1)[position] == pytest.approx((plus - minus) / (2 * eps), rel=1e-5, abs=1e-9)
