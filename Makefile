@@ -1,0 +1,35 @@
+# ttfr: `make run` measures the default CPU suite, `make test` runs the tests.
+# Both create .venv from the pinned lock file on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+ARGS ?=
+
+.PHONY: install run test bench clean
+
+$(STAMP): pyproject.toml requirements/cpu-lock.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/cpu-lock.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/ttfr run $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
+bench: $(STAMP)
+	command -v hyperfine >/dev/null || (apt-get install -y -qq hyperfine >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq hyperfine))
+	$(BIN)/python benchmarks/cold_overhead.py
+	$(BIN)/python benchmarks/warm_overhead.py
+	$(BIN)/python benchmarks/import_agreement.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info
