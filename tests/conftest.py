@@ -11,7 +11,7 @@ import pytest
 
 from ttfr.runner import RunResult
 
-SHARED_SCHEMAS = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "nextstat-schemas"
+SHARED_SCHEMAS = Path(os.environ.get("TTFR_NEXTSTAT_SCHEMAS") or Path(__file__).resolve().parents[2] / "shared" / "reference" / "nextstat-schemas")
 
 
 def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None, warm=None, cache=None, digest=None):

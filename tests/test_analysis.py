@@ -106,8 +106,8 @@ def test_a_run_whose_result_differs_is_invalid_and_excluded(tmp_path):
     _, results = measure(tmp_path, FakeExecutor(odd_one))
     case = results["numpy_matmul_64_f32"]
     outcomes = [r["outcome"] for p in (COLD_CACHE, WARM_CACHE) for r in case["policies"][p]["runs"]]
-    assert outcomes.count("invalid") == 1
-    assert case["status"] == "warn" and "invalid" in case["reason"]
+    assert outcomes.count("invalid-measurement") == 1
+    assert case["status"] == "warn" and "invalid-measurement" in case["reason"]
     assert any(f["flag"] == "invalid_measurement" for f in case["flags"])
 
 

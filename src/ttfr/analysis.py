@@ -89,7 +89,7 @@ def _run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) ->
     counts = cache.hit_miss(backend.framework, (record.get("cache") or {}).get("end"))
     outcome, reason = entry["outcome"], entry["reason"]
     if outcome == "ok" and _digest_differs(record.get("digest"), reference_digest, case.dtype):
-        outcome, reason = "invalid", "result differs from the case's checked run (digest mismatch)"
+        outcome, reason = "invalid-measurement", "result differs from the case's checked run (digest mismatch)"
     view = {
         "index": entry["index"],
         "round": entry["round"],
@@ -181,7 +181,7 @@ def _warm_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -
     view = _run_view(entry, case, reference_digest)
     warm = (entry.get("record") or {}).get("warm")
     if view["outcome"] == "ok" and not warm:
-        view["outcome"], view["reason"] = "invalid", "warm process returned no samples"
+        view["outcome"], view["reason"] = "invalid-measurement", "warm process returned no samples"
     if warm:
         has_sync = case.backend_info.framework == "jax" or case.backend_info.device == "gpu"
         view.update(
@@ -335,7 +335,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
         base["memory"]["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
     for name, policy in policies.items():
         base["flags"].extend({"policy": name, **flag} for flag in policy["flags"])
-        if any(r["outcome"] == "invalid" for r in policy.get("runs", policy.get("procs", []))):
+        if any(r["outcome"] == "invalid-measurement" for r in policy.get("runs", policy.get("procs", []))):
             base["flags"].append({"policy": name, "flag": "invalid_measurement"})
     if status == "failed":
         for policy in policies.values():

@@ -18,7 +18,7 @@ from ttfr.artifacts import SUITE_SCHEMA, ResultDir, read_json, sha256_file, snap
 from ttfr.journal import Journal
 from ttfr.plan import Plan, build_plan
 from ttfr.report import markdown
-from ttfr.runner import run_worker
+from ttfr.runner import ensure_worker_bytecode, run_worker
 from ttfr.scheduler import Scheduler
 from ttfr.spec import RunSpec
 
@@ -77,6 +77,8 @@ class _TerminateAsInterrupt:
 def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None) -> SuiteOutcome:
     plan = build_plan(spec)
     journal = Journal(result_dir.journal)
+    if executor is run_worker:
+        ensure_worker_bytecode()
     interrupted = False
     with _TerminateAsInterrupt():
         try:

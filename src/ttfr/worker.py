@@ -2,10 +2,10 @@
 the pipe whose write end the parent passed (fd `fd=`), never to stdout.
 
 Started as `python -P -c "from ttfr.worker import main; main()" key=value ...`: `-m` would
-add runpy (~6 ms), and the job is plain key=value words because `import json` costs ~8 ms
-(it pulls in `re`). Only `os`, `sys` and `time` are imported before the first mark; the
-runtime stack is imported inside the timed import phase; everything else (json, hashlib,
-resource, traceback) only after the last timed phase.
+add runpy (~6 ms), and the job is plain key=value words and the record a Python literal
+because `import json` costs ~8 ms (it pulls in `re`). Only `os`, `sys` and `time` are
+imported before the first mark; the runtime stack is imported inside the timed import
+phase; everything else (hashlib, resource, traceback) only after the last timed phase.
 
 Marks are CLOCK_MONOTONIC nanoseconds, which is system-wide on Linux, so the parent can
 subtract its own spawn timestamp from them.
@@ -183,10 +183,26 @@ def _classify(phase_error):
     return "error", f"{type(exc).__name__} in {phase_error.phase}: {message[0] if message else ''}"[:500]
 
 
-def _emit(fd, record):
-    import json
+def _plain(value):
+    """Builtin types only, so repr() is a Python literal: numpy scalars become numbers,
+    tuples lists, non-finite floats None (a NaN is not a figure)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value - value == 0.0 else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    return str(value)
 
-    payload = json.dumps(record, allow_nan=False, default=str).encode()
+
+def _emit(fd, record):
+    # repr() of builtins needs no import (json would cost ~8 ms of `re` in every run's
+    # process_s); the parent reads it with ast.literal_eval, which evaluates literals only.
+    payload = repr(_plain(record)).encode()
     view = memoryview(payload)
     while view:
         written = os.write(fd, view)
@@ -203,7 +219,7 @@ def main(argv=None):
         _run_phases(job, marks, record)
         digest = record.get("digest")
         if digest is not None and not digest["finite"]:
-            record["outcome"], record["reason"] = "invalid", "non-finite values in the result"
+            record["outcome"], record["reason"] = "invalid-measurement", "non-finite values in the result"
     except _PhaseError as err:
         import traceback
 

@@ -1,0 +1,38 @@
+"""Shared by the benchmark scripts: run ttfr's real worker the way `ttfr run` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from ttfr import analysis, runner
+
+
+runner.ensure_worker_bytecode()  # as `ttfr run` does before its first run
+
+
+def worker_job(adapter="python_backend", workload="noop", size=1, dtype="float64", mode="cold", **extra) -> dict:
+    job = {"mode": mode, "adapter": adapter, "device": "cpu", "compile": "0", "workload": workload,
+           "size": str(size), "dtype": dtype, "seed": "0"}  # fmt: skip
+    job.update({k: str(v) for k, v in extra.items()})
+    return job
+
+
+def run_worker(job: dict) -> tuple[dict, dict]:
+    """(record, metrics) of one real worker process."""
+    result = runner.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
+    if result.outcome != "ok":
+        raise SystemExit(f"worker failed: {result.outcome}: {result.reason}\n{result.output_tail}")
+    entry = {"spawn_ns": result.spawn_ns, "reaped_ns": result.reaped_ns, "record": result.record}
+    return result.record, analysis.run_metrics(entry)
+
+
+def spawn_to_reap_s(argv: list[str]) -> float:
+    """Wall time of a process from just before spawn to reaping, like ttfr's process_s."""
+    start = time.monotonic_ns()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    proc.wait()
+    return (time.monotonic_ns() - start) / 1e9
