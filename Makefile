@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench lint clean
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,3 +33,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
+	$(BIN)/ruff check src tests benchmarks && $(BIN)/ruff format --check src tests benchmarks

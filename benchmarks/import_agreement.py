@@ -40,7 +40,9 @@ def main(rounds: int, runs: int) -> None:
     print(f"rounds: {rounds} x {runs} runs (hyperfine and ttfr alternate)")
     print(f"hyperfine: import numpy - pass   median {statistics.median(external_all) * 1e3:6.1f} ms")
     print(f"ttfr import_s (numpy backend)    median {statistics.median(ttfr_all) * 1e3:6.1f} ms")
-    print(f"ratio ttfr / hyperfine           {statistics.median(ratios):.3f} (per-round: {', '.join(f'{r:.2f}' for r in ratios)})")
+    print(
+        f"ratio ttfr / hyperfine           {statistics.median(ratios):.3f} (per-round: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
 
 
 if __name__ == "__main__":

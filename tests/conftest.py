@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 from pathlib import Path
-
-import pytest
 
 from ttfr.runner import RunResult
 
-SHARED_SCHEMAS = Path(os.environ.get("TTFR_NEXTSTAT_SCHEMAS") or Path(__file__).resolve().parents[2] / "shared" / "reference" / "nextstat-schemas")
+# The NextStat contracts are AGPL: read from beside the checkout (or $TTFR_NEXTSTAT_SCHEMAS), never copied in.
+SHARED_SCHEMAS = Path(
+    os.environ.get("TTFR_NEXTSTAT_SCHEMAS") or Path(__file__).resolve().parents[2] / "shared" / "reference" / "nextstat-schemas"
+)
 
 
 def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None, warm=None, cache=None, digest=None):
@@ -72,25 +71,7 @@ def fake_warm(per_call=0.001, n=5):
     }
 
 
-@pytest.fixture
-def worker_python():
-    return sys.executable
-
-
 def have(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
-
-
-def hyperfine_available() -> bool:
-    return shutil.which("hyperfine") is not None
-
-
-@pytest.fixture
-def clean_env(monkeypatch):
-    """An environment without user cache settings that would leak into workers."""
-    for name in list(os.environ):
-        if name.startswith(("JAX_", "TORCHINDUCTOR_", "TRITON_")):
-            monkeypatch.delenv(name, raising=False)
-    return os.environ

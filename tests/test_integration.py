@@ -1,7 +1,6 @@
 """End to end: real `ttfr run` processes with numpy and JAX (and GPU cases degrading)."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -30,11 +29,16 @@ def only_dir(path: Path) -> Path:
     return child
 
 
+SMALL_SUITE_ARGS = (
+    "--backends", "numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cuda", "--workloads", "matmul,fused_chain",
+    "--sizes", "64", "--cold-runs", "2", "--warm-procs", "2", "--deterministic",
+)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def small_suite(tmp_path_factory):
     out = tmp_path_factory.mktemp("suite")
-    done = ttfr_run(out, "--backends", "numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cuda", "--workloads", "matmul,fused_chain",
-                    "--sizes", "64", "--cold-runs", "2", "--warm-procs", "2", "--deterministic")  # fmt: skip
+    done = ttfr_run(out, *SMALL_SUITE_ARGS)
     assert done.returncode == 0, done.stdout + done.stderr
     return only_dir(out), done
 
@@ -126,10 +130,9 @@ def test_nextstat_export_validates_against_the_published_schemas(small_suite, tm
             assert record["timing"]["cold"]["ttfr_s"]["median"] > 0
     listed = {c["case"] for c in suite["cases"]}
     assert "jax_jit_cpu_matmul_64_f32" in listed and "jax_jit_gpu_matmul_64_f32" not in listed
-    by_case = {c["case"]: c for c in suite["cases"]}
     import hashlib
 
-    for name, ref in by_case.items():
+    for ref in suite["cases"]:
         assert hashlib.sha256((dest / ref["path"]).read_bytes()).hexdigest() == ref["sha256"]
 
 
@@ -152,8 +155,7 @@ def _strip_timings(value, key=None):
 
 def test_deterministic_runs_are_byte_stable_apart_from_timings(small_suite, tmp_path):
     root, _ = small_suite
-    done = ttfr_run(tmp_path, "--backends", "numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cuda", "--workloads",
-                    "matmul,fused_chain", "--sizes", "64", "--cold-runs", "2", "--warm-procs", "2", "--deterministic")  # fmt: skip
+    done = ttfr_run(tmp_path, *SMALL_SUITE_ARGS)
     assert done.returncode == 0, done.stderr
     other = only_dir(tmp_path)
     first_suite, first = load_cases(root)

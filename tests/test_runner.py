@@ -5,8 +5,6 @@ import signal
 import sys
 import time
 
-import pytest
-
 from ttfr import runner
 
 

@@ -99,8 +99,11 @@ def _run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) ->
         "stages": {k: v for k, v in (record.get("stages_s") or {}).items() if k in STAGE_METRICS},
         "resources": _resources(entry),
         "cache": cache.verify(
-            entry["policy"], backend.compiles, counts,
-            entry["cache_dir"]["entries_before"], entry["cache_dir"]["entries_after"],
+            entry["policy"],
+            backend.compiles,
+            counts,
+            entry["cache_dir"]["entries_before"],
+            entry["cache_dir"]["entries_after"],
         ),  # fmt: skip
         "host": entry.get("host"),
         "exit_code": entry.get("exit_code"),
@@ -220,7 +223,7 @@ def _null_summaries(policy: dict) -> None:
         policy["stages_summary"] = {}
 
 
-def _status(case_id: str, entries: list[dict], policies: dict, check: dict | None, stopped: str | None):
+def _status(entries: list[dict], policies: dict, check: dict | None, stopped: str | None):
     for entry in entries:
         if entry["outcome"] == "unavailable":
             return "warn", entry["reason"]
@@ -304,8 +307,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
     if records:
         base["device"] = records[0].get("device")
         base["versions"] = records[0].get("versions") or {}
-        memory = records[0].get("memory") or {}
-        base["memory"].update({k: v for k, v in memory.items()})
+        base["memory"].update(records[0].get("memory") or {})
     if checked and checked[0]["record"].get("dataset_sha256"):
         base["dataset"]["sha256"] = checked[0]["record"]["dataset_sha256"]
     base["correctness"] = check
@@ -326,7 +328,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
         (f"{e['kind']} run {e['outcome']}: {e['reason']}" for e in entries if not e["measured"] and e["outcome"] != "ok"),
         None,
     )
-    status, reason = _status(case.id, entries, policies, check, stopped)
+    status, reason = _status(entries, policies, check, stopped)
     base.update(status=status, reason=reason, policies=policies)
 
     cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)

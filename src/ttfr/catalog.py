@@ -52,7 +52,9 @@ BACKENDS = {
         Backend("torch_eager_cpu", "torch", "torch_backend", "cpu", False, ("torch",), "PyTorch eager on CPU"),
         Backend("torch_compile_cpu", "torch", "torch_backend", "cpu", True, ("torch",), "torch.compile (inductor, C++) on CPU"),
         Backend("torch_eager_cuda", "torch", "torch_backend", "gpu", False, ("torch",), "PyTorch eager on CUDA"),
-        Backend("torch_compile_cuda", "torch", "torch_backend", "gpu", True, ("torch",), "torch.compile (inductor, Triton) on CUDA"),
+        Backend(
+            "torch_compile_cuda", "torch", "torch_backend", "gpu", True, ("torch",), "torch.compile (inductor, Triton) on CUDA"
+        ),
     )
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 
 from ttfr import catalog
 from ttfr.errors import UsageError, unknown_choice
@@ -62,7 +62,6 @@ class RunSpec:
     threads: int | None = None
     shard: tuple[int, int] | None = None  # (index, count), 1-based index
     python: str | None = None  # interpreter for workers (default: this one)
-    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -227,7 +226,3 @@ def build_spec(
         shard=shard_pair,
         python=python,
     )
-
-
-def with_cases(spec: RunSpec, cases) -> RunSpec:
-    return replace(spec, cases=tuple(cases))

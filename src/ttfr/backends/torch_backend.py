@@ -26,8 +26,7 @@ def _split_compile_times(table, first_call_s, wrap_s):
     forward_inductor = inductor_all - backward_inductor
     split = {
         "dynamo_s": max(0.0, dynamo_total - user_compiler),
-        "aot_autograd_s": max(0.0, user_compiler - forward_inductor - cache_load)
-        + max(0.0, backward_total - backward_inductor),
+        "aot_autograd_s": max(0.0, user_compiler - forward_inductor - cache_load) + max(0.0, backward_total - backward_inductor),
         "inductor_s": inductor_all + cache_load,
         "first_execute_s": max(0.0, first_call_s - wrap_s - dynamo_total - backward_total),
     }

@@ -21,12 +21,13 @@ import numpy as np
 
 from ttfr.artifacts import ResultDir, read_json, write_json
 from ttfr.errors import UsageError
-from ttfr.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.workloads import dataset_sha256
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
 SUITE_FILE = "suite_result.json"
+EXPORT_POLICIES = (COLD_CACHE, WARM_CACHE)  # which cold policy a NextStat case carries
 _COLD_FIELDS = {"import_s": "import_s", "first_call_s": "first_call_s", "second_call_s": "second_call_s", "total_s": "process_s"}
 
 
@@ -49,7 +50,12 @@ def _cold_timing(case: dict, policy: str) -> dict:
             for r in complete
         ],
     }
-    for name, metric in (("import_s", "import_s"), ("first_call_s", "first_call_s"), ("ttfr_s", "ttfr_s"), ("total_s", "process_s")):
+    for name, metric in (
+        ("import_s", "import_s"),
+        ("first_call_s", "first_call_s"),
+        ("ttfr_s", "ttfr_s"),
+        ("total_s", "process_s"),
+    ):
         summary = _min_median_p95([r["metrics"][metric] for r in complete])
         if summary:
             cold[name] = summary
@@ -86,9 +92,7 @@ def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: st
         dataset["sha256"] = dataset_sha256(case["workload"], case["size"], case["dtype"], case["config"]["seed"])
     cold = _cold_timing(case, cold_policy)
     reason = case["reason"]
-    failed_runs = [
-        r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"
-    ]
+    failed_runs = [r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"]
     if failed_runs and case["status"] != "failed":
         reason = (reason + "; " if reason else "") + f"{len(failed_runs)} cold run(s) failed and are not listed"
     device = case.get("device")
@@ -107,9 +111,7 @@ def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: st
             "n": case["size"],
             "dtype": case["dtype"],
             "cold_runs": cold["n_runs"],
-            "warm_iters": sum(
-                len(p.get("samples_s", [])) for p in (case["policies"].get(WARM_PROCESS) or {}).get("procs", [])
-            ),
+            "warm_iters": sum(len(p.get("samples_s", [])) for p in (case["policies"].get(WARM_PROCESS) or {}).get("procs", [])),
             "cache_policy": cold_policy,
         },
         "device": {k: device[k] for k in ("platform", "kind", "count")} if device else None,
@@ -118,7 +120,7 @@ def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: st
 
 
 def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
-    if cold_policy not in (COLD_CACHE, WARM_CACHE):
+    if cold_policy not in EXPORT_POLICIES:
         raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
     result_dir = ResultDir(source)
     if not result_dir.suite.is_file():
@@ -162,6 +164,3 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
     written.append(dest / SUITE_FILE)
     write_json(dest / SUITE_FILE, index)
     return written
-
-
-EXPORT_POLICIES = tuple(p for p in POLICIES if p != WARM_PROCESS)

@@ -198,10 +198,13 @@ def _header(suite: dict, manifest: dict) -> list[str]:
         f"- State: **{suite['state']}**"
         + (f" ({summary['n_pending']} case(s) pending: finish with `ttfr run --resume DIR`)" if suite["pending"] else ""),
         f"- Cases: {summary['n_cases']} ({summary['n_ok']} ok, {summary['n_warn']} warn, {summary['n_failed']} failed)",
-        f"- Worst TTFR: `{worst['case']}` {fmt_seconds(worst['ttfr_median_s'])} ({worst['policy']})" if worst else "- Worst TTFR: —",
+        f"- Worst TTFR: `{worst['case']}` {fmt_seconds(worst['ttfr_median_s'])} ({worst['policy']})"
+        if worst
+        else "- Worst TTFR: —",
         f"- Profile `{suite['profile']}`, seed {suite['seed']}, deterministic: {suite['deterministic']}, "
         f"policies: {', '.join(suite['policies'])}",
-        f"- ttfr {suite['ttfr_version']}" + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
+        f"- ttfr {suite['ttfr_version']}"
+        + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
         f"- Machine: {cpu['model']}, {cpu['usable_cores']} usable cores, {fmt_bytes(manifest['memory']['total_bytes'])}; "
         f"{manifest['os']['platform']}; Python {manifest['python']['version']}",
         f"- GPU: {gpu_text}",

@@ -99,8 +99,8 @@ class ProgressDisplay:
             self.progress.update(self.bar, advance=1, eta=self._eta())
         elif entry is not None:
             detail = entry["outcome"] + (f" ({entry['reason']})" if entry["reason"] else "")
-            self.console.print(f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}",
-                               markup=False, highlight=False)  # fmt: skip
+            line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
+            self.console.print(line, markup=False, highlight=False)
 
     def stop(self) -> None:
         if self.bar is not None:
