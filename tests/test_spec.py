@@ -64,6 +64,16 @@ def test_bad_input_is_a_usage_error_that_names_the_valid_choices(kwargs, expecte
     assert expected in str(err.value)
 
 
+def test_worker_python_must_exist_and_import_ttfr(tmp_path):
+    import sys
+
+    with pytest.raises(UsageError, match="cannot be run"):
+        build_spec(python=str(tmp_path / "no-such-python"))
+    with pytest.raises(UsageError, match="cannot import ttfr"):
+        build_spec(python="/bin/false")
+    assert build_spec(python=sys.executable).python == sys.executable
+
+
 def test_policies_accept_aliases_and_keep_canonical_order():
     assert parse_policies(["warm,cold-cache"]) == (COLD_CACHE, WARM_PROCESS)
     assert parse_policies(["all"]) == POLICIES

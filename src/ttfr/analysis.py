@@ -287,7 +287,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
     if backend.framework == "torch" and backend.compiles:
         base["limitations"].append(
             "torch.compile stage split (dynamo / AOTAutograd / inductor) is derived from "
-            "torch._dynamo.utils.compile_times, an internal API; the raw table is in each run's record."
+            "torch._dynamo.utils.compile_times, an internal API; the raw table is kept in journal.jsonl."
         )
     if case.id in plan.unavailable:
         base.update(status="warn", reason=plan.unavailable[case.id])

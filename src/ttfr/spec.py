@@ -169,6 +169,19 @@ def _parse_shard(text):
     return i, n
 
 
+def check_worker_python(python: str) -> None:
+    """The interpreter given for workers must exist and import ttfr's worker."""
+    import subprocess
+
+    try:
+        done = subprocess.run([python, "-c", "import ttfr.worker"], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UsageError(f"--python {python!r} cannot be run: {exc.strerror}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {python!r} cannot import ttfr ({last}); install ttfr into that environment")
+
+
 def build_spec(
     *,
     profile="quick",
@@ -210,6 +223,8 @@ def build_spec(
         seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise UsageError(f"--threads must be a positive whole number, got {threads!r}")
+    if python is not None:
+        check_worker_python(python)
     return RunSpec(
         cases=chosen,
         policies=parse_policies(policies),
