@@ -52,6 +52,12 @@ def test_cold_cache_clean_run_is_verified():
     assert cache.verify(COLD_CACHE, True, counts, 0, 1)["verdict"] == "verified"
 
 
+def test_warm_process_counts_are_reported_but_not_judged():
+    counts = cache.hit_miss("jax", jax_counters(hits=1, requests=1, written=0))
+    result = cache.verify("warm-process", True, counts, 3, 3)
+    assert result["verdict"] == "not_applicable" and result["hits"] == 1
+
+
 def test_runtimes_without_a_compile_cache_are_not_applicable():
     assert cache.verify(COLD_CACHE, False, None, 0, 0)["verdict"] == "not_applicable"
 

@@ -83,6 +83,11 @@ def test_garbled_record_is_an_error(tmp_path):
     assert result.outcome == "error" and "unreadable" in result.reason
 
 
+def test_an_interpreter_that_cannot_start_is_an_error_not_a_crash(tmp_path):
+    result = run(str(tmp_path / "missing-python"))
+    assert result.outcome == "error" and "could not start the worker" in result.reason
+
+
 def test_classify_prefers_the_record_but_not_a_crash_after_it():
     ok = {"outcome": "ok", "reason": None}
     assert runner.classify(ok, 0, False, 5) == ("ok", None)

@@ -120,6 +120,10 @@ def verify(policy: str | None, compiles: bool, counts: dict | None, entries_befo
         result["note"] = "the worker reported no cache counters"
         return result
     result.update(hits=counts["hits"], misses=counts["misses"])
+    if policy not in (COLD_CACHE, WARM_CACHE):
+        result["verdict"] = "not_applicable"
+        result["note"] = "regime B: the cache state does not enter steady-state figures"
+        return result
     flags = result["flags"]
     if policy == COLD_CACHE:
         if entries_before:

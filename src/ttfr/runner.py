@@ -125,6 +125,9 @@ def run_worker(job: dict, env: dict, timeout_s: float, python: str | None = None
                 argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 pass_fds=(write_fd,), start_new_session=True,
             )  # fmt: skip
+        except OSError as exc:
+            os.close(read_fd)
+            return RunResult(ERROR, f"could not start the worker: {exc}", None, spawn_ns, None, None)
         finally:
             os.close(write_fd)
 
