@@ -18,7 +18,7 @@ def measure(tmp_path, executor=None, **kwargs):
     kwargs.setdefault("sizes", "64")
     kwargs.setdefault("cold_runs", 3)
     kwargs.setdefault("warm_procs", 2)
-    plan = build_plan(build_spec(**kwargs), lambda b: "gpu_unavailable" if b.device == "gpu" else None)
+    plan = build_plan(build_spec(**kwargs), lambda b, _w=None: "gpu_unavailable" if b.device == "gpu" else None)
     journal = Journal(tmp_path / "journal.jsonl")
     Scheduler(plan, journal, tmp_path / "scratch", executor or FakeExecutor()).run()
     entries = journal.entries()

@@ -4,7 +4,7 @@ from ttfr.plan import CHECK, COLD, PRIME, WARM, build_plan
 from ttfr.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
 
 
-def always_available(_backend):
+def always_available(_backend, _workload=None):
     return None
 
 
@@ -70,7 +70,7 @@ def test_unmeasured_prime_and_check_when_their_policies_are_not_selected():
 
 
 def test_unavailable_cases_get_no_tasks():
-    plan = build_plan(spec(), lambda b: "gpu_unavailable" if b.name == "numpy" else None)
+    plan = build_plan(spec(), lambda b, _w=None: "gpu_unavailable" if b.name == "numpy" else None)
     assert plan.unavailable == {"numpy_matmul_512_f32": "gpu_unavailable"}
     assert not plan.tasks_for("numpy_matmul_512_f32")
 

@@ -15,7 +15,7 @@ def make_plan(**kwargs):
     kwargs.setdefault("cold_runs", 2)
     kwargs.setdefault("warm_procs", 2)
     kwargs.setdefault("seed", 3)
-    return build_plan(build_spec(**kwargs), lambda _b: None)
+    return build_plan(build_spec(**kwargs), lambda _b, _w=None: None)
 
 
 def run(plan, tmp_path, executor):

@@ -25,7 +25,7 @@ def run(words, env=None, timeout=120.0):
 
 
 def test_warm_numpy_worker_checks_its_result_and_samples():
-    result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2))
+    result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2, check=1))
     assert result.outcome == "ok", result.output_tail
     record = result.record
     assert record["check"]["passed"] and record["check"]["max_normalised_error"] < 1e-5
@@ -40,7 +40,7 @@ def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", JAX_PLATFORMS="cpu")  # fmt: skip
     result = run(job("jax_backend", workload="mlp_train_step", compile_="1", dtype="float64", mode="warm", samples=3,
-                     min_sample_s=0.001, max_warmup_s=0.2), env)  # fmt: skip
+                     min_sample_s=0.001, max_warmup_s=0.2, check=1), env)  # fmt: skip
     assert result.outcome == "ok", result.output_tail
     stages = result.record["stages_s"]
     assert set(stages) == {"wrap_s", "trace_s", "lower_s", "compile_s", "first_execute_s"}
@@ -87,7 +87,7 @@ def test_an_exception_is_an_error_with_its_phase_and_traceback():
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
 def test_torch_eager_train_step_matches_the_reference():
     result = run(job("torch_backend", workload="mlp_train_step", size=16, mode="warm", samples=3,
-                     min_sample_s=0.001, max_warmup_s=0.2))  # fmt: skip
+                     min_sample_s=0.001, max_warmup_s=0.2, check=1))  # fmt: skip
     assert result.outcome == "ok", result.output_tail
     assert result.record["check"]["passed"]
     assert result.record["versions"]["torch"].startswith("2.")

@@ -29,12 +29,18 @@ SYNC_POLICIES = {
     "jax": "jax.block_until_ready on every result, inside the timed region",
     "torch_cpu": "synchronous: CPU tensors are complete when the op returns",
     "torch_gpu": "torch.cuda.synchronize() after every call, inside the timed region",
+    "pyhf_numpy": "synchronous: pyhf's NumPy backend returns finished arrays",
+    "pyhf_jax": "jax.block_until_ready on every result, inside the timed region",
+    "pyhf_pytorch": "synchronous: CPU tensors are complete when the op returns",
+    "nextstat": "synchronous: NextStat's Rust core returns finished Python floats/lists",
 }
 
 
 def sync_policy(backend: catalog.Backend) -> str:
     if backend.framework == "torch":
         return SYNC_POLICIES["torch_gpu" if backend.device == "gpu" else "torch_cpu"]
+    if backend.framework == "pyhf":
+        return SYNC_POLICIES[f"pyhf_{backend.variant}"]
     return SYNC_POLICIES[backend.framework]
 
 

@@ -5,6 +5,7 @@
   journal.jsonl       one fsynced line per finished run
   manifest.json       ttfr.manifest.v1
   cases/<case>.json   ttfr.case_result.v1, one per finished case
+  workspaces/         HistFactory workspaces used (+ evaluation points), hashed in suite.json
   suite.json          ttfr.suite_result.v1, the index (paths + sha256 of every case file)
   report.md           rendered from the above
   .work/              scratch: cache directories and templates (removed when complete)
@@ -118,6 +119,7 @@ class ResultDir:
     suite = property(lambda self: self.root / "suite.json")
     report = property(lambda self: self.root / "report.md")
     cases = property(lambda self: self.root / "cases")
+    workspaces = property(lambda self: self.root / "workspaces")
     scratch = property(lambda self: self.root / ".work")
 
     def case_path(self, case_id: str) -> Path:
@@ -164,6 +166,12 @@ def validate_dir(root: Path) -> list[str]:
         return [f"{suite_path}: not JSON ({exc})"]
     problems += [f"suite.json: {e}" for e in schema_errors(suite, SUITE_SCHEMA)]
     refs = [(suite.get("manifest") or {}, "ttfr.manifest.v1")]
+    for dataset in suite.get("datasets", []):
+        path = root / dataset["path"]
+        if not path.is_file():
+            problems.append(f"{dataset['path']}: listed in suite.json but missing")
+        elif sha256_file(path) != dataset["sha256"]:
+            problems.append(f"{dataset['path']}: sha256 does not match suite.json (file changed after the run)")
     refs += [(case, "ttfr.case_result.v1") for case in suite.get("cases", [])]
     listed = set()
     for ref, schema in refs:

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     _list_arg(run, "--sizes", "sizes (default: the profile's)")
     _list_arg(run, "--dtypes", "f32, f64 (default: the profile's)")
     _list_arg(run, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    _list_arg(run, "--workspace-preset", "HistFactory presets: simple, complex8p, thu184p, ladder500/1000/2000")
+    run.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
+    run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
     run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
     run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
@@ -104,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
-                  "warm_samples", "timeout", "seed", "threads", "shard", "python")  # fmt: skip
+                  "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
+                  "signal")  # fmt: skip
 
 
 def _run(args, console: Console) -> int:
@@ -119,7 +123,7 @@ def _run(args, console: Console) -> int:
             sizes=args.sizes, dtypes=args.dtypes, policies=args.cache_policy, cold_runs=args.cold_runs,
             warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
             deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
-            python=args.python,
+            python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
         )  # fmt: skip
         result_dir = suite.start(spec, args.out, ["ttfr", *sys.argv[1:]])
     progress = terminal.ProgressDisplay(console)

@@ -83,7 +83,7 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
     unavailable = {}
     producers, gates, streams = [], [], []
     for case in spec.cases:
-        reason = availability(case.backend_info)
+        reason = availability(case.backend_info, case.workload)
         if reason:
             unavailable[case.id] = reason
             continue

@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from ttfr import hostinfo
+from ttfr import catalog, hostinfo
 from ttfr.cache import CacheDirs
 from ttfr.journal import Journal
 from ttfr.plan import PRIME, Plan, Task, gate_failure
@@ -26,13 +26,14 @@ class NullProgress:
 
 class Scheduler:
     def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
-                 progress=None, base_env: dict | None = None):  # fmt: skip
+                 progress=None, base_env: dict | None = None, dataset_words: dict | None = None):  # fmt: skip
         self.plan = plan
         self.journal = journal
         self.scratch = Path(scratch)
         self.executor = executor
         self.progress = progress or NullProgress()
         self.base_env = base_env
+        self.dataset_words = dataset_words or {}
         self.stopped: dict[str, str] = {}
 
     def run(self) -> None:
@@ -78,7 +79,10 @@ class Scheduler:
     def _spawn(self, task: Task, cache: CacheDirs) -> RunResult:
         spec = self.plan.spec
         env = build_env(task.case, spec, cache.env(), self.base_env)
-        return self.executor(job_words(task, spec), env, spec.timeout_s, spec.python)
+        words = job_words(task, spec)
+        if task.case.workload in catalog.HF_WORKLOADS:
+            words.update(self.dataset_words[task.case.size])
+        return self.executor(words, env, spec.timeout_s, spec.python)
 
     def _execute(self, task: Task) -> dict:
         cache = CacheDirs(self.scratch, task.case.id)

@@ -9,7 +9,9 @@ import math
 import random
 from dataclasses import asdict, dataclass
 
-from ttfr import catalog
+from pathlib import Path
+
+from ttfr import catalog, datasets
 from ttfr.errors import UsageError, unknown_choice
 
 COLD_CACHE = "cold-process/cold-cache"
@@ -62,6 +64,9 @@ class RunSpec:
     threads: int | None = None
     shard: tuple[int, int] | None = None  # (index, count), 1-based index
     python: str | None = None  # interpreter for workers (default: this one)
+    workspace: str | None = None  # a user's HistFactory workspace (absolute path)
+    signal: str | None = None  # CHANNEL/SAMPLE of that workspace's signal
+    custom_size: int | None = None  # its parameter count
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -72,7 +77,8 @@ class RunSpec:
     @classmethod
     def from_json(cls, data: dict) -> RunSpec:
         data = dict(data)
-        data["cases"] = tuple(catalog.parse_case_id(c) for c in data["cases"])
+        extra = (data["custom_size"],) if data.get("custom_size") else ()
+        data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
         data["policies"] = tuple(data["policies"])
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
         return cls(**data)
@@ -109,13 +115,17 @@ def _parse_int(text, what):
         raise UsageError(f"{what} must be a whole number, got {text!r}") from None
 
 
-def select_cases(profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=()) -> tuple[catalog.Case, ...]:
+def select_cases(
+    profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=(), hf_sizes=(), custom_size=None
+) -> tuple[catalog.Case, ...]:
+    """`hf_sizes`: HistFactory sizes chosen by preset or workspace file (empty: the profile's)."""
     case_ids, backends, workloads = _split(case_ids), _split(backends), _split(workloads)
     sizes, dtypes = _split(sizes), _split(dtypes)
+    extra = (custom_size,) if custom_size else ()
     if case_ids:
         if backends or workloads or sizes or dtypes:
             raise UsageError("--cases names whole case ids; do not combine it with --backends/--workloads/--sizes/--dtypes")
-        cases = [catalog.parse_case_id(c) for c in case_ids]
+        cases = [catalog.parse_case_id(c, extra) for c in case_ids]
         return tuple(sorted(set(cases)))
     for name in backends:
         if name not in catalog.BACKENDS:
@@ -129,7 +139,7 @@ def select_cases(profile: Profile, case_ids=(), backends=(), workloads=(), sizes
     size_values = [_parse_int(s, "--sizes") for s in sizes]
     dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
     chosen_backends = backends or [b for b in catalog.BACKENDS if b != "python"]
-    chosen_workloads = workloads or [w for w, info in catalog.WORKLOADS.items() if not info.diagnostic]
+    chosen_workloads = workloads or [w for w, info in catalog.WORKLOADS.items() if info.default and not info.diagnostic]
     cases = set()
     for w_name in chosen_workloads:
         workload = catalog.WORKLOADS[w_name]
@@ -138,8 +148,10 @@ def select_cases(profile: Profile, case_ids=(), backends=(), workloads=(), sizes
                 continue
             if size_values:
                 for size in size_values:
-                    catalog.check_size(workload, size)
+                    catalog.check_size(workload, size, extra)
                 w_sizes = size_values
+            elif hf_sizes and w_name in catalog.HF_WORKLOADS:
+                w_sizes = list(hf_sizes)
             else:
                 w_sizes = workload.sizes[:1] if profile.default_sizes == "smallest" else workload.sizes
             w_dtypes = [d for d in (dtype_values or profile.default_dtypes) if d in workload.dtypes]
@@ -200,11 +212,18 @@ def build_spec(
     threads=None,
     shard=None,
     python=None,
+    workspace=None,
+    workspace_presets=(),
+    signal=None,
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
-    chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes)
+    if signal and not workspace:
+        raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
+    user = datasets.load_user_workspace(workspace, signal) if workspace else None
+    hf_sizes = datasets.preset_sizes(_split(workspace_presets)) + ([user.size] if user else [])
+    chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
     if shard_pair:
         index, count = shard_pair
@@ -240,4 +259,7 @@ def build_spec(
         threads=threads,
         shard=shard_pair,
         python=python,
+        workspace=str(Path(workspace).resolve()) if workspace else None,
+        signal="/".join(user.signal) if user else None,
+        custom_size=user.size if user else None,
     )

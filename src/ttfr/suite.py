@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr import analysis, manifest
+from ttfr import analysis, catalog, datasets, manifest
 from ttfr.artifacts import SUITE_SCHEMA, ResultDir, read_json, sha256_file, snapshot_id, write_json
 from ttfr.journal import Journal
 from ttfr.plan import Plan, build_plan
@@ -48,9 +48,44 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
         "spec": spec_json,
         "created_at": now.isoformat(timespec="seconds"),
         "ttfr_version": ttfr.__version__,
+        "datasets": write_datasets(spec, result_dir),
     })  # fmt: skip
     write_json(result_dir.manifest, manifest.collect(command_line, spec.python, spec.policies), "ttfr.manifest.v1")
     return result_dir
+
+
+def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
+    """Write the HistFactory workspaces the cases use; size -> name, signal, hashes."""
+    sizes = sorted({c.size for c in spec.cases if c.workload in catalog.HF_WORKLOADS})
+    user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
+    mapping = {}
+    for size in sizes:
+        workspace = datasets.resolve(size, spec.seed, user)
+        spec_path, point_path = datasets.write(workspace, result_dir.workspaces, spec.seed)
+        mapping[str(size)] = {
+            "name": workspace.name,
+            "dataset_id": workspace.dataset_id,
+            "signal": "/".join(workspace.signal),
+            "files": {
+                "workspace": spec_path.relative_to(result_dir.root).as_posix(),
+                "point": point_path.relative_to(result_dir.root).as_posix(),
+            },
+            "sha256": workspace.sha256,
+        }
+    return mapping
+
+
+def dataset_words(result_dir: ResultDir) -> dict[int, dict]:
+    """Job words per HistFactory size: absolute paths, the signal and the reference cache."""
+    words = {}
+    for size, info in read_json(result_dir.plan).get("datasets", {}).items():
+        words[int(size)] = {
+            "workspace": str(result_dir.root / info["files"]["workspace"]),
+            "point": str(result_dir.root / info["files"]["point"]),
+            "signal": info["signal"],
+            "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
+        }
+    return words
 
 
 def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
@@ -82,7 +117,7 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     interrupted = False
     with _TerminateAsInterrupt():
         try:
-            Scheduler(plan, journal, result_dir.scratch, executor, progress).run()
+            Scheduler(plan, journal, result_dir.scratch, executor, progress, dataset_words=dataset_words(result_dir)).run()
         except KeyboardInterrupt:
             interrupted = True
     suite, cases = write_results(result_dir, plan, journal.entries())
@@ -129,6 +164,11 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         "pending": pending,
         "summary": analysis.suite_summary(cases, pending),
         "break_even": analysis.break_even(cases),
+        "datasets": [
+            {"name": info["name"], "size": int(size), "path": path, "sha256": artifact_sha}
+            for size, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: int(kv[0]))
+            for path, artifact_sha in ((p, sha256_file(result_dir.root / p)) for p in info["files"].values())
+        ],
     }
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     markdown.write(result_dir)

@@ -18,8 +18,8 @@ import time
 _now = time.monotonic_ns
 
 JOB_KEYS = (
-    "fd", "mode", "adapter", "device", "compile", "workload", "size", "dtype", "seed",
-    "samples", "min_sample_s", "max_warmup_s",
+    "fd", "mode", "adapter", "device", "compile", "variant", "workload", "size", "dtype", "seed",
+    "samples", "min_sample_s", "max_warmup_s", "check", "workspace", "point", "signal", "reference",
 )  # fmt: skip
 
 
@@ -55,8 +55,12 @@ def _run_phases(job, marks, record):
 
         phase = "setup"
         workload = _import("ttfr.workloads." + job["workload"])
-        host_inputs = workload.make_inputs(int(job["size"]), job["dtype"], int(job["seed"]))
-        inputs = runtime.put(host_inputs)
+        # Workloads that read their inputs from disk (HistFactory) and build per-engine
+        # models have hooks; array workloads generate seeded arrays.
+        load = getattr(workload, "load_inputs", None)
+        host_inputs = load(job) if load else workload.make_inputs(int(job["size"]), job["dtype"], int(job["seed"]))
+        prepare = getattr(workload, "inputs_for", None)
+        inputs = runtime.put(prepare(runtime, host_inputs) if prepare else host_inputs)
         marks["setup"] = _now()
 
         phase = "first_call"
@@ -65,7 +69,8 @@ def _run_phases(job, marks, record):
         counters_first = runtime.cache_counters()
 
         # The check needs the first call's result before a second (possibly in-place) step.
-        host_first = runtime.to_host(output) if mode == "warm" else None
+        checking = mode == "warm" and job.get("check") == "1"
+        host_first = runtime.to_host(output) if checking else None
 
         phase = "second_call"
         sync = runtime.sync
@@ -87,8 +92,14 @@ def _run_phases(job, marks, record):
         samples = int(job.get("samples", "0"))
         if samples > 0:
             record["warm"] = _warm_regime(runtime, job, samples)
-        record["check"] = _check(workload, host_inputs, host_first, job["dtype"])
-        record["dataset_sha256"] = inputs_sha256(host_inputs)
+    if checking:
+        custom_check = getattr(workload, "check", None)
+        if custom_check:
+            record["check"] = custom_check(runtime, inputs, host_inputs, host_first, job)
+        else:
+            record["check"] = _check(workload, host_inputs, host_first, job["dtype"])
+        dataset_hash = getattr(workload, "dataset_sha256", inputs_sha256)
+        record["dataset_sha256"] = dataset_hash(host_inputs)
     record["memory"] = runtime.memory()
     record["device"] = runtime.device_info()
     record["versions"] = runtime.versions()

@@ -24,14 +24,36 @@ _MEMORY_FIELDS = (
 )
 
 
+class EventCounter:
+    """Counts JAX's compilation-cache events and sums its compile-stage durations."""
+
+    def __init__(self):
+        self.events = {}
+        self.durations = {}
+
+    def register(self, jax):
+        # Registered before anything can compile, so the counts cover the whole run.
+        jax.monitoring.register_event_listener(self._on_event)
+        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+
+    def _on_event(self, event, **_kwargs):
+        if event in _COUNTED_EVENTS:
+            self.events[event] = self.events.get(event, 0) + 1
+
+    def _on_duration(self, event, duration, **_kwargs):
+        self.durations[event] = self.durations.get(event, 0.0) + duration
+
+    def snapshot(self):
+        return {"events": dict(self.events), "durations_s": dict(self.durations)}
+
+
 class Runtime:
     framework = "jax"
 
     def __init__(self, job):
         self.job = job
         self.on_gpu = job["device"] == "gpu"
-        self.events = {}
-        self.durations = {}
+        self.counter = EventCounter()
         self.call = None
         self.args = ()
         self.compiled = None
@@ -43,9 +65,7 @@ class Runtime:
         self.jax = jax
         if self.job["dtype"] == "float64":
             jax.config.update("jax_enable_x64", True)
-        # Listeners go in before anything can compile, so the counts cover the whole run.
-        jax.monitoring.register_event_listener(self._on_event)
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        self.counter.register(jax)
         platform = "gpu" if self.on_gpu else "cpu"
         try:
             self.devices = jax.devices(platform)
@@ -55,13 +75,6 @@ class Runtime:
             raise
         self.device = self.devices[0]
         self.sync = jax.block_until_ready
-
-    def _on_event(self, event, **_kwargs):
-        if event in _COUNTED_EVENTS:
-            self.events[event] = self.events.get(event, 0) + 1
-
-    def _on_duration(self, event, duration, **_kwargs):
-        self.durations[event] = self.durations.get(event, 0.0) + duration
 
     def device_info(self):
         kind = self.device.device_kind
@@ -102,7 +115,7 @@ class Runtime:
         return [numpy.array(x, copy=True) for x in self.jax.tree_util.tree_leaves(output)]
 
     def cache_counters(self):
-        return {"events": dict(self.events), "durations_s": dict(self.durations)}
+        return self.counter.snapshot()
 
     def memory(self):
         result = {}

@@ -1,0 +1,358 @@
+"""Compile a pyhf workspace into dense arrays, and the HistFactory NLL written once for
+NumPy, JAX and PyTorch.
+
+Layout: every (channel, sample, bin) is an *entry* e. Modifiers become fixed-width index
+tables over entries, padded with a sentinel parameter (value 1.0, coefficients 0):
+  expected_e = (nominal_e + sum histosys deltas) * exp(sum normsys log-factors)
+               * prod(normfactor, lumi, staterror, shapesys, shapefactor)
+  expected_b = sum of expected_e over the entries in bin b
+  NLL = -[sum_b Poisson(n_b | expected_b) + Gaussian constraints + Poisson constraints]
+with pyhf 0.7's `Model` defaults: histosys code4p (polynomial inside |alpha| < 1, linear
+outside), normsys code4 (6th-order polynomial inside, exponential outside), staterror
+sigma_b = sqrt(sum unc^2) / sum nominal over the channel's samples, shapesys
+tau = (nominal / unc)^2, the continuous Poisson with lgamma, all normalisation
+constants kept. The signal sample's nominal histogram is a separate input: gradients are
+taken with the constraint widths (staterror sigma, shapesys tau) held at the workspace's
+values, so they are partial derivatives with respect to the nominal yields.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_SCALAR = ("normfactor", "normsys", "histosys", "lumi")
+_LOG_2PI_HALF = 0.5 * math.log(2.0 * math.pi)
+
+
+@dataclass
+class Parameter:
+    name: str  # pyhf's naming: `name` for scalars, `name[i]` for vector components
+    kind: str  # modifier type
+    init: float
+    bounds: tuple[float, float]
+    fixed: bool = False
+
+
+@dataclass
+class DenseModel:
+    parameters: list[Parameter]
+    poi: int  # index of the POI in `parameters`
+    signal_entries: np.ndarray  # entries of the signal sample, in bin order
+    arrays: dict = field(default_factory=dict)  # name -> numpy array (see ARRAY_NAMES)
+    channel_bins: dict = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.parameters]
+
+    def inits(self) -> np.ndarray:
+        return np.array([p.init for p in self.parameters])
+
+    def bounds(self) -> np.ndarray:
+        return np.array([p.bounds for p in self.parameters], dtype=float)
+
+    def fixed(self) -> np.ndarray:
+        return np.array([p.fixed for p in self.parameters])
+
+    def signal_nominal(self) -> np.ndarray:
+        return self.arrays["nominal"][self.signal_entries].copy()
+
+
+# The order in which the NLL takes its arrays (after the parameters and the signal).
+ARRAY_NAMES = (
+    "nominal", "entry_bin", "observed", "signal_entries",
+    "hs_idx", "hs_up", "hs_dn", "hs_s", "hs_a", "ns_idx", "ns_loghi", "ns_loglo", "ns_coef", "lin_idx",
+    "g_idx", "g_aux", "g_sigma", "p_idx", "p_tau", "lgamma_observed", "lgamma_tau",
+)  # fmt: skip
+
+
+def _measurement_overrides(spec: dict, measurement: str | None) -> tuple[str, dict]:
+    measurements = spec["measurements"]
+    chosen = next((m for m in measurements if m["name"] == measurement), None) if measurement else measurements[0]
+    if chosen is None:
+        raise ValueError(f"no measurement {measurement!r}; have {[m['name'] for m in measurements]}")
+    config = chosen["config"]
+    return config["poi"], {p["name"]: p for p in config.get("parameters", [])}
+
+
+def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | None = None) -> DenseModel:
+    poi_name, overrides = _measurement_overrides(spec, measurement)
+    observed = {o["name"]: o["data"] for o in spec["observations"]}
+    channels = spec["channels"]
+
+    # Entries and bins in workspace order.
+    nominal, entry_bin, entry_key = [], [], []
+    channel_bins, first_bin = {}, 0
+    for channel in channels:
+        nbins = len(observed[channel["name"]])
+        channel_bins[channel["name"]] = (first_bin, first_bin + nbins)
+        for sample in channel["samples"]:
+            for b in range(nbins):
+                nominal.append(float(sample["data"][b]))
+                entry_bin.append(first_bin + b)
+                entry_key.append((channel["name"], sample["name"], b))
+        first_bin += nbins
+    n_entries, n_bins = len(nominal), first_bin
+    nominal_arr = np.array(nominal)
+    entry_index = {key: i for i, key in enumerate(entry_key)}
+
+    # Parameters, pyhf-style: scalars by name, vectors with one component per bin they cover.
+    params: dict[str, list[Parameter]] = {}
+    staterror_unc: dict[str, dict[int, list[float]]] = {}
+    staterror_nom: dict[str, dict[int, float]] = {}
+    vector_bins: dict[str, list[int]] = {}
+    shapesys_info: dict[str, dict[int, tuple[float, float]]] = {}
+    for channel in channels:
+        lo_bin, hi_bin = channel_bins[channel["name"]]
+        for sample in channel["samples"]:
+            for mod in sample["modifiers"]:
+                name, kind = mod["name"], mod["type"]
+                if kind in _SCALAR:
+                    params.setdefault(name, [Parameter(name, kind, *_scalar_defaults(kind))])
+                else:
+                    covered = vector_bins.setdefault(name, [])
+                    covered.extend(b for b in range(lo_bin, hi_bin) if b not in covered)
+                    params.setdefault(name, [])
+                    if kind == "staterror":
+                        for b in range(lo_bin, hi_bin):
+                            staterror_unc.setdefault(name, {}).setdefault(b, []).append(float(mod["data"][b - lo_bin]))
+                            nom = float(sample["data"][b - lo_bin])
+                            staterror_nom.setdefault(name, {})[b] = staterror_nom.get(name, {}).get(b, 0.0) + nom
+                    elif kind == "shapesys":
+                        for b in range(lo_bin, hi_bin):
+                            pair = (float(sample["data"][b - lo_bin]), float(mod["data"][b - lo_bin]))
+                            shapesys_info.setdefault(name, {})[b] = pair
+    order = [poi_name] + sorted(n for n in params if n != poi_name)
+    if poi_name not in params:
+        raise ValueError(f"the POI {poi_name!r} is not a parameter of any sample")
+
+    parameters: list[Parameter] = []
+    index: dict[tuple[str, int | None], int] = {}
+    gaussian, poisson = [], []  # (param index, aux, sigma) / (param index, tau)
+    for name in order:
+        if name in vector_bins:
+            kind = next(m["type"] for c in channels for s in c["samples"] for m in s["modifiers"] if m["name"] == name)
+            for i, b in enumerate(sorted(vector_bins[name])):
+                fixed = False
+                if kind == "staterror":
+                    total = staterror_nom[name][b]
+                    sigma = math.sqrt(sum(u * u for u in staterror_unc[name][b])) / total if total > 0 else 0.0
+                    fixed = sigma == 0.0
+                    gaussian.append((len(parameters), 1.0, sigma if sigma > 0 else 1.0))
+                    bounds = (1e-10, 10.0)
+                elif kind == "shapesys":
+                    nom, unc = shapesys_info[name][b]
+                    valid = nom > 0 and unc > 0
+                    tau = (nom / unc) ** 2 if valid else 1.0
+                    fixed = not valid
+                    poisson.append((len(parameters), tau))
+                    bounds = (1e-10, 10.0)
+                else:  # shapefactor: free
+                    bounds = (0.0, 10.0)
+                index[name, b] = len(parameters)
+                parameters.append(Parameter(f"{name}[{i}]", kind, 1.0, bounds, fixed))
+        else:
+            parameter = params[name][0]
+            index[name, None] = len(parameters)
+            if parameter.kind in ("normsys", "histosys"):
+                gaussian.append((len(parameters), 0.0, 1.0))
+            elif parameter.kind == "lumi":
+                override = overrides.get(name, {})
+                gaussian.append((len(parameters), override.get("auxdata", [1.0])[0], override.get("sigmas", [0.0])[0]))
+            parameters.append(parameter)
+    _apply_overrides(parameters, overrides)
+
+    # Fixed-width modifier tables over entries.
+    sentinel = len(parameters)
+    histosys, normsys, linear = ([[] for _ in range(n_entries)] for _ in range(3))
+    for channel in channels:
+        lo_bin, hi_bin = channel_bins[channel["name"]]
+        for sample in channel["samples"]:
+            for b in range(lo_bin, hi_bin):
+                e = entry_index[channel["name"], sample["name"], b - lo_bin]
+                nom = nominal_arr[e]
+                for mod in sample["modifiers"]:
+                    name, kind, data = mod["name"], mod["type"], mod.get("data")
+                    if kind == "histosys":
+                        up = float(data["hi_data"][b - lo_bin]) - nom
+                        dn = nom - float(data["lo_data"][b - lo_bin])
+                        histosys[e].append((index[name, None], up, dn))
+                    elif kind == "normsys":
+                        normsys[e].append((index[name, None], math.log(data["hi"]), math.log(data["lo"])))
+                    elif kind in ("normfactor", "lumi"):
+                        linear[e].append(index[name, None])
+                    else:  # staterror, shapesys, shapefactor
+                        linear[e].append(index[name, b])
+
+    hs_w = max([len(r) for r in histosys] + [1])
+    ns_w = max([len(r) for r in normsys] + [1])
+    lin_w = max([len(r) for r in linear] + [1])
+    hs_idx = np.full((n_entries, hs_w), sentinel, dtype=np.int64)
+    hs_up, hs_dn = np.zeros((n_entries, hs_w)), np.zeros((n_entries, hs_w))
+    ns_idx = np.full((n_entries, ns_w), sentinel, dtype=np.int64)
+    ns_loghi, ns_loglo = np.zeros((n_entries, ns_w)), np.zeros((n_entries, ns_w))
+    ns_coef = np.zeros((n_entries, ns_w, 6))
+    lin_idx = np.full((n_entries, lin_w), sentinel, dtype=np.int64)
+    for e in range(n_entries):
+        for w, (p, up, dn) in enumerate(histosys[e]):
+            hs_idx[e, w], hs_up[e, w], hs_dn[e, w] = p, up, dn
+        for w, (p, lhi, llo) in enumerate(normsys[e]):
+            ns_idx[e, w], ns_loghi[e, w], ns_loglo[e, w] = p, lhi, llo
+            ns_coef[e, w] = _code4_coefficients(math.exp(lhi), math.exp(llo))
+        for w, p in enumerate(linear[e]):
+            lin_idx[e, w] = p
+
+    observed_arr = np.concatenate([np.asarray(observed[c["name"]], dtype=float) for c in channels])
+    g = np.array(gaussian, dtype=float).reshape(-1, 3)
+    q = np.array(poisson, dtype=float).reshape(-1, 2)
+    signal_channel, signal_sample = signal
+    lo_bin, hi_bin = channel_bins[signal_channel]
+    signal_entries = np.array([entry_index[signal_channel, signal_sample, b] for b in range(hi_bin - lo_bin)], dtype=np.int64)
+    arrays = {
+        "nominal": nominal_arr,
+        "entry_bin": np.array(entry_bin, dtype=np.int64),
+        "observed": observed_arr,
+        "signal_entries": signal_entries,
+        "hs_idx": hs_idx, "hs_up": hs_up, "hs_dn": hs_dn,
+        "hs_s": 0.5 * (hs_up + hs_dn), "hs_a": 0.0625 * (hs_up - hs_dn),
+        "ns_idx": ns_idx, "ns_loghi": ns_loghi, "ns_loglo": ns_loglo, "ns_coef": ns_coef,
+        "lin_idx": lin_idx,
+        "g_idx": g[:, 0].astype(np.int64), "g_aux": g[:, 1], "g_sigma": g[:, 2],
+        "p_idx": q[:, 0].astype(np.int64), "p_tau": q[:, 1],
+        "lgamma_observed": np.array([math.lgamma(n + 1.0) for n in observed_arr]),
+        "lgamma_tau": np.array([math.lgamma(t + 1.0) for t in q[:, 1]]),
+    }  # fmt: skip
+    assert n_bins == observed_arr.size
+    return DenseModel(parameters, 0, signal_entries, arrays, channel_bins)  # the POI is ordered first
+
+
+# pyhf's code4 (alpha0 = 1): the polynomial's coefficients are A^-1 b, matching value,
+# first and second derivative of hi^alpha at +1 and lo^-alpha at -1.
+_CODE4_A_INVERSE = np.array([
+    [15 / 16, -15 / 16, -7 / 16, -7 / 16, 1 / 16, -1 / 16],
+    [3 / 2, 3 / 2, -9 / 16, 9 / 16, 1 / 16, 1 / 16],
+    [-5 / 8, 5 / 8, 5 / 8, 5 / 8, -1 / 8, 1 / 8],
+    [-3 / 2, -3 / 2, 7 / 8, -7 / 8, -1 / 8, -1 / 8],
+    [3 / 16, -3 / 16, -3 / 16, -3 / 16, 1 / 16, -1 / 16],
+    [1 / 2, 1 / 2, -5 / 16, 5 / 16, 1 / 16, 1 / 16],
+])  # fmt: skip
+
+
+def _code4_coefficients(hi: float, lo: float) -> np.ndarray:
+    log_hi, log_lo = math.log(hi), math.log(lo)
+    b = np.array([hi - 1.0, lo - 1.0, log_hi * hi, -log_lo * lo, log_hi**2 * hi, log_lo**2 * lo])
+    return _CODE4_A_INVERSE @ b
+
+
+def _scalar_defaults(kind: str) -> tuple[float, tuple[float, float]]:
+    if kind in ("normsys", "histosys"):
+        return 0.0, (-5.0, 5.0)
+    return 1.0, (0.0, 10.0)  # normfactor, lumi (lumi's come from the measurement)
+
+
+def _apply_overrides(parameters: list[Parameter], overrides: dict) -> None:
+    by_base: dict[str, list[Parameter]] = {}
+    for p in parameters:
+        by_base.setdefault(p.name.split("[")[0], []).append(p)
+    for name, override in overrides.items():
+        for i, p in enumerate(by_base.get(name, [])):
+            if "inits" in override:
+                p.init = float(override["inits"][i])
+            if "bounds" in override:
+                p.bounds = tuple(float(v) for v in override["bounds"][i])
+            if override.get("fixed"):
+                p.fixed = True
+
+
+class Ops:
+    """The few operations that differ between NumPy, jax.numpy and torch."""
+
+    def __init__(self, framework: str, module):
+        self.framework = framework
+        self.xp = module
+        if framework == "jax":
+            import jax
+
+            self.segment_sum = lambda data, ids, n: jax.ops.segment_sum(data, ids, num_segments=n)
+            self.scatter = lambda base, idx, values: base.at[idx].set(values)
+            self.concat = module.concatenate
+            self.ones1 = lambda like: module.ones((1,), dtype=like.dtype)
+        elif framework == "torch":
+            self.segment_sum = lambda data, ids, n: module.zeros(n, dtype=data.dtype, device=data.device).index_add(0, ids, data)
+            self.scatter = lambda base, idx, values: base.index_put((idx,), values)
+            self.concat = module.cat
+            self.ones1 = lambda like: module.ones(1, dtype=like.dtype, device=like.device)
+        else:
+            self.segment_sum = lambda data, ids, n: np.bincount(ids, weights=data, minlength=n)
+            self.scatter = _np_scatter
+            self.concat = np.concatenate
+            self.ones1 = lambda like: np.ones(1, dtype=like.dtype)
+
+
+def _np_scatter(base, idx, values):
+    out = base.copy()
+    out[idx] = values
+    return out
+
+
+def expected_bins(ops: Ops, pars, signal, arrays: dict):
+    xp = ops.xp
+    t = ops.concat([pars, ops.ones1(pars)])
+    nominal = ops.scatter(arrays["nominal"], arrays["signal_entries"], signal)
+    # histosys, code4p: linear beyond |alpha| = 1, a polynomial inside.
+    alpha = t[arrays["hs_idx"]]
+    a2 = alpha * alpha
+    inside = alpha * arrays["hs_s"] + a2 * arrays["hs_a"] * (15.0 + a2 * (3.0 * a2 - 10.0))
+    delta = xp.sum(
+        xp.where(alpha > 1.0, alpha * arrays["hs_up"], xp.where(alpha < -1.0, alpha * arrays["hs_dn"], inside)), axis=1
+    )
+    # normsys, code4: exponential beyond |alpha| = 1, a 6th-order polynomial inside.
+    alpha = t[arrays["ns_idx"]]
+    c = arrays["ns_coef"]
+    poly = c[..., 5]
+    for k in (4, 3, 2, 1, 0):  # Horner: 1 + a1 x + ... + a6 x^6
+        poly = c[..., k] + alpha * poly
+    poly = 1.0 + alpha * poly
+    outside = xp.exp(xp.where(alpha >= 1.0, alpha * arrays["ns_loghi"], -alpha * arrays["ns_loglo"]))
+    factor = xp.where(xp.abs(alpha) >= 1.0, outside, poly)
+    log_factor = xp.sum(xp.log(factor), axis=1)
+    lin_idx = arrays["lin_idx"]
+    linear = t[lin_idx[:, 0]]
+    for w in range(1, lin_idx.shape[1]):
+        linear = linear * t[lin_idx[:, w]]
+    per_entry = (nominal + delta) * xp.exp(log_factor) * linear
+    return ops.segment_sum(per_entry, arrays["entry_bin"], arrays["observed"].shape[0])
+
+
+def nll(ops: Ops, pars, signal, arrays: dict):
+    """-log L(pars; signal) with every constant of pyhf's logpdf."""
+    xp = ops.xp
+    t = ops.concat([pars, ops.ones1(pars)])
+    expected = expected_bins(ops, pars, signal, arrays)
+    observed = arrays["observed"]
+    main = xp.sum(observed * xp.log(expected) - expected - arrays["lgamma_observed"])
+    pulls = (arrays["g_aux"] - t[arrays["g_idx"]]) / arrays["g_sigma"]
+    gaussian = xp.sum(-0.5 * pulls * pulls - xp.log(arrays["g_sigma"]) - _LOG_2PI_HALF)
+    rate = t[arrays["p_idx"]] * arrays["p_tau"]
+    poisson = xp.sum(arrays["p_tau"] * xp.log(rate) - rate - arrays["lgamma_tau"])
+    return -(main + gaussian + poisson)
+
+
+def evaluation_point(model: DenseModel, seed: int) -> np.ndarray:
+    """A seeded point near the initial values, away from every interpolation kink (alpha=0),
+    at which NLL values and gradients are compared across engines (keyed by name)."""
+    rng = np.random.default_rng(seed + 7919)
+    point = model.inits()
+    for i, p in enumerate(model.parameters):
+        if p.fixed:
+            continue
+        if p.kind in ("normsys", "histosys"):
+            point[i] = rng.choice([-1.0, 1.0]) * rng.uniform(0.1, 0.4)
+        elif p.kind in ("staterror", "shapesys", "shapefactor"):
+            point[i] = 1.0 + rng.uniform(-0.03, 0.03)
+        else:  # POI, free normalisations, lumi
+            point[i] = p.init * (1.0 + rng.uniform(-0.01, 0.05))
+    return point
