@@ -25,7 +25,8 @@ EXTRA_INPUTS = ("point", "signal", "init", "free", "lower", "upper")
 class Problem:
     """A workspace read from disk, its signal sample and the evaluation point (by name)."""
 
-    def __init__(self, text: str, point: dict, signal: tuple[str, str], raw: bytes):
+    def __init__(self, text: str, point: dict, signal: tuple[str, str], raw: bytes, seed: int = 0):
+        self.seed = seed
         self.text = text
         self.spec = json.loads(text)
         self.point = point
@@ -48,7 +49,7 @@ def load_problem(job: dict) -> Problem:
     with open(job["point"], encoding="utf-8") as fh:
         point = json.load(fh)
     channel, _, sample = job["signal"].partition("/")
-    return Problem(raw.decode("utf-8"), point, (channel, sample), raw)
+    return Problem(raw.decode("utf-8"), point, (channel, sample), raw, int(job.get("seed", 0)))
 
 
 def dataset_sha256(problem: Problem) -> str:

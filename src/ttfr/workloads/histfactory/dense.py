@@ -329,9 +329,12 @@ def expected_bins(ops: Ops, pars, signal, arrays: dict):
 
 def nll(ops: Ops, pars, signal, arrays: dict):
     """-log L(pars; signal) with every constant of pyhf's logpdf."""
+    return nll_from_expected(ops, expected_bins(ops, pars, signal, arrays), pars, arrays)
+
+
+def nll_from_expected(ops: Ops, expected, pars, arrays: dict):
     xp = ops.xp
     t = ops.concat([pars, ops.ones1(pars)])
-    expected = expected_bins(ops, pars, signal, arrays)
     observed = arrays["observed"]
     main = xp.sum(observed * xp.log(expected) - expected - arrays["lgamma_observed"])
     pulls = (arrays["g_aux"] - t[arrays["g_idx"]]) / arrays["g_sigma"]
@@ -339,6 +342,24 @@ def nll(ops: Ops, pars, signal, arrays: dict):
     rate = t[arrays["p_idx"]] * arrays["p_tau"]
     poisson = xp.sum(arrays["p_tau"] * xp.log(rate) - rate - arrays["lgamma_tau"])
     return -(main + gaussian + poisson)
+
+
+def constraint_grad_and_curvature(ops: Ops, pars, arrays: dict):
+    """Gradient and (diagonal) second derivative of the constraint part of the NLL; each
+    parameter has at most one constraint term, so the Hessian of this part is diagonal."""
+    xp = ops.xp
+    n = pars.shape[0]
+    theta = pars[arrays["g_idx"]]
+    inv_var = 1.0 / (arrays["g_sigma"] * arrays["g_sigma"])
+    gamma = pars[arrays["p_idx"]]
+    tau = arrays["p_tau"]
+    grad = ops.segment_sum((theta - arrays["g_aux"]) * inv_var, arrays["g_idx"], n) + ops.segment_sum(
+        tau - tau / gamma, arrays["p_idx"], n
+    )
+    curvature = ops.segment_sum(inv_var + 0.0 * theta, arrays["g_idx"], n) + ops.segment_sum(
+        tau / (gamma * gamma), arrays["p_idx"], n
+    )
+    return grad, curvature
 
 
 def evaluation_point(model: DenseModel, seed: int) -> np.ndarray:

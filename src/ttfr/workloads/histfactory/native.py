@@ -1,8 +1,12 @@
 """ttfr's own HistFactory engine in JAX and PyTorch: NLL with gradients, maximum-likelihood
 fits and the discovery statistic q0 with its gradient with respect to the signal histogram.
 
-Fits: projected Newton with Levenberg-Marquardt damping on the exact Hessian, over the free
-parameters; a parameter at a bound whose gradient pushes outwards is held (active set).
+Fits: projected Newton with Levenberg-Marquardt damping over the free parameters; a
+parameter at a bound whose gradient pushes outwards is held (active set). The gradient is
+exact; the Hessian is Gauss-Newton (Fisher scoring): J^T diag(n/nu^2) J from the Jacobian
+J = d nu/d theta (one reverse pass per bin) plus the constraints' exact diagonal. That
+drops only sum_b (1 - n_b/nu_b) d^2 nu_b, small near the minimum, and is ~50x cheaper than
+the exact Hessian at 184 parameters (0.65 ms vs 34 ms per step in JAX on CPU).
 Converged when the projected gradient's largest component is below GRADIENT_TOL or the NLL
 stops moving; at most MAX_ITERATIONS steps (a fixed bound, so JAX can compile the loop).
 
@@ -18,7 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from ttfr.workloads.histfactory.common import split_native
-from ttfr.workloads.histfactory.dense import ARRAY_NAMES, Ops, nll
+from ttfr.workloads.histfactory.dense import (
+    ARRAY_NAMES,
+    Ops,
+    constraint_grad_and_curvature,
+    expected_bins,
+    nll,
+    nll_from_expected,
+)
 
 MAX_ITERATIONS = 100
 GRADIENT_TOL = 1e-9
@@ -28,6 +39,17 @@ POI = 0
 
 def _arrays(values) -> dict:
     return dict(zip(ARRAY_NAMES, values))
+
+
+def _gauss_newton(ops, jac, expected, pars, arrays):
+    """(NLL, exact gradient, Gauss-Newton Hessian) from nu and its Jacobian."""
+    xp = ops.xp
+    observed = arrays["observed"]
+    c_grad, c_curvature = constraint_grad_and_curvature(ops, pars, arrays)
+    gradient = -(jac.T @ (observed / expected - 1.0)) + c_grad
+    weights = observed / (expected * expected)
+    hessian = jac.T @ (weights[:, None] * jac) + xp.diag(c_curvature)
+    return nll_from_expected(ops, expected, pars, arrays), gradient, hessian
 
 
 # ---------------------------------------------------------------------------------- JAX
@@ -41,8 +63,12 @@ def jax_functions(jax):
         return nll(ops, pars, signal, arrays)
 
     value_and_grads = jax.value_and_grad(value, argnums=(0, 1))
-    hessian = jax.hessian(value)
     signal_grad = jax.grad(value, argnums=1)
+
+    def newton_terms(pars, signal, arrays):
+        expected_and_aux = jax.jacrev(lambda p: (expected_bins(ops, p, signal, arrays),) * 2, has_aux=True)
+        jac, expected = expected_and_aux(pars)
+        return _gauss_newton(ops, jac, expected, pars, arrays)
 
     def fit(pars, free, lower, upper, signal, arrays):
         def projected(p, g, free):
@@ -52,11 +78,11 @@ def jax_functions(jax):
 
         def step(state):
             p, f, lam, it, done = state
-            g = jax.grad(value)(p, signal, arrays)
+            _f, g, h = newton_terms(p, signal, arrays)
             active = projected(p, g, free)
             mask = active.astype(p.dtype)
             g_free = g * mask
-            h = hessian(p, signal, arrays) * jnp.outer(mask, mask) + jnp.diag(1.0 - mask)
+            h = h * jnp.outer(mask, mask) + jnp.diag(1.0 - mask)
             trial = jnp.clip(p - jnp.linalg.solve(h + lam * jnp.eye(p.shape[0]), g_free), lower, upper)
             f_trial = value(trial, signal, arrays)
             accept = jnp.isfinite(f_trial) & (f_trial <= f)
@@ -102,7 +128,7 @@ class TorchEngine:
     eager, torch.compile for the compiled backend)."""
 
     def __init__(self, torch, compile_fn, arrays: dict):
-        from torch.func import grad, grad_and_value, hessian
+        from torch.func import grad, grad_and_value, jacrev
 
         self.torch = torch
         self.arrays = arrays
@@ -116,7 +142,8 @@ class TorchEngine:
             return out, g_pars, g_signal
 
         def newton_kernel(pars, signal):
-            return value(pars, signal), grad(value)(pars, signal), hessian(value)(pars, signal)
+            jac, expected = jacrev(lambda p: (expected_bins(ops, p, signal, arrays),) * 2, has_aux=True)(pars)
+            return _gauss_newton(ops, jac, expected, pars, arrays)
 
         def signal_grad(pars, signal):
             return grad(value, argnums=1)(pars, signal)

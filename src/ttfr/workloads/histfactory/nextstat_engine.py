@@ -33,10 +33,10 @@ class NextstatEngine:
         self.current_signal = problem.signal_nominal()
 
     def _set_signal(self, signal) -> None:
+        # Always set: NextStat's torch layer and q0_like also move this nominal.
         signal = np.asarray(signal, dtype=float)
-        if not np.array_equal(signal, self.current_signal):
-            self.model.set_sample_nominal(channel=self.channel, sample=self.sample, nominal=[float(v) for v in signal])
-            self.current_signal = signal.copy()
+        self.model.set_sample_nominal(channel=self.channel, sample=self.sample, nominal=[float(v) for v in signal])
+        self.current_signal = signal.copy()
 
     def _signal_gradient(self, signal) -> np.ndarray:
         channel = next(c for c in self.model.expected_main_by_channel_sample(self.point) if c["channel_name"] == self.channel)
