@@ -347,7 +347,6 @@ def nll_from_expected(ops: Ops, expected, pars, arrays: dict):
 def constraint_grad_and_curvature(ops: Ops, pars, arrays: dict):
     """Gradient and (diagonal) second derivative of the constraint part of the NLL; each
     parameter has at most one constraint term, so the Hessian of this part is diagonal."""
-    xp = ops.xp
     n = pars.shape[0]
     theta = pars[arrays["g_idx"]]
     inv_var = 1.0 / (arrays["g_sigma"] * arrays["g_sigma"])
