@@ -440,3 +440,52 @@ def suite_summary(case_results: list[dict], pending: list[str]) -> dict:
         "failed": [{"case": r["case"], "reason": r["reason"]} for r in by_status["failed"]],
         "warned": [{"case": r["case"], "reason": r["reason"]} for r in by_status["warn"]],
     }
+
+
+def _median_and_ci(summary: dict | None) -> tuple:
+    if not summary:
+        return None, None, None
+    ci = summary.get("median_ci") or {}
+    return summary["median"], ci.get("low"), ci.get("high")
+
+
+def scaling_rows(case_results: list[dict]) -> list[dict]:
+    """Plot-ready figures of the HistFactory cases against their parameter count."""
+    rows = []
+    for result in case_results:
+        if result["workload"] not in catalog.HF_WORKLOADS or result["status"] == "failed":
+            continue
+        policies = result["policies"]
+        cold = ((policies.get(COLD_CACHE) or {}).get("summary") or {}).get("ttfr_s")
+        warm_cache = ((policies.get(WARM_CACHE) or {}).get("summary") or {}).get("ttfr_s")
+        warm = ((policies.get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
+        first_call = ((policies.get(COLD_CACHE) or {}).get("summary") or {}).get("first_call_s")
+        check = result.get("correctness") or {}
+        fd = check.get("fd") or {}
+        parity = check.get("parity") or {}
+        loop = (check.get("train_loop") or {}).get("kde") or {}
+        row = {
+            "workload": result["workload"],
+            "engine": result["backend"],
+            "parameters": result["size"],
+            "status": result["status"],
+            "ttfr_cold_cache_s": _median_and_ci(cold),
+            "ttfr_warm_cache_s": _median_and_ci(warm_cache),
+            "warm_call_s": _median_and_ci(warm),
+            "first_call_cold_s": _median_and_ci(first_call)[0],
+            "nll_parity_rel": (parity.get("nll") or {}).get("rel_diff"),
+            "q0_parity_abs": (parity.get("q0") or {}).get("abs_diff"),
+            "fd_max_abs_error": fd.get("max_abs_error"),
+            "fd_max_rel_error": fd.get("max_rel_error"),
+            "train_first_step_s": loop.get("first_step_s"),
+            "train_step_s": loop.get("step_s_median"),
+            "train_loss_first": (loop.get("losses") or [None])[0],
+            "train_loss_last": (loop.get("losses") or [None])[-1],
+        }
+        for key in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"):
+            median, low, high = row.pop(key)
+            row[key] = median
+            row[key.replace("_s", "_ci_low_s")] = low
+            row[key.replace("_s", "_ci_high_s")] = high
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["workload"], r["parameters"], r["engine"]))

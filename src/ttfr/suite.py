@@ -14,7 +14,15 @@ from pathlib import Path
 
 import ttfr
 from ttfr import analysis, catalog, datasets, manifest
-from ttfr.artifacts import SUITE_SCHEMA, ResultDir, read_json, sha256_file, snapshot_id, write_json
+from ttfr.artifacts import (
+    SUITE_SCHEMA,
+    ResultDir,
+    read_json,
+    sha256_file,
+    snapshot_id,
+    write_bytes_atomic,
+    write_json,
+)
 from ttfr.journal import Journal
 from ttfr.plan import Plan, build_plan
 from ttfr.report import markdown
@@ -86,6 +94,18 @@ def dataset_words(result_dir: ResultDir) -> dict[int, dict]:
             "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
         }
     return words
+
+
+def write_scaling_csv(result_dir: ResultDir, rows: list[dict]) -> None:
+    """scaling.csv: suite.json's `scaling` rows, for plotting (cost vs parameter count)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
 
 
 def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
@@ -164,6 +184,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         "pending": pending,
         "summary": analysis.suite_summary(cases, pending),
         "break_even": analysis.break_even(cases),
+        "scaling": analysis.scaling_rows(cases),
         "datasets": [
             {"name": info["name"], "size": int(size), "path": path, "sha256": artifact_sha}
             for size, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: int(kv[0]))
@@ -171,5 +192,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         ],
     }
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
+    if suite["scaling"]:
+        write_scaling_csv(result_dir, suite["scaling"])
     markdown.write(result_dir)
     return suite, cases

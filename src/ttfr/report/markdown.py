@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ttfr.artifacts import ResultDir, read_json, write_bytes_atomic
+from ttfr.report.reference import SEED_REFERENCE, SEED_SOURCE
 from ttfr.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 
 DASH = "—"
@@ -171,6 +172,82 @@ def _break_even_section(rows: list[dict]) -> list[str]:
     return lines + _table(header, table) + [""]
 
 
+def _sci(value) -> str:
+    return DASH if value is None else f"{value:.2g}"
+
+
+def _histfactory_section(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## HistFactory workloads", ""]
+    sizes = sorted({r["parameters"] for r in rows})
+    by_key = {(r["workload"], r["engine"], r["parameters"]): r for r in rows}
+    for workload in sorted({r["workload"] for r in rows}):
+        engines = sorted({r["engine"] for r in rows if r["workload"] == workload})
+        header = ["engine"] + [f"{n}p: TTFR cold / warm cache / warm call" for n in sizes]
+        table = []
+        for engine in engines:
+            cells = [f"`{engine}`"]
+            for n in sizes:
+                row = by_key.get((workload, engine, n))
+                cells.append(
+                    " / ".join(fmt_seconds(row[k]) for k in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"))
+                    if row else DASH
+                )  # fmt: skip
+            table.append(cells)
+        lines += [f"### {workload}: cost against parameter count", "", *_table(header, table), ""]
+    correctness = [
+        [f"`{r['engine']}`", r["workload"], str(r["parameters"]), _sci(r["nll_parity_rel"]), _sci(r["q0_parity_abs"]),
+         _sci(r["fd_max_abs_error"]), _sci(r["fd_max_rel_error"])]
+        for r in rows
+    ]  # fmt: skip
+    lines += [
+        "### Correctness gates",
+        "",
+        "Parity with pyhf's NumPy backend (NLL relative, gate 1e-8; q0 absolute, gate 1e-4) and the signal "
+        "gradient against central finite differences (gate: error / max(1, |FD|) <= 1e-6 for the NLL, 1e-3 for q0).",
+        "",
+        *_table(["engine", "workload", "params", "NLL rel diff", "q0 abs diff", "FD max abs err", "FD max rel err"], correctness),
+        "",
+    ]
+    loops = [r for r in rows if r["train_step_s"] is not None]
+    if loops:
+        table = [
+            [f"`{r['engine']}`", str(r["parameters"]), fmt_seconds(r["train_first_step_s"]), fmt_seconds(r["train_step_s"]),
+             f"{r['train_loss_first']:.4f} -> {r['train_loss_last']:.4f}"]
+            for r in loops
+        ]  # fmt: skip
+        lines += [
+            "### 20-step training loop (KDE soft histogram; the sigmoid variant is in each case file)",
+            "",
+            "Run in each case's gate process after the timed runs: the first step includes compiling the loop's own step.",
+            "",
+            *_table(["engine", "params", "first step", "per step (median)", "loss -Z0, first -> last"], table),
+            "",
+        ]
+    reference = []
+    for metric, workload, n, value, unit in SEED_REFERENCE:
+        ours = [r for r in rows if r["workload"] == workload and r["parameters"] == n]
+        if unit == "abs":
+            shown, best = f"{value:.3g}", ", ".join(f"`{r['engine']}` {_sci(r['fd_max_abs_error'])}" for r in ours)
+        else:
+            key = "train_step_s" if workload == "hf_train_loop" else "warm_call_s"
+            shown = fmt_seconds(value)
+            best = ", ".join(f"`{r['engine']}` {fmt_seconds(r[key])}" for r in sorted(ours, key=lambda r: r[key] or 1e9))
+        reference.append([metric, f"{n}p", shown, best or "not measured in this run"])
+    lines += [
+        "### Reference rows (measured elsewhere)",
+        "",
+        f"{SEED_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
+        "",
+        *_table(["metric", "workspace", "seed (NextStat, CUDA)", "this run (CPU)"], reference),
+        "",
+        "Plot-ready figures: `scaling.csv` (also `scaling` in suite.json).",
+        "",
+    ]
+    return lines
+
+
 def _flags_section(cases: list[dict]) -> list[str]:
     items = []
     for case in cases:
@@ -225,6 +302,7 @@ def render(result_dir: ResultDir) -> str:
             lines += _components_section(cases, policy)
     lines += _warm_section(cases)
     lines += _memory_section(cases)
+    lines += _histfactory_section(suite.get("scaling", []))
     lines += _break_even_section(suite["break_even"])
     lines += _flags_section(cases)
     problems = summary_problems(suite)

@@ -102,6 +102,7 @@ def jax_functions(jax):
         return p, f, iterations, converged
 
     def q0_and_grad(init, free, lower, upper, signal, arrays):
+        init, free = jnp.asarray(init), jnp.asarray(free)
         p_free, f_free, it_free, ok_free = fit(init, free, lower, upper, signal, arrays)
         conditional_init = init.at[POI].set(0.0)
         p_cond, f_cond, it_cond, ok_cond = fit(conditional_init, free.at[POI].set(False), lower, upper, signal, arrays)

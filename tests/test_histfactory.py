@@ -1,0 +1,276 @@
+"""HistFactory: generator, dense model parity with pyhf, native fits, the gate, loading."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import have
+from ttfr import datasets
+from ttfr.errors import UsageError
+from ttfr.workloads.histfactory import common, dense
+from ttfr.workloads.histfactory import workspace as hf_workspace
+
+pyhf = pytest.importorskip("pyhf")
+SMALL = ("simple", "complex8p", "thu184p")
+
+
+def pyhf_model(spec, backend="numpy"):
+    pyhf.set_backend(backend, precision="64b")
+    workspace = pyhf.Workspace(spec)  # validates against pyhf's JSON schema
+    model = workspace.model()
+    return model, workspace.data(model)
+
+
+@pytest.mark.parametrize("name", list(hf_workspace.PRESETS))
+def test_every_preset_is_a_valid_workspace_with_its_parameter_count(name):
+    spec = hf_workspace.preset(name, seed=3)
+    pyhf.schema.validate(spec, "workspace.json")
+    knobs = hf_workspace.PRESETS[name]
+    assert hf_workspace.count_parameters(spec) == knobs.n_parameters
+    if name in SMALL:  # building the ladder's pyhf models takes minutes
+        assert pyhf_model(spec)[0].config.npars == knobs.n_parameters
+    signal_channel, signal_sample = hf_workspace.find_signal(spec)
+    sample = next(s for c in spec["channels"] if c["name"] == signal_channel for s in c["samples"] if s["name"] == signal_sample)
+    assert {m["type"] for m in sample["modifiers"]} <= {"normfactor", "normsys", "lumi"}  # NextStat-safe signal
+
+
+def test_preset_sizes_match_the_catalogue():
+    from ttfr import catalog
+
+    assert {n: hf_workspace.PRESETS[n].n_parameters for n in hf_workspace.PRESETS} == catalog.HF_PRESET_SIZES
+
+
+def test_generator_is_deterministic_per_seed():
+    a, b, c = (hf_workspace.canonical_bytes(hf_workspace.preset("thu184p", s)) for s in (1, 1, 2))
+    assert a == b != c
+
+
+def _perturbed(model: dense.DenseModel, seed: int) -> np.ndarray:
+    """A point that also exercises |alpha| > 1 (the interpolations' outer branches)."""
+    point = dense.evaluation_point(model, seed)
+    rng = np.random.default_rng(seed)
+    for i, p in enumerate(model.parameters):
+        if p.kind in ("normsys", "histosys"):
+            point[i] = rng.choice([-1.7, -0.6, 0.4, 1.3])
+    return point
+
+
+def _by_name(model, point, names):
+    values = dict(zip(model.names, point))
+    return np.array([values[n] for n in names])
+
+
+WITH_EVERY_MODIFIER = {
+    "channels": [
+        {"name": "A", "samples": [
+            {"name": "sig", "data": [4.0, 9.0, 3.0], "modifiers": [
+                {"name": "mu", "type": "normfactor", "data": None}, {"name": "lumi", "type": "lumi", "data": None},
+                {"name": "xs", "type": "normsys", "data": {"hi": 1.1, "lo": 0.85}}]},
+            {"name": "bkg", "data": [50.0, 40.0, 30.0], "modifiers": [
+                {"name": "lumi", "type": "lumi", "data": None},
+                {"name": "jes", "type": "histosys", "data": {"hi_data": [53.0, 41.0, 28.0], "lo_data": [48.0, 39.5, 31.0]}},
+                {"name": "bxs", "type": "normsys", "data": {"hi": 1.05, "lo": 0.9}},
+                {"name": "stat_A", "type": "staterror", "data": [3.0, 2.5, 0.0]},
+                {"name": "free", "type": "shapefactor", "data": None}]},
+            {"name": "other", "data": [10.0, 12.0, 8.0], "modifiers": [
+                {"name": "stat_A", "type": "staterror", "data": [1.0, 1.5, 1.0]},
+                {"name": "unc_other", "type": "shapesys", "data": [2.0, 0.0, 1.5]}]},
+        ]},
+        {"name": "B", "samples": [
+            {"name": "sig", "data": [2.0, 1.0], "modifiers": [{"name": "mu", "type": "normfactor", "data": None}]},
+            {"name": "bkg", "data": [20.0, 25.0], "modifiers": [
+                {"name": "jes", "type": "histosys", "data": {"hi_data": [21.0, 24.0], "lo_data": [19.0, 26.5]}},
+                {"name": "bxs", "type": "normsys", "data": {"hi": 1.07, "lo": 0.95}},
+                {"name": "k_bkg", "type": "normfactor", "data": None}]},
+        ]},
+    ],
+    "observations": [{"name": "A", "data": [66.0, 63.0, 40.0]}, {"name": "B", "data": [23.0, 27.0]}],
+    "measurements": [{"name": "m", "config": {"poi": "mu", "parameters": [
+        {"name": "lumi", "auxdata": [1.0], "sigmas": [0.02], "bounds": [[0.9, 1.1]], "inits": [1.0]},
+        {"name": "k_bkg", "bounds": [[0.5, 2.0]], "inits": [1.1]}]}}],
+    "version": "1.0.0",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["simple", "complex8p", "thu184p", "every_modifier"])
+def test_dense_nll_matches_pyhf_to_1e_10(name):
+    spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=2)
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    pyhf_m, data = pyhf_model(spec)
+    assert sorted(model.names) == sorted(pyhf_m.config.par_names)
+    names = pyhf_m.config.par_names
+    assert np.allclose(_by_name(model, model.inits(), names), pyhf_m.config.suggested_init())
+    assert np.allclose(_by_name(model, model.bounds(), names), pyhf_m.config.suggested_bounds())
+    assert list(_by_name(model, model.fixed(), names)) == list(pyhf_m.config.suggested_fixed())
+    ops = dense.Ops("numpy", np)
+    for seed in range(3):
+        point = _perturbed(model, seed)
+        ours = dense.nll(ops, point, model.signal_nominal(), model.arrays)
+        reference = -pyhf_m.logpdf(_by_name(model, point, names), data)[0]
+        assert abs(ours - reference) <= 1e-10 * abs(reference)
+
+
+@pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
+def test_native_gradients_match_pyhf_autodiff_and_each_other():
+    import jax
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
+    spec = WITH_EVERY_MODIFIER
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    pyhf_m, data = pyhf_model(spec, "jax")
+    names = pyhf_m.config.par_names
+    point = _perturbed(model, 1)
+    reference = jax.grad(lambda p: -pyhf_m.logpdf(p, jax.numpy.asarray(data))[0])(
+        jax.numpy.asarray(_by_name(model, point, names))
+    )
+    arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
+    _, (g_jax, s_jax) = jax.value_and_grad(lambda p, s: dense.nll(dense.Ops("jax", jax.numpy), p, s, arrays_j), argnums=(0, 1))(
+        jax.numpy.asarray(point), jax.numpy.asarray(model.signal_nominal())
+    )
+    assert np.allclose(_by_name(model, np.asarray(g_jax), names), reference, rtol=1e-10, atol=1e-10)
+    p_t = torch.tensor(point, requires_grad=True)
+    s_t = torch.tensor(model.signal_nominal(), requires_grad=True)
+    dense.nll(dense.Ops("torch", torch), p_t, s_t, {k: torch.from_numpy(v) for k, v in model.arrays.items()}).backward()
+    assert np.allclose(p_t.grad.numpy(), np.asarray(g_jax), rtol=1e-12, atol=1e-12)
+    assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif(not have("jax"), reason="needs jax")
+@pytest.mark.parametrize("name", ["complex8p", "every_modifier"])
+def test_native_q0_matches_pyhf_and_its_gradient_matches_finite_differences(name):
+    import jax
+
+    from ttfr.workloads.histfactory import native
+
+    jax.config.update("jax_enable_x64", True)
+    spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=1)
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    pyhf_m, data = pyhf_model(spec)
+    init, bounds = pyhf_m.config.suggested_init(), pyhf_m.config.suggested_bounds()
+    reference = float(pyhf.infer.test_statistics.q0(0.0, data, pyhf_m, init, bounds, pyhf_m.config.suggested_fixed()))
+    functions = native.jax_functions(jax)
+    b = model.bounds()
+    arrays = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
+    q0_fn = jax.jit(lambda s: functions["q0_and_grad"](model.inits(), ~model.fixed(), b[:, 0], b[:, 1], s, arrays))
+    q0, grad, muhat, _iterations, converged = q0_fn(model.signal_nominal())
+    assert bool(converged) and float(muhat) > 0
+    assert abs(float(q0) - reference) <= 1e-4
+    fd = common.central_differences(lambda s: float(q0_fn(s)[0]), model.signal_nominal(), 1e-4)
+    assert np.allclose(np.asarray(grad), fd, atol=1e-5)
+
+
+class _DenseEngine:
+    """A numpy engine for the gate: right by default, wrong where told to be."""
+
+    def __init__(self, spec, *, nll_offset=0.0, gradient_scale=1.0):
+        self.model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+        self.point = dense.evaluation_point(self.model, 0)
+        self.n_parameters = len(self.point)
+        self.ops = dense.Ops("numpy", np)
+        self.nll_offset, self.gradient_scale = nll_offset, gradient_scale
+
+    def nll(self, signal):
+        return float(dense.nll(self.ops, self.point, signal, self.model.arrays)) + self.nll_offset
+
+    def nll_signal_grad(self, signal):
+        exact = common.central_differences(lambda s: dense.nll(self.ops, self.point, s, self.model.arrays), signal, 1e-5)
+        return exact * self.gradient_scale
+
+    def q0(self, signal):
+        return self.reference_q0
+
+
+def _problem(spec, tmp_path):
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    point = dict(zip(model.names, dense.evaluation_point(model, 0)))
+    text = json.dumps(spec)
+    return common.Problem(text, point, hf_workspace.find_signal(spec), text.encode())
+
+
+@pytest.mark.parametrize(
+    "engine_kwargs, passes, detail",
+    [
+        ({}, True, None),
+        ({"gradient_scale": 1.01}, False, "signal gradient vs finite differences"),
+        ({"nll_offset": 1e-5}, False, "nll parity"),
+    ],
+)
+def test_the_gate_fails_a_wrong_gradient_or_a_wrong_nll(tmp_path, engine_kwargs, passes, detail):
+    spec = hf_workspace.preset("complex8p", seed=1)
+    problem = _problem(spec, tmp_path)
+    reference = common.reference_values(problem, 8)
+    engine = _DenseEngine(spec, **engine_kwargs)
+    engine.reference_q0 = reference["q0"]
+    check = common.gate(engine, problem, {"reference": str(tmp_path / "ref.json")}, fd_of="nll")
+    assert check["passed"] is passes
+    assert (check["max_normalised_error"] <= 1.0) is passes
+    assert check["fd"]["max_abs_error"] >= 0 and check["fd"]["bins"] == 2
+    if detail:
+        assert detail in check["detail"]
+    cached = json.loads((tmp_path / "ref.json").read_text())
+    assert cached["nll"] == pytest.approx(reference["nll"]) and "pyhf" in cached["engine"]
+
+
+def test_user_workspace_errors_say_what_is_wrong(tmp_path):
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{not json")
+    with pytest.raises(UsageError, match="not JSON"):
+        datasets.load_user_workspace(str(bad_json))
+    not_hf = tmp_path / "other.json"
+    not_hf.write_text(json.dumps({"channels": []}))
+    with pytest.raises(UsageError, match="'channels' must be a non-empty list"):
+        datasets.load_user_workspace(str(not_hf))
+    spec = hf_workspace.preset("complex8p")
+    spec["observations"][0]["data"] = [1.0]
+    mismatched = tmp_path / "mismatch.json"
+    mismatched.write_text(json.dumps(spec))
+    with pytest.raises(UsageError, match="has 2 bins, the observation has 1"):
+        datasets.load_user_workspace(str(mismatched))
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(hf_workspace.preset("complex8p")))
+    with pytest.raises(UsageError, match="it has: SR0/signal"):
+        datasets.load_user_workspace(str(good), signal="SR9/signal")
+    loaded = datasets.load_user_workspace(str(good), signal="SR1/signal")
+    assert (loaded.size, loaded.signal, loaded.name[:7]) == (8, ("SR1", "signal"), "custom-")
+    with pytest.raises(UsageError, match="cannot read it"):
+        datasets.load_user_workspace(str(tmp_path / "missing.json"))
+
+
+def test_user_workspace_size_becomes_the_histfactory_case_size(tmp_path):
+    from ttfr.spec import build_spec
+
+    path = tmp_path / "ws.json"
+    path.write_text(json.dumps(WITH_EVERY_MODIFIER))
+    spec = build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", workspace=str(path))
+    size = hf_workspace.count_parameters(WITH_EVERY_MODIFIER)
+    assert [c.id for c in spec.cases] == [f"jax_jit_cpu_hf_nll_grad_{size}_f64"]
+    with pytest.raises(UsageError, match="presets"):
+        build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", sizes="77")
+
+
+@pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
+def test_training_loops_agree_across_frameworks():
+    import jax
+    import torch
+
+    from ttfr.workloads.histfactory import native, train
+
+    jax.config.update("jax_enable_x64", True)
+    spec = hf_workspace.preset("complex8p", seed=3)
+    problem = _problem(spec, None)
+    _model, native_inputs = common.dense_inputs(problem)
+    state_inputs = train.native_state_inputs(0)
+    jax_trainer = train.JaxTrainer(jax, [jax.numpy.asarray(x) for x in native_inputs + state_inputs], "sigmoid")
+    arrays, extra = common.split_native([torch.as_tensor(x) for x in native_inputs])
+    engine = native.TorchEngine(torch, lambda fn: fn, arrays)
+    signal = extra["signal"].numpy()
+    torch_trainer = train.TorchTrainer(
+        torch, train.initial_state(0), signal.size, float(signal.sum()), "sigmoid",
+        q0_and_grad=lambda t: engine.q0_and_grad(extra["init"], extra["free"], extra["lower"], extra["upper"], t)[:2],
+    )  # fmt: skip
+    jax_losses = [jax_trainer.step() for _ in range(5)]
+    torch_losses = [float(torch_trainer.step()) for _ in range(5)]
+    assert np.allclose(jax_losses, torch_losses, atol=1e-7)
+    assert jax_losses[-1] < jax_losses[0]  # -Z0 goes down: the network learns
