@@ -135,3 +135,17 @@ def test_numpy_train_step_gradient_matches_finite_differences():
             shifted[index].reshape(-1)[position] -= 2 * eps
             minus = loss(shifted)
             assert analytic.reshape(-1)[position] == pytest.approx((plus - minus) / (2 * eps), rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.skipif(not (have("nextstat") and have("pyhf")), reason="needs nextstat and pyhf")
+def test_a_failure_inside_the_check_is_an_error_record_not_a_crash(tmp_path):
+    from ttfr import datasets
+
+    workspace = datasets.resolve(8, 0, None)
+    spec_path, point_path = datasets.write(workspace, tmp_path, 0)
+    words = job("nextstat_backend", workload="hf_nll_grad", size=8, dtype="float64", mode="warm", check=1,
+                workspace=spec_path, point=point_path, signal="SR0/signal", reference="/dev/null/cannot/ref.json")  # fmt: skip
+    result = run(words)
+    assert result.outcome == "error" and result.record["phase"] == "check"
+    assert "NotADirectoryError" in result.reason or "FileNotFoundError" in result.reason
+    assert result.record["marks_ns"]["second"] > result.record["marks_ns"]["first"]  # the cold figures survive

@@ -29,7 +29,9 @@ class Runtime:
             jax.config.update("jax_enable_x64", True)
             self.events.register(jax)
             self.sync = jax.block_until_ready
-        pyhf.set_backend(self.variant, precision="64b")
+        from ttfr.workloads.histfactory.pyhf_engine import set_backend
+
+        set_backend(pyhf, self.variant)
         self.pyhf = pyhf
 
     def device_info(self):

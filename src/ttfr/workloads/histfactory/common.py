@@ -102,7 +102,19 @@ def reference_values(problem: Problem, n_parameters: int) -> dict:
     import pyhf
 
     backend = "numpy" if n_parameters <= 200 else "jax"
-    pyhf.set_backend(backend, precision="64b")
+    previous = pyhf.get_backend()  # a pyhf engine in this process must keep its own backend
+    try:
+        from ttfr.workloads.histfactory.pyhf_engine import FIT_TOLERANCE, set_backend
+
+        set_backend(pyhf, backend)
+        values = _pyhf_values(pyhf, problem, backend)
+        values["engine"] += f", SciPy tolerance {FIT_TOLERANCE:g}"
+        return values
+    finally:
+        pyhf.set_backend(*previous)
+
+
+def _pyhf_values(pyhf, problem: Problem, backend: str) -> dict:
     workspace = pyhf.Workspace(problem.spec)
     model = workspace.model()
     data = pyhf.tensorlib.astensor(workspace.data(model))
