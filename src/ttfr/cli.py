@@ -177,7 +177,8 @@ def _result_dir(path: Path) -> artifacts.ResultDir:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console()
+    # Piped output (CI logs) would otherwise be wrapped at 80 columns, splitting case ids.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
         return args.handler(args, console)
     except UsageError as exc:

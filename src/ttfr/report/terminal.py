@@ -150,11 +150,16 @@ def print_catalog(console: Console) -> None:
     workloads = Table(title="workloads")
     for column in ("workload", "sizes", "size means", "dtypes", "description"):
         workloads.add_column(column)
+    presets = ", ".join(f"{name}={n}" for name, n in catalog.HF_PRESET_SIZES.items())
     for workload in catalog.WORKLOADS.values():
         low, high = workload.size_range
+        if workload.name in catalog.HF_WORKLOADS:
+            sizes = f"presets {presets}; or --workspace FILE"
+        else:
+            sizes = ", ".join(map(str, workload.sizes)) + f" (any of {low}..{high})"
         workloads.add_row(
-            workload.name + (" (diagnostic)" if workload.diagnostic else ""),
-            ", ".join(map(str, workload.sizes)) + f" (any of {low}..{high})",
+            workload.name + (" (diagnostic)" if workload.diagnostic else "") + ("" if workload.default else " (opt-in)"),
+            sizes,
             workload.size_meaning,
             ", ".join(catalog.DTYPE_SHORT[d] for d in workload.dtypes),
             workload.description,
@@ -165,6 +170,6 @@ def print_catalog(console: Console) -> None:
     cases.add_column("case")
     cases.add_column("available here")
     for case in catalog.catalogued_cases():
-        reason = reasons[case.backend]
+        reason = catalog.availability(case.backend_info, case.workload) if reasons[case.backend] is None else reasons[case.backend]
         cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
     console.print(cases)
