@@ -170,6 +170,6 @@ def print_catalog(console: Console) -> None:
     cases.add_column("case")
     cases.add_column("available here")
     for case in catalog.catalogued_cases():
-        reason = catalog.availability(case.backend_info, case.workload) if reasons[case.backend] is None else reasons[case.backend]
+        reason = reasons[case.backend] or catalog.availability(case.backend_info, case.workload)
         cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
     console.print(cases)
