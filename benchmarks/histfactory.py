@@ -72,7 +72,9 @@ def part2(rounds: int, seed: int) -> None:
 
     jax.config.update("jax_enable_x64", True)
     print(f"\nPart 2: core calls in one process, {rounds} interleaved rounds (median per call)")
-    print(f"{'params':>6s} {'nextstat nll+grad':>18s} {'native JAX':>12s} {'pyhf_jax':>12s} {'JAX/nextstat':>13s} {'pyhf_jax/JAX':>13s}")
+    print(
+        f"{'params':>6s} {'nextstat nll+grad':>18s} {'native JAX':>12s} {'pyhf_jax':>12s} {'JAX/nextstat':>13s} {'pyhf_jax/JAX':>13s}"
+    )
     order = random.Random(seed)
     for name in PRESETS:
         spec = hf_workspace.preset(name, seed)

@@ -256,6 +256,14 @@ def _status(entries: list[dict], policies: dict, check: dict | None, stopped: st
     return "ok", None
 
 
+def dataset_id(case: catalog.Case, spec) -> str:
+    if case.workload in catalog.HF_WORKLOADS:
+        presets = {n: name for name, n in catalog.HF_PRESET_SIZES.items()}
+        name = "custom" if spec.custom_size == case.size else presets[case.size]
+        return f"histfactory-{name}-{case.size}p-seed{spec.seed}"
+    return f"{case.workload}-{case.size}-{case.dtype}-seed{spec.seed}"
+
+
 def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> dict:
     spec = plan.spec
     backend = case.backend_info
@@ -280,7 +288,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
             "deterministic": spec.deterministic,
         },
         "sync_policy": sync_policy(backend),
-        "dataset": {"id": f"{case.workload}-{case.size}-{case.dtype}-seed{spec.seed}", "sha256": None},
+        "dataset": {"id": dataset_id(case, spec), "sha256": None},
         "device": None,
         "versions": {},
         "correctness": None,

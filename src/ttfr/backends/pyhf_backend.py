@@ -4,20 +4,16 @@
 workspace and model are built in the timed setup by the workload's engine.
 """
 
-from ttfr import hostinfo
+from ttfr.backends import EngineRuntime
 from ttfr.backends.jax_backend import EventCounter
 
 
-class Runtime:
+class Runtime(EngineRuntime):
     framework = "pyhf"
 
     def __init__(self, job):
-        self.job = job
+        super().__init__(job)
         self.variant = job["variant"]
-        self.sync = None
-        self.call = None
-        self.args = ()
-        self.engine = None
         self.events = EventCounter() if self.variant == "jax" else None
 
     def import_stack(self):
@@ -34,28 +30,8 @@ class Runtime:
         set_backend(pyhf, self.variant)
         self.pyhf = pyhf
 
-    def device_info(self):
-        return {"platform": "cpu", "kind": hostinfo.cpu_model() or "unknown", "count": 1}
-
-    def put(self, engine):
-        self.engine = engine
-        return engine
-
-    def first_call(self, workload, engine):
-        self.call, self.args = workload.engine_build(self, engine)
-        output = self.call(*self.args)
-        if self.sync is not None:
-            self.sync(output)
-        return output, {}
-
-    def to_host(self, output):
-        return self.engine.to_host(output)
-
     def cache_counters(self):
         return self.events.snapshot() if self.events else None
-
-    def memory(self):
-        return {}
 
     def versions(self):
         info = {"pyhf": self.pyhf.__version__}

@@ -91,27 +91,13 @@ class PyhfEngine:
         return self._finite_difference_grads
 
     def _finite_difference_grads(self, pars, signal):
+        from ttfr.workloads.histfactory.common import central_differences
+
         value = self.nll_tensor(pars, signal)
-
-        def partials(x, f):
-            grad = np.empty_like(x)
-            for i in range(x.size):
-                step = FD_RELATIVE_STEP * max(1.0, abs(x[i]))
-                up, down = x.copy(), x.copy()
-                up[i] += step
-                down[i] -= step
-                grad[i] = (f(up) - f(down)) / (2.0 * step)
-            return grad
-
-        g_pars = partials(np.asarray(pars, dtype=float), lambda p: self.nll_tensor(p, signal))
-        g_signal = partials(np.asarray(signal, dtype=float), lambda s: self.nll_tensor(pars, s))
+        pars, signal = np.asarray(pars, dtype=float), np.asarray(signal, dtype=float)
+        g_pars = central_differences(lambda p: self.nll_tensor(p, signal), pars, FD_RELATIVE_STEP)
+        g_signal = central_differences(lambda s: self.nll_tensor(pars, s), signal, FD_RELATIVE_STEP)
         return value, (g_pars, g_signal)
-
-    def sync(self, output):
-        if self.variant == "jax":
-            import jax
-
-            jax.block_until_ready(output)
 
     # ---- the timed calls
     def nll_grads_call(self):
