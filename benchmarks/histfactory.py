@@ -61,7 +61,8 @@ def _timed(call, repeats):
     return (time.perf_counter() - start) / repeats
 
 
-def part2(rounds: int, seed: int) -> None:
+def _core_calls(name: str, seed: int) -> tuple[int, dict]:
+    """The three core calls of one preset: NextStat, native JAX, pyhf on JAX."""
     import jax
     import jax.numpy as jnp
     import nextstat
@@ -70,31 +71,36 @@ def part2(rounds: int, seed: int) -> None:
     from ttfr.workloads.histfactory import common, dense, native, nextstat_engine, pyhf_engine
     from ttfr.workloads.histfactory import workspace as hf_workspace
 
+    spec = hf_workspace.preset(name, seed)
+    signal = hf_workspace.find_signal(spec)
+    model = dense.compile_workspace(spec, signal)
+    point = dict(zip(model.names, dense.evaluation_point(model, seed)))
+    problem = common.Problem(json.dumps(spec), point, signal, b"", seed)
+    functions = native.jax_functions(jax)
+    arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
+    p = jnp.asarray([point[n] for n in model.names])
+    s = jnp.asarray(model.signal_nominal())
+    jitted = jax.jit(lambda p, s: functions["value_and_grads"](p, s, arrays))
+    ns = nextstat_engine.NextstatEngine(nextstat, problem)
+    pyhf_engine.set_backend(pyhf, "jax")
+    pyhf_call = pyhf_engine.PyhfEngine(pyhf, "jax", problem).nll_grads_call()[0]
+    return len(model.names), {
+        "nextstat": (lambda: (ns.model.nll(ns.point), ns.model.grad_nll(ns.point)), 2000),
+        "jax": (lambda: jax.block_until_ready(jitted(p, s)), 2000),
+        "pyhf_jax": (lambda: jax.block_until_ready(pyhf_call()), 300),
+    }
+
+
+def part2(rounds: int, seed: int) -> None:
+    import jax
+
     jax.config.update("jax_enable_x64", True)
     print(f"\nPart 2: core calls in one process, {rounds} interleaved rounds (median per call)")
-    print(
-        f"{'params':>6s} {'nextstat nll+grad':>18s} {'native JAX':>12s} {'pyhf_jax':>12s} {'JAX/nextstat':>13s} {'pyhf_jax/JAX':>13s}"
-    )
+    header = ("params", "nextstat nll+grad", "native JAX", "pyhf_jax", "JAX/nextstat", "pyhf_jax/JAX")
+    print("{:>6s} {:>18s} {:>12s} {:>12s} {:>13s} {:>13s}".format(*header))
     order = random.Random(seed)
     for name in PRESETS:
-        spec = hf_workspace.preset(name, seed)
-        signal = hf_workspace.find_signal(spec)
-        model = dense.compile_workspace(spec, signal)
-        point = dict(zip(model.names, dense.evaluation_point(model, seed)))
-        problem = common.Problem(json.dumps(spec), point, signal, b"", seed)
-        functions = native.jax_functions(jax)
-        arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
-        p = jnp.asarray([point[n] for n in model.names])
-        s = jnp.asarray(model.signal_nominal())
-        jitted = jax.jit(lambda p, s: functions["value_and_grads"](p, s, arrays))
-        ns = nextstat_engine.NextstatEngine(nextstat, problem)
-        pyhf_engine.set_backend(pyhf, "jax")
-        pyhf_call = pyhf_engine.PyhfEngine(pyhf, "jax", problem).nll_grads_call()[0]
-        calls = {
-            "nextstat": (lambda: (ns.model.nll(ns.point), ns.model.grad_nll(ns.point)), 2000),
-            "jax": (lambda: jax.block_until_ready(jitted(p, s)), 2000),
-            "pyhf_jax": (lambda: jax.block_until_ready(pyhf_call()), 300),
-        }
+        n_params, calls = _core_calls(name, seed)
         times = {k: [] for k in calls}
         for _ in range(rounds):
             names = list(calls)
@@ -103,8 +109,9 @@ def part2(rounds: int, seed: int) -> None:
                 call, repeats = calls[key]
                 times[key].append(_timed(call, repeats))
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{len(model.names):6d} {ms(med['nextstat']):>18s} {ms(med['jax']):>12s} "
-              f"{ms(med['pyhf_jax']):>12s} {med['jax'] / med['nextstat']:13.2f} {med['pyhf_jax'] / med['jax']:13.2f}")  # fmt: skip
+        ratios = (med["jax"] / med["nextstat"], med["pyhf_jax"] / med["jax"])
+        print(f"{n_params:6d} {ms(med['nextstat']):>18s} {ms(med['jax']):>12s} {ms(med['pyhf_jax']):>12s} "
+              f"{ratios[0]:13.2f} {ratios[1]:13.2f}")  # fmt: skip
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ class Parameter:
 class DenseModel:
     parameters: list[Parameter]
     poi: int  # index of the POI in `parameters`
-    signal_entries: np.ndarray  # entries of the signal sample, in bin order
+    signal_values: np.ndarray  # the signal sample's nominal histogram (its row in `nominal` is 0)
     arrays: dict = field(default_factory=dict)  # name -> numpy array (see ARRAY_NAMES)
     channel_bins: dict = field(default_factory=dict)
 
@@ -58,12 +58,12 @@ class DenseModel:
         return np.array([p.fixed for p in self.parameters])
 
     def signal_nominal(self) -> np.ndarray:
-        return self.arrays["nominal"][self.signal_entries].copy()
+        return self.signal_values.copy()
 
 
 # The order in which the NLL takes its arrays (after the parameters and the signal).
 ARRAY_NAMES = (
-    "nominal", "entry_bin", "entry_block", "observed", "signal_entries",
+    "nominal", "bin_of", "signal_block", "observed",
     "hs_idx", "hs_up", "hs_dn", "hs_s", "hs_a", "ns_idx", "ns_loghi", "ns_loglo", "ns_coef", "lin_idx",
     "g_idx", "g_aux", "g_sigma", "p_idx", "p_tau", "lgamma_observed", "lgamma_tau",
 )  # fmt: skip
@@ -83,23 +83,15 @@ def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | No
     observed = {o["name"]: o["data"] for o in spec["observations"]}
     channels = spec["channels"]
 
-    # Entries and bins in workspace order.
-    nominal, entry_bin, entry_key, entry_block = [], [], [], []
+    # Bins and (channel, sample) blocks in workspace order.
     channel_bins, first_bin, block_index = {}, 0, {}
     for channel in channels:
         nbins = len(observed[channel["name"]])
         channel_bins[channel["name"]] = (first_bin, first_bin + nbins)
         for sample in channel["samples"]:
             block_index[channel["name"], sample["name"]] = len(block_index)
-            for b in range(nbins):
-                nominal.append(float(sample["data"][b]))
-                entry_bin.append(first_bin + b)
-                entry_key.append((channel["name"], sample["name"], b))
-                entry_block.append(block_index[channel["name"], sample["name"]])
         first_bin += nbins
-    n_entries, n_bins = len(nominal), first_bin
-    nominal_arr = np.array(nominal)
-    entry_index = {key: i for i, key in enumerate(entry_key)}
+    n_bins = first_bin
 
     # Parameters, pyhf-style: scalars by name, vectors with one component per bin they cover.
     params: dict[str, list[Parameter]] = {}
@@ -167,63 +159,74 @@ def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | No
             parameters.append(parameter)
     _apply_overrides(parameters, overrides)
 
-    # Fixed-width modifier tables over entries.
+    # Block layout: one row per (channel, sample), padded to the widest channel's bins.
+    # Per-block tables are gathered once and broadcast over bins, which keeps the gathers
+    # (and their scatter-adds in the backward pass) small: they dominate XLA on CPU.
     sentinel = len(parameters)
-    histosys, linear = ([[] for _ in range(n_entries)] for _ in range(2))
-    normsys = [[] for _ in range(len(block_index))]  # normsys scales a whole sample: one factor per block
+    blocks = list(block_index)  # (channel, sample) in workspace order
+    n_blocks = len(blocks)
+    width = max(hi - lo for lo, hi in channel_bins.values())
+    histosys = [[] for _ in range(n_blocks)]  # (param, up[bins], dn[bins])
+    normsys = [[] for _ in range(n_blocks)]  # normsys scales a whole sample: one factor per block
+    linear = [[[] for _ in range(width)] for _ in range(n_blocks)]
+    nominal_blocks = np.zeros((n_blocks, width))
+    bin_of = np.full((n_blocks, width), n_bins, dtype=np.int64)  # padding goes to a dropped extra bin
     for channel in channels:
         lo_bin, hi_bin = channel_bins[channel["name"]]
         for sample in channel["samples"]:
-            for b in range(lo_bin, hi_bin):
-                e = entry_index[channel["name"], sample["name"], b - lo_bin]
-                nom = nominal_arr[e]
-                for mod in sample["modifiers"]:
-                    name, kind, data = mod["name"], mod["type"], mod.get("data")
-                    if kind == "histosys":
-                        up = float(data["hi_data"][b - lo_bin]) - nom
-                        dn = nom - float(data["lo_data"][b - lo_bin])
-                        histosys[e].append((index[name, None], up, dn))
-                    elif kind == "normsys":
-                        if b == lo_bin:
-                            block = block_index[channel["name"], sample["name"]]
-                            normsys[block].append((index[name, None], math.log(data["hi"]), math.log(data["lo"])))
-                    elif kind in ("normfactor", "lumi"):
-                        linear[e].append(index[name, None])
-                    else:  # staterror, shapesys, shapefactor
-                        linear[e].append(index[name, b])
+            block = block_index[channel["name"], sample["name"]]
+            nom = np.asarray(sample["data"], dtype=float)
+            nominal_blocks[block, : nom.size] = nom
+            bin_of[block, : nom.size] = np.arange(lo_bin, hi_bin)
+            for mod in sample["modifiers"]:
+                name, kind, data = mod["name"], mod["type"], mod.get("data")
+                if kind == "histosys":
+                    up = np.asarray(data["hi_data"], dtype=float) - nom
+                    dn = nom - np.asarray(data["lo_data"], dtype=float)
+                    histosys[block].append((index[name, None], up, dn))
+                elif kind == "normsys":
+                    normsys[block].append((index[name, None], math.log(data["hi"]), math.log(data["lo"])))
+                elif kind in ("normfactor", "lumi"):
+                    for m in range(nom.size):
+                        linear[block][m].append(index[name, None])
+                else:  # staterror, shapesys, shapefactor: one parameter per bin
+                    for m in range(nom.size):
+                        linear[block][m].append(index[name, lo_bin + m])
 
     hs_w = max([len(r) for r in histosys] + [1])
     ns_w = max([len(r) for r in normsys] + [1])
-    lin_w = max([len(r) for r in linear] + [1])
-    hs_idx = np.full((n_entries, hs_w), sentinel, dtype=np.int64)
-    hs_up, hs_dn = np.zeros((n_entries, hs_w)), np.zeros((n_entries, hs_w))
-    n_blocks = len(block_index)
+    lin_w = max([len(cell) for row in linear for cell in row] + [1])
+    hs_idx = np.full((n_blocks, hs_w), sentinel, dtype=np.int64)
+    hs_up, hs_dn = np.zeros((n_blocks, hs_w, width)), np.zeros((n_blocks, hs_w, width))
     ns_idx = np.full((n_blocks, ns_w), sentinel, dtype=np.int64)
     ns_loghi, ns_loglo = np.zeros((n_blocks, ns_w)), np.zeros((n_blocks, ns_w))
     ns_coef = np.zeros((n_blocks, ns_w, 6))
-    lin_idx = np.full((n_entries, lin_w), sentinel, dtype=np.int64)
-    for e in range(n_entries):
-        for w, (p, up, dn) in enumerate(histosys[e]):
-            hs_idx[e, w], hs_up[e, w], hs_dn[e, w] = p, up, dn
-        for w, p in enumerate(linear[e]):
-            lin_idx[e, w] = p
-    for block, rows in enumerate(normsys):
-        for w, (p, lhi, llo) in enumerate(rows):
+    lin_idx = np.full((n_blocks, width, lin_w), sentinel, dtype=np.int64)
+    for block in range(n_blocks):
+        for w, (p, up, dn) in enumerate(histosys[block]):
+            hs_idx[block, w] = p
+            hs_up[block, w, : up.size], hs_dn[block, w, : dn.size] = up, dn
+        for w, (p, lhi, llo) in enumerate(normsys[block]):
             ns_idx[block, w], ns_loghi[block, w], ns_loglo[block, w] = p, lhi, llo
             ns_coef[block, w] = _code4_coefficients(math.exp(lhi), math.exp(llo))
+        for m in range(width):
+            for w, p in enumerate(linear[block][m]):
+                lin_idx[block, m, w] = p
 
     observed_arr = np.concatenate([np.asarray(observed[c["name"]], dtype=float) for c in channels])
     g = np.array(gaussian, dtype=float).reshape(-1, 3)
     q = np.array(poisson, dtype=float).reshape(-1, 2)
-    signal_channel, signal_sample = signal
-    lo_bin, hi_bin = channel_bins[signal_channel]
-    signal_entries = np.array([entry_index[signal_channel, signal_sample, b] for b in range(hi_bin - lo_bin)], dtype=np.int64)
+    signal_block_index = block_index[signal]
+    signal_bins = channel_bins[signal[0]][1] - channel_bins[signal[0]][0]
+    signal_nominal = nominal_blocks[signal_block_index, :signal_bins].copy()
+    nominal_blocks[signal_block_index] = 0.0  # the signal histogram is an input, added back in
+    signal_block = np.zeros((n_blocks, 1))
+    signal_block[signal_block_index] = 1.0
     arrays = {
-        "nominal": nominal_arr,
-        "entry_bin": np.array(entry_bin, dtype=np.int64),
-        "entry_block": np.array(entry_block, dtype=np.int64),
+        "nominal": nominal_blocks,
+        "bin_of": bin_of,
+        "signal_block": signal_block,
         "observed": observed_arr,
-        "signal_entries": signal_entries,
         "hs_idx": hs_idx, "hs_up": hs_up, "hs_dn": hs_dn,
         "hs_s": 0.5 * (hs_up + hs_dn), "hs_a": 0.0625 * (hs_up - hs_dn),
         "ns_idx": ns_idx, "ns_loghi": ns_loghi, "ns_loglo": ns_loglo, "ns_coef": ns_coef,
@@ -234,7 +237,7 @@ def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | No
         "lgamma_tau": np.array([math.lgamma(t + 1.0) for t in q[:, 1]]),
     }  # fmt: skip
     assert n_bins == observed_arr.size
-    return DenseModel(parameters, 0, signal_entries, arrays, channel_bins)  # the POI is ordered first
+    return DenseModel(parameters, 0, signal_nominal, arrays, channel_bins)  # the POI is ordered first
 
 
 # pyhf's code4 (alpha0 = 1): the polynomial's coefficients are A^-1 b, matching value,
@@ -285,42 +288,35 @@ class Ops:
             import jax
 
             self.segment_sum = lambda data, ids, n: jax.ops.segment_sum(data, ids, num_segments=n)
-            self.scatter = lambda base, idx, values: base.at[idx].set(values)
             self.concat = module.concatenate
             self.ones1 = lambda like: module.ones((1,), dtype=like.dtype)
+            self.zeros = lambda n, like: module.zeros((n,), dtype=like.dtype)
         elif framework == "torch":
             self.segment_sum = lambda data, ids, n: module.zeros(n, dtype=data.dtype, device=data.device).index_add(0, ids, data)
-            self.scatter = lambda base, idx, values: base.index_put((idx,), values)
             self.concat = module.cat
             self.ones1 = lambda like: module.ones(1, dtype=like.dtype, device=like.device)
+            self.zeros = lambda n, like: module.zeros(n, dtype=like.dtype, device=like.device)
         else:
             self.segment_sum = lambda data, ids, n: np.bincount(ids, weights=data, minlength=n)
-            self.scatter = _np_scatter
             self.concat = np.concatenate
             self.ones1 = lambda like: np.ones(1, dtype=like.dtype)
-
-
-def _np_scatter(base, idx, values):
-    out = base.copy()
-    out[idx] = values
-    return out
+            self.zeros = lambda n, like: np.zeros(n, dtype=like.dtype)
 
 
 def expected_bins(ops: Ops, pars, signal, arrays: dict):
     xp = ops.xp
     t = ops.concat([pars, ops.ones1(pars)])
-    nominal = ops.scatter(arrays["nominal"], arrays["signal_entries"], signal)
-    # histosys, code4p: linear beyond |alpha| = 1, a polynomial inside. (One gather of
-    # alpha per pair: computing the pieces per parameter first needs four gathers, and their
-    # scatter-adds in the backward pass made it 2.5x slower, measured interleaved.)
-    alpha = t[arrays["hs_idx"]]
+    padding = arrays["nominal"].shape[1] - signal.shape[0]  # static under jit
+    signal_row = ops.concat([signal, ops.zeros(padding, signal)]) if padding else signal
+    nominal = arrays["nominal"] + arrays["signal_block"] * signal_row[None, :]
+    # histosys, code4p: linear beyond |alpha| = 1, a polynomial inside; alpha per block.
+    alpha = t[arrays["hs_idx"]][:, :, None]
     a2 = alpha * alpha
     inside = alpha * arrays["hs_s"] + a2 * arrays["hs_a"] * (15.0 + a2 * (3.0 * a2 - 10.0))
     delta = xp.sum(
         xp.where(alpha > 1.0, alpha * arrays["hs_up"], xp.where(alpha < -1.0, alpha * arrays["hs_dn"], inside)), axis=1
     )
-    # normsys, code4: exponential beyond |alpha| = 1, a 6th-order polynomial inside; one
-    # factor per (channel, sample) block, broadcast to its entries.
+    # normsys, code4: exponential beyond |alpha| = 1, a 6th-order polynomial inside.
     alpha = t[arrays["ns_idx"]]
     c = arrays["ns_coef"]
     poly = c[..., 5]
@@ -329,13 +325,14 @@ def expected_bins(ops: Ops, pars, signal, arrays: dict):
     poly = 1.0 + alpha * poly
     outside = xp.exp(xp.where(alpha >= 1.0, alpha * arrays["ns_loghi"], -alpha * arrays["ns_loglo"]))
     factor = xp.where(xp.abs(alpha) >= 1.0, outside, poly)
-    log_factor = xp.sum(xp.log(factor), axis=1)[arrays["entry_block"]]
+    log_factor = xp.sum(xp.log(factor), axis=1)[:, None]
     lin_idx = arrays["lin_idx"]
-    linear = t[lin_idx[:, 0]]
-    for w in range(1, lin_idx.shape[1]):
-        linear = linear * t[lin_idx[:, w]]
+    linear = t[lin_idx[..., 0]]
+    for w in range(1, lin_idx.shape[-1]):
+        linear = linear * t[lin_idx[..., w]]
     per_entry = (nominal + delta) * xp.exp(log_factor) * linear
-    return ops.segment_sum(per_entry, arrays["entry_bin"], arrays["observed"].shape[0])
+    n_bins = arrays["observed"].shape[0]
+    return ops.segment_sum(xp.reshape(per_entry, (-1,)), xp.reshape(arrays["bin_of"], (-1,)), n_bins + 1)[:n_bins]
 
 
 def nll(ops: Ops, pars, signal, arrays: dict):
