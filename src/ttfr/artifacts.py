@@ -31,6 +31,8 @@ SCHEMA_FILES = {
     "ttfr.case_result.v1": "case_result.v1.schema.json",
     "ttfr.suite_result.v1": "suite_result.v1.schema.json",
     "ttfr.manifest.v1": "manifest.v1.schema.json",
+    "ttfr.comparison.v1": "comparison.v1.schema.json",
+    "ttfr.selftest.v1": "selftest.v1.schema.json",
 }
 SUITE_SCHEMA = "ttfr.suite_result.v1"
 _UMASK = os.umask(0)

@@ -90,6 +90,8 @@ WORKLOADS = {
                  "width (2 hidden layers, batch 128)", "forward + backward + SGD update of a small MLP"),
         Workload("noop", ("python",), (1,), (1, 1), ("float64",),
                  "unused (1)", "a call that does nothing", diagnostic=True),
+        Workload("spin", ("python",), (50,), (1, 1_000_000), ("float64",), "thousands of loop iterations per call",
+                 "calibrated pure-Python work (self-test; TTFR_SPIN_EXTRA adds work)", diagnostic=True),
         Workload("hf_nll_grad", _HF_FRAMEWORKS, (8, 184), **_HF,
                  description="HistFactory NLL with its gradients w.r.t. the signal histogram and all parameters"),
         Workload("hf_profiled_q0", _HF_FRAMEWORKS, (8, 184), **_HF,

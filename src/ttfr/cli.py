@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ttfr import __version__, artifacts, manifest, suite
+from ttfr import __version__, ab, artifacts, compare, manifest, selftest, suite
 from ttfr.errors import EXIT_USAGE, UsageError
 from ttfr.export import nextstat
 from ttfr.report import markdown, terminal
@@ -83,6 +83,52 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
     run.set_defaults(handler=_run)
 
+    compare_ab = commands.add_parser("ab", help="measure the same cases under two arms, interleaved, and judge B vs A")
+    compare_ab.add_argument("--a", metavar="PYTHON|VENV", help="arm A's interpreter or virtualenv (default: this one)")
+    compare_ab.add_argument("--b", metavar="PYTHON|VENV", help="arm B's interpreter or virtualenv (default: this one)")
+    compare_ab.add_argument("--a-env", action="append", default=[], metavar="KEY=VALUE", help="environment of arm A")
+    compare_ab.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE", help="environment of arm B")
+    for name in ("--cases", "--backends", "--workloads", "--sizes", "--dtypes", "--cache-policy", "--workspace-preset"):
+        _list_arg(compare_ab, name, f"as for `ttfr run {name}`")
+    compare_ab.add_argument("--workspace", metavar="FILE")
+    compare_ab.add_argument("--profile", default="quick", choices=sorted(PROFILES))
+    compare_ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
+    compare_ab.add_argument("--min-rounds", type=int, default=10)
+    compare_ab.add_argument("--precision", type=float, help="stop once every CI half-width is <= this (e.g. 0.05)")
+    compare_ab.add_argument("--budget", type=float, metavar="S", help="stop adding rounds after S seconds")
+    compare_ab.add_argument(
+        "--correction",
+        default="holm",
+        choices=("holm", "none"),
+        help="Holm at 0.05 across the suite (default) or alpha 0.01 per comparison",
+    )
+    compare_ab.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
+    compare_ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table here")
+    compare_ab.add_argument("--deterministic", action="store_true")
+    compare_ab.add_argument("--seed", type=int)
+    compare_ab.add_argument("--timeout", type=float, metavar="S")
+    compare_ab.add_argument("--out", type=Path, default=Path("ttfr-results"))
+    compare_ab.set_defaults(handler=_ab)
+
+    compare_dirs = commands.add_parser("compare", help="compare two result directories (B against A)")
+    compare_dirs.add_argument("a", type=Path)
+    compare_dirs.add_argument("b", type=Path)
+    compare_dirs.add_argument(
+        "--cross-session", action="store_true", help="allow an unpaired, weak comparison of results from separate sessions"
+    )
+    compare_dirs.add_argument("--correction", default="holm", choices=("holm", "none"))
+    compare_dirs.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
+    compare_dirs.add_argument("--markdown", type=Path, metavar="FILE")
+    compare_dirs.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the comparison directory")
+    compare_dirs.set_defaults(handler=_compare)
+
+    test_self = commands.add_parser("selftest", help="measure this machine's false-alarm rate and detection power")
+    test_self.add_argument("--aa", type=int, default=40, help="A/A comparisons per regime")
+    test_self.add_argument("--per-level", type=int, default=20, help="comparisons per injected slowdown")
+    test_self.add_argument("--rounds", type=int, default=20)
+    test_self.add_argument("--no-store", action="store_true", help="do not keep the noise floor for `ttfr ab`")
+    test_self.set_defaults(handler=_selftest)
+
     listing = commands.add_parser("list", help="backends, workloads and case ids, with availability here")
     listing.set_defaults(handler=_list)
 
@@ -135,6 +181,53 @@ def _run(args, console: Console) -> int:
     if outcome.interrupted:
         console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
     return outcome.exit_code
+
+
+def _ab(args, console: Console) -> int:
+    run_spec = build_spec(
+        profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
+        dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
+        seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset,
+    )  # fmt: skip
+    spec = ab.AbSpec(
+        run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
+        min_rounds=min(args.min_rounds, args.rounds) if args.precision else args.rounds, max_rounds=args.rounds,
+        precision=args.precision, budget_s=args.budget, correction=args.correction, fail_on=args.fail_on,
+        noise_floor=selftest.load_noise_floor(),
+    )  # fmt: skip
+    ab.validate(spec)
+    progress = terminal.ProgressDisplay(console)
+    try:
+        outcome = ab.execute(spec, args.out, ["ttfr", *sys.argv[1:]], progress=progress)
+    finally:
+        progress.stop()
+    return _show_comparison(console, outcome.comparison, outcome.root, args.markdown, outcome.exit_code)
+
+
+def _compare(args, console: Console) -> int:
+    import datetime as dt
+
+    out = args.out / dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
+    out.mkdir(parents=True, exist_ok=False)
+    document = compare.compare_dirs(args.a, args.b, out, cross_session=args.cross_session, correction=args.correction,
+                                    fail_on=args.fail_on)  # fmt: skip
+    return _show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
+
+
+def _show_comparison(console: Console, document: dict, root: Path, markdown_path, exit_code: int) -> int:
+    terminal.print_comparison(console, document)
+    if markdown_path:
+        markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+    console.print(f"comparison: {root / 'comparison.json'}", markup=False, highlight=False)
+    return exit_code
+
+
+def _selftest(args, console: Console) -> int:
+    result = selftest.run(args.aa, args.per_level, args.rounds, progress=lambda m: console.print(m, markup=False))
+    terminal.print_selftest(console, result)
+    if not args.no_store:
+        console.print(f"stored: {selftest.store(result)} (used by `ttfr ab` for delta)", markup=False, highlight=False)
+    return 0
 
 
 def _list(_args, console: Console) -> int:

@@ -66,3 +66,16 @@ def gpu_device_nodes():
         return sorted(n for n in os.listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit())
     except OSError:
         return []
+
+
+def cpu_times():
+    """Aggregate CPU jiffies from /proc/stat: (steal, total), or None without /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return [values[7] if len(values) > 7 else 0, sum(values)]

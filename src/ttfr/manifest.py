@@ -88,11 +88,26 @@ def gpu_info() -> dict:
     return info
 
 
-def collect(command_line: list[str] | None = None, worker_python: str | None = None, policies=()) -> dict:
+def machine_id() -> str | None:
+    """A stable, anonymous id of this machine (hash of /etc/machine-id, else of the host name)."""
+    import hashlib
+
+    try:
+        raw = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        raw = platform.node()
+    return hashlib.sha256(f"ttfr:{raw}".encode()).hexdigest()[:16] if raw else None
+
+
+def collect(command_line: list[str] | None = None, worker_python: str | None = None, policies=(),
+            session_id: str | None = None) -> dict:  # fmt: skip
     source = Path(ttfr.__file__).resolve().parent
     uname = platform.uname()
     return {
         "schema": MANIFEST_SCHEMA,
+        # Runs measured interleaved (both arms of `ttfr ab`) share a session; others never do.
+        "session_id": session_id or os.urandom(8).hex(),
+        "machine_id": machine_id(),
         "ttfr": {"version": ttfr.__version__, "git": _git(source)},
         "python": {
             "version": platform.python_version(),

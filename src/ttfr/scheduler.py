@@ -37,21 +37,34 @@ class Scheduler:
         self.stopped: dict[str, str] = {}
 
     def run(self) -> None:
+        pending = self.pending()
+        self.progress.start(len(self.plan.tasks), pending)
+        for task in pending:
+            self.run_task(task)
+
+    def pending(self) -> list[Task]:
+        """Tasks the journal does not hold yet (replaying it to know which cases stopped)."""
         done = set()
         for entry in self.journal.entries():
             done.add(entry["task"])
             self._note(entry["case"], gate_failure(entry))
-        pending = [t for t in self.plan.tasks if t.key not in done]
-        self.progress.start(len(self.plan.tasks), pending)
-        for task in pending:
-            if task.case.id in self.stopped:
-                self.progress.task_finished(task, None)
-                continue
-            self.progress.task_started(task)
-            entry = self._execute(task)
-            self.journal.append(entry)
-            self._note(task.case.id, gate_failure(entry))
-            self.progress.task_finished(task, entry)
+        return [t for t in self.plan.tasks if t.key not in done]
+
+    def run_task(self, task: Task) -> dict | None:
+        """Run one task and journal it; None when its case has stopped."""
+        if task.case.id in self.stopped:
+            self.progress.task_finished(task, None)
+            return None
+        self.progress.task_started(task)
+        entry = self._execute(task)
+        self.journal.append(entry)
+        self._note(task.case.id, gate_failure(entry))
+        self.progress.task_finished(task, entry)
+        return entry
+
+    def stop_case(self, case_id: str, reason: str) -> None:
+        """Stop a case from outside (its other arm stopped)."""
+        self._note(case_id, reason)
 
     def _note(self, case_id: str, reason: str | None) -> None:
         if reason and case_id not in self.stopped:
@@ -90,8 +103,13 @@ class Scheduler:
         before = cache.count_entries()
         load = hostinfo.load_average()
         pressure = hostinfo.cpu_pressure()
+        times_before = hostinfo.cpu_times()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         result = self._spawn(task, cache)
+        times_after = hostinfo.cpu_times()
+        steal = None
+        if times_before and times_after and times_after[1] > times_before[1]:
+            steal = (times_after[0] - times_before[0]) / (times_after[1] - times_before[1])
         after = cache.count_entries()
         if task.makes_template and result.outcome == "ok":
             cache.save_template()
@@ -105,7 +123,7 @@ class Scheduler:
             "measured": task.measured,
             "makes_template": task.makes_template,
             "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
-            "host": {"load_average": load, "cpu_pressure_avg10": pressure, "started_at": started},
+            "host": {"load_average": load, "cpu_pressure_avg10": pressure, "steal_fraction": steal, "started_at": started},
         }
         entry.update(result.to_json())
         return entry

@@ -173,3 +173,44 @@ def print_catalog(console: Console) -> None:
         reason = reasons[case.backend] or catalog.availability(case.backend_info, case.workload)
         cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
     console.print(cases)
+
+
+_VERDICT_STYLE = {"regression": "bold red", "improvement": "green", "equivalent": "dim", "inconclusive": "yellow"}
+
+
+def print_comparison(console: Console, document: dict) -> None:
+    from ttfr.report.comparison_md import row
+
+    if document.get("warning"):
+        console.print(f"[bold red]{document['warning']}[/]")
+    table = Table(title=f"B vs A: gate {document['summary']['gate']}")
+    for column in ("case", "policy", "A median", "B median", "B/A", "95% CI", "p (gate)", "verdict", "why"):
+        table.add_column(column, overflow="fold")
+    for record in document["comparisons"]:
+        cells = row(record)
+        style = _VERDICT_STYLE.get(record["verdict"].replace(" (weak)", ""), "")
+        cells[7] = f"[{style}]{record['verdict']}[/]" if style else record["verdict"]
+        table.add_row(*[c.strip("`") for c in cells[:7]], cells[7], cells[8])
+    console.print(table)
+    noise = document["host_noise"]
+    if noise.get("noisy"):
+        console.print(f"[yellow]noisy machine: {'; '.join(noise['why'])}[/]")
+
+
+def print_selftest(console: Console, result: dict) -> None:
+    table = Table(title=f"ttfr selftest ({result['rounds']} paired rounds per comparison, alpha {result['alpha']})")
+    for column in ("test", "comparisons", "result"):
+        table.add_column(column)
+    for regime, aa in result["aa"].items():
+        table.add_row(
+            f"A/A {regime}",
+            str(aa["comparisons"]),
+            f"false alarms {aa['false_alarm_rate']:.1%}; noise floor (p95 |B/A-1|) {aa['noise_floor_p95']:.1%}",
+        )
+    for level in result["injected"]:
+        table.add_row(
+            f"+{level['nominal']:.0%} warm (measured {level['measured_ratio'] - 1:+.1%})",
+            str(level["comparisons"]),
+            f"detected {level['detected_as_regression']:.0%}; CI covers the measured effect {level['ci_coverage']:.0%}",
+        )
+    console.print(table)

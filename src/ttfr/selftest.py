@@ -1,0 +1,150 @@
+"""`ttfr selftest`: what this machine can resolve, measured on it.
+
+- A/A: comparisons of identical arms (cold: the no-op case's TTFR; warm: a spin call),
+  each `rounds` paired rounds in ABBA order through real worker processes, judged like
+  `ttfr ab` judges one comparison (alpha 0.01): the share of false alarms.
+- Injected slowdowns (warm): arm B does +5/+10/+20% real extra work in the measured call
+  (TTFR_SPIN_EXTRA); the injected ratio itself is measured (the spin loop timed in this
+  process, interleaved), and we report how often the gate detected it and how often the
+  reported CI covered it.
+The result is stored per machine; `ttfr ab` takes its noise floor (the 95th percentile of
+|B/A - 1| over the A/A comparisons) into delta = max(3%/5%, 2 x noise floor).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from ttfr import comparison, manifest
+from ttfr.artifacts import validate, write_json
+from ttfr.runner import ensure_worker_bytecode, run_worker
+
+SCHEMA = "ttfr.selftest.v1"
+SPIN_SIZE = 40  # thousand iterations: ~1-2 ms per call on this kind of machine
+LEVELS = (0.05, 0.10, 0.20)
+
+
+def store_path() -> Path:
+    root = os.environ.get("TTFR_STATE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ttfr")
+    return Path(root) / f"selftest-{manifest.machine_id() or 'unknown'}.json"
+
+
+def load_noise_floor() -> dict | None:
+    """This machine's stored noise floor, or None (ttfr ab then uses the fixed minimums)."""
+    path = store_path()
+    try:
+        data = json.loads(path.read_text())
+        validate(data, SCHEMA)
+    except (OSError, ValueError, Exception):  # noqa: BLE001 - a stale or broken file is ignored
+        return None
+    return data.get("noise_floor")
+
+
+def _job(workload: str, size: int, mode: str) -> dict:
+    job = {"mode": mode, "adapter": "python_backend", "device": "cpu", "compile": "0", "workload": workload,
+           "size": str(size), "dtype": "float64", "seed": "0"}  # fmt: skip
+    if mode == "warm":
+        job.update(samples="9", min_sample_s="0.002", max_warmup_s="0.1")
+    return job
+
+
+def _value(result, mode: str) -> float | None:
+    if result.outcome != "ok":
+        return None
+    if mode == "warm":
+        return statistics.median(result.record["warm"]["samples_s"])
+    return (result.record["marks_ns"]["first"] - result.spawn_ns) / 1e9
+
+
+def paired_series(regime: str, extra: float, rounds: int, python: str, phase: int) -> tuple[list, list]:
+    """`rounds` paired measurements, A then B or B then A in ABBA order."""
+    mode = "warm" if regime == "warm" else "cold"
+    workload, size = ("spin", SPIN_SIZE) if regime == "warm" else ("noop", 1)
+    env_a = dict(os.environ, TTFR_SPIN_EXTRA="0")
+    env_b = dict(os.environ, TTFR_SPIN_EXTRA=repr(extra))
+    a, b = [], []
+    for r in range(rounds):
+        order = ((0, env_a), (1, env_b)) if (r + phase) % 4 in (0, 3) else ((1, env_b), (0, env_a))
+        got = {}
+        for side, env in order:
+            got[side] = _value(run_worker(_job(workload, size, mode), env, 60.0, python=python), mode)
+        if got[0] is not None and got[1] is not None:
+            a.append(got[0])
+            b.append(got[1])
+    return a, b
+
+
+def measured_ratio(extra: float, repeats: int = 25) -> float:
+    """The injected slowdown as it really is: the two loops timed here, interleaved."""
+    from ttfr.workloads import spin
+
+    base, more = int(SPIN_SIZE * 1000), int(round(SPIN_SIZE * 1000 * (1 + extra)))
+    ratios = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        spin.work(base)
+        t1 = time.perf_counter()
+        spin.work(more)
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / (t1 - t0))
+    return statistics.median(ratios)
+
+
+def _judge(a, b, regime: str) -> dict:
+    effect = comparison.paired([math.log(v) for v in a], [math.log(v) for v in b])
+    return comparison.judge([effect], [comparison.delta_for(regime)], correction="none")[0]
+
+
+def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None = None, progress=None) -> dict:
+    python = python or sys.executable
+    ensure_worker_bytecode()
+    say = progress or (lambda _message: None)
+    started = time.monotonic()
+    result = {"schema": SCHEMA, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "machine_id": manifest.machine_id(), "rounds": rounds, "alpha": comparison.GATE_ALPHA_CASE,
+              "aa": {}, "injected": []}  # fmt: skip
+    floors = {}
+    for regime in ("cold", "warm"):
+        judged = []
+        for i in range(aa):
+            say(f"A/A {regime} {i + 1}/{aa}")
+            judged.append(_judge(*paired_series(regime, 0.0, rounds, python, i % 4), regime))
+        alarms = sum(j["p_gate"] < j["gate_alpha"] for j in judged)
+        deviations = sorted(abs(j["ratio"] - 1.0) for j in judged)
+        floor = deviations[min(len(deviations) - 1, int(math.ceil(0.95 * len(deviations))) - 1)]
+        floors[regime] = floor
+        result["aa"][regime] = {
+            "comparisons": len(judged), "false_alarms": int(alarms), "false_alarm_rate": alarms / len(judged),
+            "noise_floor_p95": floor,
+            "median_ci_half_width": statistics.median(math.expm1(math.log(j["ci"][1] / j["ci"][0]) / 2) for j in judged),
+        }  # fmt: skip
+    for level in LEVELS:
+        truth = measured_ratio(level)
+        judged = []
+        for i in range(per_level):
+            say(f"+{level:.0%} warm {i + 1}/{per_level}")
+            judged.append(_judge(*paired_series("warm", level, rounds, python, i % 4), "warm"))
+        detected = sum(j["verdict"] == comparison.REGRESSION for j in judged)
+        significant = sum(j["p_gate"] < j["gate_alpha"] and j["ratio"] > 1 for j in judged)
+        covered = sum(j["ci"][0] <= truth <= j["ci"][1] for j in judged)
+        result["injected"].append({
+            "nominal": level, "measured_ratio": truth, "comparisons": len(judged),
+            "detected_as_regression": detected / len(judged), "significant_slowdown": significant / len(judged),
+            "ci_coverage": covered / len(judged), "median_estimate": statistics.median(j["ratio"] for j in judged),
+        })  # fmt: skip
+    result["noise_floor"] = floors
+    result["elapsed_s"] = time.monotonic() - started
+    return result
+
+
+def store(result: dict) -> Path:
+    path = store_path()
+    write_json(path, result, SCHEMA)
+    return path

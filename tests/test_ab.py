@@ -1,0 +1,186 @@
+"""ttfr ab / compare / selftest: scheduling with a fake executor, verdicts, refusals."""
+
+import json
+import math
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+from ttfr import ab, artifacts, compare, diagnostics, selftest
+from ttfr.errors import UsageError
+from ttfr.plan import build_plan
+from ttfr.spec import build_spec
+
+
+class SlowerB:
+    """Fake runs: arm B (TTFR_SPIN_EXTRA set) takes `factor` times as long; round noise shared."""
+
+    def __init__(self, factor=1.0, noise=0.02, seed=0):
+        self.factor, self.calls = factor, []
+        self.rng = np.random.default_rng(seed)
+        self.noise = noise
+
+    def __call__(self, job, env, timeout_s, python=None):
+        arm = "B" if env.get("TTFR_SPIN_EXTRA") else "A"
+        self.calls.append((arm, job["workload"], job["mode"]))
+        scale = (self.factor if arm == "B" else 1.0) * math.exp(self.rng.normal(0, self.noise))
+        warm = job["mode"] == "warm"
+        record = fake_record(check=PASSED_CHECK if job.get("check") else None,
+                             warm=fake_warm(0.001 * scale) if warm and job.get("samples") else None)  # fmt: skip
+        first_ns = int(0.33e9 * scale)
+        record["marks_ns"] = {k: 1_000_000_000 + int(v * first_ns / 330_000_000) for k, v in (
+            ("main", 10_000_000), ("imported", 110_000_000), ("setup", 130_000_000), ("first", 330_000_000),
+            ("second_start", 331_000_000), ("second", 336_000_000))}  # fmt: skip
+        return fake_result(record)
+
+
+def ab_spec(rounds=12, min_rounds=None, precision=None, **kwargs):
+    run = build_spec(backends="numpy", workloads="matmul,fused_chain", sizes="64",
+                     policies="cold-cache,warm", seed=kwargs.pop("seed", 5))  # fmt: skip
+    arms = (ab.Arm("A", sys.executable), ab.Arm("B", sys.executable, (("TTFR_SPIN_EXTRA", "0.2"),)))
+    return ab.AbSpec(run, arms, min_rounds or rounds, rounds, precision, None, **kwargs)
+
+
+def test_rounds_are_abba_balanced_and_reproducible():
+    spec = ab_spec(rounds=8).run
+    plan = build_plan(spec.__class__(**{**spec.__dict__, "cold_runs": 8, "warm_procs": 8}))
+    rounds = ab._rounds(plan, seed=5)
+    assert [t.key for t in ab._rounds(plan, 5)[3]] == [t.key for t in rounds[3]]
+    assert [t.key for t in ab._rounds(plan, 6)[3]] != [t.key for t in rounds[3]]
+    for task in rounds[0]:
+        firsts = [ab._abba_first(task, r, 5) for r in range(8)]
+        assert firsts.count(0) == 4  # A first in half the rounds
+        assert all(firsts[r : r + 4].count(0) == 2 for r in range(0, 8, 4))
+    assert rounds[0][0].makes_template or rounds[0][0].policy == "cold-process/cold-cache"
+
+
+def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
+    fake = SlowerB(factor=1.25)
+    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=fake)
+    assert len(fake.calls) % 2 == 0
+    pairs = [fake.calls[i : i + 2] for i in range(0, len(fake.calls), 2)]
+    assert all({p[0][0], p[1][0]} == {"A", "B"} for p in pairs)  # every pair is A and B back to back
+    verdicts = Counter(r["verdict"] for r in outcome.comparison["comparisons"])
+    assert verdicts == {"regression": 4}
+    assert outcome.exit_code == ab.EXIT_REGRESSION
+    root = outcome.root
+    assert artifacts.validate_dir(root / "A") == [] and artifacts.validate_dir(root / "B") == []
+    assert artifacts.schema_errors(json.loads((root / "comparison.json").read_text()), "ttfr.comparison.v1") == []
+    assert "gate **FAIL**" in (root / "comparison.md").read_text()
+    manifests = [json.loads((root / arm / "manifest.json").read_text()) for arm in "AB"]
+    assert manifests[0]["session_id"] == manifests[1]["session_id"]
+    assert manifests[1]["arm"]["env"] == {"TTFR_SPIN_EXTRA": "0.2"}
+
+
+def test_identical_arms_are_not_called_regressions(tmp_path):
+    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=SlowerB(factor=1.0, noise=0.002))
+    assert {r["verdict"] for r in outcome.comparison["comparisons"]} <= {"equivalent", "inconclusive"}
+    assert outcome.exit_code == ab.EXIT_OK
+
+
+def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
+    outcome = ab.execute(ab_spec(rounds=30, min_rounds=8, precision=0.05), tmp_path, executor=SlowerB(1.0, noise=0.001))
+    rounds = outcome.comparison["rounds"]
+    assert rounds["stopped_by"] == "precision" and 8 <= rounds["completed"] < 30
+    spec = json.loads((outcome.root / "A" / "plan.json").read_text())["spec"]
+    assert spec["cold_runs"] == rounds["completed"]  # the arm's artifacts describe what ran
+    assert json.loads((outcome.root / "A" / "suite.json").read_text())["state"] == "complete"
+
+
+def test_fail_on_inconclusive_fails_the_gate(tmp_path):
+    outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executor=SlowerB(1.0, noise=0.3))
+    summary = outcome.comparison["summary"]
+    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == ab.EXIT_REGRESSION
+
+
+def test_bad_arms_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="identical"):
+        ab.validate(ab.AbSpec(ab_spec().run, (ab.Arm("A", "p"), ab.Arm("B", "p")), 10, 20, None, None))
+    with pytest.raises(UsageError, match="KEY=VALUE"):
+        ab.parse_env(["NOEQUALS"])
+    with pytest.raises(UsageError, match="not a virtualenv"):
+        ab.resolve_python(str(tmp_path))
+    with pytest.raises(UsageError, match="min-rounds"):
+        ab.validate(ab_spec(rounds=5, min_rounds=9))
+
+
+def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
+    from fakes import FakeExecutor
+    from ttfr import suite
+
+    dirs = []
+    for name in ("one", "two"):
+        spec = build_spec(backends="numpy", workloads="matmul", sizes="64", cold_runs=6, warm_procs=6)
+        result_dir = suite.start(spec, tmp_path / name, ["ttfr", "run"])
+        dirs.append(suite.execute(result_dir, spec, FakeExecutor()).result_dir.root)
+    with pytest.raises(UsageError, match="two separate sessions"):
+        compare.compare_dirs(dirs[0], dirs[1], tmp_path, cross_session=False, correction="holm", fail_on="regression")
+    out = tmp_path / "cmp"
+    out.mkdir()
+    document = compare.compare_dirs(dirs[0], dirs[1], out, cross_session=True, correction="holm", fail_on="regression")
+    assert document["paired"] is False and "CROSS-SESSION" in document["warning"]
+    assert all(r["verdict"].endswith("(weak)") for r in document["comparisons"])
+    assert "CROSS-SESSION" in (out / "comparison.md").read_text()
+
+
+def test_compare_pairs_the_two_arms_of_an_ab_run(tmp_path):
+    outcome = ab.execute(ab_spec(rounds=10), tmp_path, executor=SlowerB(factor=1.3))
+    out = tmp_path / "again"
+    out.mkdir()
+    document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", out, cross_session=False,
+                                    correction="holm", fail_on="regression")  # fmt: skip
+    assert document["paired"] is True and {r["verdict"] for r in document["comparisons"]} == {"regression"}
+
+
+def test_dip_test_against_published_values():
+    assert diagnostics.bimodality([0.0] * 50 + [1.0] * 50)["dip"] == pytest.approx(0.25)  # two point masses
+    even = diagnostics.bimodality(list(np.linspace(0, 1, 101)))
+    assert even["dip"] == pytest.approx(1 / 202) and not even["bimodal"]  # the minimum, 1/(2n)
+    assert diagnostics.bimodality([1.0] * 29) is None  # below 30 values: not judged
+
+
+def test_drift_is_flagged_only_when_it_is_real():
+    rng = np.random.default_rng(0)
+    steady = list(1.0 + rng.normal(0, 0.005, 20))
+    drifting = [v * (1 + 0.004 * i) for i, v in enumerate(steady)]
+    assert diagnostics.drift(steady)["drifting"] is False
+    assert diagnostics.drift(drifting)["drifting"] is True and diagnostics.drift(drifting)["relative_change"] > 0.05
+
+
+def test_host_noise_warns_with_numbers():
+    entries = [{"host": {"load_average": [6.0, 5, 5], "cpu_pressure_avg10": 30.0, "steal_fraction": 0.0},
+                "rusage": {"involuntary_switches": 50}}] * 3  # fmt: skip
+    noise = diagnostics.host_noise(entries, usable_cores=2)
+    assert noise["noisy"] and any("load_per_core 3" in w for w in noise["why"])
+    assert any("cpu_pressure_avg10 30" in w for w in noise["why"])
+
+
+@pytest.mark.integration
+def test_selftest_measures_and_stores_a_noise_floor(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTFR_STATE_DIR", str(tmp_path))
+    result = selftest.run(aa=2, per_level=1, rounds=4)
+    assert artifacts.schema_errors(result, "ttfr.selftest.v1") == []
+    assert set(result["aa"]) == {"cold", "warm"} and len(result["injected"]) == 3
+    assert result["injected"][-1]["measured_ratio"] > result["injected"][0]["measured_ratio"] > 1.0
+    selftest.store(result)
+    assert selftest.load_noise_floor() == result["noise_floor"]
+
+
+@pytest.mark.integration
+def test_ab_on_real_processes_detects_real_extra_work(tmp_path):
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ttfr", "ab", "--b-env", "TTFR_SPIN_EXTRA=0.6", "--cases", "python_spin_50_f64",
+         "--cache-policy", "warm", "--rounds", "10", "--out", str(tmp_path), "--markdown", str(tmp_path / "pr.md")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-2000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    document = json.loads((root / "comparison.json").read_text())
+    (record,) = document["comparisons"]
+    assert record["verdict"] == "regression" and record["effect"]["ratio"] > 1.3
+    assert "🔴 regression" in (tmp_path / "pr.md").read_text()

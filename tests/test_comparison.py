@@ -1,0 +1,105 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from ttfr import comparison as C
+
+
+@pytest.mark.parametrize("n", [5, 8, 12, 20])
+def test_signed_rank_null_matches_scipys_exact_p_values(n):
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        d = rng.normal(0.3, 1.0, n)
+        ranks = sps.rankdata(np.abs(d))
+        t_plus = ranks[d > 0].sum()
+        t = min(t_plus, n * (n + 1) / 2 - t_plus)
+        ours = min(1.0, 2.0 * C.signed_rank_cdf(n)[int(t)])
+        assert ours == pytest.approx(sps.wilcoxon(d, method="exact").pvalue, rel=1e-9)
+
+
+def test_ten_rounds_use_the_ninth_walsh_averages_from_each_end():
+    # Textbook value: n=10, 95% -> k=9 (P(T+ <= 8) = 0.0244), coverage 0.951.
+    k, coverage = C._signed_rank_k(10, 0.95)
+    assert k == 9 and coverage == pytest.approx(1 - 2 * 25 / 1024)
+    d = np.arange(1, 11) / 100.0
+    walsh = C.walsh_averages(d)
+    effect = C.paired(np.zeros(10), d)
+    assert effect["ci"] == pytest.approx([math.exp(walsh[8]), math.exp(walsh[-9])])
+    assert effect["ratio"] == pytest.approx(math.exp(np.median(walsh)))
+
+
+def test_hodges_lehmann_is_unbiased_and_its_interval_covers_the_true_ratio():
+    rng = np.random.default_rng(0)
+    true_ratio, covered, estimates, trials = 1.10, 0, [], 600
+    for _ in range(trials):
+        base = rng.normal(0.0, 0.3, 20)  # round effects shared by both arms (machine drift)
+        log_a = base + rng.normal(0, 0.04, 20)
+        log_b = base + math.log(true_ratio) + rng.normal(0, 0.04, 20)
+        effect = C.paired(log_a, log_b)
+        covered += effect["ci"][0] <= true_ratio <= effect["ci"][1]
+        estimates.append(math.log(effect["ratio"]))
+    assert 0.93 <= covered / trials <= 0.985
+    assert abs(np.mean(estimates) - math.log(true_ratio)) < 0.003
+
+
+def test_pairing_removes_shared_round_noise_that_unpaired_analysis_cannot():
+    rng = np.random.default_rng(1)
+    base = rng.normal(0.0, 0.5, 20)
+    log_a, log_b = base + rng.normal(0, 0.01, 20), base + math.log(1.05) + rng.normal(0, 0.01, 20)
+    paired, unpaired = C.paired(log_a, log_b), C.unpaired(log_a, log_b)
+    assert paired["ci"][0] > 1.0 and paired["p_value"] < 0.001
+    assert unpaired["ci"][0] < 1.0 < unpaired["ci"][1]  # the shift drowns in between-round noise
+
+
+def test_holm_against_a_worked_example():
+    assert C.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert C.holm([0.5]) == [0.5]
+
+
+def test_benjamini_hochberg_against_a_worked_example():
+    # Sorted p: 0.01, 0.02, 0.03, 0.04 (m=4): adjusted m p_(i)/i = 0.04 for all.
+    assert C.benjamini_hochberg([0.04, 0.01, 0.03, 0.02]) == pytest.approx([0.04, 0.04, 0.04, 0.04])
+
+
+def effect(ratio, low, high, p=0.5):
+    return {"ratio": ratio, "ci": [low, high], "p_value": p, "n": 20, "ci_level": 0.95}
+
+
+@pytest.mark.parametrize(
+    "e, significant, expected",
+    [
+        (effect(1.00, 1 / 1.03, 1.03), False, C.EQUIVALENT),  # boundaries are inside
+        (effect(1.00, 0.96, 1.031), False, C.INCONCLUSIVE),
+        (effect(1.03, 1.01, 1.05), True, C.REGRESSION),  # exactly delta slower
+        (effect(1.029, 1.01, 1.05), True, C.INCONCLUSIVE),  # significant but below delta
+        (effect(1 / 1.03, 0.95, 0.99), True, C.IMPROVEMENT),
+        (effect(1.20, 0.90, 1.50), False, C.INCONCLUSIVE),
+    ],
+)
+def test_verdict_edges(e, significant, expected):
+    assert C.verdict(e, 0.03, significant)[0] == expected
+
+
+def test_inconclusive_names_the_smallest_detectable_effect():
+    name, why = C.verdict(effect(1.01, 0.95, 1.07), 0.03, False)
+    assert name == C.INCONCLUSIVE and "smallest detectable effect" in why
+    assert C.smallest_detectable(effect(1.01, 0.95, 1.07)) == pytest.approx(
+        math.expm1((math.log(1.07) - math.log(0.95)) / 2 * (1.959964 + 0.841621) / 1.959964), rel=1e-5
+    )
+
+
+def test_judge_applies_holm_across_the_suite_and_flags_bh_warnings():
+    effects = [effect(1.10, 1.05, 1.15, p=0.004), effect(1.10, 1.05, 1.15, p=0.03), effect(1.0, 0.99, 1.01, p=0.9)]
+    judged = C.judge(effects, [0.03] * 3, correction="holm")
+    assert [j["verdict"] for j in judged] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
+    assert judged[0]["p_gate"] == pytest.approx(0.012) and judged[1]["p_gate"] == pytest.approx(0.06)
+    assert judged[1]["p_bh"] == pytest.approx(0.045) and judged[1]["warning"] is True  # BH flags what Holm did not
+    per_case = C.judge(effects, [0.03] * 3, correction="none")
+    assert [j["verdict"] for j in per_case] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
+
+
+def test_delta_uses_the_noise_floor_when_it_is_larger():
+    assert C.delta_for("warm") == 0.03 and C.delta_for("cold") == 0.05
+    assert C.delta_for("warm", noise_floor=0.025) == pytest.approx(0.05)
