@@ -309,12 +309,19 @@ def expected_bins(ops: Ops, pars, signal, arrays: dict):
     padding = arrays["nominal"].shape[1] - signal.shape[0]  # static under jit
     signal_row = ops.concat([signal, ops.zeros(padding, signal)]) if padding else signal
     nominal = arrays["nominal"] + arrays["signal_block"] * signal_row[None, :]
-    # histosys, code4p: linear beyond |alpha| = 1, a polynomial inside; alpha per block.
-    alpha = t[arrays["hs_idx"]][:, :, None]
+    # histosys, code4p: linear beyond |alpha| = 1, a polynomial inside. The branches are taken
+    # on the small (block, modifier) table of alphas; four contractions with the per-bin
+    # coefficients then give the deltas (1.7x faster in JAX on CPU than branching per bin,
+    # measured interleaved). Padding has alpha = 1 and zero coefficients.
+    alpha = t[arrays["hs_idx"]]
     a2 = alpha * alpha
-    inside = alpha * arrays["hs_s"] + a2 * arrays["hs_a"] * (15.0 + a2 * (3.0 * a2 - 10.0))
-    delta = xp.sum(
-        xp.where(alpha > 1.0, alpha * arrays["hs_up"], xp.where(alpha < -1.0, alpha * arrays["hs_dn"], inside)), axis=1
+    zero = 0.0 * alpha
+    inside = xp.abs(alpha) <= 1.0
+    delta = (
+        xp.einsum("nw,nwm->nm", xp.where(alpha > 1.0, alpha, zero), arrays["hs_up"])
+        + xp.einsum("nw,nwm->nm", xp.where(alpha < -1.0, alpha, zero), arrays["hs_dn"])
+        + xp.einsum("nw,nwm->nm", xp.where(inside, alpha, zero), arrays["hs_s"])
+        + xp.einsum("nw,nwm->nm", xp.where(inside, a2 * (15.0 + a2 * (3.0 * a2 - 10.0)), zero), arrays["hs_a"])
     )
     # normsys, code4: exponential beyond |alpha| = 1, a 6th-order polynomial inside.
     alpha = t[arrays["ns_idx"]]
