@@ -115,3 +115,20 @@ def test_torn_journal_line_is_ignored_and_not_glued_to_the_next(tmp_path):
     journal = Journal(journal.path)
     journal.append({"task": "c"})
     assert [e["task"] for e in journal.entries()] == ["a", "c"]
+
+
+def test_gate_processes_get_a_longer_timeout(tmp_path):
+    from ttfr.scheduler import GATE_TIMEOUT_FACTOR
+
+    plan = make_plan(backends="numpy", timeout=10)
+    seen = []
+
+    class Recording(FakeExecutor):
+        def __call__(self, job, env, timeout_s, python=None):
+            seen.append((job.get("check"), timeout_s))
+            return super().__call__(job, env, timeout_s, python)
+
+    journal, _ = run(plan, tmp_path, Recording())
+    assert {t for c, t in seen if c == "1"} == {10 * GATE_TIMEOUT_FACTOR}
+    assert {t for c, t in seen if c != "1"} == {10}
+    assert {e["timeout_s"] for e in journal.entries()} == {10, 10 * GATE_TIMEOUT_FACTOR}

@@ -16,6 +16,9 @@ from ttfr.runner import RunResult, run_worker
 from ttfr.workerenv import build_env, job_words
 
 Executor = Callable[..., RunResult]
+# A case's gate process also runs its result check (for the HistFactory training loop: two
+# 20-step loops and the parity fits, ~40 more calls), so it gets this multiple of the timeout.
+GATE_TIMEOUT_FACTOR = 4.0
 
 
 class NullProgress:
@@ -89,13 +92,17 @@ class Scheduler:
         if result.outcome == "ok":
             cache.save_template()
 
+    def _timeout(self, task: Task) -> float:
+        gate = job_words(task, self.plan.spec).get("check") == "1"
+        return self.plan.spec.timeout_s * (GATE_TIMEOUT_FACTOR if gate else 1.0)
+
     def _spawn(self, task: Task, cache: CacheDirs) -> RunResult:
         spec = self.plan.spec
         env = build_env(task.case, spec, cache.env(), self.base_env)
         words = job_words(task, spec)
         if task.case.workload in catalog.HF_WORKLOADS:
             words.update(self.dataset_words[task.case.size])
-        return self.executor(words, env, spec.timeout_s, spec.python)
+        return self.executor(words, env, self._timeout(task), spec.python)
 
     def _execute(self, task: Task) -> dict:
         cache = CacheDirs(self.scratch, task.case.id)
@@ -122,6 +129,7 @@ class Scheduler:
             "round": task.round,
             "measured": task.measured,
             "makes_template": task.makes_template,
+            "timeout_s": self._timeout(task),
             "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
             "host": {"load_average": load, "cpu_pressure_avg10": pressure, "steal_fraction": steal, "started_at": started},
         }
