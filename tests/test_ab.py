@@ -158,6 +158,38 @@ def test_host_noise_warns_with_numbers():
     assert any("cpu_pressure_avg10 30" in w for w in noise["why"])
 
 
+def test_selftest_rates_carry_exact_binomial_intervals():
+    from scipy.stats import beta
+
+    entry = selftest.rate(3, 200)
+    # Clopper-Pearson from the beta quantiles directly
+    assert entry["rate"] == 0.015
+    assert entry["ci95"] == pytest.approx([beta.ppf(0.025, 3, 198), beta.ppf(0.975, 4, 197)], rel=1e-9)
+    assert selftest.rate(0, 0)["rate"] is None
+
+
+def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):
+    """A/A arms 2% apart in every round: significant, but below delta, so the gate stays
+    quiet; B 30% slower is detected and the measured truth sits inside every CI."""
+    rng = np.random.default_rng(3)
+
+    def series(regime, extra, rounds, python, phase):
+        a = np.exp(rng.normal(0, 0.01, rounds))
+        shift = 1.3 if extra else 1.02
+        return list(a), list(a * shift * np.exp(rng.normal(0, 0.005, rounds)))
+
+    monkeypatch.setattr(selftest, "paired_series", series)
+    monkeypatch.setattr(selftest, "ensure_worker_bytecode", lambda: None)
+    monkeypatch.setattr(selftest, "measured_ratio_fresh", lambda extra, python: 1.3)
+    result = selftest.run(aa=6, per_level=4, rounds=20)
+    assert artifacts.schema_errors(result, "ttfr.selftest.v1") == []
+    for regime in ("cold", "warm"):
+        assert result["aa"][regime]["significant_either_way"]["rate"] == 1.0
+        assert result["aa"][regime]["false_alarm"]["count"] == 0 == result["aa"][regime]["false_alarms"]
+    for level in result["injected"]:
+        assert level["detected"]["rate"] == 1.0 and level["coverage"]["rate"] == 1.0
+
+
 @pytest.mark.integration
 def test_selftest_measures_and_stores_a_noise_floor(tmp_path, monkeypatch):
     monkeypatch.setenv("TTFR_STATE_DIR", str(tmp_path))
@@ -165,6 +197,7 @@ def test_selftest_measures_and_stores_a_noise_floor(tmp_path, monkeypatch):
     assert artifacts.schema_errors(result, "ttfr.selftest.v1") == []
     assert set(result["aa"]) == {"cold", "warm"} and len(result["injected"]) == 3
     assert result["injected"][-1]["measured_ratio"] > result["injected"][0]["measured_ratio"] > 1.0
+    assert result["injected"][0]["truth_processes"] == 1
     selftest.store(result)
     assert selftest.load_noise_floor() == result["noise_floor"]
 

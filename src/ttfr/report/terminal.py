@@ -197,20 +197,27 @@ def print_comparison(console: Console, document: dict) -> None:
         console.print(f"[yellow]noisy machine: {'; '.join(noise['why'])}[/]")
 
 
+def _rate(entry: dict) -> str:
+    low, high = entry["ci95"]
+    return f"{entry['rate']:.1%} ({entry['count']}/{entry['total']}; 95% CI {low:.1%}-{high:.1%})"
+
+
 def print_selftest(console: Console, result: dict) -> None:
     table = Table(title=f"ttfr selftest ({result['rounds']} paired rounds per comparison, alpha {result['alpha']})")
-    for column in ("test", "comparisons", "result"):
+    for column in ("test", "result"):
         table.add_column(column)
     for regime, aa in result["aa"].items():
+        detectable = aa.get("median_smallest_detectable")
         table.add_row(
             f"A/A {regime}",
-            str(aa["comparisons"]),
-            f"false alarms {aa['false_alarm_rate']:.1%}; noise floor (p95 |B/A-1|) {aa['noise_floor_p95']:.1%}",
+            f"gate false alarms {_rate(aa['false_alarm'])}\n"
+            f"significant either way {_rate(aa['significant_either_way'])}\n"
+            f"noise floor (p95 |B/A-1|) {aa['noise_floor_p95']:.1%}"
+            + (f"; smallest detectable effect ≈ {detectable:.1%}" if detectable is not None else ""),
         )
     for level in result["injected"]:
         table.add_row(
             f"+{level['nominal']:.0%} warm (measured {level['measured_ratio'] - 1:+.1%})",
-            str(level["comparisons"]),
-            f"detected {level['detected_as_regression']:.0%}; CI covers the measured effect {level['ci_coverage']:.0%}",
+            f"detected {_rate(level['detected'])}\nCI covers the measured effect {_rate(level['coverage'])}",
         )
     console.print(table)
