@@ -174,6 +174,9 @@ def test_ctrl_c_leaves_valid_artifacts_and_resume_completes(tmp_path):
         [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--backends", "numpy", "--workloads",
          "matmul,fused_chain,mlp_train_step", "--sizes", "32", "--cold-runs", "3", "--warm-procs", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # A shell's background job (`make test &`) inherits SIGINT ignored, and Python then
+        # never installs its Ctrl-C handler: give the run the disposition a terminal gives it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     journal = None
     deadline = time.monotonic() + 120
