@@ -75,7 +75,7 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     signal = hf_workspace.find_signal(spec)
     model = dense.compile_workspace(spec, signal)
     point = dict(zip(model.names, dense.evaluation_point(model, seed)))
-    problem = common.Problem(json.dumps(spec), point, signal, b"", seed)
+    problem = common.Problem(json.dumps(spec).encode(), point, signal, seed)
     functions = native.jax_functions(jax)
     arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
     p = jnp.asarray([point[n] for n in model.names])

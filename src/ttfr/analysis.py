@@ -258,8 +258,7 @@ def _status(entries: list[dict], policies: dict, check: dict | None, stopped: st
 
 def dataset_id(case: catalog.Case, spec) -> str:
     if case.workload in catalog.HF_WORKLOADS:
-        presets = {n: name for name, n in catalog.HF_PRESET_SIZES.items()}
-        name = "custom" if spec.custom_size == case.size else presets[case.size]
+        name = "custom" if spec.custom_size == case.size else catalog.HF_PRESET_BY_SIZE[case.size]
         return f"histfactory-{name}-{case.size}p-seed{spec.seed}"
     return f"{case.workload}-{case.size}-{case.dtype}-seed{spec.seed}"
 

@@ -18,8 +18,6 @@ from ttfr.errors import UsageError, unknown_choice
 from ttfr.workloads.histfactory import dense
 from ttfr.workloads.histfactory import workspace as hf_workspace
 
-PRESET_BY_SIZE = {size: name for name, size in catalog.HF_PRESET_SIZES.items()}
-
 
 @dataclass(frozen=True)
 class Workspace:
@@ -75,8 +73,7 @@ def load_user_workspace(path: str, signal: str | None = None) -> Workspace:
         chosen = _parse_signal(signal, spec, path) if signal else hf_workspace.find_signal(spec)
     except hf_workspace.WorkspaceError as exc:
         raise UsageError(str(exc)) from None
-    workspace = Workspace("custom", hf_workspace.count_parameters(spec), chosen, spec)
-    return Workspace(f"custom-{workspace.sha256[:8]}", workspace.size, chosen, spec)
+    return Workspace(f"custom-{hf_workspace.sha256(spec)[:8]}", hf_workspace.count_parameters(spec), chosen, spec)
 
 
 def _parse_signal(text: str, spec: dict, path) -> tuple[str, str]:
@@ -90,7 +87,7 @@ def _parse_signal(text: str, spec: dict, path) -> tuple[str, str]:
 def resolve(size: int, seed: int, user: Workspace | None) -> Workspace:
     if user is not None and size == user.size:
         return user
-    name = PRESET_BY_SIZE[size]
+    name = catalog.HF_PRESET_BY_SIZE[size]
     spec = hf_workspace.preset(name, seed)
     return Workspace(name, size, hf_workspace.find_signal(spec), spec)
 

@@ -9,12 +9,8 @@ import time
 
 from ttfr import hostinfo
 from ttfr.backends import Unavailable
+from ttfr.backends.jax_events import EventCounter
 
-_COUNTED_EVENTS = (
-    "/jax/compilation_cache/cache_hits",
-    "/jax/compilation_cache/cache_misses",
-    "/jax/compilation_cache/compile_requests_use_cache",
-)
 _MEMORY_FIELDS = (
     "argument_size_in_bytes",
     "output_size_in_bytes",
@@ -22,29 +18,6 @@ _MEMORY_FIELDS = (
     "alias_size_in_bytes",
     "generated_code_size_in_bytes",
 )
-
-
-class EventCounter:
-    """Counts JAX's compilation-cache events and sums its compile-stage durations."""
-
-    def __init__(self):
-        self.events = {}
-        self.durations = {}
-
-    def register(self, jax):
-        # Registered before anything can compile, so the counts cover the whole run.
-        jax.monitoring.register_event_listener(self._on_event)
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
-
-    def _on_event(self, event, **_kwargs):
-        if event in _COUNTED_EVENTS:
-            self.events[event] = self.events.get(event, 0) + 1
-
-    def _on_duration(self, event, duration, **_kwargs):
-        self.durations[event] = self.durations.get(event, 0.0) + duration
-
-    def snapshot(self):
-        return {"events": dict(self.events), "durations_s": dict(self.durations)}
 
 
 class Runtime:

@@ -5,7 +5,7 @@ workspace and model are built in the timed setup by the workload's engine.
 """
 
 from ttfr.backends import EngineRuntime
-from ttfr.backends.jax_backend import EventCounter
+from ttfr.backends.jax_events import EventCounter
 
 
 class Runtime(EngineRuntime):

@@ -25,22 +25,27 @@ EXTRA_INPUTS = ("point", "signal", "init", "free", "lower", "upper")
 class Problem:
     """A workspace read from disk, its signal sample and the evaluation point (by name)."""
 
-    def __init__(self, text: str, point: dict, signal: tuple[str, str], raw: bytes, seed: int = 0):
+    def __init__(self, raw: bytes, point: dict, signal: tuple[str, str], seed: int = 0):
         self.seed = seed
-        self.text = text
-        self.spec = json.loads(text)
+        self.raw = raw
+        self.text = raw.decode("utf-8")
+        self.spec = json.loads(self.text)
         self.point = point
         self.signal = signal
-        self.raw = raw
 
     def signal_nominal(self) -> np.ndarray:
-        channel, sample = self.signal
-        for c in self.spec["channels"]:
-            if c["name"] == channel:
-                for s in c["samples"]:
-                    if s["name"] == sample:
-                        return np.asarray(s["data"], dtype=np.float64)
-        raise KeyError(f"no sample {sample!r} in channel {channel!r}")
+        return np.asarray(signal_sample(self.spec, self.signal)["data"], dtype=np.float64)
+
+
+def signal_sample(spec: dict, signal: tuple[str, str]) -> dict:
+    """The sample entry (in `spec`, not a copy) of the (channel, sample) being differentiated."""
+    channel, sample = signal
+    for c in spec["channels"]:
+        if c["name"] == channel:
+            for s in c["samples"]:
+                if s["name"] == sample:
+                    return s
+    raise KeyError(f"no sample {sample!r} in channel {channel!r}")
 
 
 def load_problem(job: dict) -> Problem:
@@ -49,7 +54,7 @@ def load_problem(job: dict) -> Problem:
     with open(job["point"], encoding="utf-8") as fh:
         point = json.load(fh)
     channel, _, sample = job["signal"].partition("/")
-    return Problem(raw.decode("utf-8"), point, (channel, sample), raw, int(job.get("seed", 0)))
+    return Problem(raw, point, (channel, sample), int(job.get("seed", 0)))
 
 
 def dataset_sha256(problem: Problem) -> str:

@@ -39,10 +39,8 @@ class Parameter:
 @dataclass
 class DenseModel:
     parameters: list[Parameter]
-    poi: int  # index of the POI in `parameters`
     signal_values: np.ndarray  # the signal sample's nominal histogram (its row in `nominal` is 0)
     arrays: dict = field(default_factory=dict)  # name -> numpy array (see ARRAY_NAMES)
-    channel_bins: dict = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -237,7 +235,7 @@ def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | No
         "lgamma_tau": np.array([math.lgamma(t + 1.0) for t in q[:, 1]]),
     }  # fmt: skip
     assert n_bins == observed_arr.size
-    return DenseModel(parameters, 0, signal_nominal, arrays, channel_bins)  # the POI is ordered first
+    return DenseModel(parameters, signal_nominal, arrays)  # the POI is ordered first (native.POI)
 
 
 # pyhf's code4 (alpha0 = 1): the polynomial's coefficients are A^-1 b, matching value,

@@ -23,7 +23,6 @@ import numpy as np
 
 from ttfr.workloads.histfactory.common import split_native
 from ttfr.workloads.histfactory.dense import (
-    ARRAY_NAMES,
     Ops,
     constraint_grad_and_curvature,
     expected_bins,
@@ -35,10 +34,6 @@ MAX_ITERATIONS = 100
 GRADIENT_TOL = 1e-9
 RELATIVE_NLL_TOL = 1e-15
 POI = 0
-
-
-def _arrays(values) -> dict:
-    return dict(zip(ARRAY_NAMES, values))
 
 
 def _gauss_newton(ops, jac, expected, pars, arrays):
@@ -116,9 +111,7 @@ def jax_functions(jax):
     return {
         "value": value,
         "value_and_grads": value_and_grads,
-        "fit": fit,
         "q0_and_grad": q0_and_grad,
-        "unpack": _arrays,
     }
 
 

@@ -30,13 +30,11 @@ class NextstatEngine:
         self.observed = np.asarray(
             next(c["y"] for c in self.model.observed_main_by_channel() if c["channel_name"] == self.channel), dtype=float
         )
-        self.current_signal = problem.signal_nominal()
 
     def _set_signal(self, signal) -> None:
         # Always set: NextStat's torch layer and q0_like also move this nominal.
         signal = np.asarray(signal, dtype=float)
         self.model.set_sample_nominal(channel=self.channel, sample=self.sample, nominal=[float(v) for v in signal])
-        self.current_signal = signal.copy()
 
     def _signal_gradient(self, signal) -> np.ndarray:
         channel = next(c for c in self.model.expected_main_by_channel_sample(self.point) if c["channel_name"] == self.channel)
@@ -46,7 +44,7 @@ class NextstatEngine:
 
     # ---- the timed calls
     def nll_grads_call(self):
-        model, point, signal = self.model, self.point, self.current_signal
+        model, point, signal = self.model, self.point, self.problem.signal_nominal()
 
         def hf_nll_grad():
             return model.nll(point), self._signal_gradient(signal), model.grad_nll(point)
@@ -56,16 +54,7 @@ class NextstatEngine:
     def q0_and_grad(self, signal):
         signal = [float(v) for v in signal]
         q0, grad = self.mle.q0_like_loss_and_grad_nominal(self.model, channel=self.channel, sample=self.sample, nominal=signal)
-        self.current_signal = np.asarray(signal)  # q0_like leaves the model at this nominal
         return float(q0), np.asarray(grad, dtype=float)
-
-    def q0_call(self):
-        signal = self.problem.signal_nominal()
-
-        def hf_profiled_q0():
-            return self.q0_and_grad(signal)
-
-        return hf_profiled_q0, ()
 
     # ---- what the gate asks of every engine
     def nll(self, signal) -> float:

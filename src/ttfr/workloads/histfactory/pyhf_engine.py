@@ -23,6 +23,8 @@ import copy
 
 import numpy as np
 
+from ttfr.workloads.histfactory.common import central_differences, signal_sample
+
 FD_RELATIVE_STEP = 1e-6
 FIT_TOLERANCE = 1e-10
 
@@ -55,8 +57,7 @@ class PyhfEngine:
         self.main, self.aux = data[:n_main], data[n_main:]
         self.sample_index = model.config.samples.index(sample)
         self.bins = model.config.channel_slices[channel]
-        nominal = np.asarray([s["data"] for c in spec["channels"] if c["name"] == channel
-                              for s in c["samples"] if s["name"] == sample][0], dtype=np.float64)  # fmt: skip
+        nominal = np.asarray(signal_sample(spec, self.problem.signal)["data"], dtype=np.float64)
         if np.any(nominal == 0):
             raise ValueError("the signal sample has a zero nominal bin: its per-bin factor cannot be read from rates")
         self.nominal = tl.astensor(nominal)
@@ -91,8 +92,6 @@ class PyhfEngine:
         return self._finite_difference_grads
 
     def _finite_difference_grads(self, pars, signal):
-        from ttfr.workloads.histfactory.common import central_differences
-
         value = self.nll_tensor(pars, signal)
         pars, signal = np.asarray(pars, dtype=float), np.asarray(signal, dtype=float)
         g_pars = central_differences(lambda p: self.nll_tensor(p, signal), pars, FD_RELATIVE_STEP)
@@ -114,11 +113,7 @@ class PyhfEngine:
         pyhf, tl = self.pyhf, self.tl
         if not np.array_equal(signal_host, self.nominal_host):
             spec = copy.deepcopy(self.problem.spec)
-            channel, sample = self.problem.signal
-            for c in spec["channels"]:
-                for s in c["samples"]:
-                    if c["name"] == channel and s["name"] == sample:
-                        s["data"] = [float(v) for v in signal_host]
+            signal_sample(spec, self.problem.signal)["data"] = [float(v) for v in signal_host]
             self._build(spec)
             self.nominal_host = np.asarray(signal_host, dtype=float).copy()
             self._value_and_grads = self._make_value_and_grads()
@@ -135,14 +130,6 @@ class PyhfEngine:
         g_cond = self._value_and_grads(pars_cond, signal)[1][1]
         g_free = self._value_and_grads(pars_free, signal)[1][1]
         return float(q0), 2.0 * (np.asarray(tl.tolist(g_cond)) - np.asarray(tl.tolist(g_free))), muhat
-
-    def q0_call(self):
-        signal = self.nominal_host.copy()
-
-        def hf_profiled_q0():
-            return self.q0_and_grad(signal)
-
-        return hf_profiled_q0, ()
 
     # ---- what the gate asks of every engine (host values)
     def nll(self, signal_host) -> float:

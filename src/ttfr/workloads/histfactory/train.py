@@ -140,9 +140,9 @@ class TorchTrainer:
     or, with `z0_layer`, a torch layer returning Z0 directly (NextStat's NextStatZ0)."""
 
     def __init__(self, torch, state: dict, n_bins: int, total: float, variant: str, q0_and_grad=None,
-                 z0_layer=None, histogram=None, compile_fn=None, dtype=None):  # fmt: skip
+                 z0_layer=None, histogram=None, compile_fn=None):  # fmt: skip
         self.torch = torch
-        dtype = dtype or torch.float64
+        dtype = torch.float64
         self.params = [torch.tensor(state[p], dtype=dtype, requires_grad=True) for p in PARAMS]
         self.events = torch.tensor(state["events"], dtype=dtype)
         self.optimizer = torch.optim.Adam(self.params, lr=LEARNING_RATE, betas=BETAS, eps=ADAM_EPS)

@@ -53,7 +53,6 @@ PRESETS = {
     "ladder1000": Knobs(bins=(8,) * 30, backgrounds=6, normsys=380, histosys=373, free_norms=5),
     "ladder2000": Knobs(bins=(10,) * 50, backgrounds=8, normsys=750, histosys=743, free_norms=5),
 }
-PRESET_BY_SIZE = {knobs.n_parameters: name for name, knobs in PRESETS.items()}
 
 
 def generate(knobs: Knobs, seed: int = 0) -> dict:
