@@ -1,7 +1,10 @@
+from dataclasses import replace
+
 import pytest
 
 from conftest import fake_result
 from fakes import FakeExecutor
+from ttfr import catalog
 from ttfr.journal import Journal
 from ttfr.plan import build_plan
 from ttfr.scheduler import Scheduler
@@ -117,9 +120,10 @@ def test_torn_journal_line_is_ignored_and_not_glued_to_the_next(tmp_path):
     assert [e["task"] for e in journal.entries()] == ["a", "c"]
 
 
-def test_gate_processes_get_a_longer_timeout(tmp_path):
-    from ttfr.scheduler import GATE_TIMEOUT_FACTOR
-
+@pytest.mark.parametrize("factor", [1.0, 4.0])
+def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, monkeypatch, factor):
+    for name in ("matmul", "fused_chain"):
+        monkeypatch.setitem(catalog.WORKLOADS, name, replace(catalog.WORKLOADS[name], check_timeout_factor=factor))
     plan = make_plan(backends="numpy", timeout=10)
     seen = []
 
@@ -129,6 +133,11 @@ def test_gate_processes_get_a_longer_timeout(tmp_path):
             return super().__call__(job, env, timeout_s, python)
 
     journal, _ = run(plan, tmp_path, Recording())
-    assert {t for c, t in seen if c == "1"} == {10 * GATE_TIMEOUT_FACTOR}
+    assert {t for c, t in seen if c == "1"} == {10 * factor}
     assert {t for c, t in seen if c != "1"} == {10}
-    assert {e["timeout_s"] for e in journal.entries()} == {10, 10 * GATE_TIMEOUT_FACTOR}
+    assert {e["timeout_s"] for e in journal.entries()} == {10, 10 * factor}
+
+
+def test_only_histfactory_checks_get_a_longer_timeout():
+    assert {w.check_timeout_factor for w in catalog.WORKLOADS.values() if w.name in catalog.HF_WORKLOADS} == {4.0}
+    assert {w.check_timeout_factor for w in catalog.WORKLOADS.values() if w.name not in catalog.HF_WORKLOADS} == {1.0}

@@ -43,6 +43,9 @@ class Workload:
     description: str
     diagnostic: bool = False  # measures the harness; never in a default suite
     default: bool = True  # in the default suite when --workloads is not given
+    # The gate process also runs the result check; for HistFactory that is the parity fits,
+    # finite differences and two 20-step training loops, so it gets this multiple of --timeout.
+    check_timeout_factor: float = 1.0
 
 
 _PYHF_NUMPY_UNSUPPORTED = (
@@ -79,7 +82,8 @@ _HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
 # Parameter counts of the generated workspace presets (workloads/histfactory/workspace.py).
 HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
-_HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False)
+_HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
+           check_timeout_factor=4.0)  # fmt: skip
 WORKLOADS = {
     w.name: w
     for w in (

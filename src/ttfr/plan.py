@@ -44,6 +44,11 @@ class Task:
         return self.policy in (WARM_CACHE, WARM_PROCESS) or self.kind == CHECK
 
     @property
+    def runs_check(self) -> bool:
+        """The case's gate: the first warm process, or the check process of a case without one."""
+        return self.kind == CHECK or (self.kind == WARM and self.index == 0)
+
+    @property
     def key(self) -> str:
         return f"{self.case.id}|{self.policy or self.kind}|{self.index}"
 

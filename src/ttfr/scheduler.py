@@ -16,9 +16,6 @@ from ttfr.runner import RunResult, run_worker
 from ttfr.workerenv import build_env, job_words
 
 Executor = Callable[..., RunResult]
-# A case's gate process also runs its result check (for the HistFactory training loop: two
-# 20-step loops and the parity fits, ~40 more calls), so it gets this multiple of the timeout.
-GATE_TIMEOUT_FACTOR = 4.0
 
 
 class NullProgress:
@@ -88,21 +85,21 @@ class Scheduler:
         primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
         cache = CacheDirs(self.scratch, task.case.id)
         cache.make_empty()
-        result = self._spawn(primer, cache)
+        result = self._spawn(primer, cache, self._timeout(primer))
         if result.outcome == "ok":
             cache.save_template()
 
     def _timeout(self, task: Task) -> float:
-        gate = job_words(task, self.plan.spec).get("check") == "1"
-        return self.plan.spec.timeout_s * (GATE_TIMEOUT_FACTOR if gate else 1.0)
+        factor = catalog.WORKLOADS[task.case.workload].check_timeout_factor if task.runs_check else 1.0
+        return self.plan.spec.timeout_s * factor
 
-    def _spawn(self, task: Task, cache: CacheDirs) -> RunResult:
+    def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
         spec = self.plan.spec
         env = build_env(task.case, spec, cache.env(), self.base_env)
         words = job_words(task, spec)
         if task.case.workload in catalog.HF_WORKLOADS:
             words.update(self.dataset_words[task.case.size])
-        return self.executor(words, env, self._timeout(task), spec.python)
+        return self.executor(words, env, timeout_s, spec.python)
 
     def _execute(self, task: Task) -> dict:
         cache = CacheDirs(self.scratch, task.case.id)
@@ -112,7 +109,8 @@ class Scheduler:
         pressure = hostinfo.cpu_pressure()
         times_before = hostinfo.cpu_times()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        result = self._spawn(task, cache)
+        timeout_s = self._timeout(task)
+        result = self._spawn(task, cache, timeout_s)
         times_after = hostinfo.cpu_times()
         steal = None
         if times_before and times_after and times_after[1] > times_before[1]:
@@ -129,7 +127,7 @@ class Scheduler:
             "round": task.round,
             "measured": task.measured,
             "makes_template": task.makes_template,
-            "timeout_s": self._timeout(task),
+            "timeout_s": timeout_s,
             "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
             "host": {"load_average": load, "cpu_pressure_avg10": pressure, "steal_fraction": steal, "started_at": started},
         }

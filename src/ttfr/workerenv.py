@@ -65,6 +65,6 @@ def job_words(task: Task, spec: RunSpec) -> dict:
         job["variant"] = backend.variant
     if task.kind == WARM:
         job.update(samples=str(spec.warm_samples), min_sample_s=repr(spec.min_sample_s), max_warmup_s=repr(spec.max_warmup_s))
-    if task.kind == CHECK or (task.kind == WARM and task.index == 0):
+    if task.runs_check:
         job["check"] = "1"  # the case's gate checks its result; later processes compare digests
     return job
