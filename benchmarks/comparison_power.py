@@ -14,13 +14,9 @@ import json
 import sys
 
 from ttfr import selftest
+from ttfr.report.terminal import format_rate
 
 TARGETS = {"false_alarm": 0.01, 0.20: 0.80, 0.10: 0.50, "coverage": 0.93}
-
-
-def _rate(entry: dict) -> str:
-    low, high = entry["ci95"]
-    return f"{entry['rate']:.1%} ({entry['count']}/{entry['total']}, 95% CI {low:.1%}-{high:.1%})"
 
 
 def _meets(entry: dict, target: float, upper: bool = False) -> str:
@@ -49,9 +45,9 @@ def main() -> None:
     print(f"{args.rounds} paired rounds per comparison, alpha {result['alpha']}, {result['elapsed_s'] / 60:.1f} min")
     for regime, aa in result["aa"].items():
         alarm = aa["false_alarm"]
-        print(f"A/A {regime:4s}: gate false alarms (regression verdicts) {_rate(alarm)} "
+        print(f"A/A {regime:4s}: gate false alarms (regression verdicts) {format_rate(alarm)} "
               f"(target <= 1%: {_meets(alarm, TARGETS['false_alarm'], upper=True)}); significant either way "
-              f"{_rate(aa['significant_either_way'])}; noise floor p95 |B/A-1| = {aa['noise_floor_p95']:.1%}; "
+              f"{format_rate(aa['significant_either_way'])}; noise floor p95 |B/A-1| = {aa['noise_floor_p95']:.1%}; "
               f"median CI half-width {aa['median_ci_half_width']:.1%}")  # fmt: skip
     for level in result["injected"]:
         target = TARGETS.get(level["nominal"])
@@ -59,8 +55,8 @@ def main() -> None:
         low, high = level["measured_ratio_range"]
         print(f"+{level['nominal']:.0%} (measured {level['measured_ratio'] - 1:+.1%}, {low - 1:+.1%} to {high - 1:+.1%} "
               f"over {level['truth_processes']} processes; median estimate {level['median_estimate'] - 1:+.1%}): "
-              f"detected {_rate(level['detected'])}{verdict}; CI covers the measured effect "
-              f"{_rate(level['coverage'])} (target >= 93%: {_meets(level['coverage'], TARGETS['coverage'])})")  # fmt: skip
+              f"detected {format_rate(level['detected'])}{verdict}; CI covers the measured effect "
+              f"{format_rate(level['coverage'])} (target >= 93%: {_meets(level['coverage'], TARGETS['coverage'])})")  # fmt: skip
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=1)

@@ -4,6 +4,7 @@ import json
 import math
 import sys
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 from ttfr import ab, artifacts, compare, diagnostics, selftest
 from ttfr.errors import UsageError
-from ttfr.plan import build_plan
+from ttfr.plan import PRIME, build_plan
 from ttfr.spec import build_spec
 
 
@@ -46,7 +47,7 @@ def ab_spec(rounds=12, min_rounds=None, precision=None, **kwargs):
 
 def test_rounds_are_abba_balanced_and_reproducible():
     spec = ab_spec(rounds=8).run
-    plan = build_plan(spec.__class__(**{**spec.__dict__, "cold_runs": 8, "warm_procs": 8}))
+    plan = build_plan(replace(spec, cold_runs=8, warm_procs=8))
     rounds = ab._rounds(plan, seed=5)
     assert [t.key for t in ab._rounds(plan, 5)[3]] == [t.key for t in rounds[3]]
     assert [t.key for t in ab._rounds(plan, 6)[3]] != [t.key for t in rounds[3]]
@@ -54,7 +55,15 @@ def test_rounds_are_abba_balanced_and_reproducible():
         firsts = [ab._abba_first(task, r, 5) for r in range(8)]
         assert firsts.count(0) == 4  # A first in half the rounds
         assert all(firsts[r : r + 4].count(0) == 2 for r in range(0, 8, 4))
-    assert rounds[0][0].makes_template or rounds[0][0].policy == "cold-process/cold-cache"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_round_zero_runs_the_template_producers_first(seed):
+    spec = build_spec(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64",
+                      policies="cold-cache,warm-cache,warm", seed=seed)  # fmt: skip
+    producers = [t.makes_template or t.kind == PRIME for t in ab._rounds(build_plan(spec), seed)[0]]
+    assert any(producers) and not all(producers)
+    assert producers == sorted(producers, reverse=True)
 
 
 def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
@@ -65,7 +74,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
     assert all({p[0][0], p[1][0]} == {"A", "B"} for p in pairs)  # every pair is A and B back to back
     verdicts = Counter(r["verdict"] for r in outcome.comparison["comparisons"])
     assert verdicts == {"regression": 4}
-    assert outcome.exit_code == ab.EXIT_REGRESSION
+    assert outcome.exit_code == compare.EXIT_REGRESSION
     root = outcome.root
     assert artifacts.validate_dir(root / "A") == [] and artifacts.validate_dir(root / "B") == []
     assert artifacts.schema_errors(json.loads((root / "comparison.json").read_text()), "ttfr.comparison.v1") == []
@@ -78,7 +87,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
 def test_identical_arms_are_not_called_regressions(tmp_path):
     outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=SlowerB(factor=1.0, noise=0.002))
     assert {r["verdict"] for r in outcome.comparison["comparisons"]} <= {"equivalent", "inconclusive"}
-    assert outcome.exit_code == ab.EXIT_OK
+    assert outcome.exit_code == compare.EXIT_OK
 
 
 def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
@@ -93,7 +102,7 @@ def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
 def test_fail_on_inconclusive_fails_the_gate(tmp_path):
     outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executor=SlowerB(1.0, noise=0.3))
     summary = outcome.comparison["summary"]
-    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == ab.EXIT_REGRESSION
+    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == compare.EXIT_REGRESSION
 
 
 def test_bad_arms_are_usage_errors(tmp_path):
@@ -118,9 +127,10 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
         dirs.append(suite.execute(result_dir, spec, FakeExecutor()).result_dir.root)
     with pytest.raises(UsageError, match="two separate sessions"):
         compare.compare_dirs(dirs[0], dirs[1], tmp_path, cross_session=False, correction="holm", fail_on="regression")
-    out = tmp_path / "cmp"
-    out.mkdir()
-    document = compare.compare_dirs(dirs[0], dirs[1], out, cross_session=True, correction="holm", fail_on="regression")
+    assert not list(tmp_path.glob("compare-*"))  # refused before anything is written
+    out, document = compare.compare_dirs(dirs[0], dirs[1], tmp_path / "cmp", cross_session=True, correction="holm",
+                                         fail_on="regression")  # fmt: skip
+    assert out.parent == tmp_path / "cmp" and out.name.startswith("compare-")
     assert document["paired"] is False and "CROSS-SESSION" in document["warning"]
     assert all(r["verdict"].endswith("(weak)") for r in document["comparisons"])
     assert "CROSS-SESSION" in (out / "comparison.md").read_text()
@@ -128,10 +138,8 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
 
 def test_compare_pairs_the_two_arms_of_an_ab_run(tmp_path):
     outcome = ab.execute(ab_spec(rounds=10), tmp_path, executor=SlowerB(factor=1.3))
-    out = tmp_path / "again"
-    out.mkdir()
-    document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", out, cross_session=False,
-                                    correction="holm", fail_on="regression")  # fmt: skip
+    _out, document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", tmp_path / "again",
+                                          cross_session=False, correction="holm", fail_on="regression")  # fmt: skip
     assert document["paired"] is True and {r["verdict"] for r in document["comparisons"]} == {"regression"}
 
 

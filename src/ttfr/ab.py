@@ -21,17 +21,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import ttfr
-from ttfr import compare, manifest
-from ttfr.artifacts import ResultDir, snapshot_id, write_json
+from ttfr import compare, suite
+from ttfr.artifacts import read_json, snapshot_id, write_json
 from ttfr.errors import UsageError
+from ttfr.journal import Journal
 from ttfr.plan import PRIME, build_plan
 from ttfr.runner import ensure_worker_bytecode, run_worker
 from ttfr.scheduler import NullProgress, Scheduler
 from ttfr.spec import RunSpec, check_worker_python
-from ttfr.suite import dataset_words, write_datasets, write_results
-
-EXIT_OK, EXIT_CASE_FAILED, EXIT_REGRESSION, EXIT_INTERRUPTED = 0, 1, 3, 130
+from ttfr.suite import EXIT_INTERRUPTED, dataset_words, write_results
 
 
 @dataclass(frozen=True)
@@ -44,9 +42,8 @@ class Arm:
     def environment(self) -> dict:
         return dict(self.env)
 
-    def describe(self) -> str:
-        extra = " ".join(f"{k}={v}" for k, v in self.env)
-        return f"{self.python}" + (f" with {extra}" if extra else "")
+    def to_json(self) -> dict:
+        return {"name": self.name, "python": self.python, "env": self.environment}
 
 
 def resolve_python(value: str | None) -> str:
@@ -124,27 +121,28 @@ def _rounds(plan, seed: int) -> list[list]:
     return rounds
 
 
+def a_first(round_index: int, phase: int) -> bool:
+    """ABBA order: A runs first in rounds 0 and 3 of every 4 (shifted by `phase`): AB, BA, BA, AB."""
+    return (round_index + phase) % 4 in (0, 3)
+
+
 def _abba_first(task, round_index: int, seed: int) -> int:
-    """0 if A runs first in this round for this stream, else 1: AB, BA, BA, AB, ..."""
+    """0 if A runs first in this round for this stream, else 1 (a seeded phase per stream)."""
     phase = random.Random(f"{seed}:phase:{task.case.id}|{task.policy or task.kind}").randrange(4)
-    return 0 if (round_index + phase) % 4 in (0, 3) else 1
+    return 0 if a_first(round_index, phase) else 1
+
+
+def min_rounds_for(min_rounds: int, max_rounds: int, precision: float | None) -> int:
+    """Without a precision target every round runs; with one, stopping may begin at
+    `min_rounds` (never above the maximum)."""
+    return min(min_rounds, max_rounds) if precision else max_rounds
 
 
 class _Arm:
     def __init__(self, arm: Arm, root: Path, spec: RunSpec, session: str, command_line, progress, executor):
         self.arm = arm
         self.spec = replace(spec, python=arm.python)
-        self.dir = ResultDir.create(root, arm.name)
-        now = dt.datetime.now(dt.timezone.utc)
-        write_json(self.dir.plan, {
-            "spec": self.spec.to_json(), "created_at": now.isoformat(timespec="seconds"),
-            "ttfr_version": ttfr.__version__, "datasets": write_datasets(self.spec, self.dir),
-            "arm": {"name": arm.name, "python": arm.python, "env": arm.environment},
-        })  # fmt: skip
-        info = manifest.collect(command_line, arm.python, spec.policies, session_id=session)
-        info["arm"] = {"name": arm.name, "python": arm.python, "env": arm.environment}
-        write_json(self.dir.manifest, info, "ttfr.manifest.v1")
-        from ttfr.journal import Journal
+        self.dir = suite.start(self.spec, root, command_line, name=arm.name, session_id=session, arm=arm.to_json())
 
         base_env = {**os.environ, **arm.environment}
         self.plan = build_plan(self.spec)
@@ -209,16 +207,18 @@ def _sync_stops(arms, case_id: str) -> None:
             other.scheduler.stop_case(case_id, f"stopped in arm {arm.arm.name}: {arm.scheduler.stopped[case_id]}")
 
 
-def _final_results(arms, completed: int, write: bool) -> list[list[dict]]:
-    from ttfr.journal import Journal
-
-    results = []
+def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]], list[dict]]:
+    """Case results of each arm over the first `completed` rounds (written when `write`),
+    and every journal entry of both arms."""
+    results, all_entries = [], []
     for arm in arms:
         spec = replace(arm.spec, cold_runs=max(completed, 1), warm_procs=max(completed, 1))
         plan = build_plan(spec)
-        entries = [e for e in Journal(arm.dir.journal).entries() if e["index"] < completed]
+        journal_entries = Journal(arm.dir.journal).entries()
+        all_entries += journal_entries
+        entries = [e for e in journal_entries if e["index"] < completed]
         if write:
-            write_json(arm.dir.plan, {**_read(arm.dir.plan), "spec": spec.to_json()})
+            write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()})
             _suite, cases = write_results(arm.dir, plan, entries)
         else:
             from ttfr import analysis
@@ -228,27 +228,18 @@ def _final_results(arms, completed: int, write: bool) -> list[list[dict]]:
                 by_case.setdefault(entry["case"], []).append(entry)
             cases = [analysis.build_case_result(c, plan, by_case.get(c.id, [])) for c in sorted(plan.spec.cases)]
         results.append(cases)
-    return results
-
-
-def _read(path):
-    from ttfr.artifacts import read_json
-
-    return read_json(path)
+    return results, all_entries
 
 
 def _partial(arms, ab: AbSpec, completed: int) -> list[dict]:
-    cases_a, cases_b = _final_results(arms, completed, write=False)
+    (cases_a, cases_b), _entries = _final_results(arms, completed, write=False)
     return compare.compare_cases(cases_a, cases_b, paired=True, noise_floor=ab.noise_floor, correction=ab.correction)
 
 
 def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> dict:
-    cases_a, cases_b = _final_results(arms, completed, write=True)
-    from ttfr.journal import Journal
-
-    entries = [e for arm in arms for e in Journal(arm.dir.journal).entries()]
+    (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
     return compare.write_comparison(
-        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[a.arm for a in arms], session=session,
+        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[a.arm.to_json() for a in arms], session=session,
         correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,
         rounds={"completed": completed, "min": ab.min_rounds, "max": ab.max_rounds, "precision": ab.precision,
                 "budget_s": ab.budget_s, "stopped_by": stop_reason, "elapsed_s": elapsed_s},

@@ -191,11 +191,10 @@ def _ab(args, console: Console) -> int:
     )  # fmt: skip
     spec = ab.AbSpec(
         run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
-        min_rounds=min(args.min_rounds, args.rounds) if args.precision else args.rounds, max_rounds=args.rounds,
+        min_rounds=ab.min_rounds_for(args.min_rounds, args.rounds, args.precision), max_rounds=args.rounds,
         precision=args.precision, budget_s=args.budget, correction=args.correction, fail_on=args.fail_on,
         noise_floor=selftest.load_noise_floor(),
     )  # fmt: skip
-    ab.validate(spec)
     progress = terminal.ProgressDisplay(console)
     try:
         outcome = ab.execute(spec, args.out, ["ttfr", *sys.argv[1:]], progress=progress)
@@ -205,12 +204,8 @@ def _ab(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    import datetime as dt
-
-    out = args.out / dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
-    out.mkdir(parents=True, exist_ok=False)
-    document = compare.compare_dirs(args.a, args.b, out, cross_session=args.cross_session, correction=args.correction,
-                                    fail_on=args.fail_on)  # fmt: skip
+    out, document = compare.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
+                                         correction=args.correction, fail_on=args.fail_on)  # fmt: skip
     return _show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
 
 

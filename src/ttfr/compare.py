@@ -10,6 +10,7 @@ identical code measured in two sessions differed 81-88% of the time (DESIGN sect
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correctio
     judged = comparison.judge([e for _, e, _ in pending], [d for _, _, d in pending], correction) if pending else []
     for (record, _effect, _delta), verdict in zip(pending, judged):
         record["effect"] = verdict
-        record["verdict"] = verdict["verdict"] if paired else f"{verdict['verdict']} (weak)"
+        record["verdict"] = verdict["verdict"] if paired else verdict["verdict"] + comparison.WEAK_MARK
         record["explanation"] = verdict["explanation"]
     return records
 
@@ -89,20 +90,15 @@ def precise_enough(records: list[dict], precision: float) -> bool:
     compared = [r for r in records if r.get("effect") and r["effect"].get("ci")]
     if not compared:
         return False
-    return all(math.expm1((math.log(r["effect"]["ci"][1]) - math.log(r["effect"]["ci"][0])) / 2.0) <= precision
-               for r in compared)  # fmt: skip
-
-
-def _base_verdict(record: dict) -> str:
-    return record["verdict"].replace(" (weak)", "")
+    return all(math.expm1(comparison.log_half_width(r["effect"]["ci"])) <= precision for r in compared)
 
 
 def summarise(records: list[dict], fail_on: str) -> dict:
     counts: dict[str, int] = {}
     for record in records:
-        counts[_base_verdict(record)] = counts.get(_base_verdict(record), 0) + 1
-    regressions = [f"{r['case']} ({r['policy']})" for r in records if _base_verdict(r) == comparison.REGRESSION]
-    inconclusive = [f"{r['case']} ({r['policy']})" for r in records if _base_verdict(r) == comparison.INCONCLUSIVE]
+        counts[comparison.base_verdict(record)] = counts.get(comparison.base_verdict(record), 0) + 1
+    regressions = [f"{r['case']} ({r['policy']})" for r in records if comparison.base_verdict(r) == comparison.REGRESSION]
+    inconclusive = [f"{r['case']} ({r['policy']})" for r in records if comparison.base_verdict(r) == comparison.INCONCLUSIVE]
     failed = sorted({r["case"] for r in records if r.get("failed")})
     gate_failures = regressions + (inconclusive if fail_on == "inconclusive" else [])
     exit_code = EXIT_REGRESSION if gate_failures else EXIT_CASE_FAILED if failed else EXIT_OK
@@ -120,7 +116,7 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
         "schema": SCHEMA,
         "paired": paired,
         "session": session,
-        "arms": [{"name": a.name, "python": a.python, "env": a.environment} if hasattr(a, "environment") else a for a in arms],
+        "arms": list(arms),
         "correction": correction,
         "noise_floor": noise_floor,
         "rounds": rounds,
@@ -134,19 +130,17 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
     return document
 
 
-def _session_and_machine(result_dir: ResultDir) -> tuple:
-    info = read_json(result_dir.manifest)
-    return info.get("session_id"), info.get("machine_id"), info
-
-
-def compare_dirs(a: Path, b: Path, out: Path, *, cross_session: bool, correction: str, fail_on: str) -> dict:
+def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, correction: str, fail_on: str):
+    """Compare two finished result directories; the comparison goes to a new directory under
+    `out_parent`. Returns (that directory, the comparison document)."""
     dirs = []
     for path in (a, b):
         result_dir = ResultDir(path)
         if not result_dir.suite.is_file():
             raise UsageError(f"{path} has no suite.json: not a finished ttfr result directory")
         dirs.append(result_dir)
-    (session_a, machine_a, _), (session_b, machine_b, _) = (_session_and_machine(d) for d in dirs)
+    manifests = [read_json(d.manifest) for d in dirs]
+    (session_a, machine_a), (session_b, machine_b) = ((m.get("session_id"), m.get("machine_id")) for m in manifests)
     same_session = session_a is not None and session_a == session_b
     if not same_session and not cross_session:
         where = "different machines" if machine_a != machine_b else "two separate sessions"
@@ -158,10 +152,13 @@ def compare_dirs(a: Path, b: Path, out: Path, *, cross_session: bool, correction
     for result_dir in dirs:
         suite = read_json(result_dir.suite)
         cases.append([read_json(result_dir.root / ref["path"]) for ref in suite["cases"]])
-    arms = [{"name": name, "python": read_json(d.manifest)["python"]["worker_executable"], "env": {}}
-            for name, d in zip("AB", dirs)]  # fmt: skip
+    arms = [{"name": name, "python": m["python"]["worker_executable"], "env": {}} for name, m in zip("AB", manifests)]
     warning = None if same_session else CROSS_SESSION_WARNING
     if not same_session and machine_a != machine_b:
         warning += " The two results also come from different machines."
-    return write_comparison(out, cases[0], cases[1], paired=same_session, arms=arms, session=session_a if same_session else None,
-                            correction=correction, fail_on=fail_on, warning=warning)  # fmt: skip
+    out = Path(out_parent) / dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
+    out.mkdir(parents=True, exist_ok=False)
+    document = write_comparison(out, cases[0], cases[1], paired=same_session, arms=arms,
+                                session=session_a if same_session else None, correction=correction, fail_on=fail_on,
+                                warning=warning)  # fmt: skip
+    return out, document

@@ -32,6 +32,7 @@ DELTA_MIN = {"warm": 0.03, "cold": 0.05}
 POWER = 0.80
 
 REGRESSION, IMPROVEMENT, EQUIVALENT, INCONCLUSIVE = "regression", "improvement", "equivalent", "inconclusive"
+WEAK_MARK = " (weak)"  # appended to verdicts of unpaired, cross-session comparisons
 
 
 @lru_cache(maxsize=256)
@@ -51,7 +52,7 @@ def _signed_rank_k(n: int, confidence: float) -> tuple[int, float]:
         cdf = signed_rank_cdf(n)
         k = int(np.searchsorted(cdf, alpha / 2.0, side="right"))  # cdf[k-1] <= alpha/2 < cdf[k]
         k = max(k, 1)
-        coverage = 1.0 - 2.0 * (cdf[k - 1] if k >= 1 else 0.0)
+        coverage = 1.0 - 2.0 * cdf[k - 1]
         return k, float(coverage)
     m = n * (n + 1) / 2
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
@@ -137,14 +138,23 @@ def delta_for(regime: str, noise_floor: float | None = None) -> float:
     return delta
 
 
+def log_half_width(ci) -> float:
+    """Half the width of a ratio CI on the log scale (expm1 of it is the relative half-width)."""
+    return (math.log(ci[1]) - math.log(ci[0])) / 2.0
+
+
+def base_verdict(record: dict) -> str:
+    """The verdict without the cross-session "(weak)" mark."""
+    return record["verdict"].removesuffix(WEAK_MARK)
+
+
 def smallest_detectable(effect: dict, confidence: float = CONFIDENCE, power: float = POWER) -> float | None:
     """Relative effect this run could detect with `power`: the CI's half-width (log scale)
     scaled by (z_{1-a/2} + z_power) / z_{1-a/2}."""
     if not effect.get("ci"):
         return None
-    low, high = (math.log(v) for v in effect["ci"])
     z = sps.norm.ppf(0.5 + confidence / 2.0)
-    return math.expm1((high - low) / 2.0 * (z + sps.norm.ppf(power)) / z)
+    return math.expm1(log_half_width(effect["ci"]) * (z + sps.norm.ppf(power)) / z)
 
 
 def verdict(effect: dict, delta: float, significant: bool) -> tuple[str, str]:

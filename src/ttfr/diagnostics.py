@@ -38,11 +38,13 @@ def drift(values) -> dict | None:
     rounds, y = (np.asarray(c, dtype=float) for c in zip(*pairs))
     slope, _intercept, low, high = sps.theilslopes(y, rounds, alpha=0.95)
     level = float(np.median(y))
+    if not level:  # a relative change of a zero median has no figure
+        return {"relative_change": None, "ci": None, "drifting": False}
     span = rounds[-1] - rounds[0]
-    total = slope * span / level if level else 0.0
+    total = slope * span / level
     return {
         "relative_change": float(total),
-        "ci": [float(low * span / level), float(high * span / level)] if level else None,
+        "ci": [float(low * span / level), float(high * span / level)],
         "drifting": bool((low > 0 or high < 0) and abs(total) >= DRIFT_MIN_TOTAL),
     }
 

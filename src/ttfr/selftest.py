@@ -29,7 +29,7 @@ from pathlib import Path
 
 from scipy import stats as sps
 
-from ttfr import comparison, manifest
+from ttfr import ab, analysis, comparison, manifest
 from ttfr.artifacts import validate, write_json
 from ttfr.runner import ensure_worker_bytecode, run_worker
 
@@ -49,7 +49,7 @@ def load_noise_floor() -> dict | None:
     try:
         data = json.loads(path.read_text())
         validate(data, SCHEMA)
-    except (OSError, ValueError, Exception):  # noqa: BLE001 - a stale or broken file is ignored
+    except Exception:  # noqa: BLE001 - a missing, stale or broken file is ignored
         return None
     return data.get("noise_floor")
 
@@ -67,7 +67,7 @@ def _value(result, mode: str) -> float | None:
         return None
     if mode == "warm":
         return statistics.median(result.record["warm"]["samples_s"])
-    return (result.record["marks_ns"]["first"] - result.spawn_ns) / 1e9
+    return analysis.run_metrics(result.to_json())["ttfr_s"]
 
 
 def paired_series(regime: str, extra: float, rounds: int, python: str, phase: int) -> tuple[list, list]:
@@ -78,7 +78,7 @@ def paired_series(regime: str, extra: float, rounds: int, python: str, phase: in
     env_b = dict(os.environ, TTFR_SPIN_EXTRA=repr(extra))
     a, b = [], []
     for r in range(rounds):
-        order = ((0, env_a), (1, env_b)) if (r + phase) % 4 in (0, 3) else ((1, env_b), (0, env_a))
+        order = ((0, env_a), (1, env_b)) if ab.a_first(r, phase) else ((1, env_b), (0, env_a))
         got = {}
         for side, env in order:
             got[side] = _value(run_worker(_job(workload, size, mode), env, 60.0, python=python), mode)
@@ -122,7 +122,7 @@ def _aa_summary(judged: list[dict]) -> dict:
         "comparisons": len(judged), "false_alarms": int(alarms), "false_alarm_rate": alarms / len(judged),
         "false_alarm": rate(alarms, len(judged)), "significant_either_way": rate(significant, len(judged)),
         "noise_floor_p95": floor,
-        "median_ci_half_width": statistics.median(math.expm1(math.log(j["ci"][1] / j["ci"][0]) / 2) for j in judged),
+        "median_ci_half_width": statistics.median(math.expm1(comparison.log_half_width(j["ci"])) for j in judged),
         "median_smallest_detectable": statistics.median(detectable) if detectable else None,
     }  # fmt: skip
 

@@ -47,18 +47,24 @@ class SuiteOutcome:
         return EXIT_CASE_FAILED if self.suite["summary"]["n_failed"] else EXIT_OK
 
 
-def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None) -> ResultDir:
-    """Create the result directory with its plan and manifest, before anything runs."""
+def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
+          session_id: str | None = None, arm: dict | None = None) -> ResultDir:  # fmt: skip
+    """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
+    names each arm's directory, shares one session id between them and records the arm."""
     now = dt.datetime.now(dt.timezone.utc)
     spec_json = spec.to_json()
-    result_dir = ResultDir.create(out_parent, snapshot_id(now, spec_json, spec.deterministic))
-    write_json(result_dir.plan, {
+    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
+    plan = {
         "spec": spec_json,
         "created_at": now.isoformat(timespec="seconds"),
         "ttfr_version": ttfr.__version__,
         "datasets": write_datasets(spec, result_dir),
-    })  # fmt: skip
-    write_json(result_dir.manifest, manifest.collect(command_line, spec.python, spec.policies), "ttfr.manifest.v1")
+    }
+    info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
+    if arm is not None:
+        plan["arm"] = info["arm"] = arm
+    write_json(result_dir.plan, plan)
+    write_json(result_dir.manifest, info, "ttfr.manifest.v1")
     return result_dir
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ttfr import comparison
 from ttfr.report.markdown import fmt_seconds
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "equivalent": "⚪", "inconclusive": "🟡", "not_compared": "⚫"}
@@ -13,7 +14,7 @@ def _pct(value) -> str:
 
 def row(record: dict) -> list[str]:
     effect = record.get("effect") or {}
-    base = record["verdict"].replace(" (weak)", "")
+    base = comparison.base_verdict(record)
     ci = effect.get("ci")
     a, b = record.get("a") or {}, record.get("b") or {}
     return [

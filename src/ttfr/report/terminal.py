@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ttfr import catalog
+from ttfr import catalog, comparison
 from ttfr.analysis import headline
 from ttfr.plan import Task
 from ttfr.report.markdown import fmt_seconds
@@ -188,7 +188,7 @@ def print_comparison(console: Console, document: dict) -> None:
         table.add_column(column, overflow="fold")
     for record in document["comparisons"]:
         cells = row(record)
-        style = _VERDICT_STYLE.get(record["verdict"].replace(" (weak)", ""), "")
+        style = _VERDICT_STYLE.get(comparison.base_verdict(record), "")
         cells[7] = f"[{style}]{record['verdict']}[/]" if style else record["verdict"]
         table.add_row(*[c.strip("`") for c in cells[:7]], cells[7], cells[8])
     console.print(table)
@@ -197,7 +197,8 @@ def print_comparison(console: Console, document: dict) -> None:
         console.print(f"[yellow]noisy machine: {'; '.join(noise['why'])}[/]")
 
 
-def _rate(entry: dict) -> str:
+def format_rate(entry: dict) -> str:
+    """A selftest rate: value (count/total; 95% CI low-high)."""
     low, high = entry["ci95"]
     return f"{entry['rate']:.1%} ({entry['count']}/{entry['total']}; 95% CI {low:.1%}-{high:.1%})"
 
@@ -210,14 +211,14 @@ def print_selftest(console: Console, result: dict) -> None:
         detectable = aa.get("median_smallest_detectable")
         table.add_row(
             f"A/A {regime}",
-            f"gate false alarms {_rate(aa['false_alarm'])}\n"
-            f"significant either way {_rate(aa['significant_either_way'])}\n"
+            f"gate false alarms {format_rate(aa['false_alarm'])}\n"
+            f"significant either way {format_rate(aa['significant_either_way'])}\n"
             f"noise floor (p95 |B/A-1|) {aa['noise_floor_p95']:.1%}"
             + (f"; smallest detectable effect ≈ {detectable:.1%}" if detectable is not None else ""),
         )
     for level in result["injected"]:
         table.add_row(
             f"+{level['nominal']:.0%} warm (measured {level['measured_ratio'] - 1:+.1%})",
-            f"detected {_rate(level['detected'])}\nCI covers the measured effect {_rate(level['coverage'])}",
+            f"detected {format_rate(level['detected'])}\nCI covers the measured effect {format_rate(level['coverage'])}",
         )
     console.print(table)
