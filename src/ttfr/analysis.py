@@ -30,10 +30,10 @@ SYNC_POLICIES = {
     "torch_cpu": "synchronous: CPU tensors are complete when the op returns",
     "torch_gpu": "torch.cuda.synchronize() after every call, inside the timed region",
     "pyhf_numpy": "synchronous: pyhf's NumPy backend returns finished arrays",
-    "pyhf_jax": "jax.block_until_ready on every result, inside the timed region",
-    "pyhf_pytorch": "synchronous: CPU tensors are complete when the op returns",
     "nextstat": "synchronous: NextStat's Rust core returns finished Python floats/lists",
 }
+SYNC_POLICIES["pyhf_jax"] = SYNC_POLICIES["jax"]
+SYNC_POLICIES["pyhf_pytorch"] = SYNC_POLICIES["torch_cpu"]
 
 
 def sync_policy(backend: catalog.Backend) -> str:
@@ -363,8 +363,7 @@ def headline(case_result: dict) -> dict:
     """The few numbers a suite index and a summary table show (None when not measured)."""
 
     def median(policy, metric):
-        summary = (case_result["policies"].get(policy) or {}).get("summary") or {}
-        value = summary.get(metric)
+        value = policy_metric(case_result, policy, metric)
         return value["median"] if value else None
 
     return {
@@ -395,8 +394,8 @@ def break_even(case_results: list[dict]) -> list[dict]:
         for cold_policy in (COLD_CACHE, WARM_CACHE):
             figures = []
             for result in members:
-                cold = ((result["policies"].get(cold_policy) or {}).get("summary") or {}).get("ttfr_s")
-                warm = ((result["policies"].get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
+                cold = policy_metric(result, cold_policy, "ttfr_s")
+                warm = policy_metric(result, WARM_PROCESS, "call_s")
                 if cold and warm:
                     figures.append((result["backend"], cold, warm))
             figures.sort(key=lambda f: (f[1]["median"], f[0]))
@@ -449,11 +448,16 @@ def suite_summary(case_results: list[dict], pending: list[str]) -> dict:
     }
 
 
-def _median_and_ci(summary: dict | None) -> tuple:
-    if not summary:
-        return None, None, None
-    ci = summary.get("median_ci") or {}
-    return summary["median"], ci.get("low"), ci.get("high")
+def policy_metric(case_result: dict, policy: str, metric: str) -> dict | None:
+    """One metric's summary (median, CI, ...) under one policy; None when not measured."""
+    return ((case_result["policies"].get(policy) or {}).get("summary") or {}).get(metric)
+
+
+def _with_ci(row: dict, stem: str, summary: dict | None) -> None:
+    """row[stem_s], row[stem_ci_low_s], row[stem_ci_high_s] from a metric summary (None if absent)."""
+    ci = (summary or {}).get("median_ci") or {}
+    row[f"{stem}_s"] = summary["median"] if summary else None
+    row[f"{stem}_ci_low_s"], row[f"{stem}_ci_high_s"] = ci.get("low"), ci.get("high")
 
 
 def scaling_rows(case_results: list[dict]) -> list[dict]:
@@ -462,11 +466,7 @@ def scaling_rows(case_results: list[dict]) -> list[dict]:
     for result in case_results:
         if result["workload"] not in catalog.HF_WORKLOADS or result["status"] == "failed":
             continue
-        policies = result["policies"]
-        cold = ((policies.get(COLD_CACHE) or {}).get("summary") or {}).get("ttfr_s")
-        warm_cache = ((policies.get(WARM_CACHE) or {}).get("summary") or {}).get("ttfr_s")
-        warm = ((policies.get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
-        first_call = ((policies.get(COLD_CACHE) or {}).get("summary") or {}).get("first_call_s")
+        first_call = policy_metric(result, COLD_CACHE, "first_call_s")
         check = result.get("correctness") or {}
         fd = check.get("fd") or {}
         parity = check.get("parity") or {}
@@ -476,10 +476,12 @@ def scaling_rows(case_results: list[dict]) -> list[dict]:
             "engine": result["backend"],
             "parameters": result["size"],
             "status": result["status"],
-            "ttfr_cold_cache_s": _median_and_ci(cold),
-            "ttfr_warm_cache_s": _median_and_ci(warm_cache),
-            "warm_call_s": _median_and_ci(warm),
-            "first_call_cold_s": _median_and_ci(first_call)[0],
+        }
+        _with_ci(row, "ttfr_cold_cache", policy_metric(result, COLD_CACHE, "ttfr_s"))
+        _with_ci(row, "ttfr_warm_cache", policy_metric(result, WARM_CACHE, "ttfr_s"))
+        _with_ci(row, "warm_call", policy_metric(result, WARM_PROCESS, "call_s"))
+        row |= {
+            "first_call_cold_s": first_call["median"] if first_call else None,
             "nll_parity_rel": (parity.get("nll") or {}).get("rel_diff"),
             "q0_parity_abs": (parity.get("q0") or {}).get("abs_diff"),
             "fd_max_abs_error": fd.get("max_abs_error"),
@@ -489,10 +491,5 @@ def scaling_rows(case_results: list[dict]) -> list[dict]:
             "train_loss_first": (loop.get("losses") or [None])[0],
             "train_loss_last": (loop.get("losses") or [None])[-1],
         }
-        for key in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"):
-            median, low, high = row.pop(key)
-            row[key] = median
-            row[key.replace("_s", "_ci_low_s")] = low
-            row[key.replace("_s", "_ci_high_s")] = high
         rows.append(row)
     return sorted(rows, key=lambda r: (r["workload"], r["parameters"], r["engine"]))

@@ -206,8 +206,9 @@ def gpu_present() -> bool:
 
 def availability(backend: Backend, workload: str | None = None) -> str | None:
     """None when the backend can be tried here, else the `warn` reason."""
-    if workload is not None and unsupported_reason(backend, workload):
-        return f"unsupported: {unsupported_reason(backend, workload)}"
+    why = unsupported_reason(backend, workload) if workload is not None else None
+    if why:
+        return f"unsupported: {why}"
     for package in backend.requires:
         if importlib.util.find_spec(package) is None:
             return f"missing_dependency: {package}"

@@ -229,7 +229,6 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
         ]
     reference = []
     for metric, workload, n, value, unit in SEED_REFERENCE:
-        ours = [r for r in rows if r["workload"] == workload and r["parameters"] == n]
         if unit == "abs":  # every NLL-gradient case records its FD error, not only hf_fd_check
             checked = {r["engine"]: r for r in rows if r["parameters"] == n and r["fd_max_abs_error"] is not None
                        and r["workload"] in ("hf_fd_check", "hf_nll_grad")}  # fmt: skip
@@ -237,6 +236,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
             best = ", ".join(f"`{e}` {_sci(r['fd_max_abs_error'])}" for e, r in sorted(checked.items()))
         else:
             key = "train_step_s" if workload == "hf_train_loop" else "warm_call_s"
+            ours = [r for r in rows if r["workload"] == workload and r["parameters"] == n]
             shown = fmt_seconds(value)
             best = ", ".join(f"`{r['engine']}` {fmt_seconds(r[key])}" for r in sorted(ours, key=lambda r: r[key] or 1e9))
         reference.append([metric, f"{n}p", shown, best or "not measured in this run"])
