@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from ttfr import analysis, runner
-
+from ttfr.analyse import analysis
+from ttfr.measure import spawn as runner
 
 runner.ensure_worker_bytecode()  # as `ttfr run` does before its first run
 

@@ -68,8 +68,8 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     import nextstat
     import pyhf
 
-    from ttfr.workloads.histfactory import common, dense, native, nextstat_engine, pyhf_engine
-    from ttfr.workloads.histfactory import workspace as hf_workspace
+    from ttfr.child.workloads.histfactory import common, dense, native, nextstat_engine, pyhf_engine
+    from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
     spec = hf_workspace.preset(name, seed)
     signal = hf_workspace.find_signal(spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ttfr.runner import RunResult
+from ttfr.measure.spawn import RunResult
 
 # The NextStat contracts are AGPL: read from beside the checkout (or $TTFR_NEXTSTAT_SCHEMAS), never copied in.
 SHARED_SCHEMAS = Path(

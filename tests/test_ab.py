@@ -8,12 +8,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
-from ttfr import ab, artifacts, compare, diagnostics, selftest
+
+from ttfr.analyse import diagnostics
+from ttfr.artifacts import store as artifacts
+from ttfr.artifacts.result_dir import validate_dir
+from ttfr.commands import ab, compare, selftest
 from ttfr.errors import UsageError
-from ttfr.plan import PRIME, build_plan
-from ttfr.spec import build_spec
+from ttfr.measure.plan import PRIME, build_plan
+from ttfr.measure.spec import build_spec
 
 
 class SlowerB:
@@ -76,7 +79,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
     assert verdicts == {"regression": 4}
     assert outcome.exit_code == compare.EXIT_REGRESSION
     root = outcome.root
-    assert artifacts.validate_dir(root / "A") == [] and artifacts.validate_dir(root / "B") == []
+    assert validate_dir(root / "A") == [] and validate_dir(root / "B") == []
     assert artifacts.schema_errors(json.loads((root / "comparison.json").read_text()), "ttfr.comparison.v1") == []
     assert "gate **FAIL**" in (root / "comparison.md").read_text()
     manifests = [json.loads((root / arm / "manifest.json").read_text()) for arm in "AB"]
@@ -118,13 +121,14 @@ def test_bad_arms_are_usage_errors(tmp_path):
 
 def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
     from fakes import FakeExecutor
-    from ttfr import suite
+
+    from ttfr.commands import run as suite_run
 
     dirs = []
     for name in ("one", "two"):
         spec = build_spec(backends="numpy", workloads="matmul", sizes="64", cold_runs=6, warm_procs=6)
-        result_dir = suite.start(spec, tmp_path / name, ["ttfr", "run"])
-        dirs.append(suite.execute(result_dir, spec, FakeExecutor()).result_dir.root)
+        result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
+        dirs.append(suite_run.execute(result_dir, spec, FakeExecutor()).result_dir.root)
     with pytest.raises(UsageError, match="two separate sessions"):
         compare.compare_dirs(dirs[0], dirs[1], tmp_path, cross_session=False, correction="holm", fail_on="regression")
     assert not list(tmp_path.glob("compare-*"))  # refused before anything is written

@@ -1,15 +1,15 @@
 import math
 
 import pytest
-
 from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
-from ttfr import analysis
-from ttfr.catalog import parse_case_id
-from ttfr.journal import Journal
-from ttfr.plan import build_plan
-from ttfr.scheduler import Scheduler
-from ttfr.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
+
+from ttfr.analyse import analysis
+from ttfr.measure.catalog import parse_case_id
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import build_plan
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
 
 
 def measure(tmp_path, executor=None, **kwargs):

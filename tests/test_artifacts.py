@@ -1,11 +1,13 @@
 import json
 
 import pytest
-
 from fakes import FakeExecutor
-from ttfr import artifacts, suite
-from ttfr.artifacts import ArtifactError, ResultDir
-from ttfr.spec import build_spec
+
+from ttfr.artifacts import store as artifacts
+from ttfr.artifacts.result_dir import ResultDir, snapshot_id, validate_dir
+from ttfr.artifacts.store import ArtifactError
+from ttfr.commands import run as suite_run
+from ttfr.measure.spec import build_spec
 
 
 def spec(**kwargs):
@@ -19,14 +21,14 @@ def spec(**kwargs):
 
 def run_fake(tmp_path, executor=None, **kwargs):
     the_spec = spec(**kwargs)
-    result_dir = suite.start(the_spec, tmp_path / "out", ["ttfr", "run"])
-    return suite.execute(result_dir, the_spec, executor or FakeExecutor())
+    result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
+    return suite_run.execute(result_dir, the_spec, executor or FakeExecutor())
 
 
 def test_a_complete_run_writes_valid_artifacts(tmp_path):
     outcome = run_fake(tmp_path)
     root = outcome.result_dir.root
-    assert artifacts.validate_dir(root) == []
+    assert validate_dir(root) == []
     index = json.loads((root / "suite.json").read_text())
     assert index["state"] == "complete" and index["pending"] == []
     statuses = {c["case"]: c["status"] for c in index["cases"]}
@@ -41,14 +43,14 @@ def test_interrupted_run_leaves_valid_artifacts_for_finished_cases(tmp_path):
     outcome = run_fake(tmp_path, FakeExecutor(interrupt_at=9))
     root = outcome.result_dir.root
     assert outcome.interrupted and outcome.exit_code == 130
-    assert artifacts.validate_dir(root) == []
+    assert validate_dir(root) == []
     index = json.loads((root / "suite.json").read_text())
     assert index["state"] == "incomplete" and index["pending"]
     written = {c["case"] for c in index["cases"]}
     assert not written & set(index["pending"])
-    result_dir, the_spec = suite.reopen(root)
-    finished = suite.execute(result_dir, the_spec, FakeExecutor())
-    assert finished.suite["state"] == "complete" and artifacts.validate_dir(root) == []
+    result_dir, the_spec = suite_run.reopen(root)
+    finished = suite_run.execute(result_dir, the_spec, FakeExecutor())
+    assert finished.suite["state"] == "complete" and validate_dir(root) == []
     journal_keys = [json.loads(line)["task"] for line in (root / "journal.jsonl").read_text().splitlines()]
     assert len(journal_keys) == len(set(journal_keys))
 
@@ -71,7 +73,7 @@ def test_tampered_or_stray_files_are_reported(tmp_path):
     data["status"] = "ok!"
     case_file.write_text(json.dumps(data))
     (root / "cases" / "extra.json").write_text("{}")
-    problems = artifacts.validate_dir(root)
+    problems = validate_dir(root)
     assert any("sha256 does not match" in p for p in problems)
     assert any("'ok!' is not one of" in p for p in problems)
     assert any("extra.json: not listed" in p for p in problems)
@@ -104,6 +106,6 @@ def test_deterministic_snapshot_ids_depend_on_the_spec_only():
     import datetime as dt
 
     now = dt.datetime(2026, 1, 2, 3, 4, 5)
-    a = artifacts.snapshot_id(now, {"x": 1}, True)
-    assert a == artifacts.snapshot_id(now, {"x": 1}, True) != artifacts.snapshot_id(now, {"x": 2}, True)
+    a = snapshot_id(now, {"x": 1}, True)
+    assert a == snapshot_id(now, {"x": 1}, True) != snapshot_id(now, {"x": 2}, True)
     assert a.startswith("20260102T030405Z-")

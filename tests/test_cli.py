@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-from ttfr import catalog, cli, manifest
+from ttfr.artifacts import manifest
+from ttfr.commands import cli
+from ttfr.measure import catalog
 
 
 def ttfr(*args, cwd=None, env=None):
@@ -59,7 +61,7 @@ def test_env_prints_a_valid_manifest_without_secrets(monkeypatch, capsys):
     data = json.loads(printed)
     assert "hunter2" not in printed
     assert data["environment"]["JAX_LOG_COMPILES"] == "1"
-    from ttfr import artifacts
+    from ttfr.artifacts import store as artifacts
 
     assert artifacts.schema_errors(data, "ttfr.manifest.v1") == []
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ttfr import comparison as C
+from ttfr.analyse import comparison_stats as C
 
 
 @pytest.mark.parametrize("n", [5, 8, 12, 20])

@@ -4,12 +4,12 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import have
-from ttfr import datasets
+
+from ttfr.child.workloads.histfactory import common, dense
+from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.errors import UsageError
-from ttfr.workloads.histfactory import common, dense
-from ttfr.workloads.histfactory import workspace as hf_workspace
+from ttfr.measure import datasets
 
 pyhf = pytest.importorskip("pyhf")
 SMALL = ("simple", "complex8p", "thu184p")
@@ -36,7 +36,7 @@ def test_every_preset_is_a_valid_workspace_with_its_parameter_count(name):
 
 
 def test_preset_sizes_match_the_catalogue():
-    from ttfr import catalog
+    from ttfr.measure import catalog
 
     assert {n: hf_workspace.PRESETS[n].n_parameters for n in hf_workspace.PRESETS} == catalog.HF_PRESET_SIZES
 
@@ -142,7 +142,7 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
 def test_native_q0_matches_pyhf_and_its_gradient_matches_finite_differences(name):
     import jax
 
-    from ttfr.workloads.histfactory import native
+    from ttfr.child.workloads.histfactory import native
 
     jax.config.update("jax_enable_x64", True)
     spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=1)
@@ -241,7 +241,7 @@ def test_user_workspace_errors_say_what_is_wrong(tmp_path):
 
 
 def test_user_workspace_size_becomes_the_histfactory_case_size(tmp_path):
-    from ttfr.spec import build_spec
+    from ttfr.measure.spec import build_spec
 
     path = tmp_path / "ws.json"
     path.write_text(json.dumps(WITH_EVERY_MODIFIER))
@@ -257,7 +257,7 @@ def test_training_loops_agree_across_frameworks():
     import jax
     import torch
 
-    from ttfr.workloads.histfactory import native, train
+    from ttfr.child.workloads.histfactory import native, train
 
     jax.config.update("jax_enable_x64", True)
     spec = hf_workspace.preset("complex8p", seed=3)

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import have
-from ttfr import artifacts
+
+from ttfr.artifacts.result_dir import validate_dir
 
 pytestmark = [
     pytest.mark.integration,
@@ -36,7 +36,7 @@ def cases(root):
 
 
 def test_every_engine_is_measured_or_warns_and_artifacts_are_valid(hf_suite):
-    assert artifacts.validate_dir(hf_suite) == []
+    assert validate_dir(hf_suite) == []
     suite, by_case = cases(hf_suite)
     assert suite["state"] == "complete" and suite["summary"]["n_failed"] == 0
     assert by_case["pyhf_numpy_hf_profiled_q0_8_f64"]["status"] == "warn"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import SHARED_SCHEMAS, have
-from ttfr import artifacts
+
+from ttfr.artifacts.result_dir import validate_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not have("jax"), reason="jax not installed")]
 
@@ -50,7 +50,7 @@ def load_cases(root):
 
 def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
     root, _ = small_suite
-    assert artifacts.validate_dir(root) == []
+    assert validate_dir(root) == []
     suite, cases = load_cases(root)
     assert suite["state"] == "complete"
     for case_id in ("numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32", "jax_jit_cpu_fused_chain_64_f32"):
@@ -68,7 +68,7 @@ def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
 def test_gpu_cases_degrade_to_warn_on_a_cpu_machine(small_suite):
     root, done = small_suite
     _, cases = load_cases(root)
-    from ttfr import catalog
+    from ttfr.measure import catalog
 
     if catalog.gpu_present():
         pytest.skip("this machine has a GPU")
@@ -191,7 +191,7 @@ def test_ctrl_c_leaves_valid_artifacts_and_resume_completes(tmp_path):
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
     root = journal.parent
-    assert artifacts.validate_dir(root) == []
+    assert validate_dir(root) == []
     suite = json.loads((root / "suite.json").read_text())
     assert suite["state"] == "incomplete" and suite["pending"]
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--resume", str(root)], capture_output=True, text=True)
@@ -200,4 +200,4 @@ def test_ctrl_c_leaves_valid_artifacts_and_resume_completes(tmp_path):
     assert suite["state"] == "complete" and suite["summary"]["n_ok"] == 3
     keys = [json.loads(line)["task"] for line in journal.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 3 * (3 + 3 + 2)
-    assert artifacts.validate_dir(root) == []
+    assert validate_dir(root) == []

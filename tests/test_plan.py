@@ -1,7 +1,7 @@
 from collections import Counter
 
-from ttfr.plan import CHECK, COLD, PRIME, WARM, build_plan
-from ttfr.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
+from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
+from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
 
 
 def always_available(_backend, _workload=None):

@@ -5,7 +5,7 @@ import signal
 import sys
 import time
 
-from ttfr import runner
+from ttfr.measure import spawn as runner
 
 
 def script(tmp_path, body):

@@ -1,14 +1,14 @@
 from dataclasses import replace
 
 import pytest
-
 from conftest import fake_result
 from fakes import FakeExecutor
-from ttfr import catalog
-from ttfr.journal import Journal
-from ttfr.plan import build_plan
-from ttfr.scheduler import Scheduler
-from ttfr.spec import build_spec
+
+from ttfr.measure import catalog
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import build_plan
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.spec import build_spec
 
 
 def make_plan(**kwargs):

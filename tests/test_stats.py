@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ttfr import stats
+from ttfr.analyse import stats
 
 
 def test_median_ci_for_ten_values_uses_ranks_2_and_9():

@@ -9,9 +9,9 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import have
-from ttfr import artifacts
+
+from ttfr.artifacts.result_dir import validate_dir
 
 pytestmark = [
     pytest.mark.integration,
@@ -38,7 +38,7 @@ def case(root, case_id):
 
 
 def test_torch_artifacts_are_valid_and_both_modes_agree_with_the_reference(torch_suite):
-    assert artifacts.validate_dir(torch_suite) == []
+    assert validate_dir(torch_suite) == []
     for case_id in ("torch_eager_cpu_mlp_train_step_8_f32", "torch_compile_cpu_mlp_train_step_8_f32"):
         result = case(torch_suite, case_id)
         assert result["status"] == "ok", result["reason"]

@@ -5,10 +5,11 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import have
-from ttfr import runner, worker
-from ttfr.workloads import matmul, mlp_train_step
+
+from ttfr.child import worker
+from ttfr.child.workloads import matmul, mlp_train_step
+from ttfr.measure import spawn as runner
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +140,7 @@ def test_numpy_train_step_gradient_matches_finite_differences():
 
 @pytest.mark.skipif(not (have("nextstat") and have("pyhf")), reason="needs nextstat and pyhf")
 def test_a_failure_inside_the_check_is_an_error_record_not_a_crash(tmp_path):
-    from ttfr import datasets
+    from ttfr.measure import datasets
 
     workspace = datasets.resolve(8, 0, None)
     spec_path, point_path = datasets.write(workspace, tmp_path, 0)

@@ -1,3 +1,3 @@
-from ttfr.cli import main
+from ttfr.commands.cli import main
 
 raise SystemExit(main())

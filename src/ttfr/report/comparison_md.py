@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ttfr import comparison
+from ttfr.analyse import comparison_stats as comparison
 from ttfr.report.markdown import fmt_seconds
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "equivalent": "⚪", "inconclusive": "🟡", "not_compared": "⚫"}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ttfr.artifacts import ResultDir, read_json, write_bytes_atomic
+from ttfr.artifacts.result_dir import ResultDir
+from ttfr.artifacts.store import read_json, write_bytes_atomic
+from ttfr.measure.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.report.reference import SEED_REFERENCE, SEED_SOURCE
-from ttfr.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 
 DASH = "—"
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")

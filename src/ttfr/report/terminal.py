@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ttfr import catalog, comparison
-from ttfr.analysis import headline
-from ttfr.plan import Task
+from ttfr.analyse import comparison_stats as comparison
+from ttfr.analyse.analysis import headline
+from ttfr.measure import catalog
+from ttfr.measure.plan import Task
+from ttfr.measure.spec import WARM_CACHE
 from ttfr.report.markdown import fmt_seconds
-from ttfr.spec import WARM_CACHE
 
 # Prior guesses (seconds per run) until a run of the same kind has been observed.
 _PRIOR_S = {"python": 0.1, "numpy": 0.6, "jax": 3.0, "torch": 4.0, "torch_compile_cold": 25.0, "torch_compile": 8.0}

@@ -1,0 +1,1 @@
+"""Artifacts: schema-validated files, result directories, the manifest and exports."""

@@ -1,0 +1,167 @@
+"""Export a result directory to the NextStat ML-suite contracts
+(`nextstat.ml_benchmark_result.v1` per case, `nextstat.ml_benchmark_suite_result.v1`).
+
+Where the contract cannot say "no figure", ttfr never writes a 0.0 in its place:
+- a cold run enters `timing.cold.runs` only when it has all four figures (import, first
+  call, second call, total); failed runs are counted in the case's `reason` instead;
+- a summary (`import_s`, `ttfr_s`, ...) is written only when there are figures;
+- the suite index lists only cases with both a cold TTFR and a warm call median (the
+  contract requires both numbers); every case still gets its own file and is counted.
+One NextStat case carries one cache policy: the cold figures come from
+`cold-process/cold-cache` (or the policy given), the warm ones from `warm-process`; the
+warm distribution is every sample of every warm process, as NextStat's `calls_s` expects
+(ttfr's own headline is the median of per-process medians).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ttfr.artifacts.result_dir import ResultDir
+from ttfr.artifacts.store import read_json, write_json
+from ttfr.child.workloads import dataset_sha256
+from ttfr.errors import UsageError
+from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+
+RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
+SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
+SUITE_FILE = "suite_result.json"
+EXPORT_POLICIES = (COLD_CACHE, WARM_CACHE)  # which cold policy a NextStat case carries
+_COLD_FIELDS = {"import_s": "import_s", "first_call_s": "first_call_s", "second_call_s": "second_call_s", "total_s": "process_s"}
+
+
+def _min_median_p95(values) -> dict | None:
+    if not values:
+        return None
+    x = np.asarray(values, dtype=float)
+    return {"min": float(x.min()), "median": float(np.median(x)), "p95": float(np.percentile(x, 95))}
+
+
+def _cold_timing(case: dict, policy: str) -> dict:
+    runs = (case["policies"].get(policy) or {}).get("runs", [])
+    complete = [r for r in runs if r["outcome"] == "ok" and all(r["metrics"][m] is not None for m in _COLD_FIELDS.values())]
+    if case["status"] == "failed":
+        complete = []
+    cold = {
+        "n_runs": len(complete),
+        "runs": [
+            {**{name: r["metrics"][metric] for name, metric in _COLD_FIELDS.items()}, "status": "ok", "reason": ""}
+            for r in complete
+        ],
+    }
+    for name, metric in (
+        ("import_s", "import_s"),
+        ("first_call_s", "first_call_s"),
+        ("ttfr_s", "ttfr_s"),
+        ("total_s", "process_s"),
+    ):
+        summary = _min_median_p95([r["metrics"][metric] for r in complete])
+        if summary:
+            cold[name] = summary
+    return cold
+
+
+def _warm_timing(case: dict) -> dict:
+    block = case["policies"].get(WARM_PROCESS)
+    if not block or case["status"] == "failed":
+        reason = "warm-process not measured" if not block else case["reason"]
+        return {"n_iters": 0, "calls_s": [], "status": "failed" if block else "warn", "reason": reason}
+    samples = [s for p in block["procs"] if p["outcome"] == "ok" for s in p["samples_s"]]
+    warm = {"n_iters": len(samples), "calls_s": samples, "status": "ok" if samples else "failed", "reason": ""}
+    summary = _min_median_p95(samples)
+    if summary:
+        warm["call_s"] = summary
+    return warm
+
+
+def _meta(manifest: dict, case: dict) -> dict:
+    runtimes = manifest["runtimes"]
+    versions = case.get("versions") or {}
+    return {
+        "python": manifest["python"]["version"],
+        "platform": manifest["os"]["platform"],
+        "numpy_version": runtimes.get("numpy") or "not installed",
+        "jax_version": versions.get("jax") or runtimes.get("jax") or "not installed",
+    }
+
+
+def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
+    dataset = dict(case["dataset"])
+    if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
+        dataset["sha256"] = dataset_sha256(case["workload"], case["size"], case["dtype"], case["config"]["seed"])
+    cold = _cold_timing(case, cold_policy)
+    reason = case["reason"]
+    failed_runs = [r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"]
+    if failed_runs and case["status"] != "failed":
+        reason = (reason + "; " if reason else "") + f"{len(failed_runs)} cold run(s) failed and are not listed"
+    device = case.get("device")
+    return {
+        "schema_version": RESULT_SCHEMA,
+        "suite": "ml",
+        "case": case["case"],
+        "deterministic": deterministic,
+        "status": case["status"],
+        "reason": reason,
+        "meta": _meta(manifest, case),
+        "dataset": dataset,
+        "config": {
+            "backend": case["backend"],
+            "workload": case["workload"],
+            "n": case["size"],
+            "dtype": case["dtype"],
+            "cold_runs": cold["n_runs"],
+            "warm_iters": sum(len(p.get("samples_s", [])) for p in (case["policies"].get(WARM_PROCESS) or {}).get("procs", [])),
+            "cache_policy": cold_policy,
+        },
+        "device": {k: device[k] for k in ("platform", "kind", "count")} if device else None,
+        "timing": {"cold": cold, "warm": _warm_timing(case)},
+    }
+
+
+def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
+    if cold_policy not in EXPORT_POLICIES:
+        raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
+    result_dir = ResultDir(source)
+    if not result_dir.suite.is_file():
+        raise UsageError(f"{source} has no suite.json: not a finished ttfr result directory")
+    suite = read_json(result_dir.suite)
+    manifest = read_json(result_dir.manifest)
+    dest = Path(dest)
+    written, refs = [], []
+    counts = {"ok": 0, "warn": 0, "failed": 0}
+    worst = None
+    for ref in suite["cases"]:
+        case = read_json(result_dir.root / ref["path"])
+        record = case_record(case, manifest, suite["deterministic"], cold_policy)
+        path = dest / f"{case['case']}.json"
+        digest = write_json(path, record)
+        written.append(path)
+        counts[record["status"]] += 1
+        ttfr = record["timing"]["cold"].get("ttfr_s")
+        call = record["timing"]["warm"].get("call_s")
+        if ttfr and call:
+            refs.append({
+                "case": case["case"], "path": path.name, "sha256": digest, "status": record["status"],
+                "cold_ttfr_median_s": ttfr["median"], "warm_call_median_s": call["median"],
+            })  # fmt: skip
+            if worst is None or ttfr["median"] > worst[1]:
+                worst = (case["case"], ttfr["median"])
+    index = {
+        "schema_version": SUITE_SCHEMA,
+        "suite": "ml",
+        "deterministic": suite["deterministic"],
+        "meta": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
+        "cases": refs,
+        "summary": {
+            "n_cases": len(suite["cases"]),
+            "n_ok": counts["ok"],
+            "n_warn": counts["warn"],
+            "n_failed": counts["failed"],
+            "worst_case": worst[0] if worst else "none",
+        },
+    }
+    written.append(dest / SUITE_FILE)
+    write_json(dest / SUITE_FILE, index)
+    return written

@@ -1,0 +1,143 @@
+"""The environment manifest (`ttfr.manifest.v1`): what a reader needs to judge a number.
+
+Runtime versions come from package metadata (nothing is imported); each case result also
+carries the versions its worker actually imported. Environment variables are recorded
+from an allow-list of prefixes only, and never when the name looks like a secret.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import ttfr
+from ttfr.analyse.analysis import sync_policy
+from ttfr.child import hostinfo
+from ttfr.measure import cache, catalog
+from ttfr.measure.workerenv import toolkit_ptxas
+
+MANIFEST_SCHEMA = "ttfr.manifest.v1"
+ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "KEY")
+RUNTIME_PACKAGES = ("numpy", "scipy", "jax", "jaxlib", "torch", "jsonschema", "rich", "pyhf", "nextstat")
+
+
+def allowed_environment(environ=None) -> dict:
+    environ = os.environ if environ is None else environ
+    return {
+        name: value
+        for name, value in sorted(environ.items())
+        if name.startswith(ENV_PREFIXES) and not any(word in name.upper() for word in _SECRET_WORDS)
+    }
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _run(argv, timeout=10.0) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _git(source: Path) -> dict:
+    commit = _run(["git", "-C", str(source), "rev-parse", "HEAD"])
+    if not commit:
+        return {"commit": None, "dirty": None}
+    status = _run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"])
+    return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
+
+
+def ptxas_info(environ=None) -> dict | None:
+    """Which ptxas a GPU compile would use, preferring a CUDA toolkit's (as the seed did)."""
+    environ = os.environ if environ is None else environ
+    path, source = toolkit_ptxas(environ), "cuda_toolkit"
+    if path is None:
+        found = shutil.which("ptxas", path=environ.get("PATH"))
+        path, source = (Path(found), "PATH") if found else (None, None)
+    if path is None:
+        return None
+    text = _run([str(path), "--version"]) or ""
+    match = re.search(r"release ([\d.]+), V([\d.]+)", text)
+    return {"path": str(path), "source": source, "version": match.group(2) if match else None}
+
+
+def gpu_info() -> dict:
+    info = {"present": catalog.gpu_present(), "devices": [], "driver_version": None, "cuda_version": None}
+    if shutil.which("nvidia-smi"):
+        listing = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+        for line in (listing or "").strip().splitlines():
+            name, driver, memory = (part.strip() for part in line.split(","))
+            info["devices"].append({"name": name, "memory": memory})
+            info["driver_version"] = driver
+        header = _run(["nvidia-smi"]) or ""
+        match = re.search(r"CUDA Version:\s*([\d.]+)", header)
+        info["cuda_version"] = match.group(1) if match else None
+    info["ptxas"] = ptxas_info()
+    return info
+
+
+def machine_id() -> str | None:
+    """A stable, anonymous id of this machine (hash of /etc/machine-id, else of the host name)."""
+    import hashlib
+
+    try:
+        raw = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        raw = platform.node()
+    return hashlib.sha256(f"ttfr:{raw}".encode()).hexdigest()[:16] if raw else None
+
+
+def collect(command_line: list[str] | None = None, worker_python: str | None = None, policies=(),
+            session_id: str | None = None) -> dict:  # fmt: skip
+    source = Path(ttfr.__file__).resolve().parent
+    uname = platform.uname()
+    return {
+        "schema": MANIFEST_SCHEMA,
+        # Runs measured interleaved (both arms of `ttfr ab`) share a session; others never do.
+        "session_id": session_id or os.urandom(8).hex(),
+        "machine_id": machine_id(),
+        "ttfr": {"version": ttfr.__version__, "git": _git(source)},
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+            "worker_executable": worker_python or sys.executable,
+        },
+        "os": {
+            "platform": platform.platform(),
+            "system": uname.system,
+            "release": uname.release,
+            "machine": uname.machine,
+            "libc": " ".join(platform.libc_ver()).strip() or None,
+        },
+        "cpu": {
+            "model": hostinfo.cpu_model(),
+            "logical_cores": os.cpu_count(),
+            "usable_cores": hostinfo.usable_cpus(),
+        },
+        "memory": {"total_bytes": hostinfo.memory_total_bytes()},
+        "gpu": gpu_info(),
+        "runtimes": {name: _package_version(name) for name in RUNTIME_PACKAGES},
+        "command_line": list(command_line or sys.argv),
+        "policies": {
+            "cache": list(policies),
+            "cache_dirs": {var: f"<result>/.work/cache/<case>/{sub}" for var, sub in cache.CACHE_SUBDIRS.items()},
+            "cache_settings": dict(cache.JAX_CACHE_SETTINGS),
+            "sync": {name: sync_policy(backend) for name, backend in catalog.BACKENDS.items()},
+        },
+        "environment": allowed_environment(),
+        "limitations": list(cache.LIMITATIONS),
+    }

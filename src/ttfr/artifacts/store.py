@@ -1,0 +1,99 @@
+"""Artifact files: schemas, schema-validated atomic writes, hashes, reading.
+
+Every JSON write is validated against its schema first, then written to a temporary file,
+fsynced and renamed, so a reader never sees a half-written or invalid artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+
+SCHEMA_FILES = {
+    "ttfr.case_result.v1": "case_result.v1.schema.json",
+    "ttfr.suite_result.v1": "suite_result.v1.schema.json",
+    "ttfr.manifest.v1": "manifest.v1.schema.json",
+    "ttfr.comparison.v1": "comparison.v1.schema.json",
+    "ttfr.selftest.v1": "selftest.v1.schema.json",
+}
+SUITE_SCHEMA = "ttfr.suite_result.v1"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+class ArtifactError(Exception):
+    """An artifact does not match its schema or its recorded hash."""
+
+
+def load_schema(name: str) -> dict:
+    if name not in SCHEMA_FILES:
+        raise ArtifactError(f"unknown schema {name!r}; known: {', '.join(sorted(SCHEMA_FILES))}")
+    text = resources.files("ttfr.artifacts").joinpath("schemas", SCHEMA_FILES[name]).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def schema_errors(data: dict, name: str) -> list[str]:
+    validator = jsonschema.Draft202012Validator(load_schema(name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
+
+
+def validate(data: dict, name: str) -> None:
+    errors = schema_errors(data, name)
+    if errors:
+        shown = "; ".join(errors[:5]) + (f" (+{len(errors) - 5} more)" if len(errors) > 5 else "")
+        raise ArtifactError(f"{name} validation failed: {shown}")
+
+
+def dumps(data: dict) -> bytes:
+    """Canonical JSON: sorted keys, fixed indentation, no NaN (byte-stable across runs)."""
+    return (json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+
+
+def write_bytes_atomic(path: Path, payload: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; artifacts are ordinary files
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_json(path: Path, data: dict, schema: str | None = None) -> str:
+    """Validate (when a schema is named), write atomically, return the file's sha256."""
+    if schema:
+        validate(data, schema)
+    payload = dumps(data)
+    write_bytes_atomic(path, payload)
+    return hashlib.sha256(payload).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_json(path: Path) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)

@@ -1,0 +1,48 @@
+"""Runtime adapters used inside the worker process (one module per runtime).
+
+Every module here imports only the standard library at module level: the runtime itself
+is imported inside `Runtime.import_stack`, which the worker times as `import_s`.
+"""
+
+
+class Unavailable(Exception):
+    """The backend cannot run here (missing dependency, no GPU): a `warn`, not a failure."""
+
+
+class EngineRuntime:
+    """Shared by adapters whose workloads build a whole engine object in setup (pyhf,
+    NextStat): `put` keeps it, the first call asks the workload for the timed call."""
+
+    framework = ""
+
+    def __init__(self, job):
+        self.job = job
+        self.sync = None
+        self.call = None
+        self.args = ()
+        self.engine = None
+
+    def device_info(self):
+        from ttfr.child import hostinfo
+
+        return {"platform": "cpu", "kind": hostinfo.cpu_model() or "unknown", "count": 1}
+
+    def put(self, engine):
+        self.engine = engine
+        return engine
+
+    def first_call(self, workload, engine):
+        self.call, self.args = workload.engine_build(self, engine)
+        output = self.call(*self.args)
+        if self.sync is not None:
+            self.sync(output)
+        return output, {}
+
+    def to_host(self, output):
+        return self.engine.to_host(output)
+
+    def cache_counters(self):
+        return None
+
+    def memory(self):
+        return {}

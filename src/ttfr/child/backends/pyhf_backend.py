@@ -1,0 +1,46 @@
+"""pyhf 0.7 with its NumPy, JAX or PyTorch tensor backend (job word `variant`).
+
+`pyhf.set_backend` belongs to the timed import phase (it initialises the backend); the
+workspace and model are built in the timed setup by the workload's engine.
+"""
+
+from ttfr.child.backends import EngineRuntime
+from ttfr.child.backends.jax_events import EventCounter
+
+
+class Runtime(EngineRuntime):
+    framework = "pyhf"
+
+    def __init__(self, job):
+        super().__init__(job)
+        self.variant = job["variant"]
+        self.events = EventCounter() if self.variant == "jax" else None
+
+    def import_stack(self):
+        import pyhf
+
+        if self.variant == "jax":
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            self.events.register(jax)
+            self.sync = jax.block_until_ready
+        from ttfr.child.workloads.histfactory.pyhf_engine import set_backend
+
+        set_backend(pyhf, self.variant)
+        self.pyhf = pyhf
+
+    def cache_counters(self):
+        return self.events.snapshot() if self.events else None
+
+    def versions(self):
+        info = {"pyhf": self.pyhf.__version__}
+        if self.variant == "jax":
+            import jax
+
+            info["jax"] = jax.__version__
+        elif self.variant == "pytorch":
+            import torch
+
+            info["torch"] = torch.__version__
+        return info

@@ -1,0 +1,132 @@
+"""PyTorch backend: eager or `torch.compile`, on CPU or CUDA.
+
+For `torch.compile` the first call is split with `torch._dynamo.utils.compile_times`
+(an internal API, so every figure is derived defensively and the raw table is kept):
+dynamo = compile_inner - call_user_compiler; inductor = compile_fx_inner (forward and the
+lazily compiled backward) + AOTAutogradCache.inductor_load (a cache hit's load);
+AOTAutograd = the rest of call_user_compiler; first execution = what remains of the
+first call once wrapping, dynamo and the lazy backward are taken out.
+"""
+
+import time
+
+from ttfr.child import hostinfo
+from ttfr.child.backends import Unavailable
+
+
+def _split_compile_times(table, first_call_s, wrap_s):
+    if "_compile.compile_inner" not in table:
+        return {}
+    dynamo_total = table["_compile.compile_inner"]
+    user_compiler = table.get("OutputGraph.call_user_compiler", 0.0)
+    inductor_all = table.get("compile_fx_inner", 0.0)
+    backward_inductor = table.get("compile_fx.<locals>.bw_compiler", 0.0)
+    backward_total = table.get("backward._backward_impl", backward_inductor)
+    cache_load = table.get("AOTAutogradCache.inductor_load", 0.0)
+    forward_inductor = inductor_all - backward_inductor
+    split = {
+        "dynamo_s": max(0.0, dynamo_total - user_compiler),
+        "aot_autograd_s": max(0.0, user_compiler - forward_inductor - cache_load) + max(0.0, backward_total - backward_inductor),
+        "inductor_s": inductor_all + cache_load,
+        "first_execute_s": max(0.0, first_call_s - wrap_s - dynamo_total - backward_total),
+    }
+    if "backward._backward_impl" in table or "compile_fx.<locals>.bw_compiler" in table:
+        split["backward_compile_s"] = backward_total  # only when a backward graph was compiled
+    return split
+
+
+class Runtime:
+    framework = "torch"
+
+    def __init__(self, job):
+        self.job = job
+        self.on_gpu = job["device"] == "gpu"
+        self.compiles = job.get("compile") == "1"
+        self.call = None
+        self.args = ()
+        self.sync = None
+        self.compile_table = None
+
+    def import_stack(self):
+        import torch
+
+        self.torch = torch
+        if self.on_gpu:
+            if not torch.cuda.is_available():
+                raise Unavailable("gpu_unavailable")
+            torch.cuda.init()
+            self.device = torch.device("cuda", 0)
+            self.sync = self._cuda_sync
+        else:
+            self.device = torch.device("cpu")
+        self.dtype = getattr(torch, self.job["dtype"])
+
+    def _cuda_sync(self, _output):
+        self.torch.cuda.synchronize()
+
+    def device_info(self):
+        if self.on_gpu:
+            cuda = self.torch.cuda
+            return {"platform": "gpu", "kind": cuda.get_device_name(0), "count": cuda.device_count()}
+        return {"platform": "cpu", "kind": hostinfo.cpu_model() or "unknown", "count": 1}
+
+    def put(self, host_inputs):
+        tensors = [self.torch.from_numpy(x).to(self.device) for x in host_inputs]
+        if self.sync:
+            self.sync(tensors)
+        return tensors
+
+    def first_call(self, workload, inputs):
+        clock = time.perf_counter_ns
+        wrap_ns = 0
+        torch = self.torch
+
+        def compile_fn(fn):
+            nonlocal wrap_ns
+            start = clock()
+            compiled = torch.compile(fn)
+            wrap_ns += clock() - start
+            return compiled
+
+        t0 = clock()
+        call, args = workload.torch_build(torch, compile_fn if self.compiles else (lambda fn: fn), inputs)
+        output = call(*args)
+        if self.sync:
+            self.sync(output)
+        t1 = clock()
+        self.call, self.args = call, tuple(args)
+        first_call_s, wrap_s = (t1 - t0) / 1e9, wrap_ns / 1e9
+        if not self.compiles:
+            return output, {"first_execute_s": first_call_s}
+        from torch._dynamo.utils import compile_times
+
+        names, values = compile_times(repr="csv", aggregate=True)
+        self.compile_table = {n: float(v) for n, v in zip(names, values)}
+        stages = {"wrap_s": wrap_s}
+        stages.update(_split_compile_times(self.compile_table, first_call_s, wrap_s))
+        return output, stages
+
+    def to_host(self, output):
+        return [t.detach().cpu().numpy().copy() for t in output]
+
+    def cache_counters(self):
+        if not self.compiles:
+            return None
+        from torch._dynamo.utils import counters
+
+        wanted = ("inductor", "aot_autograd", "stats", "graph_break", "frames")
+        return {
+            "counters": {k: {str(n): int(c) for n, c in counters[k].items()} for k in wanted if k in counters},
+            "compile_times_s": self.compile_table or {},
+        }
+
+    def memory(self):
+        if self.on_gpu:
+            return {"device_peak_bytes": int(self.torch.cuda.max_memory_allocated())}
+        return {}
+
+    def versions(self):
+        info = {"torch": self.torch.__version__, "torch_threads": self.torch.get_num_threads()}
+        if self.on_gpu:
+            info["torch_cuda"] = self.torch.version.cuda
+        return info

@@ -1,0 +1,263 @@
+"""The child process: runs one job in phases, timing each, and writes one JSON record to
+the pipe whose write end the parent passed (fd `fd=`), never to stdout.
+
+Started as `python -P -c "from ttfr.child.worker import main; main()" key=value ...`: `-m` would
+add runpy (~6 ms), and the job is plain key=value words and the record a Python literal
+because `import json` costs ~8 ms (it pulls in `re`). Only `os`, `sys` and `time` are
+imported before the first mark; the runtime stack is imported inside the timed import
+phase; everything else (hashlib, resource, traceback) only after the last timed phase.
+
+Marks are CLOCK_MONOTONIC nanoseconds, which is system-wide on Linux, so the parent can
+subtract its own spawn timestamp from them.
+"""
+
+import os
+import sys
+import time
+
+_now = time.monotonic_ns
+
+JOB_KEYS = (
+    "fd", "mode", "adapter", "device", "compile", "variant", "workload", "size", "dtype", "seed",
+    "samples", "min_sample_s", "max_warmup_s", "check", "workspace", "point", "signal", "reference",
+)  # fmt: skip
+
+
+class _PhaseError(Exception):
+    def __init__(self, phase, error):
+        super().__init__(phase)
+        self.phase, self.error = phase, error
+
+
+def parse_job(words):
+    job = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or key not in JOB_KEYS:
+            raise SystemExit(f"ttfr worker: bad job word {word!r}; keys: {', '.join(JOB_KEYS)}")
+        job[key] = value
+    return job
+
+
+def _import(module_name):
+    __import__(module_name)
+    return sys.modules[module_name]
+
+
+def _run_phases(job, marks, record):
+    mode = job["mode"]
+    phase = "import"
+    try:
+        adapter = _import("ttfr.child.backends." + job["adapter"])
+        runtime = adapter.Runtime(job)
+        runtime.import_stack()
+        marks["imported"] = _now()
+
+        phase = "setup"
+        workload = _import("ttfr.child.workloads." + job["workload"])
+        # Workloads that read their inputs from disk (HistFactory) and build per-engine
+        # models have hooks; array workloads generate seeded arrays.
+        load = getattr(workload, "load_inputs", None)
+        host_inputs = load(job) if load else workload.make_inputs(int(job["size"]), job["dtype"], int(job["seed"]))
+        prepare = getattr(workload, "inputs_for", None)
+        inputs = runtime.put(prepare(runtime, host_inputs) if prepare else host_inputs)
+        marks["setup"] = _now()
+
+        phase = "first_call"
+        output, stages = runtime.first_call(workload, inputs)
+        marks["first"] = _now()
+        record["stages_s"] = stages
+        record["cache"] = {"first": runtime.cache_counters()}
+
+        # The check needs the first call's result before a second (possibly in-place) step.
+        checking = mode == "warm" and job.get("check") == "1"
+        host_first = runtime.to_host(output) if checking else None
+
+        phase = "second_call"
+        sync = runtime.sync
+        marks["second_start"] = _now()
+        output = runtime.call(*runtime.args)
+        if sync is not None:
+            sync(output)
+        marks["second"] = _now()
+
+        # Nothing below is timed as a cold figure; its failures are data all the same.
+        phase = "after_second_call"
+        record["cache"]["end"] = runtime.cache_counters()
+        record["digest"] = _digest(runtime.to_host(output))
+        samples = int(job.get("samples", "0"))
+        if mode == "warm" and samples > 0:
+            phase = "warm"
+            record["warm"] = _warm_regime(runtime, job, samples)
+        if checking:
+            phase = "check"
+            record["check"] = _check_result(runtime, workload, inputs, host_inputs, host_first, job)
+            record["dataset_sha256"] = _dataset_sha256(workload, host_inputs)
+        record["memory"] = runtime.memory()
+        record["device"] = runtime.device_info()
+        record["versions"] = runtime.versions()
+    except Exception as exc:  # noqa: BLE001 - every failure becomes data in the record
+        raise _PhaseError(phase, exc) from exc
+    return record
+
+
+def _check_result(runtime, workload, inputs, host_inputs, host_first, job):
+    custom_check = getattr(workload, "check", None)
+    if custom_check:
+        return custom_check(runtime, inputs, host_inputs, host_first, job)
+    return _check(workload, host_inputs, host_first, job["dtype"])
+
+
+def _dataset_sha256(workload, host_inputs):
+    from ttfr.child.workloads import inputs_sha256
+
+    return getattr(workload, "dataset_sha256", inputs_sha256)(host_inputs)
+
+
+def _warm_regime(runtime, job, samples):
+    from ttfr.child import sampling
+
+    call, args, sync = runtime.call, runtime.args, runtime.sync
+    calibration = sampling.calibrate(call, args, sync, float(job["min_sample_s"]), float(job["max_warmup_s"]))
+    inner = calibration["inner_loops"]
+    per_call, trailing = sampling.sample(call, args, sync, inner, samples)
+    return {
+        "samples_s": per_call,
+        "inner_loops": inner,
+        "warmup_per_call_s": calibration["warmup_per_call_s"],
+        "warmup_stable": calibration["stable"],
+        "trailing_sync_fraction": trailing,
+        "doubling_ratios": sampling.doubling_ratios(call, args, sync, inner),
+    }
+
+
+def _digest(arrays):
+    """Order-free fingerprint of a result, to spot a run that computed something else."""
+    if not arrays:
+        return None
+    import numpy
+
+    total = total_sq = 0.0
+    finite = True
+    count = 0
+    for a in arrays:
+        a64 = numpy.asarray(a, dtype=numpy.float64)
+        finite = finite and bool(numpy.isfinite(a64).all())
+        total += float(a64.sum())
+        total_sq += float((a64 * a64).sum())
+        count += a64.size
+    return {"sum": total, "sum_sq": total_sq, "count": count, "finite": finite}
+
+
+def _check(workload, host_inputs, host_first, dtype):
+    """Compare the first call's result with the float64 NumPy reference on the same inputs."""
+    expected = workload.reference(host_inputs)
+    tolerance = workload.TOLERANCE[dtype]
+    if not expected:
+        return {"reference": "none", "max_normalised_error": 0.0, "tolerance": tolerance, "passed": True}
+    import numpy
+
+    if len(expected) != len(host_first):
+        return {
+            "reference": "numpy float64",
+            "max_normalised_error": None,
+            "tolerance": tolerance,
+            "passed": False,
+            "detail": f"{len(host_first)} outputs, reference has {len(expected)}",
+        }
+    worst = 0.0
+    for got, ref in zip(host_first, expected):
+        got64 = numpy.asarray(got, dtype=numpy.float64)
+        if got64.shape != ref.shape:
+            return {
+                "reference": "numpy float64",
+                "max_normalised_error": None,
+                "tolerance": tolerance,
+                "passed": False,
+                "detail": f"shape {got64.shape} != reference {ref.shape}",
+            }
+        scale = max(float(numpy.max(numpy.abs(ref))), 1e-30)
+        error = float(numpy.max(numpy.abs(got64 - ref))) / scale
+        worst = max(worst, error if numpy.isfinite(error) else float("inf"))
+    return {
+        "reference": "numpy float64",
+        "max_normalised_error": worst,
+        "tolerance": tolerance,
+        "passed": worst <= tolerance,
+    }
+
+
+def _classify(phase_error):
+    from ttfr.child.backends import Unavailable
+
+    exc = phase_error.error
+    if isinstance(exc, Unavailable):
+        return "unavailable", str(exc)
+    if isinstance(exc, ModuleNotFoundError) and phase_error.phase == "import":
+        package = (exc.name or "unknown").split(".")[0]
+        return "unavailable", f"missing_dependency: {package}"
+    if isinstance(exc, MemoryError):
+        return "oom", f"MemoryError in {phase_error.phase}"
+    message = str(exc).strip().splitlines()
+    return "error", f"{type(exc).__name__} in {phase_error.phase}: {message[0] if message else ''}"[:500]
+
+
+def _plain(value):
+    """Builtin types only, so repr() is a Python literal: numpy scalars become numbers,
+    tuples lists, non-finite floats None (a NaN is not a figure)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value - value == 0.0 else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    return str(value)
+
+
+def _emit(fd, record):
+    # repr() of builtins needs no import (json would cost ~8 ms of `re` in every run's
+    # process_s); the parent reads it with ast.literal_eval, which evaluates literals only.
+    payload = repr(_plain(record)).encode()
+    view = memoryview(payload)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.close(fd)
+
+
+def main(argv=None):
+    t_main = _now()
+    job = parse_job(sys.argv[1:] if argv is None else argv)
+    marks = {"main": t_main}
+    record = {"protocol": 1, "outcome": "ok", "reason": None, "marks_ns": marks}
+    try:
+        _run_phases(job, marks, record)
+        digest = record.get("digest")
+        if digest is not None and not digest["finite"]:
+            record["outcome"], record["reason"] = "invalid-measurement", "non-finite values in the result"
+    except _PhaseError as err:
+        import traceback
+
+        record["outcome"], record["reason"] = _classify(err)
+        record["phase"] = err.phase
+        if record["outcome"] != "unavailable":
+            record["traceback"] = "".join(traceback.format_exception(err.error))[-4000:]
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    record["rusage_self"] = {
+        "max_rss_bytes": usage.ru_maxrss * 1024,  # kilobytes on Linux
+        "user_s": usage.ru_utime,
+        "sys_s": usage.ru_stime,
+        "involuntary_switches": usage.ru_nivcsw,
+    }
+    record["pid"] = os.getpid()
+    _emit(int(job["fd"]), record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Signal-gradient accuracy as a workload: one call computes the autodiff gradient of the
+NLL with respect to the signal histogram and its central finite differences (two NLL
+evaluations per bin), and returns (max |error|, max relative error, normalised error).
+
+Every gradient case's gate records the same figures; this case times the check itself.
+"""
+
+import numpy as np
+
+from ttfr.child.workloads.histfactory import common, native
+
+load_inputs = common.load_problem
+inputs_for = common.inputs_for
+dataset_sha256 = common.dataset_sha256
+STEP = common.FD_STEP["nll"]
+
+
+def jax_fn(jax):
+    jnp = jax.numpy
+    functions = native.jax_functions(jax)
+
+    def hf_fd_check(*inputs):
+        arrays, e = common.split_native(inputs)
+        point, signal = e["point"], e["signal"]
+        gradient = functions["value_and_grads"](point, signal, arrays)[1][1]
+        steps = STEP * jnp.maximum(1.0, jnp.abs(signal))
+        shifts = jnp.diag(steps)
+        at = jax.vmap(lambda s: functions["value"](point, s, arrays))
+        fd = (at(signal + shifts) - at(signal - shifts)) / (2.0 * steps)
+        error = jnp.abs(gradient - fd)
+        relative = jnp.max(error / jnp.maximum(jnp.abs(fd), 1e-12))
+        return jnp.max(error), relative, jnp.max(error) / jnp.maximum(1.0, jnp.max(jnp.abs(fd)))
+
+    return hf_fd_check
+
+
+def torch_build(torch, compile_fn, inputs):
+    arrays, e = common.split_native(inputs)
+    engine = native.TorchEngine(torch, compile_fn, arrays)
+    point, signal = e["point"], e["signal"]
+
+    def hf_fd_check():
+        gradient = engine.value_and_grads(point, signal)[2]
+        steps = STEP * torch.clamp(torch.abs(signal), min=1.0)
+        fd = torch.stack([
+            (engine.value(point, signal + steps[b] * basis) - engine.value(point, signal - steps[b] * basis)) / (2 * steps[b])
+            for b, basis in enumerate(torch.eye(signal.shape[0], dtype=signal.dtype, device=signal.device))
+        ])  # fmt: skip
+        error = torch.abs(gradient - fd)
+        relative = (error / torch.clamp(torch.abs(fd), min=1e-12)).max()
+        return error.max(), relative, error.max() / torch.clamp(fd.abs().max(), min=1.0)
+
+    return hf_fd_check, ()
+
+
+def engine_build(runtime, engine):
+    signal = engine.problem.signal_nominal()
+
+    def hf_fd_check():
+        report = common.fd_report(engine.nll_signal_grad(signal), common.central_differences(engine.nll, signal, STEP), "nll")
+        return np.array(report["max_abs_error"]), np.array(report["max_rel_error"]), np.array(report["normalised_error"])
+
+    return hf_fd_check, ()
+
+
+def check(runtime, inputs, problem, host_first, job):
+    engine = native.probe(runtime, inputs)
+    check = common.gate(engine, problem, job, fd_of="nll")
+    check["timed_call_normalised_error"] = float(host_first[2])
+    return check

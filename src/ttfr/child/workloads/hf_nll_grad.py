@@ -1,0 +1,44 @@
+"""HistFactory NLL at a fixed parameter point, with its gradient with respect to the signal
+sample's nominal histogram and with respect to all parameters, in one call.
+
+Output: (NLL, dNLL/d signal histogram, dNLL/d parameters). Gate: NLL parity with pyhf's
+NumPy backend, q0 parity, and the signal gradient against central finite differences.
+"""
+
+from ttfr.child.workloads.histfactory import common, native
+
+load_inputs = common.load_problem
+inputs_for = common.inputs_for
+dataset_sha256 = common.dataset_sha256
+
+
+def jax_fn(jax):
+    functions = native.jax_functions(jax)
+
+    def hf_nll_grad(*inputs):
+        arrays, extra = common.split_native(inputs)
+        value, (g_point, g_signal) = functions["value_and_grads"](extra["point"], extra["signal"], arrays)
+        return value, g_signal, g_point
+
+    return hf_nll_grad
+
+
+def torch_build(torch, compile_fn, inputs):
+    arrays, extra = common.split_native(inputs)
+    engine = native.TorchEngine(torch, compile_fn, arrays)
+    point, signal = extra["point"], extra["signal"]
+
+    def hf_nll_grad():
+        value, g_point, g_signal = engine.value_and_grads(point, signal)
+        return value, g_signal, g_point
+
+    return hf_nll_grad, ()
+
+
+def engine_build(runtime, engine):
+    return engine.nll_grads_call()
+
+
+def check(runtime, inputs, problem, host_first, job):
+    engine = native.probe(runtime, inputs)
+    return common.gate(engine, problem, job, nll_value=float(host_first[0]), fd_of="nll", gradient=host_first[1])

@@ -1,0 +1,107 @@
+"""One step of the significance-training loop (MLP -> soft histogram -> -Z0 -> Adam), timed;
+the gate runs the full 20-step loop for both soft-histogram variants (KDE and sigmoid) and
+records each loss trajectory and per-step times, the first step apart.
+
+Per engine: native JAX jits the whole step (network, template, both fits, envelope
+gradient, pullback, Adam); native torch runs its Newton loops over compiled (or eager)
+kernels with autograd for the network; NextStat uses its torch layer (`NextStatZ0`, its
+`SoftHistogram`); pyhf runs its SciPy fits on a workspace rebuilt from the template.
+"""
+
+import numpy as np
+
+from ttfr.child.workloads.histfactory import common, native, train
+
+load_inputs = common.load_problem
+dataset_sha256 = common.dataset_sha256
+
+
+def inputs_for(runtime, problem):
+    prepared = common.inputs_for(runtime, problem)
+    if runtime.framework in ("jax", "torch"):
+        return prepared + train.native_state_inputs(problem.seed)
+    return prepared
+
+
+def jax_fn(jax):
+    return train.jax_step(jax, train.TIMED_VARIANT)
+
+
+def _native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
+    n_native = len(inputs) - len(train.TRAIN_INPUTS)
+    arrays, e = common.split_native(inputs[:n_native])
+    state = {name: value.cpu().numpy() for name, value in zip(train.TRAIN_INPUTS, inputs[n_native:])}
+    engine = engine or native.TorchEngine(torch, compile_fn, arrays)
+    signal = e["signal"].cpu().numpy()
+
+    def q0_and_grad(template):
+        q0, grad, *_ = engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], template)
+        return q0, grad
+
+    trainer = train.TorchTrainer(torch, state, signal.size, float(signal.sum()), variant, q0_and_grad=q0_and_grad,
+                                 compile_fn=compile_fn)  # fmt: skip
+    trainer.engine = engine
+    return trainer
+
+
+def torch_build(torch, compile_fn, inputs):
+    trainer = _native_torch_trainer(torch, compile_fn, inputs, train.TIMED_VARIANT)
+    step = trainer.step_output
+    return step, ()
+
+
+def _engine_trainer(runtime, engine, variant):
+    problem = engine.problem
+    state = train.initial_state(problem.seed)
+    signal = problem.signal_nominal()
+    n_bins, total = signal.size, float(signal.sum())
+    if runtime.framework == "nextstat":
+        import nextstat.torch as nextstat_torch
+        import torch
+
+        histogram = nextstat_torch.SoftHistogram(torch.tensor(train.edges(n_bins)), bandwidth="auto", mode=variant)
+        channel, sample = problem.signal
+
+        def z0_layer(template):
+            return nextstat_torch.discovery_z0(
+                template, mle=engine.mle, model=engine.model, channel=channel, sample=sample, eps=train.Z0_EPS
+            )
+
+        return train.TorchTrainer(torch, state, n_bins, total, variant, z0_layer=z0_layer, histogram=histogram)
+
+    def q0_and_grad(template):
+        q0, grad, _muhat = engine.q0_and_grad(np.asarray(template, dtype=float))
+        return q0, grad
+
+    if runtime.variant == "jax":
+        import jax
+
+        return train.EagerJaxTrainer(jax, state, n_bins, total, variant, q0_and_grad)
+    import torch
+
+    return train.TorchTrainer(torch, state, n_bins, total, variant, q0_and_grad=lambda t: q0_and_grad(t.numpy()))
+
+
+def engine_build(runtime, engine):
+    return _engine_trainer(runtime, engine, train.TIMED_VARIANT).step_output, ()
+
+
+def _fresh_trainer(runtime, inputs, variant):
+    if runtime.framework == "jax":
+        return train.JaxTrainer(runtime.jax, inputs, variant)
+    if runtime.framework == "torch":
+        timed_trainer = runtime.call.__self__  # the bound `step_output` of the timed trainer
+        return _native_torch_trainer(runtime.torch, lambda fn: fn, inputs, variant, timed_trainer.engine)
+    return _engine_trainer(runtime, inputs, variant)
+
+
+def check(runtime, inputs, problem, host_first, job):
+    engine = native.probe(runtime, inputs)
+    check = common.gate(engine, problem, job)
+    loops = {variant: train.run_loop(_fresh_trainer(runtime, inputs, variant).step) for variant in train.VARIANTS}
+    check["train_loop"] = {"steps": train.STEPS, "first_loss_of_timed_call": float(np.ravel(host_first[0])[0]), **loops}
+    finite = all(np.isfinite(loop["losses"]).all() for loop in loops.values())
+    if not finite:
+        check["passed"] = False
+        check["detail"] = "; ".join(filter(None, [check.get("detail"), "non-finite loss in the 20-step loop"]))
+    return check

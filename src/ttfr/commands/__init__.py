@@ -1,0 +1,1 @@
+"""Commands: the CLI parses; run / ab / compare / selftest orchestrate the stages below."""

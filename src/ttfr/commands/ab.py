@@ -1,0 +1,248 @@
+"""`ttfr ab`: the same cases under two arms, interleaved in one session.
+
+An arm is an interpreter (or a virtualenv) plus environment overrides. Both arms get the
+same plan (same seed, cases, policies); each is an ordinary result directory (`A/`, `B/`,
+with its own journal, caches and artifacts). They run task by task: for each (case,
+policy) stream, round j runs A's and B's j-th run back to back, in ABBA order across rounds
+(with a seeded phase per stream), and the streams of a round in a seeded shuffle. Paired
+rounds are what makes a verdict trustworthy on a shared machine (DESIGN section 4).
+
+Adaptive sampling: with a precision target, rounds are added (between min and max rounds,
+within a time budget) until every comparison's CI half-width is at most the target; the
+stopping rule never looks at significance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ttfr.artifacts.result_dir import snapshot_id
+from ttfr.artifacts.store import read_json, write_json
+from ttfr.commands import compare
+from ttfr.commands import run as suite_run
+from ttfr.commands.run import EXIT_INTERRUPTED, dataset_words, write_results
+from ttfr.errors import UsageError
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import PRIME, build_plan
+from ttfr.measure.scheduler import NullProgress, Scheduler
+from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
+from ttfr.measure.spec import RunSpec, check_worker_python
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    python: str
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def environment(self) -> dict:
+        return dict(self.env)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "python": self.python, "env": self.environment}
+
+
+def resolve_python(value: str | None) -> str:
+    import sys
+
+    if not value:
+        return sys.executable
+    path = Path(value)
+    if path.is_dir():
+        for candidate in (path / "bin" / "python", path / "bin" / "python3"):
+            if candidate.exists():
+                return str(candidate)
+        raise UsageError(f"{value} is a directory but not a virtualenv (no bin/python)")
+    return str(path)
+
+
+def parse_env(items) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in items or ():
+        key, sep, value = str(item).partition("=")
+        if not sep or not key or not key.replace("_", "").isalnum():
+            raise UsageError(f"environment setting {item!r} is not KEY=VALUE")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def make_arm(name: str, python: str | None, env_items) -> Arm:
+    arm = Arm(name, resolve_python(python), parse_env(env_items))
+    check_worker_python(arm.python)
+    return arm
+
+
+@dataclass(frozen=True)
+class AbSpec:
+    run: RunSpec  # cases, policies, profile settings, seed (python/env come from the arms)
+    arms: tuple[Arm, Arm]
+    min_rounds: int
+    max_rounds: int
+    precision: float | None  # CI half-width target (relative), or None for max_rounds rounds
+    budget_s: float | None
+    correction: str = "holm"
+    fail_on: str = "regression"
+    noise_floor: dict | None = None  # from `ttfr selftest` on this machine
+
+
+def validate(ab: AbSpec) -> None:
+    (a, b) = ab.arms
+    if (a.python, a.env) == (b.python, b.env):
+        raise UsageError(
+            "the two arms are identical: give --a/--b interpreters or --a-env/--b-env settings that differ "
+            "(`ttfr selftest` runs A/A comparisons)"
+        )
+    if not 2 <= ab.min_rounds <= ab.max_rounds:
+        raise UsageError(f"need 2 <= --min-rounds ({ab.min_rounds}) <= --max-rounds ({ab.max_rounds})")
+    if ab.precision is not None and not 0 < ab.precision < 1:
+        raise UsageError(f"--precision is a relative half-width in (0, 1), e.g. 0.05; got {ab.precision}")
+    if ab.correction not in ("holm", "none"):
+        raise UsageError(f"--correction must be holm or none, got {ab.correction!r}")
+    if ab.fail_on not in ("regression", "inconclusive"):
+        raise UsageError(f"--fail-on must be regression or inconclusive, got {ab.fail_on!r}")
+
+
+def _rounds(plan, seed: int) -> list[list]:
+    """Tasks grouped by index (= round); round 0 puts each case's template producer first."""
+    by_index: dict[int, list] = {}
+    for task in plan.tasks:
+        by_index.setdefault(task.index, []).append(task)
+    rounds = []
+    for index in sorted(by_index):
+        tasks = sorted(by_index[index], key=lambda t: t.key)
+        random.Random(f"{seed}:ab:{index}").shuffle(tasks)
+        if index == 0:
+            tasks.sort(key=lambda t: not (t.makes_template or t.kind == PRIME))
+        rounds.append(tasks)
+    return rounds
+
+
+def a_first(round_index: int, phase: int) -> bool:
+    """ABBA order: A runs first in rounds 0 and 3 of every 4 (shifted by `phase`): AB, BA, BA, AB."""
+    return (round_index + phase) % 4 in (0, 3)
+
+
+def _abba_first(task, round_index: int, seed: int) -> int:
+    """0 if A runs first in this round for this stream, else 1 (a seeded phase per stream)."""
+    phase = random.Random(f"{seed}:phase:{task.case.id}|{task.policy or task.kind}").randrange(4)
+    return 0 if a_first(round_index, phase) else 1
+
+
+def min_rounds_for(min_rounds: int, max_rounds: int, precision: float | None) -> int:
+    """Without a precision target every round runs; with one, stopping may begin at
+    `min_rounds` (never above the maximum)."""
+    return min(min_rounds, max_rounds) if precision else max_rounds
+
+
+class _Arm:
+    def __init__(self, arm: Arm, root: Path, spec: RunSpec, session: str, command_line, progress, executor):
+        self.arm = arm
+        self.spec = replace(spec, python=arm.python)
+        self.dir = suite_run.start(self.spec, root, command_line, name=arm.name, session_id=session, arm=arm.to_json())
+
+        base_env = {**os.environ, **arm.environment}
+        self.plan = build_plan(self.spec)
+        self.scheduler = Scheduler(self.plan, Journal(self.dir.journal), self.dir.scratch, executor, progress=progress,
+                                   base_env=base_env, dataset_words=dataset_words(self.dir))  # fmt: skip
+
+
+@dataclass
+class AbOutcome:
+    root: Path
+    comparison: dict
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return self.comparison["summary"]["exit_code"]
+
+
+def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, executor=run_worker) -> AbOutcome:
+    validate(ab)
+    run = replace(ab.run, cold_runs=ab.max_rounds, warm_procs=ab.max_rounds)
+    now = dt.datetime.now(dt.timezone.utc)
+    root = Path(out_parent) / snapshot_id(now, run.to_json(), run.deterministic)
+    root.mkdir(parents=True, exist_ok=False)
+    session = os.urandom(8).hex()  # provenance, like a timestamp: never derived from the seed
+    arms = [_Arm(a, root, run, session, command_line, progress or NullProgress(), executor) for a in ab.arms]
+    if executor is run_worker:
+        ensure_worker_bytecode()
+    plan = arms[0].plan
+    rounds = _rounds(plan, run.seed)
+    if progress is not None:
+        both = [t for t in plan.tasks for _ in arms]
+        progress.start(len(both), both)
+    started = time.monotonic()
+    completed, interrupted, stop_reason = 0, False, "max_rounds"
+    try:
+        for round_index, tasks in enumerate(rounds):
+            for task in tasks:
+                first = _abba_first(task, round_index, run.seed)
+                for side in (first, 1 - first):
+                    arms[side].scheduler.run_task(task)
+                _sync_stops(arms, task.case.id)
+            completed = round_index + 1
+            if completed >= ab.min_rounds:
+                if ab.precision is not None and compare.precise_enough(_partial(arms, ab, completed), ab.precision):
+                    stop_reason = "precision"
+                    break
+                if ab.budget_s is not None and time.monotonic() - started > ab.budget_s:
+                    stop_reason = "budget"
+                    break
+    except KeyboardInterrupt:
+        interrupted, stop_reason = True, "interrupted"
+    return AbOutcome(root, _finish(ab, arms, completed, stop_reason, session, time.monotonic() - started), interrupted)
+
+
+def _sync_stops(arms, case_id: str) -> None:
+    """A case stopped in one arm (unavailable, failed gate) stops in the other too."""
+    for arm, other in ((arms[0], arms[1]), (arms[1], arms[0])):
+        if case_id in arm.scheduler.stopped and case_id not in other.scheduler.stopped:
+            other.scheduler.stop_case(case_id, f"stopped in arm {arm.arm.name}: {arm.scheduler.stopped[case_id]}")
+
+
+def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]], list[dict]]:
+    """Case results of each arm over the first `completed` rounds (written when `write`),
+    and every journal entry of both arms."""
+    results, all_entries = [], []
+    for arm in arms:
+        spec = replace(arm.spec, cold_runs=max(completed, 1), warm_procs=max(completed, 1))
+        plan = build_plan(spec)
+        journal_entries = Journal(arm.dir.journal).entries()
+        all_entries += journal_entries
+        entries = [e for e in journal_entries if e["index"] < completed]
+        if write:
+            write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()})
+            _suite, cases = write_results(arm.dir, plan, entries)
+        else:
+            from ttfr.analyse import analysis
+
+            by_case = {}
+            for entry in entries:
+                by_case.setdefault(entry["case"], []).append(entry)
+            cases = [analysis.build_case_result(c, plan, by_case.get(c.id, [])) for c in sorted(plan.spec.cases)]
+        results.append(cases)
+    return results, all_entries
+
+
+def _partial(arms, ab: AbSpec, completed: int) -> list[dict]:
+    (cases_a, cases_b), _entries = _final_results(arms, completed, write=False)
+    return compare.compare_cases(cases_a, cases_b, paired=True, noise_floor=ab.noise_floor, correction=ab.correction)
+
+
+def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> dict:
+    (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
+    return compare.write_comparison(
+        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[a.arm.to_json() for a in arms], session=session,
+        correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,
+        rounds={"completed": completed, "min": ab.min_rounds, "max": ab.max_rounds, "precision": ab.precision,
+                "budget_s": ab.budget_s, "stopped_by": stop_reason, "elapsed_s": elapsed_s},
+    )  # fmt: skip

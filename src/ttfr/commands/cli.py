@@ -1,0 +1,286 @@
+"""Command line: parse arguments, call the library, map errors to exit codes.
+
+Exit codes: 0 success (warn cases included), 1 a case failed / artifacts invalid,
+2 bad input (before anything runs), 130 interrupted (finished cases are written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from ttfr import __version__
+from ttfr.artifacts import manifest
+from ttfr.artifacts.export import nextstat
+from ttfr.artifacts.result_dir import ResultDir, validate_dir
+from ttfr.artifacts.store import ArtifactError
+from ttfr.commands import ab, compare, selftest
+from ttfr.commands import run as suite_run
+from ttfr.errors import EXIT_USAGE, UsageError
+from ttfr.measure.spec import POLICIES, PROFILES, build_spec
+from ttfr.report import markdown, terminal
+
+EXPORT_FORMATS = ("nextstat-v1",)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for unknown options and subcommands (exit code 2)."""
+
+    known_options: set[str] = set()
+
+    def error(self, message):
+        hint = ""
+        unknown = re.search(r"unrecognized arguments: (.+)", message)
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.+)\)", message)
+        if unknown:
+            for token in unknown.group(1).split():
+                close = difflib.get_close_matches(token.split("=")[0], sorted(self.known_options), n=1)
+                if token.startswith("-") and close:
+                    hint = f" Did you mean {close[0]}?"
+                    break
+        elif choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), options, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}.{hint}\n")
+
+    def add_argument(self, *names, **kwargs):
+        _Parser.known_options.update(n for n in names if n.startswith("-"))
+        return super().add_argument(*names, **kwargs)
+
+
+def _list_arg(parser, name, help_text):
+    parser.add_argument(name, action="append", default=[], metavar="A,B", help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ttfr", description="Time to first result: cold-start and warm-throughput benchmarks.")
+    parser.add_argument("--version", action="version", version=f"ttfr {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="measure a suite (default: the quick CPU suite)")
+    _list_arg(run, "--cases", "case ids, e.g. jax_jit_cpu_matmul_512_f32 (see `ttfr list`)")
+    _list_arg(run, "--backends", "backends to include (default: all but `python`)")
+    _list_arg(run, "--workloads", "workloads to include (default: all non-diagnostic)")
+    _list_arg(run, "--sizes", "sizes (default: the profile's)")
+    _list_arg(run, "--dtypes", "f32, f64 (default: the profile's)")
+    _list_arg(run, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    _list_arg(run, "--workspace-preset", "HistFactory presets: simple, complex8p, thu184p, ladder500/1000/2000")
+    run.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
+    run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
+    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
+    run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
+    run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
+    run.add_argument("--warm-samples", type=int, help="samples per warm process")
+    run.add_argument("--timeout", type=float, metavar="S", help="per-run timeout in seconds")
+    run.add_argument("--deterministic", action="store_true", help="fixed seed and order; byte-stable JSON but for timings")
+    run.add_argument("--seed", type=int, help="input-data and round-order seed")
+    run.add_argument("--threads", type=int, help="set OMP/MKL/OpenBLAS thread counts in every worker")
+    run.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the cases")
+    run.add_argument("--python", metavar="PATH", help="interpreter the workers run under (default: this one)")
+    run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
+    run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
+    run.set_defaults(handler=_run)
+
+    compare_ab = commands.add_parser("ab", help="measure the same cases under two arms, interleaved, and judge B vs A")
+    compare_ab.add_argument("--a", metavar="PYTHON|VENV", help="arm A's interpreter or virtualenv (default: this one)")
+    compare_ab.add_argument("--b", metavar="PYTHON|VENV", help="arm B's interpreter or virtualenv (default: this one)")
+    compare_ab.add_argument("--a-env", action="append", default=[], metavar="KEY=VALUE", help="environment of arm A")
+    compare_ab.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE", help="environment of arm B")
+    for name in ("--cases", "--backends", "--workloads", "--sizes", "--dtypes", "--cache-policy", "--workspace-preset"):
+        _list_arg(compare_ab, name, f"as for `ttfr run {name}`")
+    compare_ab.add_argument("--workspace", metavar="FILE")
+    compare_ab.add_argument("--profile", default="quick", choices=sorted(PROFILES))
+    compare_ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
+    compare_ab.add_argument("--min-rounds", type=int, default=10)
+    compare_ab.add_argument("--precision", type=float, help="stop once every CI half-width is <= this (e.g. 0.05)")
+    compare_ab.add_argument("--budget", type=float, metavar="S", help="stop adding rounds after S seconds")
+    compare_ab.add_argument(
+        "--correction",
+        default="holm",
+        choices=("holm", "none"),
+        help="Holm at 0.05 across the suite (default) or alpha 0.01 per comparison",
+    )
+    compare_ab.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
+    compare_ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table here")
+    compare_ab.add_argument("--deterministic", action="store_true")
+    compare_ab.add_argument("--seed", type=int)
+    compare_ab.add_argument("--timeout", type=float, metavar="S")
+    compare_ab.add_argument("--out", type=Path, default=Path("ttfr-results"))
+    compare_ab.set_defaults(handler=_ab)
+
+    compare_dirs = commands.add_parser("compare", help="compare two result directories (B against A)")
+    compare_dirs.add_argument("a", type=Path)
+    compare_dirs.add_argument("b", type=Path)
+    compare_dirs.add_argument(
+        "--cross-session", action="store_true", help="allow an unpaired, weak comparison of results from separate sessions"
+    )
+    compare_dirs.add_argument("--correction", default="holm", choices=("holm", "none"))
+    compare_dirs.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
+    compare_dirs.add_argument("--markdown", type=Path, metavar="FILE")
+    compare_dirs.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the comparison directory")
+    compare_dirs.set_defaults(handler=_compare)
+
+    test_self = commands.add_parser("selftest", help="measure this machine's false-alarm rate and detection power")
+    test_self.add_argument("--aa", type=int, default=40, help="A/A comparisons per regime")
+    test_self.add_argument("--per-level", type=int, default=20, help="comparisons per injected slowdown")
+    test_self.add_argument("--rounds", type=int, default=20)
+    test_self.add_argument("--no-store", action="store_true", help="do not keep the noise floor for `ttfr ab`")
+    test_self.set_defaults(handler=_selftest)
+
+    listing = commands.add_parser("list", help="backends, workloads and case ids, with availability here")
+    listing.set_defaults(handler=_list)
+
+    env = commands.add_parser("env", help="print the environment manifest a run would record")
+    env.set_defaults(handler=_env)
+
+    report = commands.add_parser("report", help="render report.md for a result directory and print it")
+    report.add_argument("dir", type=Path)
+    report.set_defaults(handler=_report)
+
+    validate = commands.add_parser("validate", help="check every artifact against its schema and hash")
+    validate.add_argument("dir", type=Path)
+    validate.set_defaults(handler=_validate)
+
+    export = commands.add_parser("export", help="write artifacts in another contract")
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+    export.add_argument("--cold-policy", default=nextstat.EXPORT_POLICIES[0], choices=nextstat.EXPORT_POLICIES)
+    export.add_argument("dir", type=Path)
+    export.add_argument("dest", type=Path)
+    export.set_defaults(handler=_export)
+    return parser
+
+
+_RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
+                  "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
+                  "signal")  # fmt: skip
+
+
+def _run(args, console: Console) -> int:
+    if args.resume:
+        chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [])]
+        if chosen or args.deterministic:
+            raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
+        result_dir, spec = suite_run.reopen(args.resume)
+    else:
+        spec = build_spec(
+            profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads,
+            sizes=args.sizes, dtypes=args.dtypes, policies=args.cache_policy, cold_runs=args.cold_runs,
+            warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
+            deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
+            python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
+        )  # fmt: skip
+        result_dir = suite_run.start(spec, args.out, ["ttfr", *sys.argv[1:]])
+    progress = terminal.ProgressDisplay(console)
+    try:
+        outcome = suite_run.execute(result_dir, spec, progress=progress)
+    finally:
+        progress.stop()
+    terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
+    if outcome.interrupted:
+        console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
+    return outcome.exit_code
+
+
+def _ab(args, console: Console) -> int:
+    run_spec = build_spec(
+        profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
+        dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
+        seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset,
+    )  # fmt: skip
+    spec = ab.AbSpec(
+        run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
+        min_rounds=ab.min_rounds_for(args.min_rounds, args.rounds, args.precision), max_rounds=args.rounds,
+        precision=args.precision, budget_s=args.budget, correction=args.correction, fail_on=args.fail_on,
+        noise_floor=selftest.load_noise_floor(),
+    )  # fmt: skip
+    progress = terminal.ProgressDisplay(console)
+    try:
+        outcome = ab.execute(spec, args.out, ["ttfr", *sys.argv[1:]], progress=progress)
+    finally:
+        progress.stop()
+    return _show_comparison(console, outcome.comparison, outcome.root, args.markdown, outcome.exit_code)
+
+
+def _compare(args, console: Console) -> int:
+    out, document = compare.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
+                                         correction=args.correction, fail_on=args.fail_on)  # fmt: skip
+    return _show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
+
+
+def _show_comparison(console: Console, document: dict, root: Path, markdown_path, exit_code: int) -> int:
+    terminal.print_comparison(console, document)
+    if markdown_path:
+        markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+    console.print(f"comparison: {root / 'comparison.json'}", markup=False, highlight=False)
+    return exit_code
+
+
+def _selftest(args, console: Console) -> int:
+    result = selftest.run(args.aa, args.per_level, args.rounds, progress=lambda m: console.print(m, markup=False))
+    terminal.print_selftest(console, result)
+    if not args.no_store:
+        console.print(f"stored: {selftest.store(result)} (used by `ttfr ab` for delta)", markup=False, highlight=False)
+    return 0
+
+
+def _list(_args, console: Console) -> int:
+    terminal.print_catalog(console)
+    return 0
+
+
+def _env(_args, _console: Console) -> int:
+    print(json.dumps(manifest.collect(["ttfr", *sys.argv[1:]], policies=POLICIES), indent=2, sort_keys=True))
+    return 0
+
+
+def _report(args, _console: Console) -> int:
+    path = markdown.write(_result_dir(args.dir))
+    print(path.read_text(encoding="utf-8"), end="")
+    return 0
+
+
+def _validate(args, console: Console) -> int:
+    problems = validate_dir(args.dir)
+    for problem in problems:
+        console.print(f"invalid: {problem}", markup=False, highlight=False)
+    if not problems:
+        console.print(f"ok: every artifact in {args.dir} matches its schema and hash", markup=False, highlight=False)
+    return 1 if problems else 0
+
+
+def _export(args, console: Console) -> int:
+    written = nextstat.export(args.dir, args.dest, args.cold_policy)
+    console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
+    return 0
+
+
+def _result_dir(path: Path) -> ResultDir:
+    result_dir = ResultDir(path)
+    if not result_dir.suite.is_file():
+        raise UsageError(f"{path} has no suite.json: not a finished ttfr result directory")
+    return result_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # Piped output (CI logs) would otherwise be wrapped at 80 columns, splitting case ids.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    try:
+        return args.handler(args, console)
+    except UsageError as exc:
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ArtifactError as exc:
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

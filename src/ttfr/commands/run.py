@@ -1,0 +1,199 @@
+"""One `ttfr run`, start to finish: spec -> plan -> scheduler -> analysis -> artifacts.
+
+An interrupted run (Ctrl-C, SIGTERM) still writes valid artifacts for every case whose
+runs all finished; `--resume DIR` re-plans from plan.json, skips what the journal holds
+and completes the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import ttfr
+from ttfr.analyse import analysis
+from ttfr.artifacts import manifest
+from ttfr.artifacts.result_dir import ResultDir, snapshot_id
+from ttfr.artifacts.store import SUITE_SCHEMA, read_json, sha256_file, write_bytes_atomic, write_json
+from ttfr.measure import catalog, datasets
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import Plan, build_plan
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
+from ttfr.measure.spec import RunSpec
+from ttfr.report import markdown
+
+EXIT_OK, EXIT_CASE_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+@dataclass
+class SuiteOutcome:
+    result_dir: ResultDir
+    suite: dict
+    cases: list[dict]
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_CASE_FAILED if self.suite["summary"]["n_failed"] else EXIT_OK
+
+
+def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
+          session_id: str | None = None, arm: dict | None = None) -> ResultDir:  # fmt: skip
+    """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
+    names each arm's directory, shares one session id between them and records the arm."""
+    now = dt.datetime.now(dt.timezone.utc)
+    spec_json = spec.to_json()
+    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
+    plan = {
+        "spec": spec_json,
+        "created_at": now.isoformat(timespec="seconds"),
+        "ttfr_version": ttfr.__version__,
+        "datasets": write_datasets(spec, result_dir),
+    }
+    info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
+    if arm is not None:
+        plan["arm"] = info["arm"] = arm
+    write_json(result_dir.plan, plan)
+    write_json(result_dir.manifest, info, "ttfr.manifest.v1")
+    return result_dir
+
+
+def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
+    """Write the HistFactory workspaces the cases use; size -> name, signal, hashes."""
+    sizes = sorted({c.size for c in spec.cases if c.workload in catalog.HF_WORKLOADS})
+    user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
+    mapping = {}
+    for size in sizes:
+        workspace = datasets.resolve(size, spec.seed, user)
+        spec_path, point_path = datasets.write(workspace, result_dir.workspaces, spec.seed)
+        mapping[str(size)] = {
+            "name": workspace.name,
+            "dataset_id": workspace.dataset_id,
+            "signal": "/".join(workspace.signal),
+            "files": {
+                "workspace": spec_path.relative_to(result_dir.root).as_posix(),
+                "point": point_path.relative_to(result_dir.root).as_posix(),
+            },
+            "sha256": workspace.sha256,
+        }
+    return mapping
+
+
+def dataset_words(result_dir: ResultDir) -> dict[int, dict]:
+    """Job words per HistFactory size: absolute paths, the signal and the reference cache."""
+    words = {}
+    for size, info in read_json(result_dir.plan).get("datasets", {}).items():
+        words[int(size)] = {
+            "workspace": str(result_dir.root / info["files"]["workspace"]),
+            "point": str(result_dir.root / info["files"]["point"]),
+            "signal": info["signal"],
+            "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
+        }
+    return words
+
+
+def write_scaling_csv(result_dir: ResultDir, rows: list[dict]) -> None:
+    """scaling.csv: suite.json's `scaling` rows, for plotting (cost vs parameter count)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
+
+
+def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
+    result_dir = ResultDir.open(root)
+    return result_dir, RunSpec.from_json(read_json(result_dir.plan)["spec"])
+
+
+class _TerminateAsInterrupt:
+    """SIGTERM ends a run like Ctrl-C does: finished cases still get their artifacts."""
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(_signum, _frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None) -> SuiteOutcome:
+    plan = build_plan(spec)
+    journal = Journal(result_dir.journal)
+    if executor is run_worker:
+        ensure_worker_bytecode()
+    interrupted = False
+    with _TerminateAsInterrupt():
+        try:
+            Scheduler(plan, journal, result_dir.scratch, executor, progress, dataset_words=dataset_words(result_dir)).run()
+        except KeyboardInterrupt:
+            interrupted = True
+    suite, cases = write_results(result_dir, plan, journal.entries())
+    if not suite["pending"]:
+        result_dir.remove_scratch()
+    return SuiteOutcome(result_dir, suite, cases, interrupted)
+
+
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tuple[dict, list[dict]]:
+    """Analyse what the journal holds and write case files, the suite index and the report."""
+    pending = analysis.pending_cases(plan, entries)
+    by_case: dict[str, list[dict]] = {}
+    for entry in entries:
+        by_case.setdefault(entry["case"], []).append(entry)
+    cases, refs = [], []
+    for case in sorted(plan.spec.cases):
+        if case.id in pending:
+            continue
+        result = analysis.build_case_result(case, plan, by_case.get(case.id, []))
+        digest = write_json(result_dir.case_path(case.id), result, "ttfr.case_result.v1")
+        cases.append(result)
+        refs.append({
+            "case": case.id,
+            "path": f"cases/{case.id}.json",
+            "sha256": digest,
+            "status": result["status"],
+            "reason": result["reason"],
+            "headline": analysis.headline(result),
+        })  # fmt: skip
+    plan_info = read_json(result_dir.plan)
+    spec = plan.spec
+    suite = {
+        "schema": SUITE_SCHEMA,
+        "snapshot_id": result_dir.root.name,
+        "created_at": plan_info["created_at"],
+        "state": "incomplete" if pending else "complete",
+        "ttfr_version": plan_info["ttfr_version"],
+        "deterministic": spec.deterministic,
+        "profile": spec.profile,
+        "seed": spec.seed,
+        "policies": list(spec.policies),
+        "manifest": {"path": "manifest.json", "sha256": sha256_file(result_dir.manifest)},
+        "cases": refs,
+        "pending": pending,
+        "summary": analysis.suite_summary(cases, pending),
+        "break_even": analysis.break_even(cases),
+        "scaling": analysis.scaling_rows(cases),
+        "datasets": [
+            {"name": info["name"], "size": int(size), "path": path, "sha256": artifact_sha}
+            for size, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: int(kv[0]))
+            for path, artifact_sha in ((p, sha256_file(result_dir.root / p)) for p in info["files"].values())
+        ],
+    }
+    write_json(result_dir.suite, suite, SUITE_SCHEMA)
+    if suite["scaling"]:
+        write_scaling_csv(result_dir, suite["scaling"])
+    markdown.write(result_dir)
+    return suite, cases

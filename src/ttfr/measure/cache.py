@@ -1,0 +1,143 @@
+"""Cache policies made real: per-case cache directories, templates, and verification.
+
+Every run of a case uses the same absolute cache path (some runtimes embed paths in cache
+entries), under the result directory's scratch area:
+- cold-cache: the directory is emptied before the run;
+- warm-cache / warm-process: the directory is restored from the case's template, a copy
+  taken right after the template producer's run (same environment, same thread count).
+Verification reads the runtime's own counters (JAX monitoring events, torch dynamo
+counters) plus the number of files in the directory before and after the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ttfr.measure.spec import COLD_CACHE, WARM_CACHE
+
+CACHE_SUBDIRS = {
+    "JAX_COMPILATION_CACHE_DIR": "jax",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "CUDA_CACHE_PATH": "cuda",
+}
+# JAX writes nothing to its persistent cache on CPU without these (default minimum 1 s).
+JAX_CACHE_SETTINGS = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+}
+
+LIMITATIONS = (
+    "The OS page cache (shared libraries, Python files) cannot be dropped without root: "
+    "'cold-process' means a fresh process with empty compilation caches, not a cold disk.",
+    "Python bytecode caches (__pycache__) are warm after the first import of each module.",
+    "CPU frequency scaling, turbo and other tenants of a shared machine are not controlled; "
+    "rounds are interleaved so drift affects every case alike.",
+    "GPU driver caches outside the directories ttfr sets (CUDA_CACHE_PATH, Triton, XLA "
+    "autotune inside the JAX cache) are not cleared.",
+)
+
+
+class CacheDirs:
+    """The cache directories of one case inside a scratch root."""
+
+    def __init__(self, scratch: Path, case_id: str):
+        self.root = scratch / "cache" / case_id
+        self.template = scratch / "templates" / case_id
+
+    def env(self) -> dict:
+        env = {var: str(self.root / sub) for var, sub in CACHE_SUBDIRS.items()}
+        env.update(JAX_CACHE_SETTINGS)
+        return env
+
+    def make_empty(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        for sub in CACHE_SUBDIRS.values():
+            (self.root / sub).mkdir(parents=True)
+
+    def has_template(self) -> bool:
+        return self.template.is_dir()
+
+    def save_template(self) -> None:
+        shutil.rmtree(self.template, ignore_errors=True)
+        self.template.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(self.root, self.template, symlinks=True)
+
+    def restore_template(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(self.template, self.root, symlinks=True)
+
+    def count_entries(self) -> int:
+        total = 0
+        for _dirpath, _dirnames, filenames in os.walk(self.root):
+            total += len(filenames)
+        return total
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _count(table: dict, group: str, name: str) -> int:
+    return int(table.get(group, {}).get(name, 0))
+
+
+def hit_miss(framework: str, counters: dict | None) -> dict | None:
+    """Persistent-cache hits and misses from a worker's raw counters."""
+    if not counters:
+        return None
+    if framework == "jax":
+        events = counters.get("events", {})
+        hits = int(events.get("/jax/compilation_cache/cache_hits", 0))
+        requests = int(events.get("/jax/compilation_cache/compile_requests_use_cache", 0))
+        written = int(events.get("/jax/compilation_cache/cache_misses", 0))
+        return {"hits": hits, "misses": requests - hits, "requests": requests, "entries_written": written}
+    if framework == "torch":
+        table = counters.get("counters", {})
+        hits = _count(table, "inductor", "fxgraph_cache_hit") + _count(table, "aot_autograd", "autograd_cache_hit")
+        misses = _count(table, "inductor", "fxgraph_cache_miss") + _count(table, "aot_autograd", "autograd_cache_miss")
+        return {
+            "hits": hits,
+            "misses": misses,
+            "requests": hits + misses,
+            "graph_breaks": sum(table.get("graph_break", {}).values()),
+            "unique_graphs": _count(table, "stats", "unique_graphs"),
+        }
+    return None
+
+
+def verify(policy: str | None, compiles: bool, counts: dict | None, entries_before: int, entries_after: int) -> dict:
+    """State what the run's cache really was, and flag a policy that did not hold."""
+    result = {"entries_before": entries_before, "entries_after": entries_after, "flags": []}
+    if not compiles:
+        result["verdict"] = "not_applicable"
+        result["note"] = "this runtime has no persistent compilation cache"
+        return result
+    if counts is None:
+        result["verdict"] = "unverified"
+        result["note"] = "the worker reported no cache counters"
+        return result
+    result.update(hits=counts["hits"], misses=counts["misses"])
+    if policy not in (COLD_CACHE, WARM_CACHE):
+        result["verdict"] = "not_applicable"
+        result["note"] = "regime B: the cache state does not enter steady-state figures"
+        return result
+    flags = result["flags"]
+    if policy == COLD_CACHE:
+        if entries_before:
+            flags.append("cold_cache_not_empty")
+        if counts["hits"]:
+            flags.append("cold_cache_hits")
+        if not entries_after:
+            flags.append("cache_not_written")
+    elif policy == WARM_CACHE:
+        if not entries_before:
+            flags.append("warm_cache_empty")
+        if not counts["hits"]:
+            flags.append("warm_cache_no_hits")
+        elif counts["misses"]:
+            flags.append("warm_cache_partial_hits")
+    result["verdict"] = "flagged" if flags else "verified"
+    return result

@@ -1,0 +1,217 @@
+"""What can be measured: backends, workloads and the case ids they combine into.
+
+Case id: `<backend>_<workload>_<size>_<dtype>` (dtype `f32`/`f64`), e.g.
+`jax_jit_cpu_matmul_512_f32`. Availability is probed cheaply (find_spec, /dev/nvidia*),
+never by importing a runtime: the worker has the final word and reports `warn` itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+from dataclasses import dataclass
+
+from ttfr.child import hostinfo
+from ttfr.errors import UsageError, unknown_choice
+
+DTYPES = {"f32": "float32", "f64": "float64"}
+DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    framework: str  # python | numpy | jax | torch | pyhf | nextstat
+    adapter: str  # module under ttfr.child.backends run by the worker
+    device: str  # cpu | gpu
+    compiles: bool
+    requires: tuple[str, ...]  # top-level packages that must be importable
+    description: str
+    variant: str = ""  # engine option for the adapter (pyhf's tensor backend)
+    unsupported: tuple[tuple[str, str], ...] = ()  # (workload, why): a `warn` case, not an error
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    frameworks: tuple[str, ...]
+    sizes: tuple[int, ...]  # catalogued sizes (the defaults of the larger profiles)
+    size_range: tuple[int, int]  # what a user may ask for
+    dtypes: tuple[str, ...]
+    size_meaning: str
+    description: str
+    diagnostic: bool = False  # measures the harness; never in a default suite
+    default: bool = True  # in the default suite when --workloads is not given
+    # The gate process also runs the result check; for HistFactory that is the parity fits,
+    # finite differences and two 20-step training loops, so it gets this multiple of --timeout.
+    check_timeout_factor: float = 1.0
+
+
+_PYHF_NUMPY_UNSUPPORTED = (
+    ("hf_profiled_q0", "pyhf's NumPy backend has no autodiff; dq0/ds would need 2 fits per signal bin"),
+    ("hf_train_loop", "pyhf's NumPy backend has no autodiff to train through"),
+    ("hf_fd_check", "pyhf's NumPy backend has no autodiff gradient to check (its gradient is finite differences)"),
+)
+
+BACKENDS = {
+    b.name: b
+    for b in (
+        Backend("python", "python", "python_backend", "cpu", False, (), "pure Python, no runtime stack (harness floor)"),
+        Backend("numpy", "numpy", "numpy_backend", "cpu", False, ("numpy",), "NumPy, eager"),
+        Backend("jax_jit_cpu", "jax", "jax_backend", "cpu", True, ("jax", "jaxlib"), "jax.jit on the CPU platform"),
+        Backend("jax_jit_gpu", "jax", "jax_backend", "gpu", True, ("jax", "jaxlib"), "jax.jit on the GPU platform"),
+        Backend("torch_eager_cpu", "torch", "torch_backend", "cpu", False, ("torch",), "PyTorch eager on CPU"),
+        Backend("torch_compile_cpu", "torch", "torch_backend", "cpu", True, ("torch",), "torch.compile (inductor, C++) on CPU"),
+        Backend("torch_eager_cuda", "torch", "torch_backend", "gpu", False, ("torch",), "PyTorch eager on CUDA"),
+        Backend("torch_compile_cuda", "torch", "torch_backend", "gpu", True, ("torch",),
+                "torch.compile (inductor, Triton) on CUDA"),
+        Backend("pyhf_numpy", "pyhf", "pyhf_backend", "cpu", False, ("pyhf",), "pyhf 0.7, NumPy backend",
+                variant="numpy", unsupported=_PYHF_NUMPY_UNSUPPORTED),
+        Backend("pyhf_jax", "pyhf", "pyhf_backend", "cpu", True, ("pyhf", "jax"), "pyhf 0.7, JAX backend (jit)",
+                variant="jax"),
+        Backend("pyhf_pytorch", "pyhf", "pyhf_backend", "cpu", False, ("pyhf", "torch"),
+                "pyhf 0.7, PyTorch backend (eager)", variant="pytorch"),
+        Backend("nextstat", "nextstat", "nextstat_backend", "cpu", False, ("nextstat",),
+                "NextStat's Rust core (PyPI CPU wheel) and its torch layer"),
+    )
+}  # fmt: skip
+
+_ARRAY_FRAMEWORKS = ("numpy", "jax", "torch")
+_HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
+# Parameter counts of the generated workspace presets (workloads/histfactory/workspace.py).
+HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
+HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
+_HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
+           check_timeout_factor=4.0)  # fmt: skip
+WORKLOADS = {
+    w.name: w
+    for w in (
+        Workload("matmul", _ARRAY_FRAMEWORKS, (512, 1024), (2, 16384), ("float32", "float64"),
+                 "n (two n x n matrices)", "dense matrix product A @ B"),
+        Workload("fused_chain", _ARRAY_FRAMEWORKS, (4096, 32768), (1, 1 << 22), ("float32", "float64"),
+                 "rows (of 256 columns)", "affine, GELU, layer-norm, softmax, weighted row sum"),
+        Workload("mlp_train_step", _ARRAY_FRAMEWORKS, (64, 256), (2, 8192), ("float32", "float64"),
+                 "width (2 hidden layers, batch 128)", "forward + backward + SGD update of a small MLP"),
+        Workload("noop", ("python",), (1,), (1, 1), ("float64",),
+                 "unused (1)", "a call that does nothing", diagnostic=True),
+        Workload("spin", ("python",), (50,), (1, 1_000_000), ("float64",), "thousands of loop iterations per call",
+                 "calibrated pure-Python work (self-test; TTFR_SPIN_EXTRA adds work)", diagnostic=True),
+        Workload("hf_nll_grad", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 description="HistFactory NLL with its gradients w.r.t. the signal histogram and all parameters"),
+        Workload("hf_profiled_q0", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 description="discovery q0 (free and mu=0 fits) and dq0/d(signal histogram)"),
+        Workload("hf_train_loop", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 description="a step of MLP -> soft histogram -> -Z0 training (20-step loop checked)"),
+        Workload("hf_fd_check", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 description="signal-gradient accuracy: autodiff against central finite differences"),
+    )
+}  # fmt: skip
+HF_WORKLOADS = tuple(name for name in WORKLOADS if name.startswith("hf_"))
+
+
+@dataclass(frozen=True, order=True)
+class Case:
+    backend: str
+    workload: str
+    size: int
+    dtype: str  # float32 | float64
+
+    @property
+    def id(self) -> str:
+        return f"{self.backend}_{self.workload}_{self.size}_{DTYPE_SHORT[self.dtype]}"
+
+    @property
+    def backend_info(self) -> Backend:
+        return BACKENDS[self.backend]
+
+    @property
+    def workload_info(self) -> Workload:
+        return WORKLOADS[self.workload]
+
+
+def supports(backend: Backend, workload: Workload) -> bool:
+    return backend.framework in workload.frameworks
+
+
+def unsupported_reason(backend: Backend, workload: str) -> str | None:
+    return dict(backend.unsupported).get(workload)
+
+
+def catalogued_cases() -> list[Case]:
+    """Every catalogued combination (sizes and dtypes from the catalogue)."""
+    return sorted(
+        Case(b.name, w.name, size, dtype)
+        for b in BACKENDS.values()
+        for w in WORKLOADS.values()
+        if supports(b, w)
+        for size in w.sizes
+        for dtype in w.dtypes
+    )
+
+
+def check_size(workload: Workload, size: int, extra_sizes=()) -> None:
+    if workload.name in HF_WORKLOADS:
+        if size not in HF_PRESET_SIZES.values() and size not in extra_sizes:
+            presets = ", ".join(f"{name}={n}" for name, n in HF_PRESET_SIZES.items())
+            raise UsageError(
+                f"size {size} is not a HistFactory workspace of this run: sizes are parameter counts of the "
+                f"presets ({presets}) or of the file given with --workspace"
+            )
+        return
+    low, high = workload.size_range
+    if not low <= size <= high:
+        raise UsageError(
+            f"size {size} is out of range for workload {workload.name!r} ({workload.size_meaning}): "
+            f"valid sizes are {low}..{high}; catalogued: {', '.join(map(str, workload.sizes))}"
+        )
+
+
+def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=()) -> Case:
+    if backend not in BACKENDS:
+        raise unknown_choice("backend", backend, BACKENDS)
+    if workload not in WORKLOADS:
+        raise unknown_choice("workload", workload, WORKLOADS)
+    b, w = BACKENDS[backend], WORKLOADS[workload]
+    if not supports(b, w):
+        able = sorted(x.name for x in BACKENDS.values() if supports(x, w))
+        raise UsageError(f"backend {backend!r} does not run workload {workload!r}; backends that do: {', '.join(able)}")
+    dtype = DTYPES.get(dtype, dtype)
+    if dtype not in w.dtypes:
+        raise UsageError(
+            f"dtype {dtype!r} is not offered by workload {workload!r}; valid: "
+            + ", ".join(f"{DTYPE_SHORT[d]} ({d})" for d in w.dtypes)
+        )
+    check_size(w, size, extra_sizes)
+    return Case(backend, workload, size, dtype)
+
+
+_CASE_TAIL = re.compile(r"^(?P<head>.+)_(?P<size>\d+)_(?P<dtype>f32|f64)$")
+
+
+def parse_case_id(case_id: str, extra_sizes=()) -> Case:
+    """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted."""
+    match = _CASE_TAIL.match(case_id)
+    if match:
+        head = match["head"]
+        for backend in sorted(BACKENDS, key=len, reverse=True):
+            if head.startswith(backend + "_") and head[len(backend) + 1 :] in WORKLOADS:
+                return make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"], extra_sizes)
+    raise unknown_choice("case id", case_id, [c.id for c in catalogued_cases()])
+
+
+def gpu_present() -> bool:
+    return bool(hostinfo.gpu_device_nodes()) or shutil.which("nvidia-smi") is not None
+
+
+def availability(backend: Backend, workload: str | None = None) -> str | None:
+    """None when the backend can be tried here, else the `warn` reason."""
+    why = unsupported_reason(backend, workload) if workload is not None else None
+    if why:
+        return f"unsupported: {why}"
+    for package in backend.requires:
+        if importlib.util.find_spec(package) is None:
+            return f"missing_dependency: {package}"
+    if backend.device == "gpu" and not gpu_present():
+        return "gpu_unavailable"
+    return None

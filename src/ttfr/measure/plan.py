@@ -1,0 +1,133 @@
+"""Expand a RunSpec into ordered tasks (one fresh process each).
+
+Ordering, so that drift on a shared machine hits every case alike:
+- round 0 holds each case's *template producer*: its first cold-cache run (measured), or
+  an unmeasured priming run when cold-cache is not selected. Its cache directory becomes
+  the template that warm-cache runs and warm processes start from.
+- round 1 holds each case's first warm process, or an unmeasured check process when
+  warm-process is not selected: the result check gates the rest of the case early.
+- rounds 2.. interleave the remaining runs: round r holds the next run of every
+  (case, policy) stream, in an order shuffled per round from the spec's seed.
+Backends without a persistent compile cache (NumPy, eager torch) need no template.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ttfr.measure import catalog
+from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, RunSpec
+
+# Task kinds: what the worker is asked to do and whether its figures are published.
+COLD = "cold"  # cold-process run under a cache policy (measured)
+WARM = "warm"  # warm-regime process: samples + result check (measured)
+PRIME = "prime"  # fills the cache template (unmeasured)
+CHECK = "check"  # result check only (unmeasured)
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str
+    case: catalog.Case
+    policy: str | None
+    index: int
+    round: int
+    makes_template: bool = False
+
+    @property
+    def measured(self) -> bool:
+        return self.kind in (COLD, WARM)
+
+    @property
+    def uses_template(self) -> bool:
+        return self.policy in (WARM_CACHE, WARM_PROCESS) or self.kind == CHECK
+
+    @property
+    def runs_check(self) -> bool:
+        """The case's gate: the first warm process, or the check process of a case without one."""
+        return self.kind == CHECK or (self.kind == WARM and self.index == 0)
+
+    @property
+    def key(self) -> str:
+        return f"{self.case.id}|{self.policy or self.kind}|{self.index}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: RunSpec
+    tasks: tuple[Task, ...]
+    unavailable: dict  # case id -> warn reason, decided without spawning anything
+
+    def tasks_for(self, case_id: str) -> list[Task]:
+        return [t for t in self.tasks if t.case.id == case_id]
+
+
+def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task | None, list[list[Task]]]:
+    """(template producer, gate, remaining streams) of one case, rounds not yet assigned."""
+    needs_template = case.backend_info.compiles and any(p in spec.policies for p in (WARM_CACHE, WARM_PROCESS))
+    producer = None
+    streams = []
+    if COLD_CACHE in spec.policies:
+        cold = [Task(COLD, case, COLD_CACHE, i, -1) for i in range(spec.cold_runs)]
+        producer = Task(COLD, case, COLD_CACHE, 0, 0, makes_template=needs_template)
+        streams.append(cold[1:])
+    elif needs_template:
+        producer = Task(PRIME, case, None, 0, 0, makes_template=True)
+    if WARM_CACHE in spec.policies:
+        streams.append([Task(COLD, case, WARM_CACHE, i, -1) for i in range(spec.cold_runs)])
+    if WARM_PROCESS in spec.policies:
+        warm = [Task(WARM, case, WARM_PROCESS, i, -1) for i in range(spec.warm_procs)]
+        gate, streams = warm[0], streams + [warm[1:]]
+    else:
+        gate = Task(CHECK, case, None, 0, 1)
+    return producer, gate, streams
+
+
+def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
+    unavailable = {}
+    producers, gates, streams = [], [], []
+    for case in spec.cases:
+        reason = availability(case.backend_info, case.workload)
+        if reason:
+            unavailable[case.id] = reason
+            continue
+        producer, gate, case_streams = _case_streams(case, spec)
+        if producer:
+            producers.append(producer)
+        gates.append(gate)
+        streams.extend(s for s in case_streams if s)
+
+    rounds = [producers, gates]
+    depth = max((len(s) for s in streams), default=0)
+    for position in range(depth):
+        rounds.append([s[position] for s in streams if position < len(s)])
+
+    ordered = []
+    for number, tasks in enumerate(rounds):
+        tasks = sorted(tasks, key=lambda t: t.key)
+        random.Random(f"{spec.seed}:{number}").shuffle(tasks)
+        ordered.extend(_with_round(t, number) for t in tasks)
+    return Plan(spec=spec, tasks=tuple(ordered), unavailable=unavailable)
+
+
+def _with_round(task: Task, number: int) -> Task:
+    return Task(task.kind, task.case, task.policy, task.index, number, task.makes_template)
+
+
+def gate_failure(entry: dict) -> str | None:
+    """Why a journaled task ends its case early, or None.
+
+    Unavailable anywhere ends the case (`warn`); so does any failure of the template
+    producer or of the gate (first warm process or check), and a failed result check.
+    """
+    if entry["outcome"] == "unavailable":
+        return entry["reason"]
+    kind = entry["kind"]
+    is_gate = entry["makes_template"] or kind in (PRIME, CHECK) or (kind == WARM and entry["index"] == 0)
+    if is_gate and entry["outcome"] != "ok":
+        return entry["reason"] or entry["outcome"]
+    check = (entry.get("record") or {}).get("check")
+    if check and not check.get("passed"):
+        return "result check failed"
+    return None

@@ -1,0 +1,136 @@
+"""Execute a plan's tasks in order: set up each run's cache state, run it through an
+executor (a real process, or a fake in tests), journal it, and stop a case early when it
+cannot produce trustworthy figures (unavailable, failed template producer or check)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+from ttfr.child import hostinfo
+from ttfr.measure import catalog
+from ttfr.measure.cache import CacheDirs
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import PRIME, Plan, Task, gate_failure
+from ttfr.measure.spawn import RunResult, run_worker
+from ttfr.measure.workerenv import build_env, job_words
+
+Executor = Callable[..., RunResult]
+
+
+class NullProgress:
+    def start(self, total: int, pending: list[Task]) -> None: ...
+    def task_started(self, task: Task) -> None: ...
+    def task_finished(self, task: Task, entry: dict | None) -> None: ...
+
+
+class Scheduler:
+    def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
+                 progress=None, base_env: dict | None = None, dataset_words: dict | None = None):  # fmt: skip
+        self.plan = plan
+        self.journal = journal
+        self.scratch = Path(scratch)
+        self.executor = executor
+        self.progress = progress or NullProgress()
+        self.base_env = base_env
+        self.dataset_words = dataset_words or {}
+        self.stopped: dict[str, str] = {}
+
+    def run(self) -> None:
+        pending = self.pending()
+        self.progress.start(len(self.plan.tasks), pending)
+        for task in pending:
+            self.run_task(task)
+
+    def pending(self) -> list[Task]:
+        """Tasks the journal does not hold yet (replaying it to know which cases stopped)."""
+        done = set()
+        for entry in self.journal.entries():
+            done.add(entry["task"])
+            self._note(entry["case"], gate_failure(entry))
+        return [t for t in self.plan.tasks if t.key not in done]
+
+    def run_task(self, task: Task) -> dict | None:
+        """Run one task and journal it; None when its case has stopped."""
+        if task.case.id in self.stopped:
+            self.progress.task_finished(task, None)
+            return None
+        self.progress.task_started(task)
+        entry = self._execute(task)
+        self.journal.append(entry)
+        self._note(task.case.id, gate_failure(entry))
+        self.progress.task_finished(task, entry)
+        return entry
+
+    def stop_case(self, case_id: str, reason: str) -> None:
+        """Stop a case from outside (its other arm stopped)."""
+        self._note(case_id, reason)
+
+    def _note(self, case_id: str, reason: str | None) -> None:
+        if reason and case_id not in self.stopped:
+            self.stopped[case_id] = reason
+
+    def _prepare_cache(self, task: Task, cache: CacheDirs) -> bool:
+        """Put the case's cache directory into the task's policy state; True if restored."""
+        if task.uses_template and task.case.backend_info.compiles:
+            if not cache.has_template():
+                self._reprime(task)  # e.g. resuming after the scratch area was removed
+            if cache.has_template():
+                cache.restore_template()
+                return True
+        cache.make_empty()
+        return False
+
+    def _reprime(self, task: Task) -> None:
+        primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
+        cache = CacheDirs(self.scratch, task.case.id)
+        cache.make_empty()
+        result = self._spawn(primer, cache, self._timeout(primer))
+        if result.outcome == "ok":
+            cache.save_template()
+
+    def _timeout(self, task: Task) -> float:
+        factor = catalog.WORKLOADS[task.case.workload].check_timeout_factor if task.runs_check else 1.0
+        return self.plan.spec.timeout_s * factor
+
+    def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
+        spec = self.plan.spec
+        env = build_env(task.case, spec, cache.env(), self.base_env)
+        words = job_words(task, spec)
+        if task.case.workload in catalog.HF_WORKLOADS:
+            words.update(self.dataset_words[task.case.size])
+        return self.executor(words, env, timeout_s, spec.python)
+
+    def _execute(self, task: Task) -> dict:
+        cache = CacheDirs(self.scratch, task.case.id)
+        restored = self._prepare_cache(task, cache)
+        before = cache.count_entries()
+        load = hostinfo.load_average()
+        pressure = hostinfo.cpu_pressure()
+        times_before = hostinfo.cpu_times()
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        timeout_s = self._timeout(task)
+        result = self._spawn(task, cache, timeout_s)
+        times_after = hostinfo.cpu_times()
+        steal = None
+        if times_before and times_after and times_after[1] > times_before[1]:
+            steal = (times_after[0] - times_before[0]) / (times_after[1] - times_before[1])
+        after = cache.count_entries()
+        if task.makes_template and result.outcome == "ok":
+            cache.save_template()
+        entry = {
+            "task": task.key,
+            "case": task.case.id,
+            "kind": task.kind,
+            "policy": task.policy,
+            "index": task.index,
+            "round": task.round,
+            "measured": task.measured,
+            "makes_template": task.makes_template,
+            "timeout_s": timeout_s,
+            "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
+            "host": {"load_average": load, "cpu_pressure_avg10": pressure, "steal_fraction": steal, "started_at": started},
+        }
+        entry.update(result.to_json())
+        return entry

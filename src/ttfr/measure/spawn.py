@@ -1,0 +1,186 @@
+"""Run one worker process: spawn it in its own session, watch it, collect its record.
+
+- The record comes over a dedicated pipe as a Python literal, read with ast.literal_eval
+  (the worker's stdout/stderr go to a log file, whose tail is kept when a run fails).
+- `os.wait4` reaps the worker so its rusage (CPU time of it and its reaped children, such
+  as g++) comes back; the reap timestamp ends `process_s`.
+- The watchdog kills the whole process group on timeout (compiler grandchildren too), and
+  the group is killed again after the worker exits to leave no stragglers.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+WORKER_BOOT = "from ttfr.child.worker import main; main()"
+STDERR_TAIL_CHARS = 2000
+
+# Worker outcomes (ok, unavailable, error, oom, invalid-measurement) pass through;
+# these are added by the parent.
+TIMEOUT, OOM, SIGNAL, ERROR = "timeout", "oom", "signal", "error"
+
+
+@dataclass
+class RunResult:
+    outcome: str
+    reason: str | None
+    record: dict | None
+    spawn_ns: int
+    reaped_ns: int | None
+    exit_code: int | None
+    rusage: dict = field(default_factory=dict)
+    output_tail: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "record": self.record,
+            "spawn_ns": self.spawn_ns,
+            "reaped_ns": self.reaped_ns,
+            "exit_code": self.exit_code,
+            "rusage": self.rusage,
+            "output_tail": self.output_tail,
+        }
+
+
+def ensure_worker_bytecode() -> None:
+    """Compile ttfr's own modules once, so no worker spends its timed start compiling them.
+
+    Under PYTHONDONTWRITEBYTECODE=1 (or from a fresh checkout) every worker would otherwise
+    recompile worker.py and the adapters from source, ~3 ms charged to the measurement.
+    py_compile writes regardless of that variable; a read-only install is left as it is.
+    """
+    import compileall
+
+    import ttfr
+
+    try:
+        compileall.compile_dir(os.path.dirname(ttfr.__file__), quiet=2)
+    except OSError:
+        pass
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_all(fd: int, sink: list) -> None:
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(1 << 16):
+            sink.append(chunk)
+
+
+def _tail(log) -> str:
+    log.seek(0, os.SEEK_END)
+    size = log.tell()
+    log.seek(max(0, size - 4 * STDERR_TAIL_CHARS))
+    return log.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeout_s: float) -> tuple[str, str | None]:
+    if timed_out:
+        return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)"
+    if record is not None:
+        outcome, reason = record.get("outcome", ERROR), record.get("reason")
+        if exit_code not in (0, None) and outcome == "ok":
+            how = f"killed by {_signal_name(-exit_code)}" if exit_code < 0 else f"exit code {exit_code}"
+            return ERROR, f"worker reported a result, then {how}"
+        return outcome, reason
+    if exit_code is not None and exit_code < 0:
+        if -exit_code == signal.SIGKILL:
+            return OOM, "killed by SIGKILL, not by ttfr: most likely the kernel's OOM killer"
+        return SIGNAL, f"killed by {_signal_name(-exit_code)}"
+    return ERROR, f"exit code {exit_code} without a result record"
+
+
+def run_worker(job: dict, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
+    read_fd, write_fd = os.pipe()
+    words = [f"{k}={v}" for k, v in job.items()] + [f"fd={write_fd}"]
+    argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
+    chunks: list[bytes] = []
+    reaped: dict = {}
+    with tempfile.TemporaryFile() as log:
+        spawn_ns = time.monotonic_ns()
+        try:
+            proc = subprocess.Popen(
+                argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                pass_fds=(write_fd,), start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            os.close(read_fd)
+            return RunResult(ERROR, f"could not start the worker: {exc}", None, spawn_ns, None, None)
+        finally:
+            os.close(write_fd)
+
+        def reap():
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            reaped.update(ns=time.monotonic_ns(), status=status, usage=usage)
+
+        reader = threading.Thread(target=_read_all, args=(read_fd, chunks), daemon=True)
+        waiter = threading.Thread(target=reap, daemon=True)
+        reader.start()
+        waiter.start()
+        timed_out = False
+        try:
+            waiter.join(timeout_s)
+            if waiter.is_alive():
+                timed_out = True
+                _kill_group(proc.pid)
+                waiter.join()
+        except BaseException:  # Ctrl-C: leave nothing running behind us
+            _kill_group(proc.pid)
+            waiter.join()
+            raise
+        finally:
+            _kill_group(proc.pid)  # stragglers holding the pipe (forked compile workers)
+            reader.join()
+        exit_code = os.waitstatus_to_exitcode(reaped["status"])
+        proc.returncode = exit_code  # we reaped it; keep Popen from trying again
+
+        record = None
+        raw = b"".join(chunks)
+        if raw:
+            try:
+                record = ast.literal_eval(raw.decode("utf-8"))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                record = None
+            if not isinstance(record, dict):
+                record = None
+        outcome, reason = classify(record, exit_code, timed_out, timeout_s)
+        if record is None and not timed_out and raw:
+            reason = f"{reason}; the worker's record was unreadable"
+        usage = reaped["usage"]
+        return RunResult(
+            outcome=outcome,
+            reason=reason,
+            record=record,
+            spawn_ns=spawn_ns,
+            reaped_ns=None if timed_out else reaped["ns"],
+            exit_code=exit_code,
+            rusage={
+                "user_s": usage.ru_utime,
+                "sys_s": usage.ru_stime,
+                "max_rss_bytes": usage.ru_maxrss * 1024,
+                "involuntary_switches": usage.ru_nivcsw,
+            },
+            output_tail=None if outcome in ("ok", "unavailable") else _tail(log),
+        )

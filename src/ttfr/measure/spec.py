@@ -1,0 +1,264 @@
+"""Run specification: the validated answer to "what should this run measure, and how?".
+
+Everything a user can get wrong is checked here, before any process is spawned.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ttfr.errors import UsageError, unknown_choice
+from ttfr.measure import catalog, datasets
+
+COLD_CACHE = "cold-process/cold-cache"
+WARM_CACHE = "cold-process/warm-cache"
+WARM_PROCESS = "warm-process"
+POLICIES = (COLD_CACHE, WARM_CACHE, WARM_PROCESS)
+POLICY_ALIASES = {"cold-cache": COLD_CACHE, "warm-cache": WARM_CACHE, "cold": COLD_CACHE, "warm": WARM_PROCESS}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    cold_runs: int  # fresh processes per cold policy
+    warm_procs: int  # fresh processes in the warm regime
+    warm_samples: int  # samples per warm process
+    min_sample_s: float  # one sample lasts at least this long (inner loop calibration)
+    max_warmup_s: float
+    timeout_s: float
+    default_sizes: str  # "smallest" | "all"
+    default_dtypes: tuple[str, ...]
+    description: str
+
+
+PROFILES = {
+    p.name: p
+    for p in (
+        Profile("quick", 2, 2, 10, 0.005, 1.0, 300.0, "smallest", ("float32",),
+                "smallest sizes, f32, 2 cold runs per policy: a first look in minutes"),
+        Profile("standard", 10, 5, 20, 0.01, 2.0, 600.0, "all", ("float32",),
+                "all catalogued sizes, f32, 10 cold runs (order-statistic CI at 98%)"),
+        Profile("publish", 20, 10, 30, 0.02, 5.0, 900.0, "all", ("float32", "float64"),
+                "every catalogued case, 20 cold runs, 10 warm processes"),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    cases: tuple[catalog.Case, ...]
+    policies: tuple[str, ...]
+    profile: str
+    cold_runs: int
+    warm_procs: int
+    warm_samples: int
+    min_sample_s: float
+    max_warmup_s: float
+    timeout_s: float
+    deterministic: bool
+    seed: int  # input data seed and round-order seed
+    threads: int | None = None
+    shard: tuple[int, int] | None = None  # (index, count), 1-based index
+    python: str | None = None  # interpreter for workers (default: this one)
+    workspace: str | None = None  # a user's HistFactory workspace (absolute path)
+    signal: str | None = None  # CHANNEL/SAMPLE of that workspace's signal
+    custom_size: int | None = None  # its parameter count
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["cases"] = [c.id for c in self.cases]
+        data["shard"] = list(self.shard) if self.shard else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunSpec:
+        data = dict(data)
+        extra = (data["custom_size"],) if data.get("custom_size") else ()
+        data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
+        data["policies"] = tuple(data["policies"])
+        data["shard"] = tuple(data["shard"]) if data.get("shard") else None
+        return cls(**data)
+
+
+def _split(values):
+    """Accept repeated flags and comma-separated lists alike (a bare string is one value)."""
+    if isinstance(values, (str, int)):
+        values = [values]
+    out = []
+    for value in values or ():
+        out.extend(v.strip() for v in str(value).split(",") if v.strip())
+    return out
+
+
+def parse_policies(values) -> tuple[str, ...]:
+    names = _split(values)
+    if not names or names == ["all"]:
+        return POLICIES
+    chosen = []
+    for name in names:
+        policy = POLICY_ALIASES.get(name, name)
+        if policy not in POLICIES:
+            raise unknown_choice("cache policy", name, list(POLICIES) + list(POLICY_ALIASES) + ["all"])
+        if policy not in chosen:
+            chosen.append(policy)
+    return tuple(p for p in POLICIES if p in chosen)
+
+
+def _parse_int(text, what):
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{what} must be a whole number, got {text!r}") from None
+
+
+def select_cases(
+    profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=(), hf_sizes=(), custom_size=None
+) -> tuple[catalog.Case, ...]:
+    """`hf_sizes`: HistFactory sizes chosen by preset or workspace file (empty: the profile's)."""
+    case_ids, backends, workloads = _split(case_ids), _split(backends), _split(workloads)
+    sizes, dtypes = _split(sizes), _split(dtypes)
+    extra = (custom_size,) if custom_size else ()
+    if case_ids:
+        if backends or workloads or sizes or dtypes:
+            raise UsageError("--cases names whole case ids; do not combine it with --backends/--workloads/--sizes/--dtypes")
+        cases = [catalog.parse_case_id(c, extra) for c in case_ids]
+        return tuple(sorted(set(cases)))
+    for name in backends:
+        if name not in catalog.BACKENDS:
+            raise unknown_choice("backend", name, catalog.BACKENDS)
+    for name in workloads:
+        if name not in catalog.WORKLOADS:
+            raise unknown_choice("workload", name, catalog.WORKLOADS)
+    for name in dtypes:
+        if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
+            raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
+    size_values = [_parse_int(s, "--sizes") for s in sizes]
+    dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
+    chosen_backends = backends or [b for b in catalog.BACKENDS if b != "python"]
+    chosen_workloads = workloads or [w for w, info in catalog.WORKLOADS.items() if info.default and not info.diagnostic]
+    cases = set()
+    for w_name in chosen_workloads:
+        workload = catalog.WORKLOADS[w_name]
+        for b_name in chosen_backends:
+            if not catalog.supports(catalog.BACKENDS[b_name], workload):
+                continue
+            if size_values:
+                for size in size_values:
+                    catalog.check_size(workload, size, extra)
+                w_sizes = size_values
+            elif hf_sizes and w_name in catalog.HF_WORKLOADS:
+                w_sizes = list(hf_sizes)
+            else:
+                w_sizes = workload.sizes[:1] if profile.default_sizes == "smallest" else workload.sizes
+            w_dtypes = [d for d in (dtype_values or profile.default_dtypes) if d in workload.dtypes]
+            if not w_dtypes and not dtype_values:
+                w_dtypes = list(workload.dtypes[:1])
+            for size in w_sizes:
+                for dtype in w_dtypes:
+                    cases.add(catalog.Case(b_name, w_name, size, dtype))
+    if not cases:
+        runs = "; ".join(
+            f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, catalog.WORKLOADS[w]))
+            for w in chosen_workloads
+        )
+        raise UsageError(f"no chosen backend ({', '.join(chosen_backends)}) runs the chosen workloads; backends that do: {runs}")
+    return tuple(sorted(cases))
+
+
+def _parse_shard(text):
+    if text is None:
+        return None
+    index, sep, count = str(text).partition("/")
+    if not sep:
+        raise UsageError(f"--shard takes K/N (e.g. 1/4), got {text!r}")
+    i, n = _parse_int(index, "--shard K"), _parse_int(count, "--shard N")
+    if not 1 <= i <= n:
+        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
+    return i, n
+
+
+def check_worker_python(python: str) -> None:
+    """The interpreter given for workers must exist and import ttfr's worker."""
+    import subprocess
+
+    try:
+        done = subprocess.run([python, "-c", "import ttfr.child.worker"], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UsageError(f"--python {python!r} cannot be run: {exc.strerror}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {python!r} cannot import ttfr ({last}); install ttfr into that environment")
+
+
+def build_spec(
+    *,
+    profile="quick",
+    cases=(),
+    backends=(),
+    workloads=(),
+    sizes=(),
+    dtypes=(),
+    policies=(),
+    cold_runs=None,
+    warm_procs=None,
+    warm_samples=None,
+    timeout=None,
+    deterministic=False,
+    seed=None,
+    threads=None,
+    shard=None,
+    python=None,
+    workspace=None,
+    workspace_presets=(),
+    signal=None,
+) -> RunSpec:
+    if profile not in PROFILES:
+        raise unknown_choice("profile", profile, PROFILES)
+    prof = PROFILES[profile]
+    if signal and not workspace:
+        raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
+    user = datasets.load_user_workspace(workspace, signal) if workspace else None
+    hf_sizes = datasets.preset_sizes(_split(workspace_presets)) + ([user.size] if user else [])
+    chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
+    shard_pair = _parse_shard(shard)
+    if shard_pair:
+        index, count = shard_pair
+        chosen = tuple(c for position, c in enumerate(chosen) if position % count == index - 1)
+        if not chosen:
+            raise UsageError(f"shard {index}/{count} holds no case: the selection has fewer cases than shards")
+
+    def positive(value, default, what, minimum=1):
+        if value is None:
+            return default
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < minimum:
+            raise UsageError(f"{what} must be >= {minimum}, got {value!r}")
+        return value
+
+    if seed is None:
+        seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise UsageError(f"--threads must be a positive whole number, got {threads!r}")
+    if python is not None:
+        check_worker_python(python)
+    return RunSpec(
+        cases=chosen,
+        policies=parse_policies(policies),
+        profile=profile,
+        cold_runs=int(positive(cold_runs, prof.cold_runs, "--cold-runs")),
+        warm_procs=int(positive(warm_procs, prof.warm_procs, "--warm-procs")),
+        warm_samples=int(positive(warm_samples, prof.warm_samples, "--warm-samples", minimum=3)),
+        min_sample_s=prof.min_sample_s,
+        max_warmup_s=prof.max_warmup_s,
+        timeout_s=float(positive(timeout, prof.timeout_s, "--timeout", minimum=0.1)),
+        deterministic=bool(deterministic),
+        seed=int(seed),
+        threads=threads,
+        shard=shard_pair,
+        python=python,
+        workspace=str(Path(workspace).resolve()) if workspace else None,
+        signal="/".join(user.signal) if user else None,
+        custom_size=user.size if user else None,
+    )
