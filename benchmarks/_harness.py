@@ -8,21 +8,19 @@ import sys
 import time
 
 from ttfr.analyse import analysis
-from ttfr.measure import spawn as runner
+from ttfr.child.job import Job
+from ttfr.measure import spawn
 
-runner.ensure_worker_bytecode()  # as `ttfr run` does before its first run
-
-
-def worker_job(adapter="python_backend", workload="noop", size=1, dtype="float64", mode="cold", **extra) -> dict:
-    job = {"mode": mode, "adapter": adapter, "device": "cpu", "compile": "0", "workload": workload,
-           "size": str(size), "dtype": dtype, "seed": "0"}  # fmt: skip
-    job.update({k: str(v) for k, v in extra.items()})
-    return job
+spawn.ensure_worker_bytecode()  # as `ttfr run` does before its first run
 
 
-def run_worker(job: dict) -> tuple[dict, dict]:
+def worker_job(adapter="python_backend", workload="noop", size=1, dtype="float64", mode="cold", **extra) -> Job:
+    return Job(mode=mode, adapter=adapter, workload=workload, size=size, dtype=dtype, **extra)
+
+
+def run_worker(job: Job) -> tuple[dict, dict]:
     """(record, metrics) of one real worker process."""
-    result = runner.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
+    result = spawn.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
     if result.outcome != "ok":
         raise SystemExit(f"worker failed: {result.outcome}: {result.reason}\n{result.output_tail}")
     entry = {"spawn_ns": result.spawn_ns, "reaped_ns": result.reaped_ns, "record": result.record}

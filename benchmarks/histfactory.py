@@ -68,14 +68,14 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     import nextstat
     import pyhf
 
-    from ttfr.child.workloads.histfactory import common, dense, native, nextstat_engine, pyhf_engine
+    from ttfr.child.workloads.histfactory import dense, native, nextstat_engine, problem, pyhf_engine
     from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
     spec = hf_workspace.preset(name, seed)
     signal = hf_workspace.find_signal(spec)
     model = dense.compile_workspace(spec, signal)
     point = dict(zip(model.names, dense.evaluation_point(model, seed)))
-    problem = common.Problem(json.dumps(spec).encode(), point, signal, seed)
+    problem = problem.Problem(json.dumps(spec).encode(), point, signal, seed)
     functions = native.jax_functions(jax)
     arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
     p = jnp.asarray([point[n] for n in model.names])

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
+from ttfr.child.job import WARM
+
 
 class FakeExecutor:
     """Answers each run with a plausible record; `decide(call)` may override.
@@ -25,25 +27,25 @@ class FakeExecutor:
         jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
         case_id = jax_dir.parent.name
         entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir.is_dir() else []
-        call = {"job": dict(job), "case": case_id, "entries_seen": entries, "env": env}
+        call = {"job": job, "case": case_id, "entries_seen": entries, "env": env}
         self.calls.append(call)
         if self.decide:
             decided = self.decide(call)
             if decided is not None:
                 return decided
         cache = None
-        if job["compile"] == "1":
+        if job.compile:
             hit = bool(entries)
             if not hit:
                 (jax_dir / "jit_fn-cache").write_bytes(b"executable")
             events = {"/jax/compilation_cache/compile_requests_use_cache": 1}
             events["/jax/compilation_cache/cache_hits" if hit else "/jax/compilation_cache/cache_misses"] = 1
             cache = {"first": None, "end": {"events": events, "durations_s": {}}}
-        warm = job["mode"] == "warm"
+        warm = job.mode == WARM
         record = fake_record(
             cache=cache,
             check=PASSED_CHECK if warm else None,
-            warm=fake_warm() if warm and int(job.get("samples", "0")) else None,
-            stages={"trace_s": 0.01, "compile_s": 0.1} if job["compile"] == "1" else {},
+            warm=fake_warm() if warm and job.samples else None,
+            stages={"trace_s": 0.01, "compile_s": 0.1} if job.compile else {},
         )
         return fake_result(record)

@@ -29,11 +29,11 @@ class SlowerB:
 
     def __call__(self, job, env, timeout_s, python=None):
         arm = "B" if env.get("TTFR_SPIN_EXTRA") else "A"
-        self.calls.append((arm, job["workload"], job["mode"]))
+        self.calls.append((arm, job.workload, job.mode))
         scale = (self.factor if arm == "B" else 1.0) * math.exp(self.rng.normal(0, self.noise))
-        warm = job["mode"] == "warm"
-        record = fake_record(check=PASSED_CHECK if job.get("check") else None,
-                             warm=fake_warm(0.001 * scale) if warm and job.get("samples") else None)  # fmt: skip
+        warm = job.mode == "warm"
+        record = fake_record(check=PASSED_CHECK if job.check else None,
+                             warm=fake_warm(0.001 * scale) if warm and job.samples else None)  # fmt: skip
         first_ns = int(0.33e9 * scale)
         record["marks_ns"] = {k: 1_000_000_000 + int(v * first_ns / 330_000_000) for k, v in (
             ("main", 10_000_000), ("imported", 110_000_000), ("setup", 130_000_000), ("first", 330_000_000),

@@ -55,11 +55,11 @@ def test_ok_case_has_summaries_verified_caches_and_correctness(tmp_path):
 
 def test_warm_cache_miss_is_flagged_in_the_case(tmp_path):
     def never_hit(call):
-        if call["job"]["compile"] == "1" and call["entries_seen"]:
+        if call["job"].compile and call["entries_seen"]:
             record = fake_record(cache={"first": None, "end": {"events": {
                 "/jax/compilation_cache/compile_requests_use_cache": 1}, "durations_s": {}}},
-                check=PASSED_CHECK if call["job"]["mode"] == "warm" else None)  # fmt: skip
-            if call["job"]["mode"] == "warm":
+                check=PASSED_CHECK if call["job"].mode == "warm" else None)  # fmt: skip
+            if call["job"].mode == "warm":
                 from conftest import fake_warm
 
                 record["warm"] = fake_warm()
@@ -75,7 +75,7 @@ def test_failed_result_check_fails_the_case_with_numbers_and_null_figures(tmp_pa
     bad_check = {"reference": "numpy float64", "max_normalised_error": 0.5, "tolerance": 2e-4, "passed": False}
 
     def wrong(call):
-        if call["job"]["mode"] == "warm" and call["case"].startswith("numpy"):
+        if call["job"].mode == "warm" and call["case"].startswith("numpy"):
             from conftest import fake_warm
 
             return fake_result(fake_record(check=bad_check, warm=fake_warm()))
@@ -97,7 +97,7 @@ def test_a_run_whose_result_differs_is_invalid_and_excluded(tmp_path):
     count = {"n": 0}
 
     def odd_one(call):
-        if call["case"].startswith("numpy") and call["job"]["mode"] == "cold":
+        if call["case"].startswith("numpy") and call["job"].mode == "cold":
             count["n"] += 1
             if count["n"] == 3:
                 return fake_result(fake_record(digest={"sum": 99.0, "sum_sq": 5000.0, "count": 4, "finite": True}))
@@ -115,7 +115,7 @@ def test_partial_failures_keep_figures_from_good_runs(tmp_path):
     count = {"n": 0}
 
     def one_timeout(call):
-        if call["case"].startswith("numpy") and call["job"]["mode"] == "cold":
+        if call["case"].startswith("numpy") and call["job"].mode == "cold":
             count["n"] += 1
             if count["n"] == 2:
                 return fake_result(None, outcome="timeout", reason="timeout after 5 s (process group killed)")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import have
 
-from ttfr.child.workloads.histfactory import common, dense
+from ttfr.child.workloads.histfactory import dense, engines, gate, problem, reference
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.errors import UsageError
 from ttfr.measure import datasets
@@ -157,7 +157,7 @@ def test_native_q0_matches_pyhf_and_its_gradient_matches_finite_differences(name
     q0, grad, muhat, _iterations, converged = q0_fn(model.signal_nominal())
     assert bool(converged) and float(muhat) > 0
     assert abs(float(q0) - reference) <= 1e-4
-    fd = common.central_differences(lambda s: float(q0_fn(s)[0]), model.signal_nominal(), 1e-4)
+    fd = gate.central_differences(lambda s: float(q0_fn(s)[0]), model.signal_nominal(), 1e-4)
     assert np.allclose(np.asarray(grad), fd, atol=1e-5)
 
 
@@ -175,7 +175,7 @@ class _DenseEngine:
         return float(dense.nll(self.ops, self.point, signal, self.model.arrays)) + self.nll_offset
 
     def nll_signal_grad(self, signal):
-        exact = common.central_differences(lambda s: dense.nll(self.ops, self.point, s, self.model.arrays), signal, 1e-5)
+        exact = gate.central_differences(lambda s: dense.nll(self.ops, self.point, s, self.model.arrays), signal, 1e-5)
         return exact * self.gradient_scale
 
     def q0(self, signal):
@@ -186,7 +186,7 @@ def _problem(spec):
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
     point = dict(zip(model.names, dense.evaluation_point(model, 0)))
     text = json.dumps(spec)
-    return common.Problem(text.encode(), point, hf_workspace.find_signal(spec))
+    return problem.Problem(text.encode(), point, hf_workspace.find_signal(spec))
 
 
 @pytest.mark.parametrize(
@@ -200,10 +200,10 @@ def _problem(spec):
 def test_the_gate_fails_a_wrong_gradient_or_a_wrong_nll(tmp_path, engine_kwargs, passes, detail):
     spec = hf_workspace.preset("complex8p", seed=1)
     problem = _problem(spec)
-    reference = common.reference_values(problem, 8)
+    values = reference.reference_values(problem, 8)
     engine = _DenseEngine(spec, **engine_kwargs)
-    engine.reference_q0 = reference["q0"]
-    check = common.gate(engine, problem, {"reference": str(tmp_path / "ref.json")}, fd_of="nll")
+    engine.reference_q0 = values["q0"]
+    check = gate.gate(engine, problem, str(tmp_path / "ref.json"), fd_of="nll")
     assert check["passed"] is passes
     assert (check["max_normalised_error"] <= 1.0) is passes
     # only the scaled gradient is off; a wrong NLL still has the right gradient
@@ -212,7 +212,7 @@ def test_the_gate_fails_a_wrong_gradient_or_a_wrong_nll(tmp_path, engine_kwargs,
     if detail:
         assert detail in check["detail"]
     cached = json.loads((tmp_path / "ref.json").read_text())
-    assert cached["nll"] == pytest.approx(reference["nll"]) and "pyhf" in cached["engine"]
+    assert cached["nll"] == pytest.approx(values["nll"]) and "pyhf" in cached["engine"]
 
 
 def test_user_workspace_errors_say_what_is_wrong(tmp_path):
@@ -262,10 +262,10 @@ def test_training_loops_agree_across_frameworks():
     jax.config.update("jax_enable_x64", True)
     spec = hf_workspace.preset("complex8p", seed=3)
     problem = _problem(spec)
-    _model, native_inputs = common.dense_inputs(problem)
+    _model, native_inputs = engines.dense_inputs(problem)
     state_inputs = train.native_state_inputs(0)
     jax_trainer = train.JaxTrainer(jax, [jax.numpy.asarray(x) for x in native_inputs + state_inputs], "sigmoid")
-    arrays, extra = common.split_native([torch.as_tensor(x) for x in native_inputs])
+    arrays, extra = engines.split_native([torch.as_tensor(x) for x in native_inputs])
     engine = native.TorchEngine(torch, lambda fn: fn, arrays)
     signal = extra["signal"].numpy()
     torch_trainer = train.TorchTrainer(

@@ -105,7 +105,7 @@ def test_missing_template_on_resume_is_reprimed_unmeasured(tmp_path):
     second = FakeExecutor()
     journal, _ = run(plan, tmp_path, second)
     assert len(second.calls) == len(plan.tasks)  # remaining tasks + one priming run
-    assert second.calls[0]["job"]["mode"] == "cold" and second.calls[0]["entries_seen"] == []
+    assert second.calls[0]["job"].mode == "cold" and second.calls[0]["entries_seen"] == []
     assert second.calls[1]["entries_seen"] == ["jit_fn-cache"]
     assert len(journal.entries()) == len(plan.tasks)
 
@@ -129,12 +129,12 @@ def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, monkeypatch
 
     class Recording(FakeExecutor):
         def __call__(self, job, env, timeout_s, python=None):
-            seen.append((job.get("check"), timeout_s))
+            seen.append((job.check, timeout_s))
             return super().__call__(job, env, timeout_s, python)
 
     journal, _ = run(plan, tmp_path, Recording())
-    assert {t for c, t in seen if c == "1"} == {10 * factor}
-    assert {t for c, t in seen if c != "1"} == {10}
+    assert {t for c, t in seen if c} == {10 * factor}
+    assert {t for c, t in seen if not c} == {10}
     assert {e["timeout_s"] for e in journal.entries()} == {10, 10 * factor}
 
 

@@ -96,3 +96,21 @@ def test_deterministic_spec_fixes_the_seed_and_random_specs_differ():
 def test_spec_round_trips_through_json():
     spec = build_spec(backends="numpy,jax_jit_cpu", sizes="64", threads=2, shard="1/1", seed=7)
     assert RunSpec.from_json(spec.to_json()) == spec
+
+
+@pytest.mark.parametrize(
+    "option, kwargs",
+    [
+        ("--cases", {"cases": [""]}),
+        ("--cases", {"cases": [" , "]}),
+        ("--backends", {"backends": [""]}),
+        ("--workloads", {"workloads": ["numpy", ""]}),
+        ("--sizes", {"sizes": [""]}),
+        ("--dtypes", {"dtypes": [""]}),
+        ("--cache-policy", {"policies": [""]}),
+        ("--workspace-preset", {"workspace_presets": [""]}),
+    ],
+)
+def test_an_empty_selection_is_an_error_naming_the_option_not_everything(option, kwargs):
+    with pytest.raises(UsageError, match=f"^{option} was given an empty value"):
+        build_spec(**kwargs)

@@ -8,25 +8,24 @@ import pytest
 from conftest import have
 
 from ttfr.child import worker
+from ttfr.child.job import Job
 from ttfr.child.workloads import matmul, mlp_train_step
-from ttfr.measure import spawn as runner
+from ttfr.measure import spawn
 
 pytestmark = pytest.mark.integration
 
 
-def job(adapter, workload="matmul", size=32, dtype="float32", mode="cold", device="cpu", compile_="0", **extra):
-    words = {"mode": mode, "adapter": adapter, "device": device, "compile": compile_, "workload": workload,
-             "size": str(size), "dtype": dtype, "seed": "5"}  # fmt: skip
-    words.update({k: str(v) for k, v in extra.items()})
-    return words
+def job(adapter, workload="matmul", size=32, dtype="float32", mode="cold", device="cpu", compile_=False, **extra):
+    return Job(mode=mode, adapter=adapter, device=device, compile=compile_, workload=workload, size=size, dtype=dtype,
+               seed=5, **extra)  # fmt: skip
 
 
 def run(words, env=None, timeout=120.0):
-    return runner.run_worker(words, env or dict(os.environ), timeout, python=sys.executable)
+    return spawn.run_worker(words, env or dict(os.environ), timeout, python=sys.executable)
 
 
 def test_warm_numpy_worker_checks_its_result_and_samples():
-    result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2, check=1))
+    result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2, check=True))
     assert result.outcome == "ok", result.output_tail
     record = result.record
     assert record["check"]["passed"] and record["check"]["max_normalised_error"] < 1e-5
@@ -40,8 +39,8 @@ def test_warm_numpy_worker_checks_its_result_and_samples():
 def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1", JAX_PLATFORMS="cpu")  # fmt: skip
-    result = run(job("jax_backend", workload="mlp_train_step", compile_="1", dtype="float64", mode="warm", samples=3,
-                     min_sample_s=0.001, max_warmup_s=0.2, check=1), env)  # fmt: skip
+    result = run(job("jax_backend", workload="mlp_train_step", compile_=True, dtype="float64", mode="warm", samples=3,
+                     min_sample_s=0.001, max_warmup_s=0.2, check=True), env)  # fmt: skip
     assert result.outcome == "ok", result.output_tail
     stages = result.record["stages_s"]
     assert set(stages) == {"wrap_s", "trace_s", "lower_s", "compile_s", "first_execute_s"}
@@ -52,7 +51,7 @@ def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
     assert events["/jax/compilation_cache/cache_misses"] >= 1 and "/jax/compilation_cache/cache_hits" not in events
     assert list(tmp_path.iterdir()), "JAX's CPU cache was not written"
     assert result.record["memory"]["compiled"]["argument_size_in_bytes"] > 0
-    again = run(job("jax_backend", workload="mlp_train_step", compile_="1", dtype="float64"), env)
+    again = run(job("jax_backend", workload="mlp_train_step", compile_=True, dtype="float64"), env)
     assert again.record["cache"]["end"]["events"]["/jax/compilation_cache/cache_hits"] >= 1
 
 
@@ -62,7 +61,7 @@ def test_gpu_backend_without_a_gpu_is_unavailable_not_failed(adapter):
     if not have(module):
         pytest.skip(f"{module} not installed")
     env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    result = run(job(adapter, device="gpu", compile_="1"), env)
+    result = run(job(adapter, device="gpu", compile_=True), env)
     if result.record and result.record.get("device", {}).get("platform") == "gpu":
         pytest.skip("this machine has a GPU")
     assert (result.outcome, result.reason) == ("unavailable", "gpu_unavailable")
@@ -74,7 +73,7 @@ def test_missing_runtime_is_a_missing_dependency(tmp_path):
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'jaxlib'\", name='jaxlib')\n")
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    result = run(job("jax_backend", compile_="1"), env)
+    result = run(job("jax_backend", compile_=True), env)
     assert (result.outcome, result.reason) == ("unavailable", "missing_dependency: jaxlib")
 
 
@@ -88,7 +87,7 @@ def test_an_exception_is_an_error_with_its_phase_and_traceback():
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
 def test_torch_eager_train_step_matches_the_reference():
     result = run(job("torch_backend", workload="mlp_train_step", size=16, mode="warm", samples=3,
-                     min_sample_s=0.001, max_warmup_s=0.2, check=1))  # fmt: skip
+                     min_sample_s=0.001, max_warmup_s=0.2, check=True))  # fmt: skip
     assert result.outcome == "ok", result.output_tail
     assert result.record["check"]["passed"]
     assert result.record["versions"]["torch"].startswith("2.")
@@ -144,8 +143,9 @@ def test_a_failure_inside_the_check_is_an_error_record_not_a_crash(tmp_path):
 
     workspace = datasets.resolve(8, 0, None)
     spec_path, point_path = datasets.write(workspace, tmp_path, 0)
-    words = job("nextstat_backend", workload="hf_nll_grad", size=8, dtype="float64", mode="warm", check=1,
-                workspace=spec_path, point=point_path, signal="SR0/signal", reference="/dev/null/cannot/ref.json")  # fmt: skip
+    words = job("nextstat_backend", workload="hf_nll_grad", size=8, dtype="float64", mode="warm", check=True,
+                workspace=str(spec_path), point=str(point_path), signal="SR0/signal",
+                reference="/dev/null/cannot/ref.json")  # fmt: skip
     result = run(words)
     assert result.outcome == "error" and result.record["phase"] == "check"
     assert "NotADirectoryError" in result.reason or "FileNotFoundError" in result.reason

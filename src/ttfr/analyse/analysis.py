@@ -24,26 +24,6 @@ SYNC_TRAILING_LIMIT = 0.05  # a trailing sync must cost < 5% of the sample
 SYNC_DOUBLING_MIN = 1.5  # doubling the calls must (at least roughly) double the time
 _DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8}
 
-SYNC_POLICIES = {
-    "python": "synchronous: the call returns its finished result",
-    "numpy": "synchronous: NumPy returns finished arrays",
-    "jax": "jax.block_until_ready on every result, inside the timed region",
-    "torch_cpu": "synchronous: CPU tensors are complete when the op returns",
-    "torch_gpu": "torch.cuda.synchronize() after every call, inside the timed region",
-    "pyhf_numpy": "synchronous: pyhf's NumPy backend returns finished arrays",
-    "nextstat": "synchronous: NextStat's Rust core returns finished Python floats/lists",
-}
-SYNC_POLICIES["pyhf_jax"] = SYNC_POLICIES["jax"]
-SYNC_POLICIES["pyhf_pytorch"] = SYNC_POLICIES["torch_cpu"]
-
-
-def sync_policy(backend: catalog.Backend) -> str:
-    if backend.framework == "torch":
-        return SYNC_POLICIES["torch_gpu" if backend.device == "gpu" else "torch_cpu"]
-    if backend.framework == "pyhf":
-        return SYNC_POLICIES[f"pyhf_{backend.variant}"]
-    return SYNC_POLICIES[backend.framework]
-
 
 def run_metrics(entry: dict) -> dict:
     """Seconds between the parent's spawn mark, the worker's marks and the reap."""
@@ -93,7 +73,7 @@ def _digest_differs(digest: dict | None, reference: dict | None, dtype: str) -> 
 def _run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> dict:
     record = entry.get("record") or {}
     backend = case.backend_info
-    counts = cache.hit_miss(backend.framework, (record.get("cache") or {}).get("end"))
+    counts = cache.hit_miss(backend.cache_counters, (record.get("cache") or {}).get("end"))
     outcome, reason = entry["outcome"], entry["reason"]
     if outcome == "ok" and _digest_differs(record.get("digest"), reference_digest, case.dtype):
         outcome, reason = "invalid-measurement", "result differs from the case's checked run (digest mismatch)"
@@ -193,13 +173,12 @@ def _warm_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -
     if view["outcome"] == "ok" and not warm:
         view["outcome"], view["reason"] = "invalid-measurement", "warm process returned no samples"
     if warm:
-        has_sync = case.backend_info.framework == "jax" or case.backend_info.device == "gpu"
         view.update(
             samples_s=warm["samples_s"],
             inner_loops=warm["inner_loops"],
             median_s=statistics.median(warm["samples_s"]),
             warmup={"per_call_s": warm["warmup_per_call_s"], "stable": warm["warmup_stable"]},
-            sync_check=_sync_check(warm, has_sync),
+            sync_check=_sync_check(warm, case.backend_info.barrier),
         )
     return view
 
@@ -287,7 +266,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
             "threads": spec.threads,
             "deterministic": spec.deterministic,
         },
-        "sync_policy": sync_policy(backend),
+        "sync_policy": backend.sync_policy,
         "dataset": {"id": dataset_id(case, spec), "sha256": None},
         "device": None,
         "versions": {},
@@ -296,13 +275,8 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
         "memory": {},
         "flags": [],
         "unmeasured_runs": [],
-        "limitations": list(cache.LIMITATIONS),
+        "limitations": [*cache.LIMITATIONS, *backend.limitations],
     }
-    if backend.framework == "torch" and backend.compiles:
-        base["limitations"].append(
-            "torch.compile stage split (dynamo / AOTAutograd / inductor) is derived from "
-            "torch._dynamo.utils.compile_times, an internal API; the raw table is kept in journal.jsonl."
-        )
     if case.id in plan.unavailable:
         base.update(status="warn", reason=plan.unavailable[case.id])
         return base

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse.analysis import sync_policy
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
 from ttfr.measure.workerenv import toolkit_ptxas
@@ -25,7 +24,8 @@ from ttfr.measure.workerenv import toolkit_ptxas
 MANIFEST_SCHEMA = "ttfr.manifest.v1"
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "KEY")
-RUNTIME_PACKAGES = ("numpy", "scipy", "jax", "jaxlib", "torch", "jsonschema", "rich", "pyhf", "nextstat")
+# Every package a backend requires, plus the harness's own runtime dependencies.
+RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema", "rich")
 
 
 def allowed_environment(environ=None) -> dict:
@@ -136,7 +136,7 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
             "cache": list(policies),
             "cache_dirs": {var: f"<result>/.work/cache/<case>/{sub}" for var, sub in cache.CACHE_SUBDIRS.items()},
             "cache_settings": dict(cache.JAX_CACHE_SETTINGS),
-            "sync": {name: sync_policy(backend) for name, backend in catalog.BACKENDS.items()},
+            "sync": {name: backend.sync_policy for name, backend in catalog.BACKENDS.items()},
         },
         "environment": allowed_environment(),
         "limitations": list(cache.LIMITATIONS),

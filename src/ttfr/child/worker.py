@@ -3,8 +3,8 @@ the pipe whose write end the parent passed (fd `fd=`), never to stdout.
 
 Started as `python -P -c "from ttfr.child.worker import main; main()" key=value ...`: `-m` would
 add runpy (~6 ms), and the job is plain key=value words and the record a Python literal
-because `import json` costs ~8 ms (it pulls in `re`). Only `os`, `sys` and `time` are
-imported before the first mark; the runtime stack is imported inside the timed import
+because `import json` costs ~8 ms (it pulls in `re`). Only `os`, `sys`, `time` and the
+stdlib-only `ttfr.child.job` are imported before the first mark; the runtime stack is imported inside the timed import
 phase; everything else (hashlib, resource, traceback) only after the last timed phase.
 
 Marks are CLOCK_MONOTONIC nanoseconds, which is system-wide on Linux, so the parent can
@@ -15,12 +15,9 @@ import os
 import sys
 import time
 
-_now = time.monotonic_ns
+from ttfr.child.job import WARM, Job, JobError
 
-JOB_KEYS = (
-    "fd", "mode", "adapter", "device", "compile", "variant", "workload", "size", "dtype", "seed",
-    "samples", "min_sample_s", "max_warmup_s", "check", "workspace", "point", "signal", "reference",
-)  # fmt: skip
+_now = time.monotonic_ns
 
 
 class _PhaseError(Exception):
@@ -30,13 +27,10 @@ class _PhaseError(Exception):
 
 
 def parse_job(words):
-    job = {}
-    for word in words:
-        key, sep, value = word.partition("=")
-        if not sep or key not in JOB_KEYS:
-            raise SystemExit(f"ttfr worker: bad job word {word!r}; keys: {', '.join(JOB_KEYS)}")
-        job[key] = value
-    return job
+    try:
+        return Job.parse(words)
+    except JobError as exc:
+        raise SystemExit(f"ttfr worker: {exc}") from None
 
 
 def _import(module_name):
@@ -45,20 +39,19 @@ def _import(module_name):
 
 
 def _run_phases(job, marks, record):
-    mode = job["mode"]
     phase = "import"
     try:
-        adapter = _import("ttfr.child.backends." + job["adapter"])
+        adapter = _import("ttfr.child.backends." + job.adapter)
         runtime = adapter.Runtime(job)
         runtime.import_stack()
         marks["imported"] = _now()
 
         phase = "setup"
-        workload = _import("ttfr.child.workloads." + job["workload"])
+        workload = _import("ttfr.child.workloads." + job.workload)
         # Workloads that read their inputs from disk (HistFactory) and build per-engine
         # models have hooks; array workloads generate seeded arrays.
         load = getattr(workload, "load_inputs", None)
-        host_inputs = load(job) if load else workload.make_inputs(int(job["size"]), job["dtype"], int(job["seed"]))
+        host_inputs = load(job) if load else workload.make_inputs(job.size, job.dtype, job.seed)
         prepare = getattr(workload, "inputs_for", None)
         inputs = runtime.put(prepare(runtime, host_inputs) if prepare else host_inputs)
         marks["setup"] = _now()
@@ -70,7 +63,7 @@ def _run_phases(job, marks, record):
         record["cache"] = {"first": runtime.cache_counters()}
 
         # The check needs the first call's result before a second (possibly in-place) step.
-        checking = mode == "warm" and job.get("check") == "1"
+        checking = job.mode == WARM and job.check
         host_first = runtime.to_host(output) if checking else None
 
         phase = "second_call"
@@ -85,10 +78,9 @@ def _run_phases(job, marks, record):
         phase = "after_second_call"
         record["cache"]["end"] = runtime.cache_counters()
         record["digest"] = _digest(runtime.to_host(output))
-        samples = int(job.get("samples", "0"))
-        if mode == "warm" and samples > 0:
+        if job.mode == WARM and job.samples > 0:
             phase = "warm"
-            record["warm"] = _warm_regime(runtime, job, samples)
+            record["warm"] = _warm_regime(runtime, job)
         if checking:
             phase = "check"
             record["check"] = _check_result(runtime, workload, inputs, host_inputs, host_first, job)
@@ -105,7 +97,7 @@ def _check_result(runtime, workload, inputs, host_inputs, host_first, job):
     custom_check = getattr(workload, "check", None)
     if custom_check:
         return custom_check(runtime, inputs, host_inputs, host_first, job)
-    return _check(workload, host_inputs, host_first, job["dtype"])
+    return _check(workload, host_inputs, host_first, job.dtype)
 
 
 def _dataset_sha256(workload, host_inputs):
@@ -114,13 +106,13 @@ def _dataset_sha256(workload, host_inputs):
     return getattr(workload, "dataset_sha256", inputs_sha256)(host_inputs)
 
 
-def _warm_regime(runtime, job, samples):
+def _warm_regime(runtime, job):
     from ttfr.child import sampling
 
     call, args, sync = runtime.call, runtime.args, runtime.sync
-    calibration = sampling.calibrate(call, args, sync, float(job["min_sample_s"]), float(job["max_warmup_s"]))
+    calibration = sampling.calibrate(call, args, sync, job.min_sample_s, job.max_warmup_s)
     inner = calibration["inner_loops"]
-    per_call, trailing = sampling.sample(call, args, sync, inner, samples)
+    per_call, trailing = sampling.sample(call, args, sync, inner, job.samples)
     return {
         "samples_s": per_call,
         "inner_loops": inner,
@@ -256,7 +248,7 @@ def main(argv=None):
         "involuntary_switches": usage.ru_nivcsw,
     }
     record["pid"] = os.getpid()
-    _emit(int(job["fd"]), record)
+    _emit(job.fd, record)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from ttfr.artifacts.result_dir import snapshot_id
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.commands import compare
 from ttfr.commands import run as suite_run
-from ttfr.commands.run import EXIT_INTERRUPTED, dataset_words, write_results
+from ttfr.commands.run import EXIT_INTERRUPTED, dataset_fields, write_results
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import PRIME, build_plan
@@ -149,7 +149,7 @@ class _Arm:
         base_env = {**os.environ, **arm.environment}
         self.plan = build_plan(self.spec)
         self.scheduler = Scheduler(self.plan, Journal(self.dir.journal), self.dir.scratch, executor, progress=progress,
-                                   base_env=base_env, dataset_words=dataset_words(self.dir))  # fmt: skip
+                                   base_env=base_env, dataset_fields=dataset_fields(self.dir))  # fmt: skip
 
 
 @dataclass

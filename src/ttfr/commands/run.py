@@ -84,8 +84,8 @@ def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
     return mapping
 
 
-def dataset_words(result_dir: ResultDir) -> dict[int, dict]:
-    """Job words per HistFactory size: absolute paths, the signal and the reference cache."""
+def dataset_fields(result_dir: ResultDir) -> dict[int, dict]:
+    """Job fields per HistFactory size: absolute paths, the signal and the reference cache."""
     words = {}
     for size, info in read_json(result_dir.plan).get("datasets", {}).items():
         words[int(size)] = {
@@ -138,7 +138,7 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     interrupted = False
     with _TerminateAsInterrupt():
         try:
-            Scheduler(plan, journal, result_dir.scratch, executor, progress, dataset_words=dataset_words(result_dir)).run()
+            Scheduler(plan, journal, result_dir.scratch, executor, progress, dataset_fields=dataset_fields(result_dir)).run()
         except KeyboardInterrupt:
             interrupted = True
     suite, cases = write_results(result_dir, plan, journal.entries())

@@ -33,7 +33,9 @@ from ttfr.analyse import analysis
 from ttfr.analyse import comparison_stats as comparison
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import validate, write_json
+from ttfr.child.job import WARM, Job
 from ttfr.commands import ab
+from ttfr.measure import catalog
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
 
 SCHEMA = "ttfr.selftest.v1"
@@ -57,11 +59,10 @@ def load_noise_floor() -> dict | None:
     return data.get("noise_floor")
 
 
-def _job(workload: str, size: int, mode: str) -> dict:
-    job = {"mode": mode, "adapter": "python_backend", "device": "cpu", "compile": "0", "workload": workload,
-           "size": str(size), "dtype": "float64", "seed": "0"}  # fmt: skip
-    if mode == "warm":
-        job.update(samples="9", min_sample_s="0.002", max_warmup_s="0.1")
+def _job(workload: str, size: int, mode: str) -> Job:
+    job = Job(mode=mode, adapter=catalog.BACKENDS["python"].adapter, workload=workload, size=size, dtype="float64")
+    if mode == WARM:
+        job = job.replace(samples=9, min_sample_s=0.002, max_warmup_s=0.1)
     return job
 
 

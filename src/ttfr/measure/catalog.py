@@ -19,17 +19,43 @@ DTYPES = {"f32": "float32", "f64": "float64"}
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
+# How a backend's persistent-cache counters are read (measure/cache.py verifies them).
+JAX_MONITORING = "jax_monitoring"  # jax.monitoring compilation-cache events
+TORCH_COUNTERS = "torch_dynamo_counters"  # torch._dynamo.utils.counters (fxgraph / autograd cache)
+
+_SYNCHRONOUS = "synchronous: the call returns its finished result"
+_JAX_SYNC = "jax.block_until_ready on every result, inside the timed region"
+_TORCH_CPU_SYNC = "synchronous: CPU tensors are complete when the op returns"
+_TORCH_CUDA_SYNC = "torch.cuda.synchronize() after every call, inside the timed region"
+_TORCH_COMPILE_LIMITATION = (
+    "torch.compile stage split (dynamo / AOTAutograd / inductor) is derived from "
+    "torch._dynamo.utils.compile_times, an internal API; the raw table is kept in journal.jsonl."
+)
+
+
 @dataclass(frozen=True)
 class Backend:
+    """Everything ttfr knows about a backend; nothing outside this module keys on its name."""
+
     name: str
-    framework: str  # python | numpy | jax | torch | pyhf | nextstat
+    framework: str  # python | numpy | jax | torch | pyhf | nextstat (read by the adapter's workloads)
     adapter: str  # module under ttfr.child.backends run by the worker
     device: str  # cpu | gpu
-    compiles: bool
+    compiles: bool  # has a persistent compilation cache that the cache policies apply to
     requires: tuple[str, ...]  # top-level packages that must be importable
     description: str
+    sync_policy: str  # how a timed call waits for its result; written into every case
+    # The call is asynchronous and the adapter waits on a barrier after it (JAX, CUDA): the
+    # warm regime checks that a trailing barrier finds nothing left to wait for.
+    barrier: bool = False
+    cache_counters: str | None = None  # JAX_MONITORING | TORCH_COUNTERS | None
+    cost_prior_s: tuple[float, float] = (1.0, 1.0)  # ETA guess per run: (fresh cache, from a template)
     variant: str = ""  # engine option for the adapter (pyhf's tensor backend)
     unsupported: tuple[tuple[str, str], ...] = ()  # (workload, why): a `warn` case, not an error
+    env_defaults: tuple[tuple[str, str], ...] = ()  # worker environment, where the user set none
+    xla_gpu_toolkit: bool = False  # point XLA at a CUDA toolkit's ptxas when one is installed
+    limitations: tuple[str, ...] = ()  # declared in every case of this backend
+    diagnostic: bool = False  # measures the harness; chosen only by name
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,7 @@ class Workload:
     # The gate process also runs the result check; for HistFactory that is the parity fits,
     # finite differences and two 20-step training loops, so it gets this multiple of --timeout.
     check_timeout_factor: float = 1.0
+    workspace: bool = False  # inputs are a HistFactory workspace file (a preset or the user's)
 
 
 _PYHF_NUMPY_UNSUPPORTED = (
@@ -54,26 +81,51 @@ _PYHF_NUMPY_UNSUPPORTED = (
     ("hf_fd_check", "pyhf's NumPy backend has no autodiff gradient to check (its gradient is finite differences)"),
 )
 
+_JAX = dict(
+    framework="jax",
+    adapter="jax_backend",
+    compiles=True,
+    requires=("jax", "jaxlib"),
+    sync_policy=_JAX_SYNC,
+    barrier=True,
+    cache_counters=JAX_MONITORING,
+    cost_prior_s=(3.0, 2.5),
+)
+# Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own platform
+# choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
+_JAX_CPU = dict(_JAX, device="cpu", env_defaults=(("JAX_PLATFORMS", "cpu"),))
+_TORCH = dict(framework="torch", adapter="torch_backend", requires=("torch",), cache_counters=TORCH_COUNTERS)
+_TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
+_TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
+_PYHF = dict(framework="pyhf", adapter="pyhf_backend", device="cpu")
 BACKENDS = {
     b.name: b
     for b in (
-        Backend("python", "python", "python_backend", "cpu", False, (), "pure Python, no runtime stack (harness floor)"),
-        Backend("numpy", "numpy", "numpy_backend", "cpu", False, ("numpy",), "NumPy, eager"),
-        Backend("jax_jit_cpu", "jax", "jax_backend", "cpu", True, ("jax", "jaxlib"), "jax.jit on the CPU platform"),
-        Backend("jax_jit_gpu", "jax", "jax_backend", "gpu", True, ("jax", "jaxlib"), "jax.jit on the GPU platform"),
-        Backend("torch_eager_cpu", "torch", "torch_backend", "cpu", False, ("torch",), "PyTorch eager on CPU"),
-        Backend("torch_compile_cpu", "torch", "torch_backend", "cpu", True, ("torch",), "torch.compile (inductor, C++) on CPU"),
-        Backend("torch_eager_cuda", "torch", "torch_backend", "gpu", False, ("torch",), "PyTorch eager on CUDA"),
-        Backend("torch_compile_cuda", "torch", "torch_backend", "gpu", True, ("torch",),
-                "torch.compile (inductor, Triton) on CUDA"),
-        Backend("pyhf_numpy", "pyhf", "pyhf_backend", "cpu", False, ("pyhf",), "pyhf 0.7, NumPy backend",
-                variant="numpy", unsupported=_PYHF_NUMPY_UNSUPPORTED),
-        Backend("pyhf_jax", "pyhf", "pyhf_backend", "cpu", True, ("pyhf", "jax"), "pyhf 0.7, JAX backend (jit)",
-                variant="jax"),
-        Backend("pyhf_pytorch", "pyhf", "pyhf_backend", "cpu", False, ("pyhf", "torch"),
-                "pyhf 0.7, PyTorch backend (eager)", variant="pytorch"),
+        Backend("python", "python", "python_backend", "cpu", False, (), "pure Python, no runtime stack (harness floor)",
+                _SYNCHRONOUS, cost_prior_s=(0.1, 0.1), diagnostic=True),
+        Backend("numpy", "numpy", "numpy_backend", "cpu", False, ("numpy",), "NumPy, eager",
+                "synchronous: NumPy returns finished arrays", cost_prior_s=(0.6, 0.6)),
+        Backend("jax_jit_cpu", description="jax.jit on the CPU platform", **_JAX_CPU),
+        Backend("jax_jit_gpu", description="jax.jit on the GPU platform", device="gpu", xla_gpu_toolkit=True, **_JAX),
+        Backend("torch_eager_cpu", device="cpu", description="PyTorch eager on CPU", sync_policy=_TORCH_CPU_SYNC,
+                **_TORCH_EAGER),
+        Backend("torch_compile_cpu", device="cpu", description="torch.compile (inductor, C++) on CPU",
+                sync_policy=_TORCH_CPU_SYNC, **_TORCH_COMPILE),
+        Backend("torch_eager_cuda", device="gpu", description="PyTorch eager on CUDA", sync_policy=_TORCH_CUDA_SYNC,
+                barrier=True, **_TORCH_EAGER),
+        Backend("torch_compile_cuda", device="gpu", description="torch.compile (inductor, Triton) on CUDA",
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, **_TORCH_COMPILE),
+        Backend("pyhf_numpy", compiles=False, requires=("pyhf",), description="pyhf 0.7, NumPy backend",
+                sync_policy="synchronous: pyhf's NumPy backend returns finished arrays", cost_prior_s=(2.0, 2.0),
+                variant="numpy", unsupported=_PYHF_NUMPY_UNSUPPORTED, **_PYHF),
+        Backend("pyhf_jax", compiles=True, requires=("pyhf", "jax"), description="pyhf 0.7, JAX backend (jit)",
+                sync_policy=_JAX_SYNC, barrier=True, cache_counters=JAX_MONITORING, cost_prior_s=(6.0, 5.0),
+                variant="jax", env_defaults=_JAX_CPU["env_defaults"], **_PYHF),
+        Backend("pyhf_pytorch", compiles=False, requires=("pyhf", "torch"), description="pyhf 0.7, PyTorch backend (eager)",
+                sync_policy=_TORCH_CPU_SYNC, cost_prior_s=(6.0, 6.0), variant="pytorch", **_PYHF),
         Backend("nextstat", "nextstat", "nextstat_backend", "cpu", False, ("nextstat",),
-                "NextStat's Rust core (PyPI CPU wheel) and its torch layer"),
+                "NextStat's Rust core (PyPI CPU wheel) and its torch layer",
+                "synchronous: NextStat's Rust core returns finished Python floats/lists", cost_prior_s=(2.0, 2.0)),
     )
 }  # fmt: skip
 
@@ -83,7 +135,7 @@ _HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
 HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
 _HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
-           check_timeout_factor=4.0)  # fmt: skip
+           check_timeout_factor=4.0, workspace=True)  # fmt: skip
 WORKLOADS = {
     w.name: w
     for w in (
@@ -107,7 +159,7 @@ WORKLOADS = {
                  description="signal-gradient accuracy: autodiff against central finite differences"),
     )
 }  # fmt: skip
-HF_WORKLOADS = tuple(name for name in WORKLOADS if name.startswith("hf_"))
+HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.workspace)
 
 
 @dataclass(frozen=True, order=True)
@@ -128,6 +180,15 @@ class Case:
     @property
     def workload_info(self) -> Workload:
         return WORKLOADS[self.workload]
+
+    @property
+    def uses_workspace(self) -> bool:
+        return WORKLOADS[self.workload].workspace
+
+
+def required_packages() -> tuple[str, ...]:
+    """Every package some backend needs (the manifest records their versions)."""
+    return tuple(dict.fromkeys(package for b in BACKENDS.values() for package in b.requires))
 
 
 def supports(backend: Backend, workload: Workload) -> bool:

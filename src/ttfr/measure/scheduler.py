@@ -9,12 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ttfr.child import hostinfo
-from ttfr.measure import catalog
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import PRIME, Plan, Task, gate_failure
 from ttfr.measure.spawn import RunResult, run_worker
-from ttfr.measure.workerenv import build_env, job_words
+from ttfr.measure.workerenv import build_env, build_job
 
 Executor = Callable[..., RunResult]
 
@@ -27,14 +26,14 @@ class NullProgress:
 
 class Scheduler:
     def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
-                 progress=None, base_env: dict | None = None, dataset_words: dict | None = None):  # fmt: skip
+                 progress=None, base_env: dict | None = None, dataset_fields: dict | None = None):  # fmt: skip
         self.plan = plan
         self.journal = journal
         self.scratch = Path(scratch)
         self.executor = executor
         self.progress = progress or NullProgress()
         self.base_env = base_env
-        self.dataset_words = dataset_words or {}
+        self.dataset_fields = dataset_fields or {}
         self.stopped: dict[str, str] = {}
 
     def run(self) -> None:
@@ -91,16 +90,14 @@ class Scheduler:
             cache.save_template()
 
     def _timeout(self, task: Task) -> float:
-        factor = catalog.WORKLOADS[task.case.workload].check_timeout_factor if task.runs_check else 1.0
+        factor = task.case.workload_info.check_timeout_factor if task.runs_check else 1.0
         return self.plan.spec.timeout_s * factor
 
     def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
         spec = self.plan.spec
         env = build_env(task.case, spec, cache.env(), self.base_env)
-        words = job_words(task, spec)
-        if task.case.workload in catalog.HF_WORKLOADS:
-            words.update(self.dataset_words[task.case.size])
-        return self.executor(words, env, timeout_s, spec.python)
+        job = build_job(task, spec, self.dataset_fields.get(task.case.size) if task.case.uses_workspace else None)
+        return self.executor(job, env, timeout_s, spec.python)
 
     def _execute(self, task: Task) -> dict:
         cache = CacheDirs(self.scratch, task.case.id)

@@ -20,6 +20,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ttfr.child.job import Job
+
 WORKER_BOOT = "from ttfr.child.worker import main; main()"
 STDERR_TAIL_CHARS = 2000
 
@@ -112,9 +114,9 @@ def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeou
     return ERROR, f"exit code {exit_code} without a result record"
 
 
-def run_worker(job: dict, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
+def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
     read_fd, write_fd = os.pipe()
-    words = [f"{k}={v}" for k, v in job.items()] + [f"fd={write_fd}"]
+    words = job.replace(fd=write_fd).to_words()
     argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
     reaped: dict = {}

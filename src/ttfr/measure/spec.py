@@ -83,18 +83,25 @@ class RunSpec:
         return cls(**data)
 
 
-def _split(values):
-    """Accept repeated flags and comma-separated lists alike (a bare string is one value)."""
+def _split(values, option: str | None = None, choices=()):
+    """Accept repeated flags and comma-separated lists alike (a bare string is one value).
+
+    A value that names nothing (`--cases ""`, a shell variable that expanded to nothing)
+    is an error naming the option, never "everything"."""
     if isinstance(values, (str, int)):
         values = [values]
     out = []
     for value in values or ():
-        out.extend(v.strip() for v in str(value).split(",") if v.strip())
+        names = [v.strip() for v in str(value).split(",") if v.strip()]
+        if not names and option:
+            listed = f"; valid: {', '.join(choices)}" if choices else ""
+            raise UsageError(f"{option} was given an empty value {str(value)!r}: name at least one{listed}")
+        out.extend(names)
     return out
 
 
 def parse_policies(values) -> tuple[str, ...]:
-    names = _split(values)
+    names = _split(values, "--cache-policy", [*POLICIES, *POLICY_ALIASES, "all"])
     if not names or names == ["all"]:
         return POLICIES
     chosen = []
@@ -118,8 +125,11 @@ def select_cases(
     profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=(), hf_sizes=(), custom_size=None
 ) -> tuple[catalog.Case, ...]:
     """`hf_sizes`: HistFactory sizes chosen by preset or workspace file (empty: the profile's)."""
-    case_ids, backends, workloads = _split(case_ids), _split(backends), _split(workloads)
-    sizes, dtypes = _split(sizes), _split(dtypes)
+    case_ids = _split(case_ids, "--cases", ["case ids from `ttfr list`"])
+    backends = _split(backends, "--backends", catalog.BACKENDS)
+    workloads = _split(workloads, "--workloads", catalog.WORKLOADS)
+    sizes = _split(sizes, "--sizes", ["whole numbers (see `ttfr list`)"])
+    dtypes = _split(dtypes, "--dtypes", catalog.DTYPES)
     extra = (custom_size,) if custom_size else ()
     if case_ids:
         if backends or workloads or sizes or dtypes:
@@ -137,7 +147,7 @@ def select_cases(
             raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
     size_values = [_parse_int(s, "--sizes") for s in sizes]
     dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
-    chosen_backends = backends or [b for b in catalog.BACKENDS if b != "python"]
+    chosen_backends = backends or [name for name, b in catalog.BACKENDS.items() if not b.diagnostic]
     chosen_workloads = workloads or [w for w, info in catalog.WORKLOADS.items() if info.default and not info.diagnostic]
     cases = set()
     for w_name in chosen_workloads:
@@ -221,7 +231,9 @@ def build_spec(
     if signal and not workspace:
         raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
     user = datasets.load_user_workspace(workspace, signal) if workspace else None
-    hf_sizes = datasets.preset_sizes(_split(workspace_presets)) + ([user.size] if user else [])
+    hf_sizes = datasets.preset_sizes(_split(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES)) + (
+        [user.size] if user else []
+    )
     chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
     if shard_pair:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ttfr.child import job as child_job
+from ttfr.child.job import Job
 from ttfr.measure import catalog
 from ttfr.measure.plan import CHECK, WARM, Task
 from ttfr.measure.spec import RunSpec
@@ -29,11 +31,9 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
     env = dict(os.environ if base is None else base)
     env.update(cache_env)
     backend = case.backend_info
-    if backend.framework == "jax" and backend.device == "cpu" and "JAX_PLATFORMS" not in env:
-        # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own
-        # platform choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
-        env["JAX_PLATFORMS"] = "cpu"
-    if backend.framework == "jax" and backend.device == "gpu":
+    for name, value in backend.env_defaults:
+        env.setdefault(name, value)
+    if backend.xla_gpu_toolkit:
         ptxas = toolkit_ptxas(env)
         if ptxas is not None:
             env["PATH"] = f"{ptxas.parent}{os.pathsep}{env.get('PATH', '')}"
@@ -48,23 +48,24 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
     return env
 
 
-def job_words(task: Task, spec: RunSpec) -> dict:
+def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
+    """The worker's job for a task; `dataset`: the HistFactory files of its size (Job fields)."""
     case = task.case
     backend = case.backend_info
-    job = {
-        "mode": "warm" if task.kind in (WARM, CHECK) else "cold",
-        "adapter": backend.adapter,
-        "device": backend.device,
-        "compile": "1" if backend.compiles else "0",
-        "workload": case.workload,
-        "size": str(case.size),
-        "dtype": case.dtype,
-        "seed": str(spec.seed),
-    }
-    if backend.variant:
-        job["variant"] = backend.variant
+    job = Job(
+        mode=child_job.WARM if task.kind in (WARM, CHECK) else child_job.COLD,
+        adapter=backend.adapter,
+        device=backend.device,
+        compile=backend.compiles,
+        variant=backend.variant,
+        workload=case.workload,
+        size=case.size,
+        dtype=case.dtype,
+        seed=spec.seed,
+        # the case's gate checks its result; later processes compare digests
+        check=task.runs_check,
+        **(dataset or {}),
+    )
     if task.kind == WARM:
-        job.update(samples=str(spec.warm_samples), min_sample_s=repr(spec.min_sample_s), max_warmup_s=repr(spec.max_warmup_s))
-    if task.runs_check:
-        job["check"] = "1"  # the case's gate checks its result; later processes compare digests
+        job = job.replace(samples=spec.warm_samples, min_sample_s=spec.min_sample_s, max_warmup_s=spec.max_warmup_s)
     return job

@@ -20,9 +20,6 @@ from ttfr.measure.plan import Task
 from ttfr.measure.spec import WARM_CACHE
 from ttfr.report.markdown import fmt_seconds
 
-# Prior guesses (seconds per run) until a run of the same kind has been observed.
-_PRIOR_S = {"python": 0.1, "numpy": 0.6, "jax": 3.0, "torch": 4.0, "torch_compile_cold": 25.0, "torch_compile": 8.0}
-
 
 def _cost_key(task: Task) -> str:
     backend = task.case.backend_info
@@ -31,10 +28,9 @@ def _cost_key(task: Task) -> str:
 
 
 def _prior(task: Task) -> float:
-    backend = task.case.backend_info
-    if backend.framework == "torch" and backend.compiles:
-        return _PRIOR_S["torch_compile" if task.uses_template else "torch_compile_cold"]
-    return _PRIOR_S[backend.framework]
+    """The catalog's guess (seconds per run) until a run of the same kind has been observed."""
+    fresh, from_template = task.case.backend_info.cost_prior_s
+    return from_template if task.uses_template else fresh
 
 
 class RunEstimator:

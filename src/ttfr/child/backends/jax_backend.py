@@ -25,7 +25,7 @@ class Runtime:
 
     def __init__(self, job):
         self.job = job
-        self.on_gpu = job["device"] == "gpu"
+        self.on_gpu = job.device == "gpu"
         self.counter = EventCounter()
         self.call = None
         self.args = ()
@@ -36,7 +36,7 @@ class Runtime:
         import jax
 
         self.jax = jax
-        if self.job["dtype"] == "float64":
+        if self.job.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
         self.counter.register(jax)
         platform = "gpu" if self.on_gpu else "cpu"

@@ -40,8 +40,8 @@ class Runtime:
 
     def __init__(self, job):
         self.job = job
-        self.on_gpu = job["device"] == "gpu"
-        self.compiles = job.get("compile") == "1"
+        self.on_gpu = job.device == "gpu"
+        self.compiles = job.compile
         self.call = None
         self.args = ()
         self.sync = None
@@ -59,7 +59,7 @@ class Runtime:
             self.sync = self._cuda_sync
         else:
             self.device = torch.device("cpu")
-        self.dtype = getattr(torch, self.job["dtype"])
+        self.dtype = getattr(torch, self.job.dtype)
 
     def _cuda_sync(self, _output):
         self.torch.cuda.synchronize()

@@ -7,12 +7,12 @@ Every gradient case's gate records the same figures; this case times the check i
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import common, native
+from ttfr.child.workloads.histfactory import engines, gate, native, problem
 
-load_inputs = common.load_problem
-inputs_for = common.inputs_for
-dataset_sha256 = common.dataset_sha256
-STEP = common.FD_STEP["nll"]
+load_inputs = problem.load_problem
+inputs_for = engines.inputs_for
+dataset_sha256 = problem.dataset_sha256
+STEP = gate.FD_STEP["nll"]
 
 
 def jax_fn(jax):
@@ -20,7 +20,7 @@ def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_fd_check(*inputs):
-        arrays, e = common.split_native(inputs)
+        arrays, e = engines.split_native(inputs)
         point, signal = e["point"], e["signal"]
         gradient = functions["value_and_grads"](point, signal, arrays)[1][1]
         steps = STEP * jnp.maximum(1.0, jnp.abs(signal))
@@ -35,7 +35,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, e = common.split_native(inputs)
+    arrays, e = engines.split_native(inputs)
     engine = native.TorchEngine(torch, compile_fn, arrays)
     point, signal = e["point"], e["signal"]
 
@@ -57,7 +57,7 @@ def engine_build(runtime, engine):
     signal = engine.problem.signal_nominal()
 
     def hf_fd_check():
-        report = common.fd_report(engine.nll_signal_grad(signal), common.central_differences(engine.nll, signal, STEP), "nll")
+        report = gate.fd_report(engine.nll_signal_grad(signal), gate.central_differences(engine.nll, signal, STEP), "nll")
         return np.array(report["max_abs_error"]), np.array(report["max_rel_error"]), np.array(report["normalised_error"])
 
     return hf_fd_check, ()
@@ -65,6 +65,6 @@ def engine_build(runtime, engine):
 
 def check(runtime, inputs, problem, host_first, job):
     engine = native.probe(runtime, inputs)
-    check = common.gate(engine, problem, job, fd_of="nll")
+    check = gate.gate(engine, problem, job.reference or None, fd_of="nll")
     check["timed_call_normalised_error"] = float(host_first[2])
     return check

@@ -5,18 +5,18 @@ Output: (NLL, dNLL/d signal histogram, dNLL/d parameters). Gate: NLL parity with
 NumPy backend, q0 parity, and the signal gradient against central finite differences.
 """
 
-from ttfr.child.workloads.histfactory import common, native
+from ttfr.child.workloads.histfactory import engines, gate, native, problem
 
-load_inputs = common.load_problem
-inputs_for = common.inputs_for
-dataset_sha256 = common.dataset_sha256
+load_inputs = problem.load_problem
+inputs_for = engines.inputs_for
+dataset_sha256 = problem.dataset_sha256
 
 
 def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_nll_grad(*inputs):
-        arrays, extra = common.split_native(inputs)
+        arrays, extra = engines.split_native(inputs)
         value, (g_point, g_signal) = functions["value_and_grads"](extra["point"], extra["signal"], arrays)
         return value, g_signal, g_point
 
@@ -24,7 +24,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, extra = common.split_native(inputs)
+    arrays, extra = engines.split_native(inputs)
     engine = native.TorchEngine(torch, compile_fn, arrays)
     point, signal = extra["point"], extra["signal"]
 
@@ -41,4 +41,4 @@ def engine_build(runtime, engine):
 
 def check(runtime, inputs, problem, host_first, job):
     engine = native.probe(runtime, inputs)
-    return common.gate(engine, problem, job, nll_value=float(host_first[0]), fd_of="nll", gradient=host_first[1])
+    return gate.gate(engine, problem, job.reference or None, nll_value=float(host_first[0]), fd_of="nll", gradient=host_first[1])

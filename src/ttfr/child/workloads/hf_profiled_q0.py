@@ -6,18 +6,18 @@ the NLL at each fitted point), not differentiation through the optimiser. Gate: 
 NLL parity with pyhf, and dq0/ds against central finite differences of q0.
 """
 
-from ttfr.child.workloads.histfactory import common, native
+from ttfr.child.workloads.histfactory import engines, gate, native, problem
 
-load_inputs = common.load_problem
-inputs_for = common.inputs_for
-dataset_sha256 = common.dataset_sha256
+load_inputs = problem.load_problem
+inputs_for = engines.inputs_for
+dataset_sha256 = problem.dataset_sha256
 
 
 def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_profiled_q0(*inputs):
-        arrays, e = common.split_native(inputs)
+        arrays, e = engines.split_native(inputs)
         q0, grad, muhat, _iterations, _converged = functions["q0_and_grad"](
             e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays
         )
@@ -27,7 +27,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, e = common.split_native(inputs)
+    arrays, e = engines.split_native(inputs)
     engine = native.TorchEngine(torch, compile_fn, arrays)
 
     def hf_profiled_q0():
@@ -48,4 +48,4 @@ def engine_build(runtime, engine):
 
 def check(runtime, inputs, problem, host_first, job):
     engine = native.probe(runtime, inputs)
-    return common.gate(engine, problem, job, q0_value=float(host_first[0]), fd_of="q0", gradient=host_first[1])
+    return gate.gate(engine, problem, job.reference or None, q0_value=float(host_first[0]), fd_of="q0", gradient=host_first[1])

@@ -10,14 +10,14 @@ kernels with autograd for the network; NextStat uses its torch layer (`NextStatZ
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import common, native, train
+from ttfr.child.workloads.histfactory import engines, gate, native, problem, train
 
-load_inputs = common.load_problem
-dataset_sha256 = common.dataset_sha256
+load_inputs = problem.load_problem
+dataset_sha256 = problem.dataset_sha256
 
 
 def inputs_for(runtime, problem):
-    prepared = common.inputs_for(runtime, problem)
+    prepared = engines.inputs_for(runtime, problem)
     if runtime.framework in ("jax", "torch"):
         return prepared + train.native_state_inputs(problem.seed)
     return prepared
@@ -29,7 +29,7 @@ def jax_fn(jax):
 
 def _native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
     n_native = len(inputs) - len(train.TRAIN_INPUTS)
-    arrays, e = common.split_native(inputs[:n_native])
+    arrays, e = engines.split_native(inputs[:n_native])
     state = {name: value.cpu().numpy() for name, value in zip(train.TRAIN_INPUTS, inputs[n_native:])}
     engine = engine or native.TorchEngine(torch, compile_fn, arrays)
     signal = e["signal"].cpu().numpy()
@@ -97,7 +97,7 @@ def _fresh_trainer(runtime, inputs, variant):
 
 def check(runtime, inputs, problem, host_first, job):
     engine = native.probe(runtime, inputs)
-    check = common.gate(engine, problem, job)
+    check = gate.gate(engine, problem, job.reference or None)
     loops = {variant: train.run_loop(_fresh_trainer(runtime, inputs, variant).step) for variant in train.VARIANTS}
     check["train_loop"] = {"steps": train.STEPS, "first_loss_of_timed_call": float(np.ravel(host_first[0])[0]), **loops}
     finite = all(np.isfinite(loop["losses"]).all() for loop in loops.values())

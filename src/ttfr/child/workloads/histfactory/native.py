@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory.common import split_native
 from ttfr.child.workloads.histfactory.dense import (
     Ops,
     constraint_grad_and_curvature,
@@ -29,6 +28,7 @@ from ttfr.child.workloads.histfactory.dense import (
     nll,
     nll_from_expected,
 )
+from ttfr.child.workloads.histfactory.engines import split_native
 
 MAX_ITERATIONS = 100
 GRADIENT_TOL = 1e-9

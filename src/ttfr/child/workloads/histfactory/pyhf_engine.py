@@ -23,15 +23,10 @@ import copy
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory.common import central_differences, signal_sample
+from ttfr.child.workloads.histfactory.gate import central_differences
+from ttfr.child.workloads.histfactory.problem import signal_sample
 
 FD_RELATIVE_STEP = 1e-6
-FIT_TOLERANCE = 1e-10
-
-
-def set_backend(pyhf, variant: str) -> None:
-    """pyhf's tensor backend in float64 with ttfr's fit tolerance."""
-    pyhf.set_backend(variant, pyhf.optimize.scipy_optimizer(tolerance=FIT_TOLERANCE), precision="64b")
 
 
 class PyhfEngine:

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import common, native
+from ttfr.child.workloads.histfactory import engines, native
 
 EVENTS = 400
 HIDDEN = 16
@@ -100,7 +100,7 @@ def jax_step(jax, variant: str):
 
     def step(*inputs):
         n_native = len(inputs) - len(TRAIN_INPUTS)
-        arrays, e = common.split_native(inputs[:n_native])
+        arrays, e = engines.split_native(inputs[:n_native])
         s = dict(zip(TRAIN_INPUTS, inputs[n_native:]))
         params = tuple(s[p] for p in PARAMS)
         bin_edges = jnp.linspace(0.0, 1.0, e["signal"].shape[0] + 1)

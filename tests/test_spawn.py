@@ -1,11 +1,16 @@
-"""The runner against real processes: stand-in 'interpreters' that misbehave on purpose."""
+"""Spawning one worker against real processes: stand-in 'interpreters' that misbehave on purpose."""
 
 import os
 import signal
 import sys
 import time
 
-from ttfr.measure import spawn as runner
+import pytest
+
+from ttfr.child.job import Job, JobError
+from ttfr.measure import spawn
+
+NOOP_JOB = Job(adapter="python_backend", workload="noop", size=1, dtype="float64")
 
 
 def script(tmp_path, body):
@@ -32,7 +37,7 @@ def wait_dead(pid, seconds=3.0):
 
 
 def run(python, timeout=10.0, env=None):
-    return runner.run_worker({"mode": "cold"}, env or dict(os.environ), timeout, python=python)
+    return spawn.run_worker(NOOP_JOB, env or dict(os.environ), timeout, python=python)
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
@@ -90,21 +95,34 @@ def test_an_interpreter_that_cannot_start_is_an_error_not_a_crash(tmp_path):
 
 def test_classify_prefers_the_record_but_not_a_crash_after_it():
     ok = {"outcome": "ok", "reason": None}
-    assert runner.classify(ok, 0, False, 5) == ("ok", None)
-    assert runner.classify(ok, -signal.SIGSEGV, False, 5) == ("error", "worker reported a result, then killed by SIGSEGV")
-    assert runner.classify({"outcome": "unavailable", "reason": "gpu_unavailable"}, 0, False, 5)[0] == "unavailable"
-    assert runner.classify(None, None, True, 5)[0] == "timeout"
+    assert spawn.classify(ok, 0, False, 5) == ("ok", None)
+    assert spawn.classify(ok, -signal.SIGSEGV, False, 5) == ("error", "worker reported a result, then killed by SIGSEGV")
+    assert spawn.classify({"outcome": "unavailable", "reason": "gpu_unavailable"}, 0, False, 5)[0] == "unavailable"
+    assert spawn.classify(None, None, True, 5)[0] == "timeout"
 
 
 def test_a_real_worker_reports_marks_in_order():
-    result = runner.run_worker(
-        {"mode": "cold", "adapter": "python_backend", "device": "cpu", "compile": "0", "workload": "noop",
-         "size": "1", "dtype": "float64", "seed": "0"},
-        dict(os.environ), 30.0, python=sys.executable,
-    )  # fmt: skip
+    result = spawn.run_worker(NOOP_JOB, dict(os.environ), 30.0, python=sys.executable)
     assert result.outcome == "ok", result.output_tail
     marks = result.record["marks_ns"]
     order = [result.spawn_ns, marks["main"], marks["imported"], marks["setup"], marks["first"],
              marks["second_start"], marks["second"], result.reaped_ns]  # fmt: skip
     assert order == sorted(order)
     assert result.rusage["user_s"] > 0
+
+
+def test_a_job_survives_its_words_and_refuses_what_it_does_not_know():
+    job = NOOP_JOB.replace(mode="warm", samples=9, min_sample_s=0.002, check=True, sync=False, signal="SR/sig")
+    assert Job.parse(job.to_words()) == job
+    assert "sync=0" in job.to_words() and "check=1" in job.to_words()
+    assert "device=cpu" not in job.to_words()  # defaults stay off the command line
+    for words, message in (
+        (["colour=blue"], "bad job word"),
+        (["adapter=x", "workload=y", "size=one", "dtype=float64"], "expected int"),
+        (["adapter=x", "workload=y", "size=1", "dtype=float64", "check=yes"], "expected bool"),
+        (["adapter=x", "size=1", "dtype=float64"], "'workload' is required"),
+    ):
+        with pytest.raises(JobError, match=message):
+            Job.parse(words)
+    with pytest.raises(JobError, match="must be int"):
+        NOOP_JOB.replace(size="1")

@@ -1,0 +1,71 @@
+"""What two `ttfr run --deterministic` runs must agree on: the result with its measurements taken out."""
+
+import json
+
+# What two `--deterministic` runs may legitimately disagree on: every clock reading, every
+# resource or host reading, and everything computed from them. Each name below is a key of
+# a case result (cases/*.json); `deterministic_view` replaces its value with a placeholder
+# (keeping the key, so the structure is still compared). Anything not listed here must be
+# byte-identical between the two runs.
+MEASURED_SUBTREES = {
+    "metrics",  # a run's interpreter/import/setup/first/second-call/ttfr/process seconds (clock marks)
+    "stages",  # a run's compile-stage seconds (wrap/trace/lower/compile/...); which stages exist is compared
+    "resources",  # rusage: peak RSS, CPU user/sys seconds, involuntary context switches
+    "host",  # load average, CPU pressure, steal fraction, wall-clock start time
+    "warmup",  # a warm process's warm-up call times and whether they had settled (`stable`)
+    "sync_check",  # medians of trailing-sync fractions and doubling ratios, and `unsynchronised`/`problems` from them
+}
+SUMMARY_STATISTICS = {"min", "max", "median", "median_ci", "p95", "mean", "std", "mad"}  # of timings or RSS; "n" is kept
+MEASURED_SCALARS = {
+    "median_s",  # a warm process's median sample
+    "inner_loops",  # calls per sample, calibrated against the clock
+}
+MEASURED_SAMPLE_LISTS = {"samples_s"}  # timings; their COUNT is fixed by --warm-samples and is compared
+TIMING_FLAGS = {
+    "first_run_outlier",  # a cold policy's first ttfr_s > 3.5 robust sigmas from the rest
+    "unsynchronised",  # from sync_check (a timing ratio crossing a threshold)
+    "warmup_unstable",  # from warmup.stable
+}
+
+
+def deterministic_view(value, key=None):
+    """A case result with every measured (timing-, resource- or host-derived) value replaced
+    by a placeholder and every timing-derived flag dropped: what must not change between runs."""
+    if key in MEASURED_SUBTREES:
+        return _placeholders(value)
+    if key in SUMMARY_STATISTICS or key in MEASURED_SCALARS:
+        return "<measured>"
+    if key in MEASURED_SAMPLE_LISTS:
+        return f"<{len(value)} samples>"
+    if key == "flags" and isinstance(value, list):
+        value = [f for f in value if not (isinstance(f, dict) and f.get("flag") in TIMING_FLAGS)]
+    if isinstance(value, dict):
+        return {k: deterministic_view(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [deterministic_view(v) for v in value]
+    return value
+
+
+def _placeholders(value):
+    """Keep a measured subtree's keys (its shape is deterministic), not its values."""
+    if isinstance(value, dict):
+        return {k: _placeholders(v) for k, v in value.items()}
+    return None if value is None else "<measured>"
+
+
+def journal_view(root):
+    """Run order and each run's deterministic facts (outcome, result digest) from journal.jsonl."""
+    entries = map(json.loads, (root / "journal.jsonl").read_text().splitlines())
+    return [(e["task"], e["outcome"], e["reason"], (e.get("record") or {}).get("digest")) for e in entries]
+
+
+def suite_view(suite):
+    return {
+        "seed": suite["seed"],
+        "state": suite["state"],
+        "deterministic": suite["deterministic"],
+        "policies": suite["policies"],
+        "cases": [(c["case"], c["status"], c["reason"], c["path"]) for c in suite["cases"]],
+        "datasets": suite["datasets"],
+        "counts": {k: v for k, v in suite["summary"].items() if k != "worst_case"},  # which case is slowest: timing
+    }

@@ -1,0 +1,117 @@
+"""`ttfr run` on a real pseudo-terminal: the live progress display, one small case per backend family.
+
+Under pytest (and in CI) stdout is a pipe, so every other test sees the line-per-run output;
+only a terminal makes rich draw the live bar (with its ETA from per-family cost priors).
+One `ttfr run` per family: a family that breaks the display fails its own test id, and
+the others still run (~1.5 s of extra start-up each).
+"""
+
+import fcntl
+import json
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from ttfr.artifacts.result_dir import validate_dir
+from ttfr.measure import catalog
+
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]
+
+ROWS, COLUMNS = 40, 160
+RUN_TIMEOUT_S = 240
+
+# One tiny case of each backend family (no torch.compile: a cold compile costs 10-30 s).
+FAMILY_CASES = {
+    "python": "python_noop_1_f64",
+    "numpy": "numpy_matmul_64_f32",
+    "jax": "jax_jit_cpu_matmul_64_f32",
+    "torch": "torch_eager_cpu_matmul_64_f32",
+    "pyhf_numpy": "pyhf_numpy_hf_nll_grad_3_f64",
+    "pyhf_jax": "pyhf_jax_hf_nll_grad_3_f64",
+    "pyhf_pytorch": "pyhf_pytorch_hf_nll_grad_3_f64",
+    "nextstat": "nextstat_hf_nll_grad_3_f64",
+}
+RUNS_PER_CASE = 3  # one run each of cold-process/cold-cache, cold-process/warm-cache, warm-process
+
+# The display reads these before the terminal itself; a developer's shell must not decide the test.
+_RICH_OVERRIDES = ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+                   "JUPYTER_COLUMNS", "JUPYTER_LINES")  # fmt: skip
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>78]")
+
+
+def run_on_a_pty(argv, timeout_s):
+    """Run argv with a pty as stdin/stdout/stderr; return (exit status, everything it wrote)."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in _RICH_OVERRIDES}
+    env["TERM"] = "xterm-256color"
+    try:
+        proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    finally:
+        os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:  # drain continuously: a full pty buffer would block the child's writes
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                tail = b"".join(chunks)[-4000:].decode(errors="replace")
+                pytest.fail(f"{argv} did not finish in {timeout_s} s on the pty; its output ended:\n{tail}")
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every holder of the slave end has closed it
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break  # exited, and nothing left to read (a straggler holding the slave must not hang us)
+        status = proc.wait(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return status, b"".join(chunks).decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("family", list(FAMILY_CASES))
+def test_live_progress_display_runs_each_backend_family_on_a_terminal(family, tmp_path):
+    case_id = FAMILY_CASES[family]
+    case = catalog.parse_case_id(case_id)
+    missing = catalog.availability(case.backend_info, case.workload)
+    if missing:
+        pytest.skip(f"{case_id}: {missing}")
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--cases", case_id,
+            "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = _ANSI.sub("", raw).replace("\r", "\n")
+    tail = text[-4000:]
+    assert "Traceback" not in text, tail
+    assert status == 0, f"exit status {status}; output ended:\n{tail}"
+    # The live bar ran (not the one-line-per-run fallback of a pipe): its ETA column, its bar, and its
+    # count reaching the end; the fallback's "[1/3] case policy #1: ok" lines never appear.
+    assert "ETA" in text, tail
+    assert "\x1b[?25l" in raw and "\x1b[?25h" in raw, tail  # rich.live hid the cursor while it redrew, then showed it
+    assert f"{RUNS_PER_CASE}/{RUNS_PER_CASE}" in text, tail
+    assert f"[1/{RUNS_PER_CASE}] {case_id}" not in text, tail
+    # Rich laid the output out for the pty's size, not a default 80 or the pipe's 200.
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, tail
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+    suite = json.loads((root / "suite.json").read_text())
+    assert suite["state"] == "complete" and suite["pending"] == []
+    (ref,) = suite["cases"]
+    assert (ref["case"], ref["status"], ref["reason"]) == (case_id, "ok", None)
+    assert f"results: {root}" in text.replace("\n", "")  # the summary printed after the bar
