@@ -1,4 +1,4 @@
-# ttfr: `make run` measures the default CPU suite, `make test` runs the tests.
+# ttfr: `make run` measures the default CPU suite, `make test` runs the tests (`make test-fast`: the quick ones).
 # Both create .venv from the pinned lock file on first use.
 
 PYTHON ?= python3
@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: install run test bench lint clean
+.PHONY: install run test test-fast bench lint clean
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Unit and fake-executor tests only (no worker processes, no in-process engines or fits): < 1 min.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not integration and not torch_compile and not slow" $(PYTEST_ARGS)
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ttfr.analyse import stats
+from ttfr.analyse import stats, sync_check
 from ttfr.measure import cache, catalog
 from ttfr.measure.plan import Plan, gate_failure
 from ttfr.measure.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
@@ -20,8 +20,6 @@ STAGE_METRICS = (
     "wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s",
     "backward_compile_s", "first_execute_s",
 )  # fmt: skip
-SYNC_TRAILING_LIMIT = 0.05  # a trailing sync must cost < 5% of the sample
-SYNC_DOUBLING_MIN = 1.5  # doubling the calls must (at least roughly) double the time
 _DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8}
 
 
@@ -149,24 +147,6 @@ def _cold_policy(views: list[dict]) -> dict:
     }
 
 
-def _sync_check(warm: dict, has_sync: bool) -> dict:
-    trailing = warm.get("trailing_sync_fraction") or []
-    doubling = warm.get("doubling_ratios") or []
-    trailing_median = statistics.median(trailing) if trailing else None
-    doubling_median = statistics.median(doubling) if doubling else None
-    problems = []
-    if has_sync and trailing_median is not None and trailing_median >= SYNC_TRAILING_LIMIT:
-        problems.append(f"trailing sync costs {trailing_median:.1%} of a sample (limit {SYNC_TRAILING_LIMIT:.0%})")
-    if doubling_median is not None and doubling_median < SYNC_DOUBLING_MIN:
-        problems.append(f"doubling the calls scaled time by only {doubling_median:.2f}x")
-    return {
-        "trailing_sync_fraction_median": trailing_median,
-        "doubling_ratio_median": doubling_median,
-        "unsynchronised": bool(problems),
-        "problems": problems,
-    }
-
-
 def _warm_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> dict:
     view = _run_view(entry, case, reference_digest)
     warm = (entry.get("record") or {}).get("warm")
@@ -178,7 +158,7 @@ def _warm_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -
             inner_loops=warm["inner_loops"],
             median_s=statistics.median(warm["samples_s"]),
             warmup={"per_call_s": warm["warmup_per_call_s"], "stable": warm["warmup_stable"]},
-            sync_check=_sync_check(warm, case.backend_info.barrier),
+            sync_check=sync_check.judge(warm, case.backend_info.barrier),
         )
     return view
 
