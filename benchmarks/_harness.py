@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from ttfr.analyse import analysis
+from ttfr.analyse import runs
 from ttfr.child.job import Job
 from ttfr.measure import spawn
 
@@ -24,7 +24,7 @@ def run_worker(job: Job) -> tuple[dict, dict]:
     if result.outcome != "ok":
         raise SystemExit(f"worker failed: {result.outcome}: {result.reason}\n{result.output_tail}")
     entry = {"spawn_ns": result.spawn_ns, "reaped_ns": result.reaped_ns, "record": result.record}
-    return result.record, analysis.run_metrics(entry)
+    return result.record, runs.run_metrics(entry)
 
 
 def spawn_to_reap_s(argv: list[str]) -> float:

@@ -15,6 +15,7 @@ from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.result_dir import validate_dir
 from ttfr.commands import ab, compare, selftest
 from ttfr.errors import UsageError
+from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.plan import PRIME, build_plan
 from ttfr.measure.spec import build_spec
 
@@ -77,7 +78,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
     assert all({p[0][0], p[1][0]} == {"A", "B"} for p in pairs)  # every pair is A and B back to back
     verdicts = Counter(r["verdict"] for r in outcome.comparison["comparisons"])
     assert verdicts == {"regression": 4}
-    assert outcome.exit_code == compare.EXIT_REGRESSION
+    assert outcome.exit_code == EXIT_REGRESSION
     root = outcome.root
     assert validate_dir(root / "A") == [] and validate_dir(root / "B") == []
     assert artifacts.schema_errors(json.loads((root / "comparison.json").read_text()), "ttfr.comparison.v1") == []
@@ -90,7 +91,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
 def test_identical_arms_are_not_called_regressions(tmp_path):
     outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=SlowerB(factor=1.0, noise=0.002))
     assert {r["verdict"] for r in outcome.comparison["comparisons"]} <= {"equivalent", "inconclusive"}
-    assert outcome.exit_code == compare.EXIT_OK
+    assert outcome.exit_code == EXIT_OK
 
 
 def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
@@ -105,7 +106,7 @@ def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
 def test_fail_on_inconclusive_fails_the_gate(tmp_path):
     outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executor=SlowerB(1.0, noise=0.3))
     summary = outcome.comparison["summary"]
-    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == compare.EXIT_REGRESSION
+    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == EXIT_REGRESSION
 
 
 def test_bad_arms_are_usage_errors(tmp_path):

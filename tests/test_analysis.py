@@ -4,12 +4,13 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
 
-from ttfr.analyse import analysis
+from ttfr.analyse import case_result, suite_figures
 from ttfr.measure.catalog import parse_case_id
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
+from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
+from ttfr.measure.spec import build_spec
 
 
 def measure(tmp_path, executor=None, **kwargs):
@@ -24,7 +25,7 @@ def measure(tmp_path, executor=None, **kwargs):
     entries = journal.entries()
     results = {}
     for case in plan.spec.cases:
-        results[case.id] = analysis.build_case_result(case, plan, [e for e in entries if e["case"] == case.id])
+        results[case.id] = case_result.build_case_result(case, plan, [e for e in entries if e["case"] == case.id])
     return plan, results
 
 
@@ -88,7 +89,7 @@ def test_failed_result_check_fails_the_case_with_numbers_and_null_figures(tmp_pa
     for policy in case["policies"].values():
         assert all(value is None for value in policy["summary"].values())
     assert case["memory"]["peak_rss_bytes"] is None
-    assert analysis.headline(case) == {
+    assert case_result.headline(case) == {
         "ttfr_cold_cache_median_s": None, "ttfr_warm_cache_median_s": None, "warm_call_median_s": None,
     }  # fmt: skip
 
@@ -149,7 +150,7 @@ def _result(backend, ttfr, call, low_high=None):
 
 
 def test_break_even_counts_calls_until_the_slow_starter_catches_up():
-    rows = analysis.break_even([_result("numpy", 0.1, 0.010), _result("jax_jit_cpu", 1.1, 0.002)])
+    rows = suite_figures.break_even([_result("numpy", 0.1, 0.010), _result("jax_jit_cpu", 1.1, 0.002)])
     (row,) = rows
     assert (row["fast_start"], row["slow_start"]) == ("numpy", "jax_jit_cpu")
     # 0.1 + (n-1)*0.010 >= 1.1 + (n-1)*0.002  <=>  n - 1 >= 125
@@ -160,12 +161,12 @@ def test_break_even_counts_calls_until_the_slow_starter_catches_up():
 
 
 def test_break_even_is_never_when_the_slow_starter_is_not_faster_per_call():
-    (row,) = analysis.break_even([_result("numpy", 0.1, 0.001), _result("jax_jit_cpu", 1.1, 0.002)])
+    (row,) = suite_figures.break_even([_result("numpy", 0.1, 0.001), _result("jax_jit_cpu", 1.1, 0.002)])
     assert row["calls"] is None
 
 
 def test_break_even_range_widens_with_the_confidence_intervals():
-    (row,) = analysis.break_even([_result("numpy", 0.1, 0.010, (0.9, 1.1)), _result("jax_jit_cpu", 1.1, 0.002, (0.9, 1.1))])
+    (row,) = suite_figures.break_even([_result("numpy", 0.1, 0.010, (0.9, 1.1)), _result("jax_jit_cpu", 1.1, 0.002, (0.9, 1.1))])
     low, high = row["calls_range"]
     assert low < row["calls"] < high
 
@@ -173,7 +174,7 @@ def test_break_even_range_widens_with_the_confidence_intervals():
 def test_suite_summary_worst_case_ignores_failed_cases():
     slow_failed = dict(_result("torch_compile_cpu", 30.0, 0.001), status="failed", reason="x")
     slow_failed["policies"] = {COLD_CACHE: {"summary": {"ttfr_s": None}}}
-    summary = analysis.suite_summary([_result("numpy", 0.1, 0.01), _result("jax_jit_cpu", 1.1, 0.002), slow_failed], [])
+    summary = suite_figures.suite_summary([_result("numpy", 0.1, 0.01), _result("jax_jit_cpu", 1.1, 0.002), slow_failed], [])
     assert summary["worst_case"]["case"] == "jax_jit_cpu_matmul_512_f32"
     assert summary["failed"] == [{"case": "torch_compile_cpu_matmul_512_f32", "reason": "x"}]
     assert (summary["n_ok"], summary["n_failed"]) == (2, 1)

@@ -1,7 +1,8 @@
 from collections import Counter
 
 from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
-from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, build_spec
+from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.measure.spec import build_spec
 
 
 def always_available(_backend, _workload=None):

@@ -142,7 +142,9 @@ def test_a_failure_inside_the_check_is_an_error_record_not_a_crash(tmp_path):
     from ttfr.measure import datasets
 
     workspace = datasets.resolve(8, 0, None)
-    spec_path, point_path = datasets.write(workspace, tmp_path, 0)
+    spec_path, point_path = (tmp_path / name for name, _payload in datasets.files(workspace, 0).values())
+    for name, payload in datasets.files(workspace, 0).values():
+        (tmp_path / name).write_bytes(payload)
     words = job("nextstat_backend", workload="hf_nll_grad", size=8, dtype="float64", mode="warm", check=True,
                 workspace=str(spec_path), point=str(point_path), signal="SR0/signal",
                 reference="/dev/null/cannot/ref.json")  # fmt: skip

@@ -2,7 +2,7 @@
 
 import difflib
 
-EXIT_USAGE = 2
+from ttfr.exit_codes import EXIT_USAGE
 
 
 class UsageError(Exception):

@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 from ttfr.artifacts.store import SUITE_SCHEMA, ArtifactError, read_json, schema_errors, sha256_file
+from ttfr.errors import UsageError
 
 
 class ResultDir:
@@ -46,6 +47,14 @@ class ResultDir:
             raise ArtifactError(f"{root} already exists and is not empty; use --resume {root} to finish it")
         root.mkdir(parents=True, exist_ok=True)
         return cls(root)
+
+    @classmethod
+    def finished(cls, root: Path) -> ResultDir:
+        """A result directory whose run wrote its suite index (what report, export and compare read)."""
+        result_dir = cls(root)
+        if not result_dir.suite.is_file():
+            raise UsageError(f"{root} has no suite.json: not a finished ttfr result directory")
+        return result_dir
 
     @classmethod
     def open(cls, root: Path) -> ResultDir:

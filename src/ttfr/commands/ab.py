@@ -21,12 +21,14 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ttfr.analyse.case_result import case_results
 from ttfr.artifacts.result_dir import snapshot_id
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.commands import compare
 from ttfr.commands import run as suite_run
-from ttfr.commands.run import EXIT_INTERRUPTED, dataset_fields, write_results
+from ttfr.commands.run import dataset_fields, write_results
 from ttfr.errors import UsageError
+from ttfr.exit_codes import EXIT_INTERRUPTED
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
@@ -223,12 +225,7 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]],
             write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()})
             _suite, cases = write_results(arm.dir, plan, entries)
         else:
-            from ttfr.analyse import analysis
-
-            by_case = {}
-            for entry in entries:
-                by_case.setdefault(entry["case"], []).append(entry)
-            cases = [analysis.build_case_result(c, plan, by_case.get(c.id, [])) for c in sorted(plan.spec.cases)]
+            cases = case_results(plan, entries)
         results.append(cases)
     return results, all_entries
 

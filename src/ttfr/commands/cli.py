@@ -22,8 +22,10 @@ from ttfr.artifacts.result_dir import ResultDir, validate_dir
 from ttfr.artifacts.store import ArtifactError
 from ttfr.commands import ab, compare, selftest
 from ttfr.commands import run as suite_run
-from ttfr.errors import EXIT_USAGE, UsageError
-from ttfr.measure.spec import POLICIES, PROFILES, build_spec
+from ttfr.errors import UsageError
+from ttfr.exit_codes import EXIT_USAGE
+from ttfr.measure.policies import POLICIES
+from ttfr.measure.spec import PROFILES, build_spec
 from ttfr.report import markdown, terminal
 
 EXPORT_FORMATS = ("nextstat-v1",)
@@ -241,7 +243,7 @@ def _env(_args, _console: Console) -> int:
 
 
 def _report(args, _console: Console) -> int:
-    path = markdown.write(_result_dir(args.dir))
+    path = markdown.write(ResultDir.finished(args.dir))
     print(path.read_text(encoding="utf-8"), end="")
     return 0
 
@@ -259,13 +261,6 @@ def _export(args, console: Console) -> int:
     written = nextstat.export(args.dir, args.dest, args.cold_policy)
     console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
     return 0
-
-
-def _result_dir(path: Path) -> ResultDir:
-    result_dir = ResultDir(path)
-    if not result_dir.suite.is_file():
-        raise UsageError(f"{path} has no suite.json: not a finished ttfr result directory")
-    return result_dir
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,8 @@ from ttfr.analyse import diagnostics
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import read_json, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
-from ttfr.measure.spec import WARM_PROCESS
+from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
+from ttfr.measure.policies import WARM_PROCESS
 
 SCHEMA = "ttfr.comparison.v1"
 CROSS_SESSION_WARNING = (
@@ -27,7 +28,6 @@ CROSS_SESSION_WARNING = (
     "machine identical code measured in two sessions looks different 81-88% of the time; these "
     "verdicts are weak. Measure with `ttfr ab` for a verdict you can trust."
 )
-EXIT_OK, EXIT_CASE_FAILED, EXIT_REGRESSION = 0, 1, 3
 
 
 def _values(case: dict, policy: str) -> dict[int, float]:
@@ -135,12 +135,7 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
 def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, correction: str, fail_on: str):
     """Compare two finished result directories; the comparison goes to a new directory under
     `out_parent`. Returns (that directory, the comparison document)."""
-    dirs = []
-    for path in (a, b):
-        result_dir = ResultDir(path)
-        if not result_dir.suite.is_file():
-            raise UsageError(f"{path} has no suite.json: not a finished ttfr result directory")
-        dirs.append(result_dir)
+    dirs = [ResultDir.finished(path) for path in (a, b)]
     manifests = [read_json(d.manifest) for d in dirs]
     (session_a, machine_a), (session_b, machine_b) = ((m.get("session_id"), m.get("machine_id")) for m in manifests)
     same_session = session_a is not None and session_a == session_b

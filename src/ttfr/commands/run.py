@@ -13,19 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import analysis
+from ttfr.analyse import case_result, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import SUITE_SCHEMA, read_json, sha256_file, write_bytes_atomic, write_json
-from ttfr.measure import catalog, datasets
+from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from ttfr.measure import datasets
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import Plan, build_plan
+from ttfr.measure.plan import Plan, build_plan, pending_cases
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
 from ttfr.measure.spec import RunSpec
 from ttfr.report import markdown
-
-EXIT_OK, EXIT_CASE_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 @dataclass
@@ -65,20 +64,20 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
 
 def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
     """Write the HistFactory workspaces the cases use; size -> name, signal, hashes."""
-    sizes = sorted({c.size for c in spec.cases if c.workload in catalog.HF_WORKLOADS})
+    by_size = {c.size: c for c in spec.cases if c.uses_workspace}
     user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
     mapping = {}
-    for size in sizes:
+    for size, case in sorted(by_size.items()):
         workspace = datasets.resolve(size, spec.seed, user)
-        spec_path, point_path = datasets.write(workspace, result_dir.workspaces, spec.seed)
+        written = {}
+        for role, (name, payload) in datasets.files(workspace, spec.seed).items():
+            write_bytes_atomic(result_dir.workspaces / name, payload)
+            written[role] = (result_dir.workspaces / name).relative_to(result_dir.root).as_posix()
         mapping[str(size)] = {
             "name": workspace.name,
-            "dataset_id": workspace.dataset_id,
+            "dataset_id": datasets.dataset_id(case, spec.seed, spec.custom_size),
             "signal": "/".join(workspace.signal),
-            "files": {
-                "workspace": spec_path.relative_to(result_dir.root).as_posix(),
-                "point": point_path.relative_to(result_dir.root).as_posix(),
-            },
+            "files": written,
             "sha256": workspace.sha256,
         }
     return mapping
@@ -149,24 +148,19 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
 
 def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tuple[dict, list[dict]]:
     """Analyse what the journal holds and write case files, the suite index and the report."""
-    pending = analysis.pending_cases(plan, entries)
-    by_case: dict[str, list[dict]] = {}
-    for entry in entries:
-        by_case.setdefault(entry["case"], []).append(entry)
-    cases, refs = [], []
-    for case in sorted(plan.spec.cases):
-        if case.id in pending:
-            continue
-        result = analysis.build_case_result(case, plan, by_case.get(case.id, []))
-        digest = write_json(result_dir.case_path(case.id), result, "ttfr.case_result.v1")
-        cases.append(result)
+    pending = pending_cases(plan, entries)
+    cases = case_result.case_results(plan, entries, skip=pending)
+    refs = []
+    for result in cases:
+        case_id = result["case"]
+        digest = write_json(result_dir.case_path(case_id), result, case_result.CASE_SCHEMA)
         refs.append({
-            "case": case.id,
-            "path": f"cases/{case.id}.json",
+            "case": case_id,
+            "path": f"cases/{case_id}.json",
             "sha256": digest,
             "status": result["status"],
             "reason": result["reason"],
-            "headline": analysis.headline(result),
+            "headline": case_result.headline(result),
         })  # fmt: skip
     plan_info = read_json(result_dir.plan)
     spec = plan.spec
@@ -183,9 +177,9 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         "manifest": {"path": "manifest.json", "sha256": sha256_file(result_dir.manifest)},
         "cases": refs,
         "pending": pending,
-        "summary": analysis.suite_summary(cases, pending),
-        "break_even": analysis.break_even(cases),
-        "scaling": analysis.scaling_rows(cases),
+        "summary": suite_figures.suite_summary(cases, pending),
+        "break_even": suite_figures.break_even(cases),
+        "scaling": suite_figures.scaling_rows(cases),
         "datasets": [
             {"name": info["name"], "size": int(size), "path": path, "sha256": artifact_sha}
             for size, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: int(kv[0]))

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from scipy import stats as sps
 
-from ttfr.analyse import analysis
 from ttfr.analyse import comparison_stats as comparison
+from ttfr.analyse import runs
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import validate, write_json
 from ttfr.child.job import WARM, Job
@@ -71,7 +71,7 @@ def _value(result, mode: str) -> float | None:
         return None
     if mode == "warm":
         return statistics.median(result.record["warm"]["samples_s"])
-    return analysis.run_metrics(result.to_json())["ttfr_s"]
+    return runs.run_metrics(result.to_json())["ttfr_s"]
 
 
 def paired_series(regime: str, extra: float, rounds: int, python: str, phase: int) -> tuple[list, list]:

@@ -30,9 +30,13 @@ class Workspace:
     def sha256(self) -> str:
         return hf_workspace.sha256(self.spec)
 
-    @property
-    def dataset_id(self) -> str:
-        return f"histfactory-{self.name}-{self.size}p"
+
+def dataset_id(case: catalog.Case, seed: int, custom_size: int | None = None) -> str:
+    """The id a case's inputs are published under: one format for every artifact."""
+    if case.uses_workspace:
+        name = "custom" if custom_size == case.size else catalog.HF_PRESET_BY_SIZE[case.size]
+        return f"histfactory-{name}-{case.size}p-seed{seed}"
+    return f"{case.workload}-{case.size}-{case.dtype}-seed{seed}"
 
 
 def preset_sizes(names) -> list[int]:
@@ -92,15 +96,12 @@ def resolve(size: int, seed: int, user: Workspace | None) -> Workspace:
     return Workspace(name, size, hf_workspace.find_signal(spec), spec)
 
 
-def write(workspace: Workspace, directory: Path, seed: int) -> tuple[Path, Path]:
-    """Write the workspace and its evaluation point; returns their paths."""
-    from ttfr.artifacts.store import write_bytes_atomic
-
-    directory.mkdir(parents=True, exist_ok=True)
-    spec_path = directory / f"{workspace.name}.json"
-    point_path = directory / f"{workspace.name}.point.json"
-    write_bytes_atomic(spec_path, hf_workspace.canonical_bytes(workspace.spec))
+def files(workspace: Workspace, seed: int) -> dict[str, tuple[str, bytes]]:
+    """The files a run writes for a workspace: role -> (file name, bytes); the roles are
+    `workspace` (canonical JSON) and `point` (the evaluation point, by parameter name)."""
     model = dense.compile_workspace(workspace.spec, workspace.signal)
     point = dict(zip(model.names, (float(v) for v in dense.evaluation_point(model, seed))))
-    write_bytes_atomic(point_path, (json.dumps(point, indent=1, sort_keys=True) + "\n").encode())
-    return spec_path, point_path
+    return {
+        "workspace": (f"{workspace.name}.json", hf_workspace.canonical_bytes(workspace.spec)),
+        "point": (f"{workspace.name}.point.json", (json.dumps(point, indent=1, sort_keys=True) + "\n").encode()),
+    }

@@ -17,13 +17,25 @@ import random
 from dataclasses import dataclass
 
 from ttfr.measure import catalog
-from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS, RunSpec
+from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.measure.spec import RunSpec
 
 # Task kinds: what the worker is asked to do and whether its figures are published.
 COLD = "cold"  # cold-process run under a cache policy (measured)
 WARM = "warm"  # warm-regime process: samples + result check (measured)
 PRIME = "prime"  # fills the cache template (unmeasured)
 CHECK = "check"  # result check only (unmeasured)
+
+
+def runs_check(kind: str, index: int) -> bool:
+    """The process that checks the case's result: its first warm process, or the check
+    process of a case without warm processes."""
+    return kind == CHECK or (kind == WARM and index == 0)
+
+
+def is_gate(kind: str, index: int, makes_template: bool) -> bool:
+    """A task whose failure ends its case: the template producer, a priming run, the check."""
+    return makes_template or kind == PRIME or runs_check(kind, index)
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,11 @@ class Task:
 
     @property
     def runs_check(self) -> bool:
-        """The case's gate: the first warm process, or the check process of a case without one."""
-        return self.kind == CHECK or (self.kind == WARM and self.index == 0)
+        return runs_check(self.kind, self.index)
+
+    @property
+    def is_gate(self) -> bool:
+        return is_gate(self.kind, self.index, self.makes_template)
 
     @property
     def key(self) -> str:
@@ -123,11 +138,27 @@ def gate_failure(entry: dict) -> str | None:
     """
     if entry["outcome"] == "unavailable":
         return entry["reason"]
-    kind = entry["kind"]
-    is_gate = entry["makes_template"] or kind in (PRIME, CHECK) or (kind == WARM and entry["index"] == 0)
-    if is_gate and entry["outcome"] != "ok":
+    if is_gate(entry["kind"], entry["index"], entry["makes_template"]) and entry["outcome"] != "ok":
         return entry["reason"] or entry["outcome"]
     check = (entry.get("record") or {}).get("check")
     if check and not check.get("passed"):
         return "result check failed"
     return None
+
+
+def replay(plan: Plan, entries: list[dict]) -> tuple[list[Task], dict[str, str]]:
+    """What a journal leaves to do: the plan's tasks it does not hold yet, and the cases it
+    stopped (case id -> why). Resuming runs the first; analysing treats both as unfinished."""
+    done, stopped = set(), {}
+    for entry in entries:
+        done.add(entry["task"])
+        reason = gate_failure(entry)
+        if reason:
+            stopped.setdefault(entry["case"], reason)
+    return [t for t in plan.tasks if t.key not in done], stopped
+
+
+def pending_cases(plan: Plan, entries: list[dict]) -> list[str]:
+    """Cases with tasks neither journaled nor skipped because their case was stopped."""
+    remaining, stopped = replay(plan, entries)
+    return sorted({t.case.id for t in remaining if t.case.id not in stopped})

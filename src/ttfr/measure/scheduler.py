@@ -11,7 +11,7 @@ from pathlib import Path
 from ttfr.child import hostinfo
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import PRIME, Plan, Task, gate_failure
+from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.spawn import RunResult, run_worker
 from ttfr.measure.workerenv import build_env, build_job
 
@@ -44,11 +44,10 @@ class Scheduler:
 
     def pending(self) -> list[Task]:
         """Tasks the journal does not hold yet (replaying it to know which cases stopped)."""
-        done = set()
-        for entry in self.journal.entries():
-            done.add(entry["task"])
-            self._note(entry["case"], gate_failure(entry))
-        return [t for t in self.plan.tasks if t.key not in done]
+        remaining, stopped = replay(self.plan, self.journal.entries())
+        for case_id, reason in stopped.items():
+            self._note(case_id, reason)
+        return remaining
 
     def run_task(self, task: Task) -> dict | None:
         """Run one task and journal it; None when its case has stopped."""

@@ -12,12 +12,7 @@ from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog, datasets
-
-COLD_CACHE = "cold-process/cold-cache"
-WARM_CACHE = "cold-process/warm-cache"
-WARM_PROCESS = "warm-process"
-POLICIES = (COLD_CACHE, WARM_CACHE, WARM_PROCESS)
-POLICY_ALIASES = {"cold-cache": COLD_CACHE, "warm-cache": WARM_CACHE, "cold": COLD_CACHE, "warm": WARM_PROCESS}
+from ttfr.measure.policies import POLICIES, POLICY_ALIASES
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import read_json, write_bytes_atomic
-from ttfr.measure.spec import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.report.reference import SEED_REFERENCE, SEED_SOURCE
 
 DASH = "—"

@@ -14,10 +14,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ttfr.analyse import comparison_stats as comparison
-from ttfr.analyse.analysis import headline
+from ttfr.analyse.case_result import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
-from ttfr.measure.spec import WARM_CACHE
+from ttfr.measure.policies import WARM_CACHE
 from ttfr.report.markdown import fmt_seconds
 
 

@@ -23,7 +23,7 @@ from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
-from ttfr.measure.spec import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
@@ -123,9 +123,7 @@ def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: st
 def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
     if cold_policy not in EXPORT_POLICIES:
         raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
-    result_dir = ResultDir(source)
-    if not result_dir.suite.is_file():
-        raise UsageError(f"{source} has no suite.json: not a finished ttfr result directory")
+    result_dir = ResultDir.finished(source)
     suite = read_json(result_dir.suite)
     manifest = read_json(result_dir.manifest)
     dest = Path(dest)

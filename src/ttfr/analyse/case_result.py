@@ -1,0 +1,232 @@
+"""A case's runs -> its case result (ttfr.case_result.v1): summaries per cache policy,
+cache verification, the result check, status and reason.
+
+Figures of a failed case are null, never 0.0; its runs stay in the artifact as raw data.
+"""
+
+from __future__ import annotations
+
+from ttfr.analyse import runs, stats
+from ttfr.measure import cache, catalog, datasets
+from ttfr.measure.plan import Plan
+from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+
+CASE_SCHEMA = "ttfr.case_result.v1"
+
+
+def _summaries(views: list[dict], names, key) -> dict:
+    ok = [v for v in views if v["outcome"] == "ok"]
+    return {name: stats.summarize([v[key].get(name) for v in ok if v[key].get(name) is not None]) for name in names}
+
+
+def _cache_overview(views: list[dict]) -> dict:
+    verdicts = [v["cache"]["verdict"] for v in views if v["outcome"] == "ok"]
+    flags = sorted({f for v in views if v["outcome"] == "ok" for f in v["cache"]["flags"]})
+    if not verdicts:
+        verdict = "unverified"
+    elif "flagged" in verdicts:
+        verdict = "flagged"
+    elif all(x == "not_applicable" for x in verdicts):
+        verdict = "not_applicable"
+    elif all(x == "verified" for x in verdicts):
+        verdict = "verified"
+    else:
+        verdict = "unverified"
+    hits = [v["cache"].get("hits") for v in views if v["outcome"] == "ok" and v["cache"].get("hits") is not None]
+    misses = [v["cache"].get("misses") for v in views if v["outcome"] == "ok" and v["cache"].get("misses") is not None]
+    return {
+        "verdict": verdict,
+        "flags": flags,
+        "hits_total": sum(hits) if hits else None,
+        "misses_total": sum(misses) if misses else None,
+        "runs_verified": verdicts.count("verified"),
+        "runs": len(verdicts),
+    }
+
+
+def _cold_policy(views: list[dict]) -> dict:
+    flags = []
+    ttfr = [v["metrics"]["ttfr_s"] if v["outcome"] == "ok" else None for v in sorted(views, key=lambda v: v["index"])]
+    outlier = stats.first_run_outlier(ttfr)
+    if outlier:
+        flags.append({"flag": "first_run_outlier", "metric": "ttfr_s", **outlier})
+    cache_overview = _cache_overview(views)
+    flags.extend({"flag": f} for f in cache_overview["flags"])
+    return {
+        "runs": views,
+        "summary": _summaries(views, runs.COLD_METRICS, "metrics"),
+        "stages_summary": {k: s for k, s in _summaries(views, runs.STAGE_METRICS, "stages").items() if s},
+        "cache_verification": cache_overview,
+        "flags": flags,
+    }
+
+
+def _warm_policy(views: list[dict]) -> dict:
+    ok = [v for v in views if v["outcome"] == "ok"]
+    flags = []
+    unsynced = [v["index"] for v in ok if v["sync_check"]["unsynchronised"]]
+    if unsynced:
+        flags.append({"flag": "unsynchronised", "processes": unsynced})
+    unstable = [v["index"] for v in ok if not v["warmup"]["stable"]]
+    if unstable:
+        flags.append({"flag": "warmup_unstable", "processes": unstable})
+    return {
+        "procs": views,
+        "summary": {
+            "call_s": stats.summarize([v["median_s"] for v in ok]),
+            "samples_per_process": len(ok[0]["samples_s"]) if ok else None,
+        },
+        "flags": flags,
+    }
+
+
+def _null_summaries(policy: dict) -> None:
+    if "summary" in policy:
+        policy["summary"] = {k: None for k in policy["summary"]}
+    if "stages_summary" in policy:
+        policy["stages_summary"] = {}
+
+
+def _status(entries: list[dict], policies: dict, check: dict | None, stopped: str | None):
+    for entry in entries:
+        if entry["outcome"] == "unavailable":
+            return "warn", entry["reason"]
+    if check is not None and not check.get("passed"):
+        error = check.get("max_normalised_error")
+        shown = "n/a" if error is None else f"{error:.3g}"
+        detail = f" ({check['detail']})" if check.get("detail") else ""
+        return "failed", (
+            f"result_mismatch: max normalised error {shown} > tolerance {check['tolerance']:.3g} "
+            f"against the {check['reference']} reference{detail}"
+        )
+    if stopped:
+        return "failed", stopped
+    failed_runs = []
+    for name, policy in policies.items():
+        runs = policy.get("runs") or policy.get("procs") or []
+        bad = [r for r in runs if r["outcome"] != "ok"]
+        if runs and len(bad) == len(runs):
+            first = bad[0]
+            return "failed", f"every {name} run failed; first: {first['outcome']}: {first['reason']}"
+        failed_runs.extend(f"{name}#{r['index']} {r['outcome']}" for r in bad)
+    if failed_runs:
+        return "warn", f"{len(failed_runs)} run(s) failed and are excluded from the figures: " + "; ".join(failed_runs)
+    return "ok", None
+
+
+def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> dict:
+    spec = plan.spec
+    backend = case.backend_info
+    base = {
+        "schema": CASE_SCHEMA,
+        "case": case.id,
+        "backend": case.backend,
+        "workload": case.workload,
+        "size": case.size,
+        "dtype": case.dtype,
+        "config": {
+            "profile": spec.profile,
+            "policies": list(spec.policies),
+            "cold_runs": spec.cold_runs,
+            "warm_procs": spec.warm_procs,
+            "warm_samples": spec.warm_samples,
+            "min_sample_s": spec.min_sample_s,
+            "max_warmup_s": spec.max_warmup_s,
+            "timeout_s": spec.timeout_s,
+            "seed": spec.seed,
+            "threads": spec.threads,
+            "deterministic": spec.deterministic,
+        },
+        "sync_policy": backend.sync_policy,
+        "dataset": {"id": datasets.dataset_id(case, spec.seed, spec.custom_size), "sha256": None},
+        "device": None,
+        "versions": {},
+        "correctness": None,
+        "policies": {},
+        "memory": {},
+        "flags": [],
+        "unmeasured_runs": [],
+        "limitations": [*cache.LIMITATIONS, *backend.limitations],
+    }
+    if case.id in plan.unavailable:
+        base.update(status="warn", reason=plan.unavailable[case.id])
+        return base
+
+    entries = sorted(entries, key=lambda e: (e["round"], e["index"]))
+    checked = [e for e in entries if (e.get("record") or {}).get("check")]
+    check = checked[0]["record"]["check"] if checked else None
+    failed_checks = [e["record"]["check"] for e in checked if not e["record"]["check"]["passed"]]
+    if failed_checks:
+        check = failed_checks[0]
+    reference_digest = next(
+        (e["record"].get("digest") for e in checked if e["outcome"] == "ok"),
+        next((e["record"].get("digest") for e in entries if e["outcome"] == "ok" and e.get("record")), None),
+    )
+    records = [e["record"] for e in entries if e.get("record") and e["outcome"] == "ok"]
+    if records:
+        base["device"] = records[0].get("device")
+        base["versions"] = records[0].get("versions") or {}
+        base["memory"].update(records[0].get("memory") or {})
+    if checked and checked[0]["record"].get("dataset_sha256"):
+        base["dataset"]["sha256"] = checked[0]["record"]["dataset_sha256"]
+    base["correctness"] = check
+
+    policies = {}
+    for policy in POLICIES:
+        if policy not in spec.policies:
+            continue
+        measured = [e for e in entries if e["measured"] and e["policy"] == policy]
+        if policy == WARM_PROCESS:
+            policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured])
+        else:
+            policies[policy] = _cold_policy([runs.run_view(e, case, reference_digest) for e in measured])
+    base["unmeasured_runs"] = [
+        {"kind": e["kind"], "outcome": e["outcome"], "reason": e["reason"]} for e in entries if not e["measured"]
+    ]
+    stopped = next(
+        (f"{e['kind']} run {e['outcome']}: {e['reason']}" for e in entries if not e["measured"] and e["outcome"] != "ok"),
+        None,
+    )
+    status, reason = _status(entries, policies, check, stopped)
+    base.update(status=status, reason=reason, policies=policies)
+
+    cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
+    if cold:
+        rss = [r["resources"]["peak_rss_bytes"] for r in cold["runs"] if r["outcome"] == "ok"]
+        base["memory"]["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
+    for name, policy in policies.items():
+        base["flags"].extend({"policy": name, **flag} for flag in policy["flags"])
+        if any(r["outcome"] == "invalid-measurement" for r in policy.get("runs", policy.get("procs", []))):
+            base["flags"].append({"policy": name, "flag": "invalid_measurement"})
+    if status == "failed":
+        for policy in policies.values():
+            _null_summaries(policy)
+        base["memory"]["peak_rss_bytes"] = None
+    return base
+
+
+def case_results(plan: Plan, entries: list[dict], skip=()) -> list[dict]:
+    """The case result of every case of the plan (but `skip`), from its journal entries."""
+    by_case: dict[str, list[dict]] = {}
+    for entry in entries:
+        by_case.setdefault(entry["case"], []).append(entry)
+    return [build_case_result(case, plan, by_case.get(case.id, [])) for case in sorted(plan.spec.cases) if case.id not in skip]
+
+
+def headline(case_result: dict) -> dict:
+    """The few numbers a suite index and a summary table show (None when not measured)."""
+
+    def median(policy, metric):
+        value = policy_metric(case_result, policy, metric)
+        return value["median"] if value else None
+
+    return {
+        "ttfr_cold_cache_median_s": median(COLD_CACHE, "ttfr_s"),
+        "ttfr_warm_cache_median_s": median(WARM_CACHE, "ttfr_s"),
+        "warm_call_median_s": median(WARM_PROCESS, "call_s"),
+    }
+
+
+def policy_metric(case_result: dict, policy: str, metric: str) -> dict | None:
+    """One metric's summary (median, CI, ...) under one policy; None when not measured."""
+    return ((case_result["policies"].get(policy) or {}).get("summary") or {}).get(metric)

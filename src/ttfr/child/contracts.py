@@ -1,0 +1,82 @@
+"""What the worker asks of a runtime adapter and of a workload module, as types.
+
+The worker never imports this module (`typing` costs start-up time it would measure); the
+tests check every adapter and workload against it, and a new one is written to it.
+
+Adding a backend: a module under `ttfr.child.backends` whose `Runtime` class is a
+`RuntimeAdapter`, and one `Backend` entry in `ttfr.measure.catalog`. Adding a workload: a
+module under `ttfr.child.workloads` that is an `ArrayWorkload` (seeded arrays, a NumPy
+reference) or an `EngineWorkload` (a file-backed problem and an engine per runtime), and
+one `Workload` entry in the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ttfr.child.job import Job
+
+
+@runtime_checkable
+class RuntimeAdapter(Protocol):
+    """One runtime (NumPy, JAX, torch, pyhf, NextStat) inside the worker. After `first_call`,
+    `call(*args)` is the steady-state call and `sync(output)` (None for synchronous
+    runtimes) waits for its result."""
+
+    framework: str
+    call: Callable[..., Any] | None
+    args: tuple
+    sync: Callable[[Any], Any] | None
+
+    def __init__(self, job: Job) -> None: ...
+
+    def import_stack(self) -> None:
+        """Import and initialise the runtime (timed as `import_s`)."""
+
+    def put(self, host_inputs: Any) -> Any:
+        """Inputs on the device, ready (timed as part of `setup_s`)."""
+
+    def first_call(self, workload: Any, inputs: Any) -> tuple[Any, dict]:
+        """Build the call from the workload, run it once, synchronised; (output, stage seconds)."""
+
+    def to_host(self, output: Any) -> Sequence[Any]:
+        """The output as host arrays (for the digest and the check)."""
+
+    def device_info(self) -> dict: ...
+
+    def cache_counters(self) -> dict | None:
+        """Raw persistent-cache counters, in the catalog's `cache_counters` format."""
+
+    def memory(self) -> dict: ...
+
+    def versions(self) -> dict: ...
+
+
+@runtime_checkable
+class ArrayWorkload(Protocol):
+    """Seeded input arrays, one pure function per framework, a float64 NumPy reference. The
+    framework builders (`numpy_fn`, `jax_fn`, `torch_build`, `python_fn`) are those of the
+    frameworks the catalog says it supports."""
+
+    TOLERANCE: dict  # dtype -> normalised max error allowed against the reference
+
+    def make_inputs(self, size: int, dtype: str, seed: int) -> list: ...
+
+    def reference(self, inputs: list) -> list: ...
+
+
+@runtime_checkable
+class EngineWorkload(Protocol):
+    """A problem read from the job's files in the timed setup, prepared per runtime, with its
+    own result check (HistFactory)."""
+
+    def load_inputs(self, job: Job) -> Any: ...
+
+    def inputs_for(self, runtime: RuntimeAdapter, problem: Any) -> Any: ...
+
+    def engine_build(self, runtime: RuntimeAdapter, engine: Any) -> tuple[Callable[..., Any], tuple]: ...
+
+    def check(self, runtime: RuntimeAdapter, inputs: Any, problem: Any, host_first: Sequence[Any], job: Job) -> dict: ...
+
+    def dataset_sha256(self, problem: Any) -> str: ...

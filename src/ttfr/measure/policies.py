@@ -1,0 +1,7 @@
+"""The three cache policies (imports nothing: reports name them without loading a runtime)."""
+
+COLD_CACHE = "cold-process/cold-cache"
+WARM_CACHE = "cold-process/warm-cache"
+WARM_PROCESS = "warm-process"
+POLICIES = (COLD_CACHE, WARM_CACHE, WARM_PROCESS)
+POLICY_ALIASES = {"cold-cache": COLD_CACHE, "warm-cache": WARM_CACHE, "cold": COLD_CACHE, "warm": WARM_PROCESS}

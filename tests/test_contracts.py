@@ -1,0 +1,42 @@
+"""Every adapter and workload the catalog names satisfies the worker's contracts."""
+
+import importlib
+
+import pytest
+
+from ttfr.child.contracts import ArrayWorkload, EngineWorkload, RuntimeAdapter
+from ttfr.child.job import Job
+from ttfr.measure import catalog
+
+# What each framework's adapter asks its workload for (child/backends/*.py first_call).
+BUILDER = {"python": "python_fn", "numpy": "numpy_fn", "jax": "jax_fn", "torch": "torch_build",
+           "pyhf": "engine_build", "nextstat": "engine_build"}  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)
+def test_every_adapter_is_a_runtime_adapter(backend):
+    module = importlib.import_module(f"ttfr.child.backends.{backend.adapter}")
+    job = Job(adapter=backend.adapter, device=backend.device, compile=backend.compiles, variant=backend.variant,
+              workload="matmul", size=2, dtype="float64")  # fmt: skip
+    runtime = module.Runtime(job)  # constructing imports no runtime
+    assert isinstance(runtime, RuntimeAdapter)
+    assert runtime.framework == backend.framework
+
+
+@pytest.mark.parametrize("workload", catalog.WORKLOADS.values(), ids=lambda w: w.name)
+def test_every_workload_keeps_its_contract_for_every_framework_it_claims(workload):
+    module = importlib.import_module(f"ttfr.child.workloads.{workload.name}")
+    contract = EngineWorkload if workload.workspace else ArrayWorkload
+    assert isinstance(module, contract)
+    builders = {BUILDER[b.framework] for b in catalog.BACKENDS.values() if catalog.supports(b, workload)}
+    assert [name for name in sorted(builders) if not callable(getattr(module, name, None))] == []
+
+
+def test_a_module_missing_a_piece_breaks_the_contract():
+    import types
+
+    broken = types.ModuleType("broken")
+    broken.TOLERANCE, broken.make_inputs = {}, lambda size, dtype, seed: []
+    assert not isinstance(broken, ArrayWorkload)  # no reference
+    broken.reference = lambda inputs: []
+    assert isinstance(broken, ArrayWorkload)

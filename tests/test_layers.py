@@ -1,0 +1,103 @@
+"""The architecture, checked: stage packages import only downwards, nothing outside the
+catalog keys on a backend's or framework's name, and the light modules stay light."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ttfr
+from ttfr.measure import catalog
+
+SOURCE = Path(ttfr.__file__).parent
+# The catalog describes backends; the child side *is* the per-runtime code (adapters, and
+# workloads with one function per framework).
+OWNERS = (SOURCE / "measure" / "catalog.py", SOURCE / "child")
+NAMES = set(catalog.BACKENDS) | {b.framework for b in catalog.BACKENDS.values()}
+# A dict key "python" is an interpreter (manifest, ab arms), not the diagnostic backend.
+INTERPRETER_KEY = "python"
+
+
+def _outside_owners():
+    for path in sorted(SOURCE.rglob("*.py")):
+        if not any(path == owner or owner in path.parents for owner in OWNERS):
+            yield path
+
+
+def _constants(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for element in node.elts:
+            yield from _constants(element)
+
+
+def keyed_on_backend_names(path: Path) -> list[str]:
+    """Comparisons with a backend or framework name, tables keyed by one, and reads of a
+    backend's framework (what the adapters and workloads switch on), in one module."""
+    relative = path.relative_to(SOURCE).as_posix()
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        candidates = []
+        if isinstance(node, ast.Compare):
+            candidates = [c for side in (node.left, *node.comparators) for c in _constants(side)]
+        elif isinstance(node, ast.Dict):
+            keys = [c for key in node.keys if key is not None for c in _constants(key)]
+            candidates = [c for c in keys if c != INTERPRETER_KEY]
+        elif isinstance(node, ast.Attribute) and node.attr == "framework":
+            found.append(f"{relative}:{node.lineno} reads .framework")
+        found += [f"{relative}:{node.lineno} keys on {c!r}" for c in candidates if c in NAMES]
+    return found
+
+
+def test_nothing_outside_the_catalog_keys_on_backend_or_framework_names():
+    found = [hit for path in _outside_owners() for hit in keyed_on_backend_names(path)]
+    assert found == [], "backend facts belong in measure/catalog.py's Backend:\n" + "\n".join(found)
+
+
+def test_the_name_check_finds_what_it_forbids(tmp_path):
+    # the scan above must be able to fail: a framework-keyed table, a comparison and a read
+    bad = SOURCE / "report" / "_probe_for_test.py"
+    bad.write_text(
+        '_PRIOR = {"pyhf": 1.0}\ndef f(backend):\n    return backend.framework == "jax" or backend.name in ("numpy", "x")\n'
+    )
+    try:
+        found = keyed_on_backend_names(bad)
+    finally:
+        bad.unlink()
+    assert len([f for f in found if "keys on" in f]) == 3 and any("reads .framework" in f for f in found)
+
+
+def test_stages_import_only_downwards():
+    lint = Path(sys.executable).parent / "lint-imports"
+    if not lint.exists():
+        pytest.skip("import-linter is not installed in this environment")
+    done = subprocess.run([str(lint)], capture_output=True, text=True, cwd=SOURCE.parent.parent, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 kept, 0 broken" in done.stdout
+
+
+def _modules_after_import(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("module", ["ttfr.report.markdown", "ttfr.measure.policies", "ttfr.exit_codes"])
+def test_reports_and_constants_load_no_numpy_and_no_histfactory_code(module):
+    loaded = _modules_after_import(module)
+    heavy = {m for m in loaded if m.split(".")[0] in ("numpy", "scipy", "jax", "torch", "pyhf", "nextstat")}
+    heavy |= {m for m in loaded if m.startswith("ttfr.child.workloads")}
+    assert heavy == set()
+
+
+def test_the_worker_module_loads_only_the_standard_library_and_its_job():
+    loaded = _modules_after_import("ttfr.child.worker")
+    ours = {m for m in loaded if m.startswith("ttfr")}
+    assert ours == {"ttfr", "ttfr.child", "ttfr.child.job", "ttfr.child.worker"}
+    # (an editable install adds its `__editable__…` finder; `_`-prefixed modules are the
+    # interpreter's own)
+    third_party = {m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "ttfr"}
+    assert {m for m in third_party if not m.startswith("_")} == set()
