@@ -61,7 +61,7 @@ def _git(source: Path) -> dict:
 
 
 def ptxas_info(environ=None) -> dict | None:
-    """Which ptxas a GPU compile would use, preferring a CUDA toolkit's (as the seed did)."""
+    """Which ptxas a GPU compile would use, preferring a CUDA toolkit's."""
     environ = os.environ if environ is None else environ
     path, source = toolkit_ptxas(environ), "cuda_toolkit"
     if path is None:

@@ -77,9 +77,6 @@ class CacheDirs:
             total += len(filenames)
         return total
 
-    def discard(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
 
 def _count(table: dict, group: str, name: str) -> int:
     return int(table.get(group, {}).get(name, 0))

@@ -39,6 +39,3 @@ class Journal:
                 except ValueError:
                     continue  # a line torn by a crash: that task simply runs again
         return entries
-
-    def done_keys(self) -> set[str]:
-        return {e["task"] for e in self.entries()}

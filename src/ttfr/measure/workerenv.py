@@ -19,7 +19,7 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def toolkit_ptxas(environ=os.environ) -> Path | None:
-    """A CUDA toolkit's ptxas, preferred over one bundled in pip wheels (as the seed did)."""
+    """A CUDA toolkit's ptxas, preferred over one bundled in pip wheels."""
     roots = [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"), "/usr/local/cuda"]
     for root in roots:
         if root and (Path(root) / "bin" / "ptxas").is_file():

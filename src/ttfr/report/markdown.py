@@ -7,7 +7,7 @@ from pathlib import Path
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import read_json, write_bytes_atomic
 from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
-from ttfr.report.reference import SEED_REFERENCE, SEED_SOURCE
+from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 DASH = "—"
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
@@ -229,7 +229,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
             "",
         ]
     reference = []
-    for metric, workload, n, value, unit in SEED_REFERENCE:
+    for metric, workload, n, value, unit in NEXTSTAT_CUDA_FIGURES:
         if unit == "abs":  # every NLL-gradient case records its FD error, not only hf_fd_check
             checked = {r["engine"]: r for r in rows if r["parameters"] == n and r["fd_max_abs_error"] is not None
                        and r["workload"] in ("hf_fd_check", "hf_nll_grad")}  # fmt: skip
@@ -244,7 +244,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     lines += [
         "### Reference rows (measured elsewhere)",
         "",
-        f"{SEED_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
+        f"{NEXTSTAT_CUDA_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
         "",
         *_table(["metric", "workspace", "seed (NextStat, CUDA)", "this run (CPU)"], reference),
         "",

@@ -10,7 +10,7 @@ import numpy as np
 from ttfr.child.workloads.histfactory.problem import Problem
 from ttfr.child.workloads.histfactory.reference import cached_reference
 
-# Parity gates (f64), from the issue: NLL relative, q0 absolute.
+# Parity gates (f64): NLL relative, q0 absolute.
 NLL_RTOL = 1e-8
 Q0_ATOL = 1e-4
 # Finite-difference gates: max |autodiff - FD| / max(1, max |FD|).

@@ -44,9 +44,9 @@ class Knobs:
 PRESETS = {
     # pyhf's uncorrelated_background: mu + one shapesys gamma per bin.
     "simple": Knobs(bins=(2,), backgrounds=1, normsys=0, histosys=0, staterror=False, shapesys_bins=2, lumi=False),
-    # Like the seed's "complex" workspace: 2 channels x 2 bins, 8 parameters.
+    # Like NextStat's "complex" benchmark workspace: 2 channels x 2 bins, 8 parameters.
     "complex8p": Knobs(bins=(2, 2), backgrounds=2, normsys=1, histosys=1),
-    # The size of the seed's tHu workspace: 11 channels, 41 bins, 184 parameters.
+    # The size of NextStat's tHu benchmark workspace: 11 channels, 41 bins, 184 parameters.
     "thu184p": Knobs(bins=(5, 5, 4, 4, 4, 4, 3, 3, 3, 3, 3), backgrounds=5, normsys=64, histosys=74, free_norms=3),
     # Scaling ladder.
     "ladder500": Knobs(bins=(6,) * 20, backgrounds=5, normsys=180, histosys=195, free_norms=3),
