@@ -22,7 +22,8 @@ def pyhf_model(spec, backend="numpy"):
     return model, workspace.data(model)
 
 
-@pytest.mark.parametrize("name", list(hf_workspace.PRESETS))
+# pyhf's schema validation is superlinear in the workspace: ladder2000 alone takes ~30 s.
+@pytest.mark.parametrize("name", [n if n in SMALL else pytest.param(n, marks=pytest.mark.slow) for n in hf_workspace.PRESETS])
 def test_every_preset_is_a_valid_workspace_with_its_parameter_count(name):
     spec = hf_workspace.preset(name, seed=3)
     pyhf.schema.validate(spec, "workspace.json")
@@ -111,6 +112,7 @@ def test_dense_nll_matches_pyhf_to_1e_10(name):
         assert abs(ours - reference) <= 1e-10 * abs(reference)
 
 
+@pytest.mark.slow  # pyhf's JAX autodiff, op by op (~20 s)
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 def test_native_gradients_match_pyhf_autodiff_and_each_other():
     import jax
@@ -137,6 +139,7 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
     assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow  # pyhf's and our fits, and finite differences through a jitted fit
 @pytest.mark.skipif(not have("jax"), reason="needs jax")
 @pytest.mark.parametrize("name", ["complex8p", "every_modifier"])
 def test_native_q0_matches_pyhf_and_its_gradient_matches_finite_differences(name):
@@ -252,6 +255,7 @@ def test_user_workspace_size_becomes_the_histfactory_case_size(tmp_path):
         build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", sizes="77")
 
 
+@pytest.mark.slow  # JAX and torch training loops through the profiled fit
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 def test_training_loops_agree_across_frameworks():
     import jax
