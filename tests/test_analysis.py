@@ -4,7 +4,7 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
 
-from ttfr.analyse import case_result, suite_figures
+from ttfr.analyse import case_result, figures, suite_figures
 from ttfr.measure.catalog import parse_case_id
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
@@ -89,7 +89,7 @@ def test_failed_result_check_fails_the_case_with_numbers_and_null_figures(tmp_pa
     for policy in case["policies"].values():
         assert all(value is None for value in policy["summary"].values())
     assert case["memory"]["peak_rss_bytes"] is None
-    assert case_result.headline(case) == {
+    assert figures.headline(case) == {
         "ttfr_cold_cache_median_s": None, "ttfr_warm_cache_median_s": None, "warm_call_median_s": None,
     }  # fmt: skip
 

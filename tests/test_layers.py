@@ -101,3 +101,9 @@ def test_the_worker_module_loads_only_the_standard_library_and_its_job():
     # interpreter's own)
     third_party = {m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "ttfr"}
     assert {m for m in third_party if not m.startswith("_")} == set()
+
+
+def test_the_command_line_loads_no_statistics_or_runtime_before_a_command_needs_them():
+    # `--help`, `list` and a mistyped option answer at once (SciPy alone costs ~0.7 s).
+    loaded = _modules_after_import("ttfr.commands.cli")
+    assert {m.split(".")[0] for m in loaded} & {"scipy", "jax", "torch", "pyhf", "nextstat"} == set()

@@ -211,22 +211,3 @@ def case_results(plan: Plan, entries: list[dict], skip=()) -> list[dict]:
     for entry in entries:
         by_case.setdefault(entry["case"], []).append(entry)
     return [build_case_result(case, plan, by_case.get(case.id, [])) for case in sorted(plan.spec.cases) if case.id not in skip]
-
-
-def headline(case_result: dict) -> dict:
-    """The few numbers a suite index and a summary table show (None when not measured)."""
-
-    def median(policy, metric):
-        value = policy_metric(case_result, policy, metric)
-        return value["median"] if value else None
-
-    return {
-        "ttfr_cold_cache_median_s": median(COLD_CACHE, "ttfr_s"),
-        "ttfr_warm_cache_median_s": median(WARM_CACHE, "ttfr_s"),
-        "warm_call_median_s": median(WARM_PROCESS, "call_s"),
-    }
-
-
-def policy_metric(case_result: dict, policy: str, metric: str) -> dict | None:
-    """One metric's summary (median, CI, ...) under one policy; None when not measured."""
-    return ((case_result["policies"].get(policy) or {}).get("summary") or {}).get(metric)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ttfr.analyse.case_result import headline, policy_metric
+from ttfr.analyse.figures import headline, policy_metric
 from ttfr.measure import catalog
 from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 

@@ -2,6 +2,8 @@
 
 Exit codes: 0 success (warn cases included), 1 a case failed / artifacts invalid,
 2 bad input (before anything runs), 130 interrupted (finished cases are written).
+Each handler imports its command's stack itself: `--help`, `list` and a mistyped option
+do not pay for SciPy (~0.7 s).
 """
 
 from __future__ import annotations
@@ -16,17 +18,11 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr import __version__
-from ttfr.artifacts import manifest
-from ttfr.artifacts.export import nextstat
-from ttfr.artifacts.result_dir import ResultDir, validate_dir
 from ttfr.artifacts.store import ArtifactError
-from ttfr.commands import ab, compare, selftest
-from ttfr.commands import run as suite_run
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_USAGE
-from ttfr.measure.policies import POLICIES
+from ttfr.measure.policies import COLD_POLICIES, POLICIES
 from ttfr.measure.spec import PROFILES, build_spec
-from ttfr.report import markdown, terminal
 
 EXPORT_FORMATS = ("nextstat-v1",)
 
@@ -152,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="write artifacts in another contract")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
-    export.add_argument("--cold-policy", default=nextstat.EXPORT_POLICIES[0], choices=nextstat.EXPORT_POLICIES)
+    export.add_argument("--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES)
     export.add_argument("dir", type=Path)
     export.add_argument("dest", type=Path)
     export.set_defaults(handler=_export)
@@ -169,7 +165,6 @@ def _run(args, console: Console) -> int:
         chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [])]
         if chosen or args.deterministic:
             raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
-        result_dir, spec = suite_run.reopen(args.resume)
     else:
         spec = build_spec(
             profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads,
@@ -178,6 +173,12 @@ def _run(args, console: Console) -> int:
             deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
             python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
         )  # fmt: skip
+    from ttfr.commands import run as suite_run  # the analysis stack, once the input is known good
+    from ttfr.report import terminal
+
+    if args.resume:
+        result_dir, spec = suite_run.reopen(args.resume)
+    else:
         result_dir = suite_run.start(spec, args.out, ["ttfr", *sys.argv[1:]])
     progress = terminal.ProgressDisplay(console)
     try:
@@ -191,6 +192,9 @@ def _run(args, console: Console) -> int:
 
 
 def _ab(args, console: Console) -> int:
+    from ttfr.commands import ab, selftest
+    from ttfr.report import terminal
+
     run_spec = build_spec(
         profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
@@ -211,12 +215,16 @@ def _ab(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
+    from ttfr.commands import compare
+
     out, document = compare.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
                                          correction=args.correction, fail_on=args.fail_on)  # fmt: skip
     return _show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
 
 
 def _show_comparison(console: Console, document: dict, root: Path, markdown_path, exit_code: int) -> int:
+    from ttfr.report import terminal
+
     terminal.print_comparison(console, document)
     if markdown_path:
         markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
@@ -225,6 +233,9 @@ def _show_comparison(console: Console, document: dict, root: Path, markdown_path
 
 
 def _selftest(args, console: Console) -> int:
+    from ttfr.commands import selftest
+    from ttfr.report import terminal
+
     result = selftest.run(args.aa, args.per_level, args.rounds, progress=lambda m: console.print(m, markup=False))
     terminal.print_selftest(console, result)
     if not args.no_store:
@@ -233,22 +244,31 @@ def _selftest(args, console: Console) -> int:
 
 
 def _list(_args, console: Console) -> int:
+    from ttfr.report import terminal
+
     terminal.print_catalog(console)
     return 0
 
 
 def _env(_args, _console: Console) -> int:
+    from ttfr.artifacts import manifest
+
     print(json.dumps(manifest.collect(["ttfr", *sys.argv[1:]], policies=POLICIES), indent=2, sort_keys=True))
     return 0
 
 
 def _report(args, _console: Console) -> int:
+    from ttfr.artifacts.result_dir import ResultDir
+    from ttfr.report import markdown
+
     path = markdown.write(ResultDir.finished(args.dir))
     print(path.read_text(encoding="utf-8"), end="")
     return 0
 
 
 def _validate(args, console: Console) -> int:
+    from ttfr.artifacts.result_dir import validate_dir
+
     problems = validate_dir(args.dir)
     for problem in problems:
         console.print(f"invalid: {problem}", markup=False, highlight=False)
@@ -258,6 +278,8 @@ def _validate(args, console: Console) -> int:
 
 
 def _export(args, console: Console) -> int:
+    from ttfr.artifacts.export import nextstat
+
     written = nextstat.export(args.dir, args.dest, args.cold_policy)
     console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
     return 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import case_result, suite_figures
+from ttfr.analyse import case_result, figures, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import SUITE_SCHEMA, read_json, sha256_file, write_bytes_atomic, write_json
@@ -160,7 +160,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
             "sha256": digest,
             "status": result["status"],
             "reason": result["reason"],
-            "headline": case_result.headline(result),
+            "headline": figures.headline(result),
         })  # fmt: skip
     plan_info = read_json(result_dir.plan)
     spec = plan.spec

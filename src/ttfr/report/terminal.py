@@ -13,8 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ttfr.analyse import comparison_stats as comparison
-from ttfr.analyse.case_result import headline
+from ttfr.analyse.figures import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
 from ttfr.measure.policies import WARM_CACHE
@@ -176,6 +175,7 @@ _VERDICT_STYLE = {"regression": "bold red", "improvement": "green", "equivalent"
 
 
 def print_comparison(console: Console, document: dict) -> None:
+    from ttfr.analyse import comparison_stats as comparison
     from ttfr.report.comparison_md import row
 
     if document.get("warning"):

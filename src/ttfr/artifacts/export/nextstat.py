@@ -23,12 +23,12 @@ from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.measure.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
 SUITE_FILE = "suite_result.json"
-EXPORT_POLICIES = (COLD_CACHE, WARM_CACHE)  # which cold policy a NextStat case carries
+EXPORT_POLICIES = COLD_POLICIES  # which cold policy a NextStat case carries
 _COLD_FIELDS = {"import_s": "import_s", "first_call_s": "first_call_s", "second_call_s": "second_call_s", "total_s": "process_s"}
 
 
