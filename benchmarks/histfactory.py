@@ -68,21 +68,22 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     import nextstat
     import pyhf
 
-    from ttfr.child.workloads.histfactory import dense, native, nextstat_engine, problem, pyhf_engine
+    from ttfr.child.backends import pyhf_backend
+    from ttfr.child.workloads.histfactory import dense, native, nextstat_engine, problems, pyhf_engine
     from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
     spec = hf_workspace.preset(name, seed)
     signal = hf_workspace.find_signal(spec)
     model = dense.compile_workspace(spec, signal)
     point = dict(zip(model.names, dense.evaluation_point(model, seed)))
-    problem = problem.Problem(json.dumps(spec).encode(), point, signal, seed)
+    problem = problems.Problem(json.dumps(spec).encode(), point, signal, seed)
     functions = native.jax_functions(jax)
     arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
     p = jnp.asarray([point[n] for n in model.names])
     s = jnp.asarray(model.signal_nominal())
     jitted = jax.jit(lambda p, s: functions["value_and_grads"](p, s, arrays))
     ns = nextstat_engine.NextstatEngine(nextstat, problem)
-    pyhf_engine.set_backend(pyhf, "jax")
+    pyhf_backend.set_backend(pyhf, "jax")
     pyhf_call = pyhf_engine.PyhfEngine(pyhf, "jax", problem).nll_grads_call()[0]
     return len(model.names), {
         "nextstat": (lambda: (ns.model.nll(ns.point), ns.model.grad_nll(ns.point)), 2000),

@@ -26,7 +26,7 @@ def test_every_adapter_is_a_runtime_adapter(backend):
 @pytest.mark.parametrize("workload", catalog.WORKLOADS.values(), ids=lambda w: w.name)
 def test_every_workload_keeps_its_contract_for_every_framework_it_claims(workload):
     module = importlib.import_module(f"ttfr.child.workloads.{workload.name}")
-    contract = EngineWorkload if workload.workspace else ArrayWorkload
+    contract = EngineWorkload if workload.reads_workspace else ArrayWorkload
     assert isinstance(module, contract)
     builders = {BUILDER[b.framework] for b in catalog.BACKENDS.values() if catalog.supports(b, workload)}
     assert [name for name in sorted(builders) if not callable(getattr(module, name, None))] == []

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import have
 
-from ttfr.child.workloads.histfactory import dense, engines, gate, problem, reference
+from ttfr.child.workloads.histfactory import dense, engines, gate, problems, reference
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.errors import UsageError
 from ttfr.measure import datasets
@@ -189,7 +189,7 @@ def _problem(spec):
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
     point = dict(zip(model.names, dense.evaluation_point(model, 0)))
     text = json.dumps(spec)
-    return problem.Problem(text.encode(), point, hf_workspace.find_signal(spec))
+    return problems.Problem(text.encode(), point, hf_workspace.find_signal(spec))
 
 
 @pytest.mark.parametrize(

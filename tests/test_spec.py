@@ -105,11 +105,13 @@ def test_spec_round_trips_through_json():
         ("--cases", {"cases": [""]}),
         ("--cases", {"cases": [" , "]}),
         ("--backends", {"backends": [""]}),
-        ("--workloads", {"workloads": ["numpy", ""]}),
+        ("--workloads", {"workloads": ["matmul", ""]}),
         ("--sizes", {"sizes": [""]}),
         ("--dtypes", {"dtypes": [""]}),
         ("--cache-policy", {"policies": [""]}),
         ("--workspace-preset", {"workspace_presets": [""]}),
+        ("--workspace", {"workspace": ""}),
+        ("--signal", {"workspace": "ws.json", "signal": " "}),
     ],
 )
 def test_an_empty_selection_is_an_error_naming_the_option_not_everything(option, kwargs):

@@ -1,4 +1,4 @@
-"""Statistics of a comparison between two arms, A and B (DESIGN section 4).
+"""Statistics of a comparison between two arms, A and B.
 
 Paired rounds (A and B measured back to back in one session): d_r = log B_r - log A_r.
 - Effect: the Hodges-Lehmann estimate (median of the Walsh averages (d_i + d_j)/2, i <= j)

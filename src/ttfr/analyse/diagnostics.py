@@ -1,4 +1,4 @@
-"""Noise diagnostics of a series of measurements taken round by round (DESIGN section 4):
+"""Noise diagnostics of a series of measurements taken round by round:
 first-run outlier, bimodality, drift across rounds, and the host's noise during the runs.
 They are written into artifacts and shown in reports; none of them removes a value."""
 

@@ -5,7 +5,7 @@ same plan (same seed, cases, policies); each is an ordinary result directory (`A
 with its own journal, caches and artifacts). They run task by task: for each (case,
 policy) stream, round j runs A's and B's j-th run back to back, in ABBA order across rounds
 (with a seeded phase per stream), and the streams of a round in a seeded shuffle. Paired
-rounds are what makes a verdict trustworthy on a shared machine (DESIGN section 4).
+rounds are what makes a verdict trustworthy on a shared machine.
 
 Adaptive sampling: with a precision target, rounds are added (between min and max rounds,
 within a time budget) until every comparison's CI half-width is at most the target; the
@@ -76,7 +76,7 @@ def parse_env(items) -> tuple[tuple[str, str], ...]:
 
 def make_arm(name: str, python: str | None, env_items) -> Arm:
     arm = Arm(name, resolve_python(python), parse_env(env_items))
-    check_worker_python(arm.python)
+    check_worker_python(arm.python, arm.environment, option=f"--{name.lower()}")
     return arm
 
 

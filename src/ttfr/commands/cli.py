@@ -1,7 +1,8 @@
 """Command line: parse arguments, call the library, map errors to exit codes.
 
-Exit codes: 0 success (warn cases included), 1 a case failed / artifacts invalid,
-2 bad input (before anything runs), 130 interrupted (finished cases are written).
+Exit codes (ttfr/exit_codes.py): 0 success (warn cases included), 1 a case failed /
+artifacts invalid, 2 bad input (before anything runs), 3 a comparison's gate failed,
+130 interrupted (finished cases are written).
 Each handler imports its command's stack itself: `--help`, `list` and a mistyped option
 do not pay for SciPy (~0.7 s).
 """

@@ -5,7 +5,7 @@ Cold policies compare TTFR (`ttfr_s`); warm-process compares each process's medi
 time. Paired comparisons need both arms measured interleaved in one session (`ttfr ab`);
 two result directories from separate runs are compared unpaired only when asked
 (`--cross-session`), and every such verdict is marked weak: on this kind of machine,
-identical code measured in two sessions differed 81-88% of the time (DESIGN section 4).
+identical code measured in two sessions differed 81-88% of the time.
 """
 
 from __future__ import annotations

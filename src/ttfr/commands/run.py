@@ -85,15 +85,15 @@ def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
 
 def dataset_fields(result_dir: ResultDir) -> dict[int, dict]:
     """Job fields per HistFactory size: absolute paths, the signal and the reference cache."""
-    words = {}
+    fields = {}
     for size, info in read_json(result_dir.plan).get("datasets", {}).items():
-        words[int(size)] = {
+        fields[int(size)] = {
             "workspace": str(result_dir.root / info["files"]["workspace"]),
             "point": str(result_dir.root / info["files"]["point"]),
             "signal": info["signal"],
             "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
         }
-    return words
+    return fields
 
 
 def write_scaling_csv(result_dir: ResultDir, rows: list[dict]) -> None:

@@ -35,21 +35,24 @@ _TORCH_COMPILE_LIMITATION = (
 
 @dataclass(frozen=True)
 class Backend:
-    """Everything ttfr knows about a backend; nothing outside this module keys on its name."""
+    """Everything ttfr knows about a backend. Nothing outside this module and the child's
+    adapters and workloads keys on a backend's or framework's name (tests/test_layers.py)."""
 
     name: str
     framework: str  # python | numpy | jax | torch | pyhf | nextstat (read by the adapter's workloads)
     adapter: str  # module under ttfr.child.backends run by the worker
     device: str  # cpu | gpu
-    compiles: bool  # has a persistent compilation cache that the cache policies apply to
+    # Compiles (jax.jit, torch.compile rather than eager): the cache policies apply, and the
+    # adapter is told to compile.
+    compiles: bool
     requires: tuple[str, ...]  # top-level packages that must be importable
     description: str
     sync_policy: str  # how a timed call waits for its result; written into every case
+    cost_prior_s: tuple[float, float]  # ETA guess per run: (fresh cache, from a template)
     # The call is asynchronous and the adapter waits on a barrier after it (JAX, CUDA): the
     # warm regime checks that a trailing barrier finds nothing left to wait for.
     barrier: bool = False
     cache_counters: str | None = None  # JAX_MONITORING | TORCH_COUNTERS | None
-    cost_prior_s: tuple[float, float] = (1.0, 1.0)  # ETA guess per run: (fresh cache, from a template)
     variant: str = ""  # engine option for the adapter (pyhf's tensor backend)
     unsupported: tuple[tuple[str, str], ...] = ()  # (workload, why): a `warn` case, not an error
     env_defaults: tuple[tuple[str, str], ...] = ()  # worker environment, where the user set none
@@ -72,7 +75,7 @@ class Workload:
     # The gate process also runs the result check; for HistFactory that is the parity fits,
     # finite differences and two 20-step training loops, so it gets this multiple of --timeout.
     check_timeout_factor: float = 1.0
-    workspace: bool = False  # inputs are a HistFactory workspace file (a preset or the user's)
+    reads_workspace: bool = False  # inputs are a HistFactory workspace file (a preset or the user's)
 
 
 _PYHF_NUMPY_UNSUPPORTED = (
@@ -89,7 +92,7 @@ _JAX = dict(
     sync_policy=_JAX_SYNC,
     barrier=True,
     cache_counters=JAX_MONITORING,
-    cost_prior_s=(3.0, 2.5),
+    cost_prior_s=(3.0, 3.0),
 )
 # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own platform
 # choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
@@ -131,11 +134,11 @@ BACKENDS = {
 
 _ARRAY_FRAMEWORKS = ("numpy", "jax", "torch")
 _HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
-# Parameter counts of the generated workspace presets (workloads/histfactory/workspace.py).
+# Parameter counts of the generated workspace presets (child/workloads/histfactory/workspace.py).
 HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
 _HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
-           check_timeout_factor=4.0, workspace=True)  # fmt: skip
+           check_timeout_factor=4.0, reads_workspace=True)  # fmt: skip
 WORKLOADS = {
     w.name: w
     for w in (
@@ -159,7 +162,7 @@ WORKLOADS = {
                  description="signal-gradient accuracy: autodiff against central finite differences"),
     )
 }  # fmt: skip
-HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.workspace)
+HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
 
 
 @dataclass(frozen=True, order=True)
@@ -183,7 +186,7 @@ class Case:
 
     @property
     def uses_workspace(self) -> bool:
-        return WORKLOADS[self.workload].workspace
+        return WORKLOADS[self.workload].reads_workspace
 
 
 def required_packages() -> tuple[str, ...]:

@@ -60,10 +60,6 @@ class Task:
         return runs_check(self.kind, self.index)
 
     @property
-    def is_gate(self) -> bool:
-        return is_gate(self.kind, self.index, self.makes_template)
-
-    @property
     def key(self) -> str:
         return f"{self.case.id}|{self.policy or self.kind}|{self.index}"
 

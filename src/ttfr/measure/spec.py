@@ -185,17 +185,23 @@ def _parse_shard(text):
     return i, n
 
 
-def check_worker_python(python: str) -> None:
-    """The interpreter given for workers must exist and import ttfr's worker."""
+def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
+    """The interpreter given for workers must exist and import this ttfr's worker, in the
+    environment its workers get (`env`: what is added to ours)."""
+    import os
     import subprocess
 
     try:
-        done = subprocess.run([python, "-c", "import ttfr.child.worker"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([python, "-c", "import ttfr.child.worker"], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **(env or {})})  # fmt: skip
     except OSError as exc:
-        raise UsageError(f"--python {python!r} cannot be run: {exc.strerror}") from None
+        raise UsageError(f"{option} {python!r} cannot be run: {exc.strerror}") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UsageError(f"--python {python!r} cannot import ttfr ({last}); install ttfr into that environment")
+        raise UsageError(
+            f"{option} {python!r} cannot import ttfr's worker, ttfr.child.worker ({last}): install a ttfr with the "
+            "same worker protocol into that environment (ttfr before the stage packages had ttfr.worker)"
+        )
 
 
 def build_spec(
@@ -223,6 +229,9 @@ def build_spec(
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
+    for option, value in (("--workspace", workspace), ("--signal", signal)):
+        if value is not None and not str(value).strip():
+            raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")
     if signal and not workspace:
         raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
     user = datasets.load_user_workspace(workspace, signal) if workspace else None

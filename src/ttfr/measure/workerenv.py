@@ -1,4 +1,4 @@
-"""The environment and job words a worker process gets.
+"""The environment and the Job a worker process gets for a task.
 
 Priming and measured runs of a case get byte-identical environments (torch's cache key
 depends on environment and thread count), apart from nothing: cache paths are per case.

@@ -246,7 +246,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
         "",
         f"{NEXTSTAT_CUDA_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
         "",
-        *_table(["metric", "workspace", "seed (NextStat, CUDA)", "this run (CPU)"], reference),
+        *_table(["metric", "workspace", "NextStat, CUDA (published)", "this run (CPU)"], reference),
         "",
         "Plot-ready figures: `scaling.csv` (also `scaling` in suite.json).",
         "",

@@ -140,7 +140,8 @@ def print_catalog(console: Console) -> None:
     reasons = {}
     for name, backend in catalog.BACKENDS.items():
         reasons[name] = catalog.availability(backend)
-        backends.add_row(name, "yes" if reasons[name] is None else f"[yellow]warn: {reasons[name]}[/]", backend.description)
+        label = name + (" (diagnostic)" if backend.diagnostic else "")
+        backends.add_row(label, "yes" if reasons[name] is None else f"[yellow]warn: {reasons[name]}[/]", backend.description)
     console.print(backends)
 
     workloads = Table(title="workloads")

@@ -7,11 +7,11 @@ Every gradient case's gate records the same figures; this case times the check i
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problem
+from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problem.load_problem
+load_inputs = problems.load_problem
 inputs_for = engines.inputs_for
-dataset_sha256 = problem.dataset_sha256
+dataset_sha256 = problems.dataset_sha256
 STEP = gate.FD_STEP["nll"]
 
 

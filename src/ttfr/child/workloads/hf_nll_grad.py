@@ -5,11 +5,11 @@ Output: (NLL, dNLL/d signal histogram, dNLL/d parameters). Gate: NLL parity with
 NumPy backend, q0 parity, and the signal gradient against central finite differences.
 """
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problem
+from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problem.load_problem
+load_inputs = problems.load_problem
 inputs_for = engines.inputs_for
-dataset_sha256 = problem.dataset_sha256
+dataset_sha256 = problems.dataset_sha256
 
 
 def jax_fn(jax):

@@ -6,11 +6,11 @@ the NLL at each fitted point), not differentiation through the optimiser. Gate: 
 NLL parity with pyhf, and dq0/ds against central finite differences of q0.
 """
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problem
+from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problem.load_problem
+load_inputs = problems.load_problem
 inputs_for = engines.inputs_for
-dataset_sha256 = problem.dataset_sha256
+dataset_sha256 = problems.dataset_sha256
 
 
 def jax_fn(jax):

@@ -10,10 +10,10 @@ kernels with autograd for the network; NextStat uses its torch layer (`NextStatZ
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problem, train
+from ttfr.child.workloads.histfactory import engines, gate, native, problems, train
 
-load_inputs = problem.load_problem
-dataset_sha256 = problem.dataset_sha256
+load_inputs = problems.load_problem
+dataset_sha256 = problems.dataset_sha256
 
 
 def inputs_for(runtime, problem):

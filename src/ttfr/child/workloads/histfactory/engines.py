@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttfr.child.workloads.histfactory import dense
-from ttfr.child.workloads.histfactory.problem import Problem
+from ttfr.child.workloads.histfactory.problems import Problem
 
 # Inputs after the dense arrays, in this order (native engines).
 EXTRA_INPUTS = ("point", "signal", "init", "free", "lower", "upper")

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory.problem import Problem
+from ttfr.child.workloads.histfactory.problems import Problem
 from ttfr.child.workloads.histfactory.reference import cached_reference
 
 # Parity gates (f64): NLL relative, q0 absolute.

@@ -10,7 +10,7 @@ and is differentiable in s' by the backend's autodiff (JAX, PyTorch). The NumPy 
 has no autodiff: its gradients are central finite differences.
 
 q0 runs pyhf's own fits (`pyhf.infer.test_statistics.q0`, SciPy's SLSQP with the
-backend's gradients) at tolerance FIT_TOLERANCE: SciPy's default (ftol 1e-6) stops ~2e-4
+backend's gradients) at the pyhf adapter's FIT_TOLERANCE: SciPy's default (ftol 1e-6) stops ~2e-4
 short in q0 at 184 parameters, which fails the parity gate and makes finite differences of
 q0 noise. dq0/ds uses the envelope theorem at the two fitted points. A signal
 other than the workspace's (the training loop) rebuilds the workspace, as a pyhf user
@@ -24,7 +24,7 @@ import copy
 import numpy as np
 
 from ttfr.child.workloads.histfactory.gate import central_differences
-from ttfr.child.workloads.histfactory.problem import signal_sample
+from ttfr.child.workloads.histfactory.problems import signal_sample
 
 FD_RELATIVE_STEP = 1e-6
 

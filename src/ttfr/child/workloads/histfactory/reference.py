@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ttfr.child.backends.pyhf_backend import FIT_TOLERANCE, set_backend
-from ttfr.child.workloads.histfactory.problem import Problem
+from ttfr.child.workloads.histfactory.problems import Problem
 
 
 def reference_values(problem: Problem, n_parameters: int) -> dict:
@@ -14,6 +13,8 @@ def reference_values(problem: Problem, n_parameters: int) -> dict:
     backend (q0 from its JAX backend above 200 parameters, where NumPy's SciPy fits with
     finite-difference gradients take too long); computed once per workspace."""
     import pyhf
+
+    from ttfr.child.backends.pyhf_backend import FIT_TOLERANCE, set_backend  # pyhf's settings, as its engine runs
 
     backend = "numpy" if n_parameters <= 200 else "jax"
     previous = pyhf.get_backend()  # a pyhf engine in this process must keep its own backend

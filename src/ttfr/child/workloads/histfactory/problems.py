@@ -34,7 +34,8 @@ def signal_sample(spec: dict, signal: tuple[str, str]) -> dict:
     raise KeyError(f"no sample {sample!r} in channel {channel!r}")
 
 
-def load_problem(job: dict) -> Problem:
+def load_problem(job) -> Problem:
+    """The problem a job's files hold (`job`: a ttfr.child.job.Job)."""
     with open(job.workspace, "rb") as fh:
         raw = fh.read()
     with open(job.point, encoding="utf-8") as fh:

@@ -1,0 +1,60 @@
+"""The catalog's per-backend facts, stated once more by hand: a changed fact must be a
+decision (edit this table too), never the side effect of a refactor."""
+
+import pytest
+
+from ttfr.measure import catalog
+from ttfr.measure.spec import build_spec
+from ttfr.measure import workerenv
+from ttfr.measure.workerenv import build_env
+
+# backend: (barrier, cache counters, environment added for a worker with an empty base)
+FACTS = {
+    "python": (False, None, {}),
+    "numpy": (False, None, {}),
+    "jax_jit_cpu": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
+    "jax_jit_gpu": (True, catalog.JAX_MONITORING, {}),
+    "torch_eager_cpu": (False, catalog.TORCH_COUNTERS, {}),
+    "torch_compile_cpu": (False, catalog.TORCH_COUNTERS, {}),
+    "torch_eager_cuda": (True, catalog.TORCH_COUNTERS, {}),
+    "torch_compile_cuda": (True, catalog.TORCH_COUNTERS, {}),
+    "pyhf_numpy": (False, None, {}),
+    # pyhf's JAX backend synchronises with block_until_ready and reports JAX's cache events;
+    # it is a CPU backend, so it stays off a GPU like jax_jit_cpu.
+    "pyhf_jax": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
+    "pyhf_pytorch": (False, None, {}),
+    "nextstat": (False, None, {}),
+}
+
+
+def test_every_backend_is_stated():
+    assert set(FACTS) == set(catalog.BACKENDS)
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_barrier_counters_and_worker_environment(name, monkeypatch):
+    monkeypatch.setattr(workerenv, "toolkit_ptxas", lambda environ: None)  # no CUDA toolkit here
+    backend = catalog.BACKENDS[name]
+    barrier, counters, env = FACTS[name]
+    assert (backend.barrier, backend.cache_counters) == (barrier, counters)
+    case = next(c for c in catalog.catalogued_cases() if c.backend == name)
+    spec = (
+        build_spec(cases=[case.id]) if not case.uses_workspace else build_spec(cases=[case.id], workspace_presets=["complex8p"])
+    )
+    assert build_env(case, spec, {}, base={}) == env
+    # a user's own platform choice is kept
+    assert build_env(case, spec, {}, base={"JAX_PLATFORMS": "cuda"}).get("JAX_PLATFORMS") == "cuda"
+
+
+def test_a_gpu_jax_case_points_xla_at_a_cuda_toolkit(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ptxas").write_text("")
+    case = catalog.make_case("jax_jit_gpu", "matmul", 64, "float32")
+    env = build_env(case, build_spec(cases=[case.id]), {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
+    assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
+
+
+@pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)
+def test_every_backend_states_a_sync_policy_and_a_positive_eta_prior(backend):
+    assert backend.sync_policy and all(seconds > 0 for seconds in backend.cost_prior_s)
+    assert backend.barrier == ("block_until_ready" in backend.sync_policy or "synchronize" in backend.sync_policy)
