@@ -1,8 +1,13 @@
 """Warm-regime sampling inside the worker: warm-up until stable, calibrate the inner loop,
-take samples, and check the sync policy (standard library only).
+take samples, and gather the sync check's evidence (standard library only).
 
 Every timed call is followed by the backend's sync (when it has one), so a sample is the
-latency of calls whose results are ready, not of queued dispatches.
+latency of calls whose results are ready, not of queued dispatches. `sync` is what the
+timed loop calls after each call (None: nothing, as for synchronous backends, or on purpose
+when a job tests the check with `sync=False`); `barrier` is the runtime's real barrier
+(None for synchronous backends), used untimed between samples and timed as the trailing
+check after each one; `ready` is the runtime's non-blocking "is this result finished?"
+probe (None where the adapter has none).
 """
 
 import itertools
@@ -58,25 +63,58 @@ def calibrate(call, args, sync, min_sample_s, max_warmup_s, stable_within=0.05, 
     return {"inner_loops": inner, "warmup_per_call_s": history, "stable": stable}
 
 
-def sample(call, args, sync, inner, count):
-    """`count` samples of `inner` synced calls each, as seconds per call, plus the trailing
-    sync cost after each sample (≈0 when the timed region really waited)."""
-    per_call, trailing = [], []
+def sample(call, args, sync, inner, count, barrier=None, ready=None):
+    """`count` samples of `inner` synced calls each, as seconds per call, and the sync
+    check's evidence after each sample, outside the timed region: whether the last result
+    was still pending (`ready`, the runtime's non-blocking probe, when it has one; a loop that
+    waited on every call leaves it finished), and the cost of the trailing `barrier` as a
+    fraction of the sample (≈0 when the loop really waited: the barrier then finds the
+    result ready). Each sample starts with nothing queued, because the previous one's
+    trailing barrier drained the runtime. `barrier` defaults to `sync`."""
+    barrier = sync if barrier is None else barrier
+    per_call, trailing, pending = [], [], []
     for _ in range(count):
         elapsed, output = _timed_loop(call, args, sync, inner)
         per_call.append(elapsed / inner / 1e9)
-        if sync is not None:
+        if ready is not None:
+            pending.append(not ready(output))
+        if barrier is not None:
             t0 = _clock()
-            sync(output)
+            barrier(output)
             trailing.append(((_clock() - t0) / 1e9) / (elapsed / 1e9) if elapsed else 0.0)
-    return per_call, trailing
+    return per_call, trailing, pending
 
 
-def doubling_ratios(call, args, sync, inner, repeats=3):
-    """Time inner and 2*inner calls, interleaved: real work doubles the time."""
+def doubling_ratios(call, args, sync, inner, repeats=3, barrier=None):
+    """Time inner and 2*inner calls, interleaved, each from an idle runtime (the barrier
+    drains it, untimed): real work doubles the time. Reported evidence, not a flag (see
+    analyse/sync_check.py): dispatching without waiting doubles too."""
+    barrier = sync if barrier is None else barrier
     ratios = []
     for _ in range(repeats):
-        single, _ = _timed_loop(call, args, sync, inner)
-        double, _ = _timed_loop(call, args, sync, 2 * inner)
+        single, output = _timed_loop(call, args, sync, inner)
+        if barrier is not None:
+            barrier(output)
+        double, output = _timed_loop(call, args, sync, 2 * inner)
+        if barrier is not None:
+            barrier(output)
         ratios.append(double / single if single else math.inf)
     return ratios
+
+
+def overlap_check(call, args, sync, barrier, inner, repeats=9):
+    """Seconds per call of `inner` calls made as the timed loop makes them (`sync` after
+    each) and of `inner` calls each waited on by the `barrier`, interleaved in ABBA order,
+    each loop from an idle runtime (drained, untimed). When the timed loop waits on every
+    result the two loops are the same and equally fast; when it lets calls overlap (dispatch
+    without waiting) it is faster, even if nothing is left in flight at its end. None for
+    runtimes without a barrier."""
+    if barrier is None:
+        return None
+    as_timed, each_waited = [], []
+    for index in range(repeats):
+        for timed in (True, False) if index % 2 == 0 else (False, True):
+            elapsed, output = _timed_loop(call, args, sync if timed else barrier, inner)
+            barrier(output)
+            (as_timed if timed else each_waited).append(elapsed / inner / 1e9)
+    return {"as_timed_s": as_timed, "each_waited_s": each_waited}

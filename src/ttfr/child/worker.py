@@ -109,17 +109,25 @@ def _dataset_sha256(workload, host_inputs):
 def _warm_regime(runtime, job):
     from ttfr.child import sampling
 
-    call, args, sync = runtime.call, runtime.args, runtime.sync
-    calibration = sampling.calibrate(call, args, sync, job.min_sample_s, job.max_warmup_s)
+    call, args, barrier = runtime.call, runtime.args, runtime.sync
+    # `sync=False` only tests the sync check: the timed loops of the samples and doubling
+    # ratios then dispatch without waiting, while the trailing check (which also drains the
+    # runtime between samples) still uses the real barrier. Calibration waits on the barrier
+    # either way, so both modes time the same number of calls per sample.
+    sync = barrier if job.sync else None
+    calibration = sampling.calibrate(call, args, barrier, job.min_sample_s, job.max_warmup_s)
     inner = calibration["inner_loops"]
-    per_call, trailing = sampling.sample(call, args, sync, inner, job.samples)
+    ready = getattr(runtime, "ready", None)  # adapters of asynchronous runtimes may have the probe
+    per_call, trailing, pending = sampling.sample(call, args, sync, inner, job.samples, barrier=barrier, ready=ready)
     return {
         "samples_s": per_call,
         "inner_loops": inner,
         "warmup_per_call_s": calibration["warmup_per_call_s"],
         "warmup_stable": calibration["stable"],
         "trailing_sync_fraction": trailing,
-        "doubling_ratios": sampling.doubling_ratios(call, args, sync, inner),
+        "pending_after_loop": pending,
+        "doubling_ratios": sampling.doubling_ratios(call, args, sync, inner, barrier=barrier),
+        "overlap": sampling.overlap_check(call, args, sync, barrier, inner),
     }
 
 
