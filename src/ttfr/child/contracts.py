@@ -22,7 +22,8 @@ from ttfr.child.job import Job
 class RuntimeAdapter(Protocol):
     """One runtime (NumPy, JAX, torch, pyhf, NextStat) inside the worker. After `first_call`,
     `call(*args)` is the steady-state call and `sync(output)` (None for synchronous
-    runtimes) waits for its result."""
+    runtimes) waits for its result. An asynchronous runtime may also offer `ready(output)`,
+    a non-blocking "is it finished?" probe that the warm sync check uses."""
 
     framework: str
     call: Callable[..., Any] | None
