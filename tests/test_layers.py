@@ -2,6 +2,7 @@
 catalog keys on a backend's or framework's name, and the light modules stay light."""
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,19 @@ def test_the_command_line_loads_no_statistics_or_runtime_before_a_command_needs_
     # `--help`, `list` and a mistyped option answer at once (SciPy alone costs ~0.7 s).
     loaded = _modules_after_import("ttfr.commands.cli")
     assert {m.split(".")[0] for m in loaded} & {"scipy", "jax", "torch", "pyhf", "nextstat"} == set()
+
+
+@pytest.mark.parametrize("variant", ["numpy", "jax"])
+def test_the_pyhf_adapter_imports_no_other_ttfr_module_in_its_timed_import(variant):
+    # Its import_s is pyhf's: ttfr's HistFactory code used to ride along (pyhf_engine -> common -> dense).
+    code = (
+        "import sys\nfrom ttfr.child.job import Job\nfrom ttfr.child.backends import pyhf_backend\n"
+        "before = set(sys.modules)\n"
+        f"pyhf_backend.Runtime(Job(adapter='pyhf_backend', variant={variant!r}, workload='hf_nll_grad', size=3, "
+        "dtype='float64')).import_stack()\n"
+        "print('\\n'.join(sorted(m for m in set(sys.modules) - before if m.startswith('ttfr'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == []
