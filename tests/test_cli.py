@@ -66,11 +66,12 @@ def test_env_prints_a_valid_manifest_without_secrets(monkeypatch, capsys):
     assert artifacts.schema_errors(data, "ttfr.manifest.v1") == []
 
 
-def test_allowed_environment_keeps_prefixes_only():
-    env = {"JAX_X": "1", "XLA_FLAGS": "--a", "TORCHINDUCTOR_CACHE_DIR": "/c", "HOME": "/root", "PYTHONPATH": "p",
-           "CUDA_KEY": "s", "OMP_NUM_THREADS": "2", "MKL_PASSWORD": "s", "LD_PRELOAD": "x"}  # fmt: skip
+def test_allowed_environment_keeps_prefixes_only_and_redacts_secrets():
+    env = {"JAX_X": "1", "XLA_FLAGS": "--a --x_token=s3cr3t", "TORCHINDUCTOR_CACHE_DIR": "/c", "HOME": "/root",
+           "PYTHONPATH": "p", "CUDA_KEY": "s", "OMP_NUM_THREADS": "2", "MKL_PASSWORD": "s", "LD_PRELOAD": "x"}  # fmt: skip
     assert manifest.allowed_environment(env) == {
-        "JAX_X": "1", "XLA_FLAGS": "--a", "TORCHINDUCTOR_CACHE_DIR": "/c", "PYTHONPATH": "p", "OMP_NUM_THREADS": "2",
+        "JAX_X": "1", "XLA_FLAGS": "--a --x_token=<redacted>", "TORCHINDUCTOR_CACHE_DIR": "/c", "PYTHONPATH": "p",
+        "CUDA_KEY": "<redacted>", "OMP_NUM_THREADS": "2", "MKL_PASSWORD": "<redacted>",
     }  # fmt: skip
 
 

@@ -2,7 +2,8 @@
 
 Runtime versions come from package metadata (nothing is imported); each case result also
 carries the versions its worker actually imported. Environment variables are recorded
-from an allow-list of prefixes only, and never when the name looks like a secret.
+from an allow-list of prefixes only, and every recorded value and the command line pass
+through artifacts/redaction.py.
 """
 
 from __future__ import annotations
@@ -17,24 +18,20 @@ import sys
 from pathlib import Path
 
 import ttfr
+from ttfr.artifacts.redaction import redact_argv, redact_env
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
 from ttfr.measure.workerenv import toolkit_ptxas
 
 MANIFEST_SCHEMA = "ttfr.manifest.v1"
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "KEY")
 # Every package a backend requires, plus the harness's own runtime dependencies.
 RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema", "rich")
 
 
 def allowed_environment(environ=None) -> dict:
     environ = os.environ if environ is None else environ
-    return {
-        name: value
-        for name, value in sorted(environ.items())
-        if name.startswith(ENV_PREFIXES) and not any(word in name.upper() for word in _SECRET_WORDS)
-    }
+    return redact_env({name: value for name, value in sorted(environ.items()) if name.startswith(ENV_PREFIXES)})
 
 
 def _package_version(name: str) -> str | None:
@@ -131,7 +128,7 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
         "memory": {"total_bytes": hostinfo.memory_total_bytes()},
         "gpu": gpu_info(),
         "runtimes": {name: _package_version(name) for name in RUNTIME_PACKAGES},
-        "command_line": list(command_line or sys.argv),
+        "command_line": redact_argv(command_line or sys.argv),
         "policies": {
             "cache": list(policies),
             "cache_dirs": {var: f"<result>/.work/cache/<case>/{sub}" for var, sub in cache.CACHE_SUBDIRS.items()},

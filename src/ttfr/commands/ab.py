@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ttfr.analyse.case_result import case_results
+from ttfr.artifacts.redaction import redact_argv, redact_env
 from ttfr.artifacts.result_dir import snapshot_id
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.commands import compare
@@ -47,7 +48,8 @@ class Arm:
         return dict(self.env)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "python": self.python, "env": self.environment}
+        """The arm as recorded (plan, manifests, comparison): secrets keep their names only."""
+        return {"name": self.name, "python": self.python, "env": redact_env(self.environment)}
 
 
 def resolve_python(value: str | None) -> str:
@@ -69,7 +71,7 @@ def parse_env(items) -> tuple[tuple[str, str], ...]:
     for item in items or ():
         key, sep, value = str(item).partition("=")
         if not sep or not key or not key.replace("_", "").isalnum():
-            raise UsageError(f"environment setting {item!r} is not KEY=VALUE")
+            raise UsageError(f"environment setting {redact_argv([item])[0]!r} is not KEY=VALUE")
         pairs.append((key, value))
     return tuple(pairs)
 

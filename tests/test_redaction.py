@@ -1,0 +1,72 @@
+"""One redaction for every recorded environment value and command line."""
+
+import json
+import sys
+
+import pytest
+
+from ttfr.artifacts.redaction import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
+from ttfr.commands import ab
+from ttfr.measure.spec import build_spec
+
+SECRETS = {"HF_TOKEN": "hf_tok_4f9a", "DB_PASSWORD": "pw_77e1", "GPG_PASSPHRASE": "pp_9c2d", "GITHUB_PAT": "pat_31ab",
+           "SSH_PRIVATE_KEY": "pk_5e0f", "CLIENT_CERT": "cert_8d44", "API_KEY": "key_12fe", "MY_SECRET": "sec_aa01",
+           "AWS_SECRET_ACCESS_KEY": "aws_0b7c", "PASS": "bare_6d6d"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SECRETS))
+def test_secret_names_are_recognised(name):
+    assert is_secret_name(name) and redact_value(name, SECRETS[name]) == REDACTED
+
+
+@pytest.mark.parametrize("name", ["PATH", "PYTHONPATH", "JAX_PLATFORMS", "MKL_NUM_THREADS", "XLA_FLAGS", "HOME",
+                                  "TORCHINDUCTOR_AUTOGRAD_CACHE", "OMP_NUM_THREADS", "KEYBOARD_LAYOUT_DIR"])  # fmt: skip
+def test_ordinary_names_stay_readable(name):
+    assert not is_secret_name(name) and redact_value(name, "/usr/bin:x=1") == "/usr/bin:x=1"
+
+
+def test_secrets_inside_ordinary_values_and_urls():
+    assert redact_value("XLA_FLAGS", "--xla_dump_to=/tmp --x_token=abc,y=2") == f"--xla_dump_to=/tmp --x_token={REDACTED},y=2"
+    assert redact_value("PIP_INDEX_URL", "https://me:hunter2@example.org/simple") == f"https://me:{REDACTED}@example.org/simple"
+
+
+def test_command_lines_keep_their_shape():
+    argv = ["ttfr", "ab", "--b-env", "HF_TOKEN=abc", "--a-env=DB_PASSWORD=def", "--token", "ghi", "--api-key=jkl",
+            "--cases", "numpy_matmul_64_f32", "--out", "/tmp/x"]  # fmt: skip
+    assert redact_argv(argv) == ["ttfr", "ab", "--b-env", f"HF_TOKEN={REDACTED}", f"--a-env=DB_PASSWORD={REDACTED}",
+                                 "--token", REDACTED, f"--api-key={REDACTED}", "--cases", "numpy_matmul_64_f32",
+                                 "--out", "/tmp/x"]  # fmt: skip
+    assert redact_env({"HF_TOKEN": "x", "JAX_PLATFORMS": "cpu"}) == {"HF_TOKEN": REDACTED, "JAX_PLATFORMS": "cpu"}
+
+
+class _Quick:
+    """A fake executor: every run succeeds at once (the secrets are what is tested)."""
+
+    def __call__(self, job, env, timeout_s, python=None):
+        from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+
+        return fake_result(fake_record(check=PASSED_CHECK if job.check else None,
+                                       warm=fake_warm() if job.samples else None))  # fmt: skip
+
+
+def test_no_secret_of_an_ab_run_reaches_any_file_it_writes(tmp_path, monkeypatch, capsys):
+    # The reported leak: --a-env/--b-env values in plan.json, both manifests, comparison.json
+    # and comparison.md (the pull-request comment), and on the command line.
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(f"XLA_{name}", value)  # an allowed prefix with a secret name
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_x_token=flag_tok_19")
+    a_env = [f"{name}={value}" for name, value in list(SECRETS.items())[:5]]
+    b_env = [f"{name}={value}" for name, value in list(SECRETS.items())[5:]]
+    argv = ["ttfr", "ab", *[w for item in a_env for w in ("--a-env", item)], *[w for item in b_env for w in ("--b-env", item)]]
+    monkeypatch.setattr(sys, "argv", argv)
+    run = build_spec(backends="numpy", workloads="matmul", sizes="64", policies="cold-cache,warm", seed=3)
+    arms = (ab.Arm("A", sys.executable, ab.parse_env(a_env)), ab.Arm("B", sys.executable, ab.parse_env(b_env)))
+    outcome = ab.execute(ab.AbSpec(run, arms, 3, 3, None, None), tmp_path, command_line=argv, executor=_Quick())
+    written = {p: p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()}
+    assert {p.name for p in written} >= {"plan.json", "manifest.json", "comparison.json", "comparison.md"}
+    for value in [*SECRETS.values(), "flag_tok_19"]:
+        leaked = [str(p) for p, text in written.items() if value in text]
+        assert leaked == [], f"{value} leaked into {leaked}"
+    arm_b = json.loads((outcome.root / "B" / "plan.json").read_text())["arm"]
+    assert arm_b["env"]["API_KEY"] == REDACTED  # the name stays, so a reader knows it was set
+    assert f"HF_TOKEN={REDACTED}" in (outcome.root / "comparison.md").read_text()
