@@ -109,3 +109,31 @@ def test_deterministic_snapshot_ids_depend_on_the_spec_only():
     a = snapshot_id(now, {"x": 1}, True)
     assert a == snapshot_id(now, {"x": 1}, True) != snapshot_id(now, {"x": 2}, True)
     assert a.startswith("20260102T030405Z-")
+
+
+def test_export_refuses_a_case_id_that_would_write_outside_its_destination(tmp_path):
+    from ttfr.artifacts.export import nextstat
+    from ttfr.errors import UsageError
+
+    root = run_fake(tmp_path / "runs").result_dir.root
+    victim = sorted((root / "cases").glob("*.json"))[0]
+    case = json.loads(victim.read_text())
+    case["case"] = "../../../../elsewhere/PWNED"
+    victim.write_text(json.dumps(case))
+    dest = tmp_path / "a" / "b" / "dest"
+    with pytest.raises(UsageError, match="is not a ttfr case id"):
+        nextstat.export(root, dest)
+    assert list(tmp_path.rglob("PWNED*")) == [] and not dest.exists()  # nothing written, anywhere
+
+
+def test_export_refuses_a_destination_inside_the_result_directory(tmp_path):
+    from ttfr.artifacts.export import nextstat
+    from ttfr.errors import UsageError
+
+    root = run_fake(tmp_path).result_dir.root
+    before = {p: p.read_bytes() for p in (root / "cases").glob("*.json")}
+    for dest in (root / "cases", root, root / "new" / "deeper"):
+        with pytest.raises(UsageError, match="inside the result directory"):
+            nextstat.export(root, dest)
+    assert {p: p.read_bytes() for p in (root / "cases").glob("*.json")} == before
+    assert validate_dir(root) == []

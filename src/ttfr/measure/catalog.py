@@ -251,6 +251,12 @@ def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=()
 
 
 _CASE_TAIL = re.compile(r"^(?P<head>.+)_(?P<size>\d+)_(?P<dtype>f32|f64)$")
+# What any case id looks like (lower-case words, size, dtype): safe as a file name.
+CASE_ID_GRAMMAR = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*_[0-9]+_f(?:32|64)$")
+
+
+def is_case_id(text) -> bool:
+    return isinstance(text, str) and CASE_ID_GRAMMAR.match(text) is not None
 
 
 def parse_case_id(case_id: str, extra_sizes=()) -> Case:

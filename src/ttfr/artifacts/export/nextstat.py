@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ttfr.artifacts.result_dir import ResultDir
+from ttfr.measure import catalog
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
@@ -124,14 +125,22 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
     if cold_policy not in EXPORT_POLICIES:
         raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
     result_dir = ResultDir.finished(source)
+    dest = Path(dest)
+    if dest.resolve() == result_dir.root.resolve() or result_dir.root.resolve() in dest.resolve().parents:
+        raise UsageError(f"export destination {dest} is inside the result directory {source}: it would overwrite "
+                         "the measurements; choose a directory outside it")  # fmt: skip
     suite = read_json(result_dir.suite)
     manifest = read_json(result_dir.manifest)
-    dest = Path(dest)
+    cases = [read_json(result_dir.root / ref["path"]) for ref in suite["cases"]]
+    # Every file name comes from a case id: check them all before the first write.
+    for ref, case in zip(suite["cases"], cases):
+        if not catalog.is_case_id(case.get("case")) or case.get("case") != ref.get("case"):
+            raise UsageError(f"{ref.get('path')}: case id {case.get('case')!r} is not a ttfr case id "
+                             f"(or differs from suite.json's {ref.get('case')!r}); nothing was exported")  # fmt: skip
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None
-    for ref in suite["cases"]:
-        case = read_json(result_dir.root / ref["path"])
+    for case in cases:
         record = case_record(case, manifest, suite["deterministic"], cold_policy)
         path = dest / f"{case['case']}.json"
         digest = write_json(path, record)
