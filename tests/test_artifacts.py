@@ -137,3 +137,37 @@ def test_export_refuses_a_destination_inside_the_result_directory(tmp_path):
             nextstat.export(root, dest)
     assert {p: p.read_bytes() for p in (root / "cases").glob("*.json")} == before
     assert validate_dir(root) == []
+
+
+def _tamper_plan(root, **spec_changes):
+    plan = json.loads((root / "plan.json").read_text())
+    plan["spec"].update(spec_changes)
+    (root / "plan.json").write_text(json.dumps(plan))
+
+
+def test_resume_checks_the_interpreter_plan_json_names_before_running_anything(tmp_path):
+    from ttfr.errors import UsageError
+
+    outcome = run_fake(tmp_path, FakeExecutor(interrupt_at=3))
+    root = outcome.result_dir.root
+    journal = (root / "journal.jsonl").read_bytes()
+    _tamper_plan(root, python=str(tmp_path / "someone-elses-program"))
+    with pytest.raises(UsageError, match="plan.json's python .*someone-elses-program.* cannot be run"):
+        suite_run.reopen(root)
+    assert (root / "journal.jsonl").read_bytes() == journal
+
+
+@pytest.mark.parametrize("change", [{"cold_runs": "many"}, {"cases": ["../../etc/passwd_1_f32"]}, {"seed": -1},
+                                    {"surprise": 1}])  # fmt: skip
+def test_resume_refuses_a_plan_that_is_not_a_ttfr_plan(tmp_path, change):
+    root = run_fake(tmp_path, FakeExecutor(interrupt_at=3)).result_dir.root
+    _tamper_plan(root, **change)
+    with pytest.raises(ArtifactError, match="plan.json: not a ttfr plan"):
+        suite_run.reopen(root)
+
+
+def test_every_written_plan_is_a_valid_plan(tmp_path):
+    root = run_fake(tmp_path).result_dir.root
+    assert artifacts.schema_errors(json.loads((root / "plan.json").read_text()), artifacts.PLAN_SCHEMA) == []
+    _, spec = suite_run.reopen(root)
+    assert spec.python is None

@@ -21,7 +21,9 @@ SCHEMA_FILES = {
     "ttfr.manifest.v1": "manifest.v1.schema.json",
     "ttfr.comparison.v1": "comparison.v1.schema.json",
     "ttfr.selftest.v1": "selftest.v1.schema.json",
+    "ttfr.plan.v1": "plan.v1.schema.json",
 }
+PLAN_SCHEMA = "ttfr.plan.v1"
 SUITE_SCHEMA = "ttfr.suite_result.v1"
 _UMASK = os.umask(0)
 os.umask(_UMASK)

@@ -24,7 +24,7 @@ from pathlib import Path
 from ttfr.analyse.case_result import case_results
 from ttfr.artifacts.redaction import redact_argv, redact_env
 from ttfr.artifacts.result_dir import snapshot_id
-from ttfr.artifacts.store import read_json, write_json
+from ttfr.artifacts.store import PLAN_SCHEMA, read_json, write_json
 from ttfr.commands import compare
 from ttfr.commands import run as suite_run
 from ttfr.commands.run import dataset_fields, write_results
@@ -224,7 +224,7 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]],
         all_entries += journal_entries
         entries = [e for e in journal_entries if e["index"] < completed]
         if write:
-            write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()})
+            write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()}, PLAN_SCHEMA)
             _suite, cases = write_results(arm.dir, plan, entries)
         else:
             cases = case_results(plan, entries)

@@ -179,6 +179,8 @@ def _run(args, console: Console) -> int:
 
     if args.resume:
         result_dir, spec = suite_run.reopen(args.resume)
+        console.print(f"resuming {result_dir.root}: workers run {spec.python or sys.executable}", markup=False,
+                      highlight=False)  # fmt: skip
     else:
         result_dir = suite_run.start(spec, args.out, ["ttfr", *sys.argv[1:]])
     progress = terminal.ProgressDisplay(console)

@@ -16,14 +16,23 @@ import ttfr
 from ttfr.analyse import case_result, figures, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
-from ttfr.artifacts.store import SUITE_SCHEMA, read_json, sha256_file, write_bytes_atomic, write_json
+from ttfr.artifacts.store import (
+    PLAN_SCHEMA,
+    SUITE_SCHEMA,
+    ArtifactError,
+    read_json,
+    schema_errors,
+    sha256_file,
+    write_bytes_atomic,
+    write_json,
+)
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ttfr.measure import datasets
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import Plan, build_plan, pending_cases
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
-from ttfr.measure.spec import RunSpec
+from ttfr.measure.spec import RunSpec, check_worker_python
 from ttfr.report import markdown
 
 
@@ -57,7 +66,7 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
     info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
     if arm is not None:
         plan["arm"] = info["arm"] = arm
-    write_json(result_dir.plan, plan)
+    write_json(result_dir.plan, plan, PLAN_SCHEMA)
     write_json(result_dir.manifest, info, "ttfr.manifest.v1")
     return result_dir
 
@@ -109,8 +118,21 @@ def write_scaling_csv(result_dir: ResultDir, rows: list[dict]) -> None:
 
 
 def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
+    """The result directory to resume and its spec, checked like a new run's: plan.json
+    against its schema, and the interpreter it names by the same pre-check as --python
+    (resuming someone else's directory must not run an arbitrary program unannounced)."""
     result_dir = ResultDir.open(root)
-    return result_dir, RunSpec.from_json(read_json(result_dir.plan)["spec"])
+    try:
+        plan = read_json(result_dir.plan)
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{result_dir.plan}: unreadable ({exc}); it cannot be resumed") from None
+    problems = schema_errors(plan, PLAN_SCHEMA) if isinstance(plan, dict) else ["<root>: not an object"]
+    if problems:
+        raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({'; '.join(problems[:3])}); it cannot be resumed")
+    spec = RunSpec.from_json(plan["spec"])
+    if spec.python is not None:
+        check_worker_python(spec.python, option="plan.json's python")
+    return result_dir, spec
 
 
 class _TerminateAsInterrupt:

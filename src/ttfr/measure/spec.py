@@ -65,6 +65,7 @@ class RunSpec:
     def to_json(self) -> dict:
         data = asdict(self)
         data["cases"] = [c.id for c in self.cases]
+        data["policies"] = list(self.policies)
         data["shard"] = list(self.shard) if self.shard else None
         return data
 
@@ -255,6 +256,8 @@ def build_spec(
 
     if seed is None:
         seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise UsageError(f"--seed must be a whole number >= 0, got {seed!r}")
     if threads is not None and (not isinstance(threads, int) or threads < 1):
         raise UsageError(f"--threads must be a positive whole number, got {threads!r}")
     if python is not None:
