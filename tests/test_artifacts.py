@@ -171,3 +171,47 @@ def test_every_written_plan_is_a_valid_plan(tmp_path):
     assert artifacts.schema_errors(json.loads((root / "plan.json").read_text()), artifacts.PLAN_SCHEMA) == []
     _, spec = suite_run.reopen(root)
     assert spec.python is None
+
+
+def test_one_writer_per_result_directory(tmp_path):
+    import subprocess
+    import sys
+
+    from ttfr.errors import UsageError
+
+    root = run_fake(tmp_path, FakeExecutor(interrupt_at=3)).result_dir.root
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nos.ftruncate(fd, 0); os.write(fd, b'pid 4242 (`ttfr run`)')\n"
+         "print('locked', flush=True)\ntime.sleep(30)", str(root / ".lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(UsageError, match=r"is being written by pid 4242 \(`ttfr run`\)"):
+            suite_run.reopen(root)  # a --resume while the run still writes
+    finally:
+        holder.kill()
+        holder.wait()
+    suite_run.reopen(root)  # the holder is gone: the lock is free again
+
+
+def test_two_identical_runs_in_the_same_second_do_not_share_a_directory(tmp_path):
+    from ttfr.errors import UsageError
+
+    first = ResultDir.create(tmp_path, "20260101T000000Z-abcdef")  # holds the lock
+    with pytest.raises(UsageError, match="is being written by pid"):
+        ResultDir.create(tmp_path, "20260101T000000Z-abcdef")
+    first.unlock()
+
+
+def test_validate_flags_more_runs_than_the_plan_allows(tmp_path):
+    root = run_fake(tmp_path).result_dir.root
+    path = sorted((root / "cases").glob("*.json"))[0]
+    case = json.loads(path.read_text())
+    runs = case["policies"]["cold-process/cold-cache"]["runs"]
+    runs.append(dict(runs[0]))  # a second writer's duplicate of run 0
+    path.write_text(json.dumps(case))
+    problems = validate_dir(root)
+    assert any("cold-process/cold-cache has 3 measured runs, the plan allows 2" in p for p in problems)
+    assert any("has a run index more than once" in p for p in problems)

@@ -18,15 +18,21 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from ttfr.artifacts.store import SUITE_SCHEMA, ArtifactError, read_json, schema_errors, sha256_file
+from ttfr.artifacts.redaction import redact_argv
 from ttfr.errors import UsageError
+
+
+LOCK_NAME = ".lock"
 
 
 class ResultDir:
     def __init__(self, root: Path):
         self.root = Path(root)
+        self._lock_fd: int | None = None
 
     plan = property(lambda self: self.root / "plan.json")
     journal = property(lambda self: self.root / "journal.jsonl")
@@ -42,11 +48,39 @@ class ResultDir:
 
     @classmethod
     def create(cls, parent: Path, snapshot_id: str) -> ResultDir:
+        """A new, empty result directory, locked for this process (checked again under the
+        lock: two identical runs started in the same second must not share one)."""
         root = Path(parent) / snapshot_id
-        if root.exists() and any(root.iterdir()):
+        if root.exists() and any(p.name != LOCK_NAME for p in root.iterdir()):
             raise ArtifactError(f"{root} already exists and is not empty; use --resume {root} to finish it")
         root.mkdir(parents=True, exist_ok=True)
-        return cls(root)
+        result_dir = cls(root)
+        result_dir.lock()
+        if any(p.name != LOCK_NAME for p in root.iterdir()):
+            result_dir.unlock()
+            raise ArtifactError(f"{root} already exists and is not empty; use --resume {root} to finish it")
+        return result_dir
+
+    def lock(self) -> None:
+        """Hold the directory's exclusive lock until this process ends (or `unlock`): one writer
+        at a time. The loser is a usage error naming the holder."""
+        import fcntl
+
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise UsageError(f"{self.root} is being written by {holder}; wait for it to finish (or stop it) first") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} (`{' '.join(redact_argv(sys.argv[:4]))}`)".encode())
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     @classmethod
     def finished(cls, root: Path) -> ResultDir:
@@ -76,6 +110,28 @@ def snapshot_id(now: dt.datetime, spec_json: dict, deterministic: bool) -> str:
     return f"{stamp}-{suffix}"
 
 
+def _planned_runs(root: Path) -> dict:
+    """How many measured runs per policy the plan allows ({} when plan.json is unreadable)."""
+    try:
+        spec = read_json(root / "plan.json")["spec"]
+        return {"runs": int(spec["cold_runs"]), "procs": int(spec["warm_procs"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _runs_beyond_the_plan(case: dict, planned: dict) -> list[str]:
+    """Two writers in one directory duplicate runs: more than planned, or an index twice."""
+    problems = []
+    for name, policy in (case.get("policies") or {}).items():
+        for kind, limit in planned.items():
+            indexes = [r.get("index") for r in policy.get(kind) or []]
+            if len(indexes) > limit:
+                problems.append(f"{name} has {len(indexes)} measured runs, the plan allows {limit}")
+            if len(set(indexes)) != len(indexes):
+                problems.append(f"{name} has a run index more than once")
+    return problems
+
+
 def validate_dir(root: Path) -> list[str]:
     """Every problem found: schema violations, hash mismatches, missing or stray case files."""
     root = Path(root)
@@ -88,6 +144,7 @@ def validate_dir(root: Path) -> list[str]:
     except ValueError as exc:
         return [f"{suite_path}: not JSON ({exc})"]
     problems += [f"suite.json: {e}" for e in schema_errors(suite, SUITE_SCHEMA)]
+    planned = _planned_runs(root)
     refs = [(suite.get("manifest") or {}, "ttfr.manifest.v1")]
     for dataset in suite.get("datasets", []):
         path = root / dataset["path"]
@@ -118,6 +175,8 @@ def validate_dir(root: Path) -> list[str]:
             problems.append(f"{rel}: holds case {data.get('case')!r}, suite.json says {ref.get('case')!r}")
         if schema == "ttfr.case_result.v1" and data.get("status") != ref.get("status"):
             problems.append(f"{rel}: status {data.get('status')!r}, suite.json says {ref.get('status')!r}")
+        if schema == "ttfr.case_result.v1":
+            problems += [f"{rel}: {p}" for p in _runs_beyond_the_plan(data, planned)]
     cases_dir = root / "cases"
     if cases_dir.is_dir():
         for path in sorted(cases_dir.glob("*.json")):

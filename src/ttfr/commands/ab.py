@@ -239,6 +239,8 @@ def _partial(arms, ab: AbSpec, completed: int) -> list[dict]:
 
 def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> dict:
     (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
+    for arm in arms:
+        arm.dir.unlock()  # taken when the arm's directory was created
     return compare.write_comparison(
         arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[a.arm.to_json() for a in arms], session=session,
         correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,

@@ -122,6 +122,7 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
     against its schema, and the interpreter it names by the same pre-check as --python
     (resuming someone else's directory must not run an arbitrary program unannounced)."""
     result_dir = ResultDir.open(root)
+    result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
     try:
         plan = read_json(result_dir.plan)
     except (OSError, ValueError) as exc:
@@ -157,14 +158,18 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     if executor is run_worker:
         ensure_worker_bytecode()
     interrupted = False
-    with _TerminateAsInterrupt():
-        try:
-            Scheduler(plan, journal, result_dir.scratch, executor, progress, dataset_fields=dataset_fields(result_dir)).run()
-        except KeyboardInterrupt:
-            interrupted = True
-    suite, cases = write_results(result_dir, plan, journal.entries())
-    if not suite["pending"]:
-        result_dir.remove_scratch()
+    try:
+        with _TerminateAsInterrupt():
+            try:
+                Scheduler(plan, journal, result_dir.scratch, executor, progress,
+                          dataset_fields=dataset_fields(result_dir)).run()  # fmt: skip
+            except KeyboardInterrupt:
+                interrupted = True
+        suite, cases = write_results(result_dir, plan, journal.entries())
+        if not suite["pending"]:
+            result_dir.remove_scratch()
+    finally:
+        result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
     return SuiteOutcome(result_dir, suite, cases, interrupted)
 
 
