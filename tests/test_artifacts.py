@@ -161,9 +161,21 @@ def test_resume_checks_the_interpreter_plan_json_names_before_running_anything(t
                                     {"surprise": 1}])  # fmt: skip
 def test_resume_refuses_a_plan_that_is_not_a_ttfr_plan(tmp_path, change):
     root = run_fake(tmp_path, FakeExecutor(interrupt_at=3)).result_dir.root
+    original = (root / "plan.json").read_bytes()
     _tamper_plan(root, **change)
     with pytest.raises(ArtifactError, match="plan.json: not a ttfr plan"):
         suite_run.reopen(root)
+    (root / "plan.json").write_bytes(original)
+    suite_run.reopen(root)[0].unlock()  # the refused resume gave the lock back
+
+
+def test_validate_reads_plan_json_as_a_plan(tmp_path):
+    root = run_fake(tmp_path).result_dir.root
+    assert validate_dir(root) == []
+    _tamper_plan(root, cold_runs="many")
+    assert any(p.startswith("plan.json: spec/cold_runs") for p in validate_dir(root))
+    (root / "plan.json").write_text("{")
+    assert any(p.startswith("plan.json: unreadable") for p in validate_dir(root))
 
 
 def test_every_written_plan_is_a_valid_plan(tmp_path):

@@ -21,7 +21,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ttfr.artifacts.store import SUITE_SCHEMA, ArtifactError, read_json, schema_errors, sha256_file
+from ttfr.artifacts.store import PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, read_json, schema_errors, sha256_file
 from ttfr.artifacts.redaction import redact_argv
 from ttfr.errors import UsageError
 
@@ -92,6 +92,7 @@ class ResultDir:
 
     @classmethod
     def open(cls, root: Path) -> ResultDir:
+        """A result directory that was started (it has its plan): what --resume continues."""
         result_dir = cls(root)
         if not result_dir.plan.is_file():
             raise ArtifactError(f"{root} is not a ttfr result directory (no plan.json)")
@@ -110,13 +111,19 @@ def snapshot_id(now: dt.datetime, spec_json: dict, deterministic: bool) -> str:
     return f"{stamp}-{suffix}"
 
 
-def _planned_runs(root: Path) -> dict:
-    """How many measured runs per policy the plan allows ({} when plan.json is unreadable)."""
+def _planned_runs(root: Path, problems: list[str]) -> dict:
+    """How many measured runs per policy the plan allows; a plan.json that is not a valid
+    plan is a problem (and allows no check: {})."""
     try:
-        spec = read_json(root / "plan.json")["spec"]
-        return {"runs": int(spec["cold_runs"]), "procs": int(spec["warm_procs"])}
-    except (OSError, ValueError, KeyError, TypeError):
+        plan = read_json(root / "plan.json")
+    except (OSError, ValueError) as exc:
+        problems.append(f"plan.json: unreadable ({exc})")
         return {}
+    errors = schema_errors(plan, PLAN_SCHEMA) if isinstance(plan, dict) else ["<root>: not an object"]
+    if errors:
+        problems += [f"plan.json: {e}" for e in errors]
+        return {}
+    return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
 
 
 def _runs_beyond_the_plan(case: dict, planned: dict) -> list[str]:
@@ -144,7 +151,7 @@ def validate_dir(root: Path) -> list[str]:
     except ValueError as exc:
         return [f"{suite_path}: not JSON ({exc})"]
     problems += [f"suite.json: {e}" for e in schema_errors(suite, SUITE_SCHEMA)]
-    planned = _planned_runs(root)
+    planned = _planned_runs(root, problems)
     refs = [(suite.get("manifest") or {}, "ttfr.manifest.v1")]
     for dataset in suite.get("datasets", []):
         path = root / dataset["path"]

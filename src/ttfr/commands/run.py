@@ -57,17 +57,21 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
     now = dt.datetime.now(dt.timezone.utc)
     spec_json = spec.to_json()
     result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
-    plan = {
-        "spec": spec_json,
-        "created_at": now.isoformat(timespec="seconds"),
-        "ttfr_version": ttfr.__version__,
-        "datasets": write_datasets(spec, result_dir),
-    }
-    info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
-    if arm is not None:
-        plan["arm"] = info["arm"] = arm
-    write_json(result_dir.plan, plan, PLAN_SCHEMA)
-    write_json(result_dir.manifest, info, "ttfr.manifest.v1")
+    try:
+        plan = {
+            "spec": spec_json,
+            "created_at": now.isoformat(timespec="seconds"),
+            "ttfr_version": ttfr.__version__,
+            "datasets": write_datasets(spec, result_dir),
+        }
+        info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
+        if arm is not None:
+            plan["arm"] = info["arm"] = arm
+        write_json(result_dir.plan, plan, PLAN_SCHEMA)
+        write_json(result_dir.manifest, info, "ttfr.manifest.v1")
+    except BaseException:
+        result_dir.unlock()  # the lock is taken by create(); a failed start gives it back
+        raise
     return result_dir
 
 
@@ -124,6 +128,14 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
     result_dir = ResultDir.open(root)
     result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
     try:
+        return result_dir, _resumable_spec(result_dir)
+    except BaseException:
+        result_dir.unlock()
+        raise
+
+
+def _resumable_spec(result_dir: ResultDir) -> RunSpec:
+    try:
         plan = read_json(result_dir.plan)
     except (OSError, ValueError) as exc:
         raise ArtifactError(f"{result_dir.plan}: unreadable ({exc}); it cannot be resumed") from None
@@ -133,7 +145,7 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
     spec = RunSpec.from_json(plan["spec"])
     if spec.python is not None:
         check_worker_python(spec.python, option="plan.json's python")
-    return result_dir, spec
+    return spec
 
 
 class _TerminateAsInterrupt:
