@@ -12,7 +12,7 @@ from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
 from ttfr.analyse import diagnostics
 from ttfr.artifacts import store as artifacts
-from ttfr.artifacts.result_dir import validate_dir
+from ttfr.artifacts.reader import validate_dir
 from ttfr.commands import ab, compare, selftest
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION

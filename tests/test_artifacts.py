@@ -4,7 +4,8 @@ import pytest
 from fakes import FakeExecutor
 
 from ttfr.artifacts import store as artifacts
-from ttfr.artifacts.result_dir import ResultDir, snapshot_id, validate_dir
+from ttfr.artifacts.reader import validate_dir
+from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import ArtifactError
 from ttfr.commands import run as suite_run
 from ttfr.measure.spec import build_spec
@@ -113,15 +114,19 @@ def test_deterministic_snapshot_ids_depend_on_the_spec_only():
 
 def test_export_refuses_a_case_id_that_would_write_outside_its_destination(tmp_path):
     from ttfr.artifacts.export import nextstat
-    from ttfr.errors import UsageError
 
     root = run_fake(tmp_path / "runs").result_dir.root
     victim = sorted((root / "cases").glob("*.json"))[0]
     case = json.loads(victim.read_text())
     case["case"] = "../../../../elsewhere/PWNED"
     victim.write_text(json.dumps(case))
+    # A careful attacker re-hashes the file and renames the suite entry too.
+    suite = json.loads((root / "suite.json").read_text())
+    ref = next(r for r in suite["cases"] if r["path"] == f"cases/{victim.name}")
+    ref.update(case=case["case"], sha256=artifacts.sha256_file(victim))
+    (root / "suite.json").write_text(json.dumps(suite))
     dest = tmp_path / "a" / "b" / "dest"
-    with pytest.raises(UsageError, match="is not a ttfr case id"):
+    with pytest.raises(ArtifactError, match="is not a ttfr case id"):
         nextstat.export(root, dest)
     assert list(tmp_path.rglob("PWNED*")) == [] and not dest.exists()  # nothing written, anywhere
 
@@ -175,7 +180,7 @@ def test_validate_reads_plan_json_as_a_plan(tmp_path):
     _tamper_plan(root, cold_runs="many")
     assert any(p.startswith("plan.json: spec/cold_runs") for p in validate_dir(root))
     (root / "plan.json").write_text("{")
-    assert any(p.startswith("plan.json: unreadable") for p in validate_dir(root))
+    assert any(p.startswith("plan.json: not valid JSON") for p in validate_dir(root))
 
 
 def test_every_written_plan_is_a_valid_plan(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from conftest import SHARED_SCHEMAS, have
 from determinism import deterministic_view, journal_view, suite_view
 
-from ttfr.artifacts.result_dir import validate_dir
+from ttfr.artifacts.reader import validate_dir
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(not have("jax"), reason="jax not installed")]
 

@@ -110,16 +110,6 @@ def test_missing_template_on_resume_is_reprimed_unmeasured(tmp_path):
     assert len(journal.entries()) == len(plan.tasks)
 
 
-def test_torn_journal_line_is_ignored_and_not_glued_to_the_next(tmp_path):
-    journal = Journal(tmp_path / "journal.jsonl")
-    journal.append({"task": "a"})
-    with open(journal.path, "a") as fh:
-        fh.write('{"task": "b", "trunc')
-    journal = Journal(journal.path)
-    journal.append({"task": "c"})
-    assert [e["task"] for e in journal.entries()] == ["a", "c"]
-
-
 @pytest.mark.parametrize("factor", [1.0, 4.0])
 def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, monkeypatch, factor):
     for name in ("matmul", "fused_chain"):

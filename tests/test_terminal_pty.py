@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from ttfr.artifacts.result_dir import validate_dir
+from ttfr.artifacts.reader import validate_dir
 from ttfr.measure import catalog
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]

@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import have
 
-from ttfr.artifacts.result_dir import validate_dir
+from ttfr.artifacts.reader import validate_dir
 
 pytestmark = [
     pytest.mark.integration,

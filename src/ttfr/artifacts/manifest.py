@@ -19,11 +19,11 @@ from pathlib import Path
 
 import ttfr
 from ttfr.artifacts.redaction import redact_argv, redact_env
+from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
 from ttfr.measure.workerenv import toolkit_ptxas
 
-MANIFEST_SCHEMA = "ttfr.manifest.v1"
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 # Every package a backend requires, plus the harness's own runtime dependencies.
 RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema", "rich")

@@ -8,6 +8,7 @@
   workspaces/         HistFactory workspaces used (+ evaluation points), hashed in suite.json
   suite.json          ttfr.suite_result.v1, the index (paths + sha256 of every case file)
   report.md           rendered from the above
+  .lock               held (flock) by the one process writing the directory
   .work/              scratch: cache directories and templates (removed when complete)
 """
 
@@ -21,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ttfr.artifacts.store import PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, read_json, schema_errors, sha256_file
+from ttfr.artifacts.store import ArtifactError
 from ttfr.artifacts.redaction import redact_argv
 from ttfr.errors import UsageError
 
@@ -51,11 +52,18 @@ class ResultDir:
         """A new, empty result directory, locked for this process (checked again under the
         lock: two identical runs started in the same second must not share one)."""
         root = Path(parent) / snapshot_id
-        if root.exists() and any(p.name != LOCK_NAME for p in root.iterdir()):
+        if root.is_dir() and any(p.name != LOCK_NAME for p in root.iterdir()):
             raise ArtifactError(f"{root} already exists and is not empty; use --resume {root} to finish it")
-        root.mkdir(parents=True, exist_ok=True)
-        result_dir = cls(root)
-        result_dir.lock()
+        created = not root.exists()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            result_dir = cls(root)
+            result_dir.lock()
+        except OSError as exc:
+            if created and root.is_dir():
+                shutil.rmtree(root, ignore_errors=True)
+            raise UsageError(f"cannot create the result directory {root} ({exc.strerror}): choose another --out "
+                             "(a writable folder)") from None  # fmt: skip
         if any(p.name != LOCK_NAME for p in root.iterdir()):
             result_dir.unlock()
             raise ArtifactError(f"{root} already exists and is not empty; use --resume {root} to finish it")
@@ -86,7 +94,7 @@ class ResultDir:
     def finished(cls, root: Path) -> ResultDir:
         """A result directory whose run wrote its suite index (what report, export and compare read)."""
         result_dir = cls(root)
-        if not result_dir.suite.is_file():
+        if not os.path.lexists(result_dir.suite):
             raise UsageError(f"{root} has no suite.json: not a finished ttfr result directory")
         return result_dir
 
@@ -94,9 +102,14 @@ class ResultDir:
     def open(cls, root: Path) -> ResultDir:
         """A result directory that was started (it has its plan): what --resume continues."""
         result_dir = cls(root)
-        if not result_dir.plan.is_file():
+        if not os.path.lexists(result_dir.plan):  # what it is, the reader checks
             raise ArtifactError(f"{root} is not a ttfr result directory (no plan.json)")
         return result_dir
+
+    def discard(self) -> None:
+        """Remove a directory this process created and holds (a start that failed)."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.unlock()
 
     def remove_scratch(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -109,84 +122,3 @@ def snapshot_id(now: dt.datetime, spec_json: dict, deterministic: bool) -> str:
     else:
         suffix = os.urandom(3).hex()
     return f"{stamp}-{suffix}"
-
-
-def _planned_runs(root: Path, problems: list[str]) -> dict:
-    """How many measured runs per policy the plan allows; a plan.json that is not a valid
-    plan is a problem (and allows no check: {})."""
-    try:
-        plan = read_json(root / "plan.json")
-    except (OSError, ValueError) as exc:
-        problems.append(f"plan.json: unreadable ({exc})")
-        return {}
-    errors = schema_errors(plan, PLAN_SCHEMA) if isinstance(plan, dict) else ["<root>: not an object"]
-    if errors:
-        problems += [f"plan.json: {e}" for e in errors]
-        return {}
-    return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
-
-
-def _runs_beyond_the_plan(case: dict, planned: dict) -> list[str]:
-    """Two writers in one directory duplicate runs: more than planned, or an index twice."""
-    problems = []
-    for name, policy in (case.get("policies") or {}).items():
-        for kind, limit in planned.items():
-            indexes = [r.get("index") for r in policy.get(kind) or []]
-            if len(indexes) > limit:
-                problems.append(f"{name} has {len(indexes)} measured runs, the plan allows {limit}")
-            if len(set(indexes)) != len(indexes):
-                problems.append(f"{name} has a run index more than once")
-    return problems
-
-
-def validate_dir(root: Path) -> list[str]:
-    """Every problem found: schema violations, hash mismatches, missing or stray case files."""
-    root = Path(root)
-    problems = []
-    suite_path = root / "suite.json"
-    if not suite_path.is_file():
-        return [f"{suite_path}: missing (not a finished ttfr result directory)"]
-    try:
-        suite = read_json(suite_path)
-    except ValueError as exc:
-        return [f"{suite_path}: not JSON ({exc})"]
-    problems += [f"suite.json: {e}" for e in schema_errors(suite, SUITE_SCHEMA)]
-    planned = _planned_runs(root, problems)
-    refs = [(suite.get("manifest") or {}, "ttfr.manifest.v1")]
-    for dataset in suite.get("datasets", []):
-        path = root / dataset["path"]
-        if not path.is_file():
-            problems.append(f"{dataset['path']}: listed in suite.json but missing")
-        elif sha256_file(path) != dataset["sha256"]:
-            problems.append(f"{dataset['path']}: sha256 does not match suite.json (file changed after the run)")
-    refs += [(case, "ttfr.case_result.v1") for case in suite.get("cases", [])]
-    listed = set()
-    for ref, schema in refs:
-        rel = ref.get("path")
-        if not rel:
-            continue
-        path = root / rel
-        listed.add(path.resolve())
-        if not path.is_file():
-            problems.append(f"{rel}: listed in suite.json but missing")
-            continue
-        if sha256_file(path) != ref.get("sha256"):
-            problems.append(f"{rel}: sha256 does not match suite.json (file changed after the run)")
-        try:
-            data = read_json(path)
-        except ValueError as exc:
-            problems.append(f"{rel}: not JSON ({exc})")
-            continue
-        problems += [f"{rel}: {e}" for e in schema_errors(data, schema)]
-        if schema == "ttfr.case_result.v1" and data.get("case") != ref.get("case"):
-            problems.append(f"{rel}: holds case {data.get('case')!r}, suite.json says {ref.get('case')!r}")
-        if schema == "ttfr.case_result.v1" and data.get("status") != ref.get("status"):
-            problems.append(f"{rel}: status {data.get('status')!r}, suite.json says {ref.get('status')!r}")
-        if schema == "ttfr.case_result.v1":
-            problems += [f"{rel}: {p}" for p in _runs_beyond_the_plan(data, planned)]
-    cases_dir = root / "cases"
-    if cases_dir.is_dir():
-        for path in sorted(cases_dir.glob("*.json")):
-            if path.resolve() not in listed:
-                problems.append(f"cases/{path.name}: not listed in suite.json")
-    return problems

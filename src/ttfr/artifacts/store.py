@@ -24,6 +24,8 @@ SCHEMA_FILES = {
     "ttfr.plan.v1": "plan.v1.schema.json",
 }
 PLAN_SCHEMA = "ttfr.plan.v1"
+MANIFEST_SCHEMA = "ttfr.manifest.v1"
+CASE_SCHEMA = "ttfr.case_result.v1"  # analyse/case_result.py writes it (and names it too)
 SUITE_SCHEMA = "ttfr.suite_result.v1"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -31,6 +33,11 @@ os.umask(_UMASK)
 
 class ArtifactError(Exception):
     """An artifact does not match its schema or its recorded hash."""
+
+
+class StorageError(Exception):
+    """A result could not be written (disk full, read-only): the message names the file,
+    says what was kept and how to finish (exit code 1)."""
 
 
 def load_schema(name: str) -> dict:

@@ -19,9 +19,9 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr import __version__
-from ttfr.artifacts.store import ArtifactError
+from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.errors import UsageError
-from ttfr.exit_codes import EXIT_USAGE
+from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
 from ttfr.measure.spec import PROFILES, build_spec
 
@@ -188,6 +188,8 @@ def _run(args, console: Console) -> int:
         outcome = suite_run.execute(result_dir, spec, progress=progress)
     finally:
         progress.stop()
+    for warning in outcome.warnings:
+        print(f"ttfr: warning: {warning}", file=sys.stderr)
     terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
     if outcome.interrupted:
         console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
@@ -230,7 +232,11 @@ def _show_comparison(console: Console, document: dict, root: Path, markdown_path
 
     terminal.print_comparison(console, document)
     if markdown_path:
-        markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+        try:
+            markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+        except OSError as exc:
+            print(f"ttfr: warning: --markdown {markdown_path}: cannot be written ({exc.strerror}); "
+                  f"the table is in {root / 'comparison.md'}", file=sys.stderr)  # fmt: skip
     console.print(f"comparison: {root / 'comparison.json'}", markup=False, highlight=False)
     return exit_code
 
@@ -261,16 +267,20 @@ def _env(_args, _console: Console) -> int:
 
 
 def _report(args, _console: Console) -> int:
-    from ttfr.artifacts.result_dir import ResultDir
+    from ttfr.artifacts.reader import load_finished
     from ttfr.report import markdown
 
-    path = markdown.write(ResultDir.finished(args.dir))
-    print(path.read_text(encoding="utf-8"), end="")
+    result = load_finished(args.dir)
+    try:
+        markdown.write(result)
+    except ArtifactError as exc:  # a read-only result directory still gets its report printed
+        print(f"ttfr: warning: {exc}; the report is printed only", file=sys.stderr)
+    print(markdown.render(result), end="")
     return 0
 
 
 def _validate(args, console: Console) -> int:
-    from ttfr.artifacts.result_dir import validate_dir
+    from ttfr.artifacts.reader import validate_dir
 
     problems = validate_dir(args.dir)
     for problem in problems:
@@ -300,6 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactError as exc:
         print(f"ttfr: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as exc:
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return EXIT_CASE_FAILED
+    except KeyboardInterrupt:
+        print("ttfr: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:  # the last resort for a file error no command anticipated: one line, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"ttfr: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_CASE_FAILED
 
 
 if __name__ == "__main__":

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 from pathlib import Path
 
 from ttfr.analyse import comparison_stats as comparison
 from ttfr.analyse import diagnostics
-from ttfr.artifacts.result_dir import ResultDir
-from ttfr.artifacts.store import read_json, write_bytes_atomic, write_json
+from ttfr.artifacts.reader import load_finished
+from ttfr.artifacts.store import write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.policies import WARM_PROCESS
@@ -132,11 +133,28 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
     return document
 
 
+def _new_comparison_dir(parent: Path) -> Path:
+    """compare-<UTC stamp>-<random>: two comparisons in one second get two directories."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            out = parent / f"{stamp}-{os.urandom(3).hex()}"
+            try:
+                out.mkdir()
+                return out
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise UsageError(f"--out {parent}: cannot create the comparison directory ({exc.strerror}); "
+                         "choose a writable folder") from None  # fmt: skip
+
+
 def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, correction: str, fail_on: str):
     """Compare two finished result directories; the comparison goes to a new directory under
     `out_parent`. Returns (that directory, the comparison document)."""
-    dirs = [ResultDir.finished(path) for path in (a, b)]
-    manifests = [read_json(d.manifest) for d in dirs]
+    results = [load_finished(path) for path in (a, b)]
+    manifests = [r.manifest for r in results]
     (session_a, machine_a), (session_b, machine_b) = ((m.get("session_id"), m.get("machine_id")) for m in manifests)
     same_session = session_a is not None and session_a == session_b
     if not same_session and not cross_session:
@@ -145,16 +163,12 @@ def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, cor
             f"{a} and {b} were measured in {where}: a paired verdict needs both arms interleaved in one "
             "session (use `ttfr ab`), or pass --cross-session for a weak, unpaired comparison"
         )
-    cases = []
-    for result_dir in dirs:
-        suite = read_json(result_dir.suite)
-        cases.append([read_json(result_dir.root / ref["path"]) for ref in suite["cases"]])
+    cases = [r.cases for r in results]
     arms = [{"name": name, "python": m["python"]["worker_executable"], "env": {}} for name, m in zip("AB", manifests)]
     warning = None if same_session else CROSS_SESSION_WARNING
     if not same_session and machine_a != machine_b:
         warning += " The two results also come from different machines."
-    out = Path(out_parent) / dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
-    out.mkdir(parents=True, exist_ok=False)
+    out = _new_comparison_dir(Path(out_parent))
     document = write_comparison(out, cases[0], cases[1], paired=same_session, arms=arms,
                                 session=session_a if same_session else None, correction=correction, fail_on=fail_on,
                                 warning=warning)  # fmt: skip

@@ -15,13 +15,15 @@ from pathlib import Path
 import ttfr
 from ttfr.analyse import case_result, figures, suite_figures
 from ttfr.artifacts import manifest
+from ttfr.artifacts import reader
+from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import (
     PLAN_SCHEMA,
     SUITE_SCHEMA,
     ArtifactError,
+    StorageError,
     read_json,
-    schema_errors,
     sha256_file,
     write_bytes_atomic,
     write_json,
@@ -42,6 +44,7 @@ class SuiteOutcome:
     suite: dict
     cases: list[dict]
     interrupted: bool
+    warnings: list[str]  # e.g. journal lines that were skipped
 
     @property
     def exit_code(self) -> int:
@@ -69,8 +72,13 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
             plan["arm"] = info["arm"] = arm
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
         write_json(result_dir.manifest, info, "ttfr.manifest.v1")
-    except BaseException:
-        result_dir.unlock()  # the lock is taken by create(); a failed start gives it back
+    except BaseException as exc:
+        # A failed or interrupted start leaves nothing behind: the directory held nothing
+        # before create() (it checks), so all of it is ours to remove.
+        result_dir.discard()
+        if isinstance(exc, OSError):
+            raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); "
+                               "nothing was measured and the result directory was removed") from None  # fmt: skip
         raise
     return result_dir
 
@@ -135,13 +143,11 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
 
 
 def _resumable_spec(result_dir: ResultDir) -> RunSpec:
-    try:
-        plan = read_json(result_dir.plan)
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{result_dir.plan}: unreadable ({exc}); it cannot be resumed") from None
-    problems = schema_errors(plan, PLAN_SCHEMA) if isinstance(plan, dict) else ["<root>: not an object"]
+    data, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
     if problems:
-        raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({'; '.join(problems[:3])}); it cannot be resumed")
+        shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
+        raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
+    plan = data
     spec = RunSpec.from_json(plan["spec"])
     if spec.python is not None:
         check_worker_python(spec.python, option="plan.json's python")
@@ -177,12 +183,16 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
                           dataset_fields=dataset_fields(result_dir)).run()  # fmt: skip
             except KeyboardInterrupt:
                 interrupted = True
-        suite, cases = write_results(result_dir, plan, journal.entries())
+            entries = journal.entries()
+            suite, cases = write_results(result_dir, plan, entries)
         if not suite["pending"]:
             result_dir.remove_scratch()
+    except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
+        raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
+                           f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
     finally:
         result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
-    return SuiteOutcome(result_dir, suite, cases, interrupted)
+    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
 
 
 def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tuple[dict, list[dict]]:
@@ -228,5 +238,5 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     if suite["scaling"]:
         write_scaling_csv(result_dir, suite["scaling"])
-    markdown.write(result_dir)
+    markdown.write(load_finished(result_dir.root))  # rendered from the files, as `ttfr report` would
     return suite, cases

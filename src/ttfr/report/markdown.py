@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ttfr.artifacts.result_dir import ResultDir
-from ttfr.artifacts.store import read_json, write_bytes_atomic
+from ttfr.artifacts.reader import VerifiedResult
+from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
 from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
@@ -297,10 +297,8 @@ def _header(suite: dict, manifest: dict) -> list[str]:
     return lines
 
 
-def render(result_dir: ResultDir) -> str:
-    suite = read_json(result_dir.suite)
-    manifest = read_json(result_dir.manifest)
-    cases = [read_json(result_dir.root / ref["path"]) for ref in suite["cases"]]
+def render(result: VerifiedResult) -> str:
+    suite, manifest, cases = result.suite, result.manifest, result.cases
     lines = _header(suite, manifest)
     lines += _summary_section(cases)
     for policy in POLICIES:
@@ -327,6 +325,11 @@ def summary_problems(suite: dict) -> list[str]:
     return items
 
 
-def write(result_dir: ResultDir) -> Path:
-    write_bytes_atomic(result_dir.report, render(result_dir).encode("utf-8"))
-    return result_dir.report
+def write(result: VerifiedResult) -> Path:
+    """report.md beside the artifacts it was rendered from."""
+    path = result.result_dir.report
+    try:
+        write_bytes_atomic(path, render(result).encode("utf-8"))
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot be written ({exc.strerror})") from None
+    return path

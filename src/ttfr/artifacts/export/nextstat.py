@@ -19,9 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ttfr.artifacts.result_dir import ResultDir
-from ttfr.measure import catalog
-from ttfr.artifacts.store import read_json, write_json
+from ttfr.artifacts.reader import load_finished
+from ttfr.artifacts.store import StorageError, write_json
 from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
 from ttfr.measure.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
@@ -124,19 +123,24 @@ def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: st
 def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
     if cold_policy not in EXPORT_POLICIES:
         raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
-    result_dir = ResultDir.finished(source)
+    verified = load_finished(source)
+    result_dir = verified.result_dir
     dest = Path(dest)
     if dest.resolve() == result_dir.root.resolve() or result_dir.root.resolve() in dest.resolve().parents:
         raise UsageError(f"export destination {dest} is inside the result directory {source}: it would overwrite "
                          "the measurements; choose a directory outside it")  # fmt: skip
-    suite = read_json(result_dir.suite)
-    manifest = read_json(result_dir.manifest)
-    cases = [read_json(result_dir.root / ref["path"]) for ref in suite["cases"]]
-    # Every file name comes from a case id: check them all before the first write.
-    for ref, case in zip(suite["cases"], cases):
-        if not catalog.is_case_id(case.get("case")) or case.get("case") != ref.get("case"):
-            raise UsageError(f"{ref.get('path')}: case id {case.get('case')!r} is not a ttfr case id "
-                             f"(or differs from suite.json's {ref.get('case')!r}); nothing was exported")  # fmt: skip
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"export destination {dest} exists and is not a directory; name a directory (new or existing)")
+    try:
+        return _write_export(verified, dest, cold_policy)
+    except OSError as exc:
+        raise StorageError(f"{exc.filename or dest}: cannot be written ({exc.strerror}); the export in {dest} is "
+                           "incomplete: fix that and export again") from None  # fmt: skip
+
+
+def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
+    # Every file name comes from a case id, each checked by the reader against the id grammar.
+    suite, manifest, cases = verified.suite, verified.manifest, verified.cases
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None

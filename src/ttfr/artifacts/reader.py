@@ -1,0 +1,227 @@
+"""Reading a result directory as if a hostile party had left it.
+
+Every reader (report, export, compare, validate, --resume) goes through here: a path must
+stay inside the result directory after symlinks are resolved, the file must be a regular
+file below a size bound (a FIFO or /dev/zero would hang or exhaust memory), valid JSON
+without NaN, an object matching its schema, and — when suite.json records one — carry the
+sha256 recorded there. A problem names the file and its cause.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ttfr.artifacts.result_dir import ResultDir
+from ttfr.artifacts.store import CASE_SCHEMA, MANIFEST_SCHEMA, PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, schema_errors
+from ttfr.measure import catalog
+
+# Far above any artifact ttfr writes (a publish-profile case file is well under 1 MiB;
+# the largest preset workspace ~5 MiB), far below what would hurt a reader.
+MAX_ARTIFACT_BYTES = 64 << 20
+
+
+def confined(root: Path, rel) -> Path:
+    """`root/rel`, resolved, or ArtifactError when `rel` is not a relative path that stays
+    inside `root` (no absolute path, no `..`, no symlink pointing out)."""
+    if not isinstance(rel, str) or not rel:
+        raise ArtifactError(f"path {rel!r} is not a file name inside the result directory")
+    parts = PurePosixPath(rel)
+    if parts.is_absolute() or ".." in parts.parts or "\\" in rel or "\0" in rel:
+        raise ArtifactError(f"path {rel!r} leaves the result directory (absolute or `..`); refused")
+    real_root = Path(root).resolve()
+    target = (real_root / rel).resolve()
+    if not target.is_relative_to(real_root):
+        raise ArtifactError(f"{rel}: a symlink to {target}, outside the result directory; refused")
+    return target
+
+
+def read_bounded(path: Path, name: str) -> bytes:
+    """The bytes of a regular file no larger than MAX_ARTIFACT_BYTES (never blocks on a FIFO)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ArtifactError(f"{name}: missing") from None
+    except OSError as exc:
+        raise ArtifactError(f"{name}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ArtifactError(f"{name}: not a regular file; refused")
+    if info.st_size > MAX_ARTIFACT_BYTES:
+        raise ArtifactError(f"{name}: {info.st_size} bytes, above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            payload = fh.read(MAX_ARTIFACT_BYTES + 1)
+    except OSError as exc:
+        raise ArtifactError(f"{name}: cannot be read ({exc.strerror})") from None
+    if len(payload) > MAX_ARTIFACT_BYTES:
+        raise ArtifactError(f"{name}: grew above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit while read")
+    return payload
+
+
+def _no_constant(token: str):
+    raise ValueError(f"{token} is not JSON")
+
+
+def parse_object(payload: bytes, name: str) -> dict:
+    try:
+        data = json.loads(payload.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ArtifactError(f"{name}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{name}: not a JSON object (holds a {type(data).__name__})")
+    return data
+
+
+def inspect(root: Path, rel, schema: str | None, sha256: str | None = None) -> tuple[dict | None, list[str]]:
+    """(the file's JSON or None, every problem found): what `validate` lists."""
+    name = rel if isinstance(rel, str) else repr(rel)
+    try:
+        path = confined(root, rel)
+        payload = read_bounded(path, name)
+    except ArtifactError as exc:
+        return None, [str(exc)]
+    problems = []
+    if sha256 is not None and hashlib.sha256(payload).hexdigest() != sha256:
+        problems.append(f"{name}: sha256 does not match suite.json (file changed after the run)")
+    try:
+        data = parse_object(payload, name)
+    except ArtifactError as exc:
+        return None, [*problems, str(exc)]
+    if schema:
+        problems += [f"{name}: {e}" for e in schema_errors(data, schema)]
+    return data, problems
+
+
+def read_artifact(root: Path, rel, schema: str | None, sha256: str | None = None) -> dict:
+    """The file's JSON, or ArtifactError naming the file and every problem with it."""
+    data, problems = inspect(root, rel, schema, sha256)
+    if problems:
+        raise ArtifactError(_located(root, problems))
+    return data
+
+
+def _located(root: Path, problems: list[str]) -> str:
+    shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+    return f"in {root}: {shown} (`ttfr validate {root}` lists every problem)"
+
+
+def dataset_problems(root: Path, dataset: dict) -> list[str]:
+    """A workspace file suite.json lists: inside the directory, bounded, its recorded sha256."""
+    rel = dataset["path"]
+    try:
+        payload = read_bounded(confined(root, rel), rel)
+    except ArtifactError as exc:
+        return [str(exc)]
+    if hashlib.sha256(payload).hexdigest() != dataset["sha256"]:
+        return [f"{rel}: sha256 does not match suite.json (file changed after the run)"]
+    return []
+
+
+def case_ref_problems(ref: dict, data: dict | None) -> list[str]:
+    """A suite.json case entry against the case file it points to."""
+    case_id, rel = ref.get("case"), ref.get("path")
+    if not catalog.is_case_id(case_id):
+        return [f"suite.json: {case_id!r} is not a ttfr case id"]
+    problems = []
+    if rel != f"cases/{case_id}.json":
+        problems.append(f"suite.json: case {case_id} points to {rel!r}, not cases/{case_id}.json")
+    if data is not None:
+        if data.get("case") != case_id:
+            problems.append(f"{rel}: holds case {data.get('case')!r}, suite.json says {case_id!r}")
+        if data.get("status") != ref.get("status"):
+            problems.append(f"{rel}: status {data.get('status')!r}, suite.json says {ref.get('status')!r}")
+    return problems
+
+
+@dataclass(frozen=True)
+class VerifiedResult:
+    """A finished result directory whose every artifact checked out."""
+
+    result_dir: ResultDir
+    suite: dict
+    manifest: dict
+    cases: list[dict]
+
+
+def load_finished(root: Path) -> VerifiedResult:
+    """Read a finished result directory, verifying everything it is built from; the first
+    problem is an ArtifactError that names the file (`ttfr validate DIR` lists them all)."""
+    result_dir = ResultDir.finished(root)
+    root = result_dir.root
+    suite = read_artifact(root, "suite.json", SUITE_SCHEMA)
+    manifest = read_artifact(root, suite["manifest"]["path"], MANIFEST_SCHEMA, suite["manifest"]["sha256"])
+    cases = []
+    for ref in suite["cases"]:
+        problems = case_ref_problems(ref, None)
+        if problems:
+            raise ArtifactError(_located(root, problems))
+        data = read_artifact(root, ref["path"], CASE_SCHEMA, ref["sha256"])
+        problems = case_ref_problems(ref, data)
+        if problems:
+            raise ArtifactError(_located(root, problems))
+        cases.append(data)
+    for dataset in suite["datasets"]:
+        problems = dataset_problems(root, dataset)
+        if problems:
+            raise ArtifactError(_located(root, problems))
+    return VerifiedResult(result_dir, suite, manifest, cases)
+
+
+def _planned_runs(root: Path, problems: list[str]) -> dict:
+    """How many measured runs per policy the plan allows; a plan.json that is not a valid
+    plan is a problem (and allows no check: {})."""
+    plan, found = inspect(root, "plan.json", PLAN_SCHEMA)
+    problems += found
+    if plan is None or found:
+        return {}
+    return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
+
+
+def _runs_beyond_the_plan(case: dict, planned: dict) -> list[str]:
+    """Two writers in one directory duplicate runs: more than planned, or an index twice."""
+    problems = []
+    for name, policy in case["policies"].items():
+        for kind, limit in planned.items():
+            indexes = [r["index"] for r in policy.get(kind) or []]
+            if len(indexes) > limit:
+                problems.append(f"{name} has {len(indexes)} measured runs, the plan allows {limit}")
+            if len(set(indexes)) != len(indexes):
+                problems.append(f"{name} has a run index more than once")
+    return problems
+
+
+def validate_dir(root: Path) -> list[str]:
+    """Every problem found (never raises on malformed input): schema violations, hash
+    mismatches, paths leaving the directory, missing or stray case files, runs beyond the plan."""
+    root = Path(root)
+    suite, problems = inspect(root, "suite.json", SUITE_SCHEMA)
+    if suite is None or problems:
+        # An index that is not a valid suite cannot be followed safely.
+        return problems or ["suite.json: unreadable"]
+    planned = _planned_runs(root, problems)
+    _, found = inspect(root, suite["manifest"]["path"], MANIFEST_SCHEMA, suite["manifest"]["sha256"])
+    problems += found
+    for dataset in suite["datasets"]:
+        problems += dataset_problems(root, dataset)
+    listed = set()
+    for ref in suite["cases"]:
+        found = case_ref_problems(ref, None)
+        if found:
+            problems += found
+            continue
+        listed.add(ref["path"])
+        data, found = inspect(root, ref["path"], CASE_SCHEMA, ref["sha256"])
+        problems += found + case_ref_problems(ref, data)
+        if data is not None and not schema_errors(data, CASE_SCHEMA):
+            problems += [f"{ref['path']}: {p}" for p in _runs_beyond_the_plan(data, planned)]
+    cases_dir = root / "cases"
+    if cases_dir.is_dir() and not cases_dir.is_symlink():
+        for path in sorted(cases_dir.iterdir()):
+            if f"cases/{path.name}" not in listed and path.suffix == ".json":
+                problems.append(f"cases/{path.name}: not listed in suite.json")
+    return problems
