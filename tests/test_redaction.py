@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from ttfr.artifacts.redaction import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
+from ttfr.redaction import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
 from ttfr.commands import ab
 from ttfr.measure.spec import build_spec
 
@@ -70,3 +70,18 @@ def test_no_secret_of_an_ab_run_reaches_any_file_it_writes(tmp_path, monkeypatch
     arm_b = json.loads((outcome.root / "B" / "plan.json").read_text())["arm"]
     assert arm_b["env"]["API_KEY"] == REDACTED  # the name stays, so a reader knows it was set
     assert f"HF_TOKEN={REDACTED}" in (outcome.root / "comparison.md").read_text()
+
+
+def test_free_text_loses_every_secret_value_of_the_environment_and_inline_pairs():
+    from ttfr.redaction import redact_text
+
+    env = {"HF_TOKEN": "hf_abcdef123", "PATH": "/usr/bin", "DB_PASSWORD": "s3cr3t!", "MY_PIN": "12"}
+    text = (
+        "Traceback: token hf_abcdef123 rejected\nconnecting to postgres://me:pw0rd@db/x with s3cr3t!\n"
+        "XLA_FLAGS=--xla_api_key=K123 ok; PATH=/usr/bin; pin 12"
+    )
+    out = redact_text(text, env)
+    for secret in ("hf_abcdef123", "pw0rd", "s3cr3t!", "K123"):
+        assert secret not in out
+    assert "PATH=/usr/bin" in out and "pin 12" in out  # not secrets, and too short to hunt for
+    assert redact_text(None, env) is None and redact_text("", env) == ""

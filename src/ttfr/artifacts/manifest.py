@@ -3,7 +3,7 @@
 Runtime versions come from package metadata (nothing is imported); each case result also
 carries the versions its worker actually imported. Environment variables are recorded
 from an allow-list of prefixes only, and every recorded value and the command line pass
-through artifacts/redaction.py.
+through ttfr/redaction.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import ttfr
-from ttfr.artifacts.redaction import redact_argv, redact_env
+from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog

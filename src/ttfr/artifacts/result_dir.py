@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ttfr.artifacts.store import ArtifactError
-from ttfr.artifacts.redaction import redact_argv
+from ttfr.redaction import redact_argv
 from ttfr.errors import UsageError
 
 

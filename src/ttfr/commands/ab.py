@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ttfr.analyse.case_result import case_results
-from ttfr.artifacts.redaction import redact_argv, redact_env
+from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.result_dir import snapshot_id
 from ttfr.artifacts.store import PLAN_SCHEMA, read_json, write_json
 from ttfr.commands import compare

@@ -32,7 +32,18 @@ def redact_value(name: str, value: str) -> str:
     if is_secret_name(name):
         return REDACTED
     value = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", value)
-    return _PAIR.sub(lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], value)
+    return _redact_pairs(value)
+
+
+def _redact_pairs(text: str) -> str:
+    """`name=value` pairs with a secret name, also nested (`XLA_FLAGS=--x_api_key=...`)."""
+
+    def one(m):
+        if is_secret_name(m["name"]):
+            return f"{m['name']}={REDACTED}"
+        return f"{m['name']}={_redact_pairs(m['value'])}"
+
+    return _PAIR.sub(one, text)
 
 
 def redact_env(environment: dict) -> dict:
@@ -58,3 +69,15 @@ def redact_argv(argv) -> list[str]:
         else:
             out.append(redact_value("", word))
     return out
+
+
+def redact_text(text: str | None, environment: dict | None = None) -> str | None:
+    """Free text (a failed worker's output tail, a traceback) as it may be recorded: the
+    value of every secret-named variable of `environment` wherever it appears (values under
+    4 characters would blank out ordinary text), then `name=value` pairs and URL credentials."""
+    if not text:
+        return text
+    for name, value in (environment or {}).items():
+        if is_secret_name(name) and len(str(value)) >= 4:
+            text = text.replace(str(value), REDACTED)
+    return redact_value("", text)
