@@ -6,6 +6,10 @@
   as g++) comes back; the reap timestamp ends `process_s`.
 - The watchdog kills the whole process group on timeout (compiler grandchildren too), and
   the group is killed again after the worker exits to leave no stragglers.
+- The group is registered with this process's sweeper (measure/sweeper.py) while it may be
+  alive, so it dies with a ttfr that is killed outright (kill -9) instead of running on.
+- A worker killed by SIGKILL that ttfr did not send is "oom" only when the kernel's OOM-kill
+  counter (of this cgroup, else of the machine) rose during its life; otherwise it is "signal".
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 
 from ttfr.child.job import Job
+from ttfr.redaction import redact_text
+from ttfr.measure import sweeper
 
 WORKER_BOOT = "from ttfr.child.worker import main; main()"
 STDERR_TAIL_CHARS = 2000
@@ -71,6 +77,61 @@ def ensure_worker_bytecode() -> None:
         pass
 
 
+@dataclass(frozen=True)
+class OomCounter:
+    """A file with an `oom_kill N` line: the kernel's count of OOM-killed processes."""
+
+    path: str
+    source: str  # how reasons name it: "memory.oom_control", "memory.events", "/proc/vmstat"
+    scope: str  # "in this cgroup" or "on this machine"
+
+    def read(self) -> int | None:
+        try:
+            with open(self.path, "rb") as stats:
+                for line in stats:
+                    key, _, value = line.partition(b" ")
+                    if key == b"oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return None
+
+
+@dataclass(frozen=True)
+class OomCheck:
+    """How many OOM kills the counter recorded during one worker's life."""
+
+    kills: int
+    source: str
+    scope: str
+
+
+def find_oom_counter(proc: str = "/proc", cgroup_fs: str = "/sys/fs/cgroup") -> OomCounter | None:
+    """This process's OOM-kill counter: its cgroup's (v1 memory controller, else v2), else the machine's.
+
+    The kernel raises the counter before it sends the SIGKILL, so it is up to date by the time the
+    victim is reaped. Both cgroup counters include the cgroup's descendants; workers inherit the cgroup.
+    """
+    candidates = []
+    try:
+        with open(os.path.join(proc, "self", "cgroup")) as cgroups:
+            lines = cgroups.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        path = path.lstrip("/")
+        if "memory" in controllers.split(","):
+            candidates.append(OomCounter(os.path.join(cgroup_fs, "memory", path, "memory.oom_control"),
+                                         "memory.oom_control", "in this cgroup"))  # fmt: skip
+        elif controllers == "":
+            for root in (cgroup_fs, os.path.join(cgroup_fs, "unified")):
+                candidates.append(OomCounter(os.path.join(root, path, "memory.events"), "memory.events", "in this cgroup"))
+    candidates.append(OomCounter(os.path.join(proc, "vmstat"), "/proc/vmstat", "on this machine"))
+    return next((counter for counter in candidates if counter.read() is not None), None)
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -98,20 +159,33 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeout_s: float) -> tuple[str, str | None]:
+def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeout_s: float,
+             oom: OomCheck | None = None) -> tuple[str, str | None]:  # fmt: skip
+    """Outcome and reason of one run; `oom` is the OOM-kill evidence (None: it could not be read)."""
     if timed_out:
         return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)"
     if record is not None:
         outcome, reason = record.get("outcome", ERROR), record.get("reason")
         if exit_code not in (0, None) and outcome == "ok":
             how = f"killed by {_signal_name(-exit_code)}" if exit_code < 0 else f"exit code {exit_code}"
-            return ERROR, f"worker reported a result, then {how}"
+            return ERROR, f"worker reported a result, then {how}" + _oom_note(oom)
         return outcome, reason
     if exit_code is not None and exit_code < 0:
         if -exit_code == signal.SIGKILL:
-            return OOM, "killed by SIGKILL, not by ttfr: most likely the kernel's OOM killer"
+            if oom is None:
+                return SIGNAL, ("killed by SIGKILL from outside ttfr; whether the kernel's OOM killer did it "
+                                "could not be checked (no readable OOM-kill counter)")  # fmt: skip
+            if oom.kills > 0:
+                return OOM, "killed by SIGKILL" + _oom_note(oom)
+            return SIGNAL, f"killed by SIGKILL from outside ttfr (no OOM kill recorded {oom.scope}: {oom.source})"
         return SIGNAL, f"killed by {_signal_name(-exit_code)}"
-    return ERROR, f"exit code {exit_code} without a result record"
+    return ERROR, f"exit code {exit_code} without a result record" + _oom_note(oom)
+
+
+def _oom_note(oom: OomCheck | None) -> str:
+    if oom is None or oom.kills <= 0:
+        return ""
+    return f"; the kernel's OOM killer killed {oom.kills} process(es) {oom.scope} meanwhile ({oom.source})"
 
 
 def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
@@ -120,6 +194,9 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
     argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
     reaped: dict = {}
+    sweeper.start()  # before the clock starts: a no-op once the sweeper runs
+    counter = find_oom_counter()
+    oom_before = counter.read() if counter else None
     with tempfile.TemporaryFile() as log:
         spawn_ns = time.monotonic_ns()
         try:
@@ -132,6 +209,7 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             return RunResult(ERROR, f"could not start the worker: {exc}", None, spawn_ns, None, None)
         finally:
             os.close(write_fd)
+        sweeper.watch(proc.pid)  # the worker leads its own group: pgid == pid
 
         def reap():
             _pid, status, usage = os.wait4(proc.pid, 0)
@@ -154,9 +232,13 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             raise
         finally:
             _kill_group(proc.pid)  # stragglers holding the pipe (forked compile workers)
+            if reaped:  # killed and its leader reaped: never kill that number later
+                sweeper.release(proc.pid)
             reader.join()
         exit_code = os.waitstatus_to_exitcode(reaped["status"])
         proc.returncode = exit_code  # we reaped it; keep Popen from trying again
+        oom_after = counter.read() if oom_before is not None else None
+        oom = None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope)
 
         record = None
         raw = b"".join(chunks)
@@ -167,13 +249,15 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
                 record = None
             if not isinstance(record, dict):
                 record = None
-        outcome, reason = classify(record, exit_code, timed_out, timeout_s)
+        outcome, reason = classify(record, exit_code, timed_out, timeout_s, oom)
         if record is None and not timed_out and raw:
             reason = f"{reason}; the worker's record was unreadable"
+        if record is not None and isinstance(record.get("traceback"), str):
+            record["traceback"] = redact_text(record["traceback"], env)
         usage = reaped["usage"]
         return RunResult(
             outcome=outcome,
-            reason=reason,
+            reason=redact_text(reason, env),  # free text from the worker: it may quote its environment
             record=record,
             spawn_ns=spawn_ns,
             reaped_ns=None if timed_out else reaped["ns"],
@@ -184,5 +268,5 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
                 "max_rss_bytes": usage.ru_maxrss * 1024,
                 "involuntary_switches": usage.ru_nivcsw,
             },
-            output_tail=None if outcome in ("ok", "unavailable") else _tail(log),
+            output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
         )
