@@ -1,3 +1,3 @@
-from ttfr.commands.cli import main
+from ttfr.commands.entry import main
 
 raise SystemExit(main())

@@ -66,18 +66,18 @@ def resolve_python(value: str | None) -> str:
     return str(path)
 
 
-def parse_env(items) -> tuple[tuple[str, str], ...]:
+def parse_env(items, option: str = "--a-env/--b-env") -> tuple[tuple[str, str], ...]:
     pairs = []
     for item in items or ():
         key, sep, value = str(item).partition("=")
         if not sep or not key or not key.replace("_", "").isalnum():
-            raise UsageError(f"environment setting {redact_argv([item])[0]!r} is not KEY=VALUE")
+            raise UsageError(f"{option} {redact_argv([item])[0]!r} is not KEY=VALUE (e.g. {option} XLA_FLAGS=--flag)")
         pairs.append((key, value))
     return tuple(pairs)
 
 
 def make_arm(name: str, python: str | None, env_items) -> Arm:
-    arm = Arm(name, resolve_python(python), parse_env(env_items))
+    arm = Arm(name, resolve_python(python), parse_env(env_items, f"--{name.lower()}-env"))
     check_worker_python(arm.python, arm.environment, option=f"--{name.lower()}")
     return arm
 

@@ -65,10 +65,13 @@ class Journal:
                     fh.seek(-1, os.SEEK_END)
                     if fh.read(1) != b"\n":
                         line = "\n" + line
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:  # write() and fsync() errors carry no file name: say which file
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
 
     def entries(self) -> list[dict]:
         if not self.path.exists():
