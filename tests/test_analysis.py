@@ -137,14 +137,14 @@ def test_unavailable_case_is_warn_with_no_runs(tmp_path):
     assert case["status"] == "warn" and case["reason"] == "gpu_unavailable" and case["policies"] == {}
 
 
-def _result(backend, ttfr, call, low_high=None):
+def _result(backend, ttfr, call, low_high=None, dataset="matmul-512-float32-seed0"):
     def summary(value):
         low, high = low_high or (value, value)
         return {"n": 5, "median": value, "median_ci": {"low": low * value, "high": high * value, "level": 0.95}}
 
     return {
         "case": f"{backend}_matmul_512_f32", "backend": backend, "workload": "matmul", "size": 512,
-        "dtype": "float32", "status": "ok", "reason": None,
+        "dtype": "float32", "status": "ok", "reason": None, "dataset": {"id": dataset, "sha256": None},
         "policies": {COLD_CACHE: {"summary": {"ttfr_s": summary(ttfr)}}, WARM_PROCESS: {"summary": {"call_s": summary(call)}}},
     }  # fmt: skip
 
@@ -158,6 +158,14 @@ def test_break_even_counts_calls_until_the_slow_starter_catches_up():
     total = lambda start, call, n: start + (n - 1) * call  # noqa: E731
     assert total(1.1, 0.002, 126) <= total(0.1, 0.010, 126)
     assert total(1.1, 0.002, 125) > total(0.1, 0.010, 125)
+
+
+def test_break_even_never_pairs_a_workspace_file_with_the_preset_of_its_size():
+    rows = suite_figures.break_even([
+        _result("numpy", 0.1, 0.010, dataset="histfactory-custom-8p-seed0"),
+        _result("jax_jit_cpu", 1.1, 0.002, dataset="histfactory-complex8p-8p-seed0"),
+    ])  # fmt: skip
+    assert rows == []
 
 
 def test_break_even_is_never_when_the_slow_starter_is_not_faster_per_call():

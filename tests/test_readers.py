@@ -169,3 +169,22 @@ def test_validate_never_crashes_and_readers_give_one_line(finished, tmp_path, ca
     if name != "plan.json":  # report/export/compare do not read the plan
         _assert_refused(_every_reader(finished, tmp_path, capsys))
     assert main(["validate", str(finished)]) == 1
+
+
+@pytest.mark.parametrize("path", ["../../../etc/passwd", "/etc/passwd", "workspaces/link.json"])
+def test_resume_refuses_workspace_paths_of_plan_json_outside_the_directory(tmp_path, path):
+    from fakes import FakeExecutor
+
+    from ttfr.commands import run as suite_run
+    from ttfr.measure.spec import build_spec
+
+    spec = build_spec(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=2, warm_procs=1)
+    result_dir = suite_run.start(spec, tmp_path, ["ttfr", "run"])
+    root = suite_run.execute(result_dir, spec, FakeExecutor(interrupt_at=1)).result_dir.root
+    (root / "workspaces" / "link.json").symlink_to("/etc/passwd")
+    plan = json.loads((root / "plan.json").read_text())
+    next(iter(plan["datasets"].values()))["files"]["workspace"] = path
+    (root / "plan.json").write_text(json.dumps(plan))
+    # the schema refuses a path outside workspaces/, the reader a symlink out of the directory
+    with pytest.raises(ArtifactError, match="does not match|outside the result directory"):
+        suite_run.reopen(root)

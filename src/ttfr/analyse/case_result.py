@@ -138,7 +138,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
             "deterministic": spec.deterministic,
         },
         "sync_policy": backend.sync_policy,
-        "dataset": {"id": datasets.dataset_id(case, spec.seed, spec.custom_size), "sha256": None},
+        "dataset": {"id": datasets.dataset_id(case, spec.seed), "sha256": None},
         "device": None,
         "versions": {},
         "correctness": None,

@@ -25,9 +25,11 @@ def break_even(case_results: list[dict]) -> list[dict]:
     for result in case_results:
         if result["status"] == "failed":
             continue
-        groups.setdefault((result["workload"], result["size"], result["dtype"]), []).append(result)
+        # A --workspace file and the preset of its size are different problems: never paired.
+        key = (result["workload"], result["size"], result["dtype"], result["dataset"]["id"])
+        groups.setdefault(key, []).append(result)
     rows = []
-    for (workload, size, dtype), members in sorted(groups.items()):
+    for (workload, size, dtype, dataset), members in sorted(groups.items()):
         for cold_policy in (COLD_CACHE, WARM_CACHE):
             figures = []
             for result in members:
@@ -43,7 +45,7 @@ def break_even(case_results: list[dict]) -> list[dict]:
                     best = _calls_to_break_even(ci[0]["high"], ci[1]["low"], ci[2]["high"], ci[3]["low"])
                     worst = _calls_to_break_even(ci[0]["low"], ci[1]["high"], ci[2]["low"], ci[3]["high"])
                     rows.append({
-                        "workload": workload, "size": size, "dtype": dtype, "cold_policy": cold_policy,
+                        "workload": workload, "size": size, "dtype": dtype, "dataset": dataset, "cold_policy": cold_policy,
                         "fast_start": name_a, "slow_start": name_b,
                         "fast_start_ttfr_s": cold_a["median"], "slow_start_ttfr_s": cold_b["median"],
                         "fast_start_call_s": warm_a["median"], "slow_start_call_s": warm_b["median"],
@@ -100,6 +102,7 @@ def scaling_rows(case_results: list[dict]) -> list[dict]:
             "workload": result["workload"],
             "engine": result["backend"],
             "parameters": result["size"],
+            "dataset": result["dataset"]["id"],
             "status": result["status"],
         }
         _with_ci(row, "ttfr_cold_cache", policy_metric(result, COLD_CACHE, "ttfr_s"))

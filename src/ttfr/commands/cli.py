@@ -23,7 +23,7 @@ from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
-from ttfr.measure.spec import PROFILES, build_spec
+from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
 
 EXPORT_FORMATS = ("nextstat-v1",)
 
@@ -200,6 +200,7 @@ def _ab(args, console: Console) -> int:
     from ttfr.commands import ab, selftest
     from ttfr.report import terminal
 
+    check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
     run_spec = build_spec(
         profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,

@@ -84,19 +84,21 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
 
 
 def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
-    """Write the HistFactory workspaces the cases use; size -> name, signal, hashes."""
-    by_size = {c.size: c for c in spec.cases if c.uses_workspace}
+    """Write the HistFactory workspaces the cases use, keyed by the cases' size token (`8`: the
+    preset with 8 parameters, `custom_8`: the --workspace file) -> name, size, signal, hashes."""
+    by_key = {c.size_token: c for c in sorted(spec.cases) if c.uses_workspace}
     user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
     mapping = {}
-    for size, case in sorted(by_size.items()):
-        workspace = datasets.resolve(size, spec.seed, user)
+    for key, case in sorted(by_key.items(), key=lambda kv: (kv[1].size, kv[1].custom)):
+        workspace = datasets.resolve(case.size, spec.seed, user, case.custom)
         written = {}
         for role, (name, payload) in datasets.files(workspace, spec.seed).items():
             write_bytes_atomic(result_dir.workspaces / name, payload)
             written[role] = (result_dir.workspaces / name).relative_to(result_dir.root).as_posix()
-        mapping[str(size)] = {
+        mapping[key] = {
             "name": workspace.name,
-            "dataset_id": datasets.dataset_id(case, spec.seed, spec.custom_size),
+            "size": case.size,
+            "dataset_id": datasets.dataset_id(case, spec.seed),
             "signal": "/".join(workspace.signal),
             "files": written,
             "sha256": workspace.sha256,
@@ -104,13 +106,15 @@ def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
     return mapping
 
 
-def dataset_fields(result_dir: ResultDir) -> dict[int, dict]:
-    """Job fields per HistFactory size: absolute paths, the signal and the reference cache."""
+def dataset_fields(result_dir: ResultDir) -> dict[str, dict]:
+    """Job fields per HistFactory size token (Case.size_token, e.g. `8` or `custom_8`): absolute
+    paths, the signal and the reference cache."""
     fields = {}
-    for size, info in read_json(result_dir.plan).get("datasets", {}).items():
-        fields[int(size)] = {
-            "workspace": str(result_dir.root / info["files"]["workspace"]),
-            "point": str(result_dir.root / info["files"]["point"]),
+    for key, info in read_json(result_dir.plan).get("datasets", {}).items():
+        # plan.json may come from someone else (--resume): its files must be the directory's own
+        fields[key] = {
+            "workspace": str(reader.confined(result_dir.root, info["files"]["workspace"])),
+            "point": str(reader.confined(result_dir.root, info["files"]["point"])),
             "signal": info["signal"],
             "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
         }
@@ -149,6 +153,7 @@ def _resumable_spec(result_dir: ResultDir) -> RunSpec:
         raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
     plan = data
     spec = RunSpec.from_json(plan["spec"])
+    dataset_fields(result_dir)  # every workspace path it names must be the directory's own
     if spec.python is not None:
         check_worker_python(spec.python, option="plan.json's python")
     return spec
@@ -230,8 +235,11 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
         "datasets": [
-            {"name": info["name"], "size": int(size), "path": path, "sha256": artifact_sha}
-            for size, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: int(kv[0]))
+            {"name": info["name"], "size": info.get("size") or int(key), "path": path, "sha256": artifact_sha}
+            # keys: "8" (the preset) or "custom_8" (--workspace); older plans have no "size"
+            for key, info in sorted(
+                plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1].get("size") or int(kv[0]), kv[0])
+            )  # fmt: skip
             for path, artifact_sha in ((p, sha256_file(result_dir.root / p)) for p in info["files"].values())
         ],
     }

@@ -1,7 +1,9 @@
 """What can be measured: backends, workloads and the case ids they combine into.
 
 Case id: `<backend>_<workload>_<size>_<dtype>` (dtype `f32`/`f64`), e.g.
-`jax_jit_cpu_matmul_512_f32`. Availability is probed cheaply (find_spec, /dev/nvidia*),
+`jax_jit_cpu_matmul_512_f32`; a HistFactory case on the user's `--workspace` file is
+`<backend>_<workload>_custom_<size>_<dtype>` (size: its parameter count), so it never shares
+an id with the preset of the same parameter count. Availability is probed cheaply (find_spec, /dev/nvidia*),
 never by importing a runtime: the worker has the final word and reports `warn` itself.
 """
 
@@ -165,16 +167,26 @@ WORKLOADS = {
 HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
 
 
+CUSTOM = "custom"  # the size marker of a case on the user's --workspace file
+
+
 @dataclass(frozen=True, order=True)
 class Case:
     backend: str
     workload: str
     size: int
     dtype: str  # float32 | float64
+    custom: bool = False  # a HistFactory case on the user's --workspace file (not a preset)
+
+    @property
+    def size_token(self) -> str:
+        """The size as the id writes it (`8`, or `custom_8` for the user's workspace); also
+        the key of the case's workspace in plan.json's `datasets`."""
+        return f"{CUSTOM}_{self.size}" if self.custom else str(self.size)
 
     @property
     def id(self) -> str:
-        return f"{self.backend}_{self.workload}_{self.size}_{DTYPE_SHORT[self.dtype]}"
+        return f"{self.backend}_{self.workload}_{self.size_token}_{DTYPE_SHORT[self.dtype]}"
 
     @property
     def backend_info(self) -> Backend:
@@ -214,15 +226,29 @@ def catalogued_cases() -> list[Case]:
     )
 
 
-def check_size(workload: Workload, size: int, extra_sizes=()) -> None:
+def check_size(workload: Workload, size: int, extra_sizes=(), custom: bool = False) -> None:
+    """`extra_sizes`: the parameter count of the run's --workspace file (at most one), which
+    only a `custom` case may name; any other HistFactory size is a preset's."""
     if workload.name in HF_WORKLOADS:
-        if size not in HF_PRESET_SIZES.values() and size not in extra_sizes:
+        if custom:
+            if size not in extra_sizes:
+                mine = f"has {extra_sizes[0]} parameters" if extra_sizes else "was not given"
+                raise UsageError(
+                    f"size {CUSTOM}_{size} names the --workspace file with {size} parameters, but --workspace {mine}; "
+                    f"presets: {', '.join(f'{name}={n}' for name, n in HF_PRESET_SIZES.items())}"
+                )
+            return
+        if size not in HF_PRESET_SIZES.values():
             presets = ", ".join(f"{name}={n}" for name, n in HF_PRESET_SIZES.items())
+            mine = f"; the file given with --workspace is size {CUSTOM}_{extra_sizes[0]}" if extra_sizes else ""
             raise UsageError(
                 f"size {size} is not a HistFactory workspace of this run: sizes are parameter counts of the "
-                f"presets ({presets}) or of the file given with --workspace"
+                f"presets ({presets}) or {CUSTOM}_<n> for the file given with --workspace{mine}"
             )
         return
+    if custom:
+        raise UsageError(f"size {CUSTOM}_{size}: only the HistFactory workloads ({', '.join(HF_WORKLOADS)}) "
+                         "read a --workspace file")  # fmt: skip
     low, high = workload.size_range
     if not low <= size <= high:
         raise UsageError(
@@ -231,7 +257,7 @@ def check_size(workload: Workload, size: int, extra_sizes=()) -> None:
         )
 
 
-def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=()) -> Case:
+def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=(), custom: bool = False) -> Case:
     if backend not in BACKENDS:
         raise unknown_choice("backend", backend, BACKENDS)
     if workload not in WORKLOADS:
@@ -246,12 +272,13 @@ def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=()
             f"dtype {dtype!r} is not offered by workload {workload!r}; valid: "
             + ", ".join(f"{DTYPE_SHORT[d]} ({d})" for d in w.dtypes)
         )
-    check_size(w, size, extra_sizes)
-    return Case(backend, workload, size, dtype)
+    check_size(w, size, extra_sizes, custom)
+    return Case(backend, workload, size, dtype, custom)
 
 
-_CASE_TAIL = re.compile(r"^(?P<head>.+)_(?P<size>\d+)_(?P<dtype>f32|f64)$")
-# What any case id looks like (lower-case words, size, dtype): safe as a file name.
+_CASE_TAIL = re.compile(r"^(?P<head>.+?)(?P<custom>_custom)?_(?P<size>\d+)_(?P<dtype>f32|f64)$")
+# What any case id looks like (lower-case words, size, dtype): safe as a file name. A custom
+# case's `custom_<n>` size is two such words.
 CASE_ID_GRAMMAR = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*_[0-9]+_f(?:32|64)$")
 
 
@@ -260,13 +287,16 @@ def is_case_id(text) -> bool:
 
 
 def parse_case_id(case_id: str, extra_sizes=()) -> Case:
-    """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted."""
+    """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted.
+    `..._custom_<n>_...` is a HistFactory case on the --workspace file (`extra_sizes`: its
+    parameter count)."""
     match = _CASE_TAIL.match(case_id)
     if match:
         head = match["head"]
         for backend in sorted(BACKENDS, key=len, reverse=True):
             if head.startswith(backend + "_") and head[len(backend) + 1 :] in WORKLOADS:
-                return make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"], extra_sizes)
+                return make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"], extra_sizes,
+                                 custom=bool(match["custom"]))  # fmt: skip
     raise unknown_choice("case id", case_id, [c.id for c in catalogued_cases()])
 
 

@@ -1,7 +1,10 @@
 """Inputs that live on disk: the HistFactory workspaces of a run.
 
 A HistFactory case's size is its workspace's parameter count. Presets are generated from
-the run's seed; a user's file (`--workspace`) is validated before anything runs. Each
+the run's seed; a user's file (`--workspace`, at most MAX_WORKSPACE_BYTES, a regular file)
+is validated before anything runs, and its cases are `custom` ones
+(`<backend>_<workload>_custom_<size>_<dtype>`), so a preset of the same parameter count
+is never mistaken for it. Each
 workspace used is written to `<result>/workspaces/<name>.json` together with
 `<name>.point.json`, the seeded parameter point (by name) at which every engine evaluates
 the NLL and its gradients, so every engine reads the same bytes in its timed setup.
@@ -10,8 +13,12 @@ the NLL and its gradients, so every engine reads the same bytes in its timed set
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from dataclasses import dataclass
-from pathlib import Path
+
+import numpy as np
 
 from ttfr.child.workloads.histfactory import dense
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
@@ -31,10 +38,10 @@ class Workspace:
         return hf_workspace.sha256(self.spec)
 
 
-def dataset_id(case: catalog.Case, seed: int, custom_size: int | None = None) -> str:
+def dataset_id(case: catalog.Case, seed: int) -> str:
     """The id a case's inputs are published under: one format for every artifact."""
     if case.uses_workspace:
-        name = "custom" if custom_size == case.size else catalog.HF_PRESET_BY_SIZE[case.size]
+        name = "custom" if case.custom else catalog.HF_PRESET_BY_SIZE[case.size]
         return f"histfactory-{name}-{case.size}p-seed{seed}"
     return f"{case.workload}-{case.size}-{case.dtype}-seed{seed}"
 
@@ -56,28 +63,123 @@ def _pyhf_schema_errors(spec: dict) -> str | None:
     try:
         pyhf.schema.validate(spec, "workspace.json")
     except pyhf.exceptions.InvalidSpecification as exc:
-        return str(exc).splitlines()[0]
+        where = getattr(exc, "path", "") or "<top level>"
+        message = getattr(getattr(exc, "parent", None), "message", None) or str(exc).splitlines()[0]
+        message = " ".join(str(message).split())
+        return f"{where}: {message if len(message) <= 200 else message[:197] + '...'}"
     return None
 
 
-def load_user_workspace(path: str, signal: str | None = None) -> Workspace:
-    """Read and check a user's pyhf JSON workspace; UsageError says what is wrong."""
-    file = Path(path)
+# The largest --workspace file ttfr reads: twice the canonical JSON ttfr itself writes for its
+# largest preset (ladder2000, 34 MiB), so a run's own workspaces/ladder2000.json can be given back.
+MAX_WORKSPACE_BYTES = 64 * 1024 * 1024  # 64 MiB
+
+
+def _limit() -> str:
+    return f"{MAX_WORKSPACE_BYTES / 2**20:g} MiB limit ({MAX_WORKSPACE_BYTES} bytes)"
+
+
+def _describe(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _stat_regular(path: str, option: str) -> os.stat_result:
+    """os.stat of a regular file no larger than MAX_WORKSPACE_BYTES, else UsageError (never opens
+    anything: a FIFO with no writer would block the open)."""
     try:
-        spec = json.loads(file.read_text(encoding="utf-8"))
+        info = os.stat(path)
     except OSError as exc:
-        raise UsageError(f"--workspace {path}: cannot read it ({exc.strerror})") from None
+        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:  # an embedded NUL byte
+        raise UsageError(f"{option} {path!r}: not a usable path ({exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{option} {path}: {_describe(info.st_mode)}, not a regular file: give a pyhf JSON workspace file")
+    if info.st_size > MAX_WORKSPACE_BYTES:
+        raise UsageError(f"{option} {path}: {info.st_size} bytes is above the {_limit()} for a workspace file")
+    return info
+
+
+def read_bounded(path: str, option: str = "--workspace") -> bytes:
+    """A regular file's bytes, read once and at most MAX_WORKSPACE_BYTES of them."""
+    _stat_regular(path, option)
+    try:
+        # O_NONBLOCK: should the path have become a FIFO since the stat, the open cannot hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{option} {path}: {_describe(mode)}, not a regular file: give a pyhf JSON workspace file")
+        try:
+            data = fh.read(MAX_WORKSPACE_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_WORKSPACE_BYTES:
+        raise UsageError(f"{option} {path}: more than the {_limit()} for a workspace file")
+    return data
+
+
+def _parse(data: bytes, path: str):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"--workspace {path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UsageError(f"--workspace {path}: not a usable workspace: JSON nested too deeply") from None
     except ValueError as exc:
-        raise UsageError(f"--workspace {path}: not JSON ({exc})") from None
+        raise UsageError(f"--workspace {path}: not JSON ({' '.join(str(exc).split())})") from None
+
+
+def _model_problem(spec: dict, signal: tuple[str, str]) -> str | None:
+    """Compile the dense model every native engine uses and evaluate its NLL at the initial
+    values: what is left unusable after the checks above fails here, before anything runs."""
+    try:
+        model = dense.compile_workspace(spec, signal)
+        with np.errstate(all="ignore"):
+            value = float(dense.nll(dense.Ops("numpy", np), model.inits(), model.signal_nominal(), model.arrays))
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+        return f"it cannot be compiled into a HistFactory model ({type(exc).__name__}: {exc})"
+    if not math.isfinite(value):
+        return f"its NLL at the initial parameter values is {value} (a bin with nothing expected there?)"
+    return None
+
+
+_LOADED: dict[tuple, Workspace] = {}
+
+
+def load_user_workspace(path: str, signal: str | None = None) -> Workspace:
+    """Read and check a user's pyhf JSON workspace; UsageError says what is wrong (with the
+    JSON path of a bad value). The file is read once per process while it is unchanged: the
+    run writes the very bytes that were checked."""
+    info = _stat_regular(path, "--workspace")
+    key = (os.path.abspath(path), signal, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key in _LOADED:
+        return _LOADED[key]
+    spec = _parse(read_bounded(path), path)
     try:
         hf_workspace.check(spec, str(path))
         problem = _pyhf_schema_errors(spec)
         if problem:
             raise hf_workspace.WorkspaceError(f"{path}: not a valid pyhf workspace: {problem}")
         chosen = _parse_signal(signal, spec, path) if signal else hf_workspace.find_signal(spec)
+        problem = _model_problem(spec, chosen)
+        if problem:
+            raise hf_workspace.WorkspaceError(f"{path}: not a usable HistFactory workspace: {problem}")
     except hf_workspace.WorkspaceError as exc:
         raise UsageError(str(exc)) from None
-    return Workspace(f"custom-{hf_workspace.sha256(spec)[:8]}", hf_workspace.count_parameters(spec), chosen, spec)
+    workspace = Workspace(f"custom-{hf_workspace.sha256(spec)[:8]}", hf_workspace.count_parameters(spec), chosen, spec)
+    if len(_LOADED) >= 8:
+        _LOADED.clear()
+    _LOADED[key] = workspace
+    return workspace
 
 
 def _parse_signal(text: str, spec: dict, path) -> tuple[str, str]:
@@ -88,8 +190,12 @@ def _parse_signal(text: str, spec: dict, path) -> tuple[str, str]:
     return channel, sample
 
 
-def resolve(size: int, seed: int, user: Workspace | None) -> Workspace:
-    if user is not None and size == user.size:
+def resolve(size: int, seed: int, user: Workspace | None = None, custom: bool = False) -> Workspace:
+    """The workspace of a HistFactory case: the user's file for a `custom` case, else the
+    preset with `size` parameters (never the user's file because its size happens to match)."""
+    if custom:
+        if user is None or user.size != size:
+            raise UsageError(f"no --workspace file with {size} parameters for a custom_{size} case")
         return user
     name = catalog.HF_PRESET_BY_SIZE[size]
     spec = hf_workspace.preset(name, seed)

@@ -95,7 +95,7 @@ class Scheduler:
     def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
         spec = self.plan.spec
         env = build_env(task.case, spec, cache.env(), self.base_env)
-        job = build_job(task, spec, self.dataset_fields[task.case.size] if task.case.uses_workspace else None)
+        job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
         return self.executor(job, env, timeout_s, spec.python)
 
     def _execute(self, task: Task) -> dict:

@@ -12,7 +12,21 @@ from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog, datasets
-from ttfr.measure.policies import POLICIES, POLICY_ALIASES
+from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
+
+# Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
+# is refused before anything starts rather than queueing years of processes.
+MAX_COLD_RUNS = 1000  # fresh processes per cold policy and case
+MAX_WARM_PROCS = 100  # warm-regime processes per case
+MAX_WARM_SAMPLES = 100_000  # samples per warm process
+MAX_TIMEOUT_S = 86_400.0  # one day per run
+MAX_THREADS = 1024
+SEED_LIMIT = 2**32  # seeds are 0 <= seed < 2**32 (NumPy's and every framework's seed range)
+MAX_WORKER_PROCESSES = 100_000  # cases x (cold policies x cold runs + warm processes) in one run
+WORKER_PYTHON_TIMEOUT_S = 30.0  # the --python pre-check (`import ttfr.child.worker`) must answer within this
+# `ttfr ab`: its rounds are each arm's cold runs and warm processes.
+MAX_AB_ROUNDS = min(MAX_COLD_RUNS, MAX_WARM_PROCS)
+MAX_AB_BUDGET_S = 7 * 86_400.0
 
 
 @dataclass(frozen=True)
@@ -120,7 +134,11 @@ def _parse_int(text, what):
 def select_cases(
     profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=(), hf_sizes=(), custom_size=None
 ) -> tuple[catalog.Case, ...]:
-    """`hf_sizes`: HistFactory sizes chosen by preset or workspace file (empty: the profile's)."""
+    """`hf_sizes`: HistFactory preset sizes chosen with --workspace-preset; `custom_size`: the
+    parameter count of the --workspace file, whose cases are `custom` ones (neither: the
+    profile's preset sizes). `--sizes N` on a HistFactory workload picks the --workspace file
+    when it has N parameters, and the preset of N parameters unless only the file was meant
+    (N is the file's count and that preset was not named with --workspace-preset)."""
     case_ids = _split(case_ids, "--cases", ["case ids from `ttfr list`"])
     backends = _split(backends, "--backends", catalog.BACKENDS)
     workloads = _split(workloads, "--workloads", catalog.WORKLOADS)
@@ -151,20 +169,27 @@ def select_cases(
         for b_name in chosen_backends:
             if not catalog.supports(catalog.BACKENDS[b_name], workload):
                 continue
+            hf = w_name in catalog.HF_WORKLOADS
             if size_values:
+                w_sizes = []
                 for size in size_values:
+                    if hf and size == custom_size:
+                        w_sizes.append((size, True))
+                        if size not in hf_sizes:
+                            continue
                     catalog.check_size(workload, size, extra)
-                w_sizes = size_values
-            elif hf_sizes and w_name in catalog.HF_WORKLOADS:
-                w_sizes = list(hf_sizes)
+                    w_sizes.append((size, False))
+            elif hf and (hf_sizes or custom_size):
+                w_sizes = [(size, False) for size in hf_sizes] + ([(custom_size, True)] if custom_size else [])
             else:
-                w_sizes = workload.sizes[:1] if profile.default_sizes == "smallest" else workload.sizes
+                defaults = workload.sizes[:1] if profile.default_sizes == "smallest" else workload.sizes
+                w_sizes = [(size, False) for size in defaults]
             w_dtypes = [d for d in (dtype_values or profile.default_dtypes) if d in workload.dtypes]
             if not w_dtypes and not dtype_values:
                 w_dtypes = list(workload.dtypes[:1])
-            for size in w_sizes:
+            for size, custom in w_sizes:
                 for dtype in w_dtypes:
-                    cases.add(catalog.Case(b_name, w_name, size, dtype))
+                    cases.add(catalog.Case(b_name, w_name, size, dtype, custom))
     if not cases:
         runs = "; ".join(
             f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, catalog.WORKLOADS[w]))
@@ -186,23 +211,115 @@ def _parse_shard(text):
     return i, n
 
 
+def bounded(value, what: str, minimum: float, maximum: float) -> float:
+    """A finite number in [minimum, maximum], else UsageError naming both limits."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{what} must be a finite number in {minimum:g}..{maximum:g}, got {value!r}")
+    if value < minimum:
+        raise UsageError(f"{what} must be >= {minimum:g}, got {value!r} (at most {maximum:g})")
+    if value > maximum:
+        raise UsageError(f"{what} {value!r} is above the limit of {maximum:g}; valid: {minimum:g}..{maximum:g}")
+    return value
+
+
+def whole(value, what: str, minimum: int, maximum: int) -> int:
+    """A whole number in [minimum, maximum] (a float like 3.0 is accepted), else UsageError."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{what} must be a whole number >= {minimum}, got {value!r} (at most {maximum})")
+    if value < minimum:
+        raise UsageError(f"{what} must be >= {minimum}, got {value!r} (at most {maximum})")
+    if value > maximum:
+        raise UsageError(f"{what} {value} is above the limit of {maximum}; valid: {minimum}..{maximum}")
+    return value
+
+
+def check_process_count(n_cases: int, policies, cold_runs: int, warm_procs: int) -> None:
+    """At most MAX_WORKER_PROCESSES measured worker processes in one run."""
+    per_case = sum(cold_runs for p in policies if p in COLD_POLICIES) + (warm_procs if WARM_PROCESS in policies else 0)
+    total = n_cases * per_case
+    if total > MAX_WORKER_PROCESSES:
+        raise UsageError(
+            f"this run would start {total} worker processes ({n_cases} cases x {per_case} runs each), above the limit "
+            f"of {MAX_WORKER_PROCESSES}: choose fewer cases (--shard K/N splits them) or fewer --cold-runs/--warm-procs"
+        )
+
+
+def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> None:
+    """`ttfr ab`'s --rounds/--min-rounds/--precision/--budget, each within its limit (before
+    anything is written). Its rounds are each arm's cold runs and warm processes per case."""
+    whole(rounds, "--rounds", 2, MAX_AB_ROUNDS)
+    whole(min_rounds, "--min-rounds", 2, MAX_AB_ROUNDS)
+    number = isinstance(precision, (int, float)) and not isinstance(precision, bool)
+    if precision is not None and not (number and 0 < precision < 1):
+        raise UsageError(f"--precision is a relative CI half-width in (0, 1), e.g. 0.05; got {precision!r}")
+    if budget is not None:
+        bounded(budget, "--budget", 1.0, MAX_AB_BUDGET_S)
+
+
 def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
     """The interpreter given for workers must exist and import this ttfr's worker, in the
-    environment its workers get (`env`: what is added to ours)."""
+    environment its workers get (`env`: what is added to ours), within
+    WORKER_PYTHON_TIMEOUT_S. It runs in a session of its own: when it does not answer, or
+    leaves anything behind, its whole process group is killed (no orphan survives it)."""
     import os
     import subprocess
+    import tempfile
 
-    try:
-        done = subprocess.run([python, "-c", "import ttfr.child.worker"], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, **(env or {})})  # fmt: skip
-    except OSError as exc:
-        raise UsageError(f"{option} {python!r} cannot be run: {exc.strerror}") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    with tempfile.TemporaryFile() as stderr:
+        try:
+            proc = subprocess.Popen([python, "-c", "import ttfr.child.worker"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})},
+                                    start_new_session=True)  # fmt: skip
+        except OSError as exc:
+            raise UsageError(f"{option} {python!r} cannot be run: {exc.strerror}") from None
+        except ValueError as exc:  # an embedded NUL byte
+            raise UsageError(f"{option} {python!r} cannot be run: {exc}") from None
+        try:
+            answered = _exited_within(proc.pid, WORKER_PYTHON_TIMEOUT_S)
+        finally:
+            _kill_group(proc)  # the leader is unreaped until then, so its group id is still ours
+        if not answered:
+            raise UsageError(
+                f"{option} {python!r} did not answer within {WORKER_PYTHON_TIMEOUT_S:g} s (running "
+                "`import ttfr.child.worker`); it and every process it started were killed"
+            )
+        stderr.seek(0, os.SEEK_END)
+        stderr.seek(max(0, stderr.tell() - 8192))
+        last_lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0:
+        last = (last_lines or ["no output"])[-1]
         raise UsageError(
             f"{option} {python!r} cannot import ttfr's worker, ttfr.child.worker ({last}): install a ttfr with the "
             "same worker protocol into that environment (ttfr before the stage packages had ttfr.worker)"
         )
+
+
+def _exited_within(pid: int, timeout_s: float) -> bool:
+    """Wait for a child to exit without reaping it (WNOWAIT), at most `timeout_s`."""
+    import os
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL the process group `proc` leads (its own session), then reap `proc`."""
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def build_spec(
@@ -236,9 +353,7 @@ def build_spec(
     if signal and not workspace:
         raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
     user = datasets.load_user_workspace(workspace, signal) if workspace else None
-    hf_sizes = datasets.preset_sizes(_split(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES)) + (
-        [user.size] if user else []
-    )
+    hf_sizes = datasets.preset_sizes(_split(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES))
     chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
     if shard_pair:
@@ -247,31 +362,29 @@ def build_spec(
         if not chosen:
             raise UsageError(f"shard {index}/{count} holds no case: the selection has fewer cases than shards")
 
-    def positive(value, default, what, minimum=1):
-        if value is None:
-            return default
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < minimum:
-            raise UsageError(f"{what} must be >= {minimum}, got {value!r}")
-        return value
-
     if seed is None:
         seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise UsageError(f"--seed must be a whole number >= 0, got {seed!r}")
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise UsageError(f"--threads must be a positive whole number, got {threads!r}")
+    seed = whole(seed, "--seed", 0, SEED_LIMIT - 1)
+    if threads is not None:
+        threads = whole(threads, "--threads", 1, MAX_THREADS)
+    cold_runs = prof.cold_runs if cold_runs is None else whole(cold_runs, "--cold-runs", 1, MAX_COLD_RUNS)
+    warm_procs = prof.warm_procs if warm_procs is None else whole(warm_procs, "--warm-procs", 1, MAX_WARM_PROCS)
+    warm_samples = prof.warm_samples if warm_samples is None else whole(warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES)
+    timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
+    chosen_policies = parse_policies(policies)
+    check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
     if python is not None:
         check_worker_python(python)
     return RunSpec(
         cases=chosen,
-        policies=parse_policies(policies),
+        policies=chosen_policies,
         profile=profile,
-        cold_runs=int(positive(cold_runs, prof.cold_runs, "--cold-runs")),
-        warm_procs=int(positive(warm_procs, prof.warm_procs, "--warm-procs")),
-        warm_samples=int(positive(warm_samples, prof.warm_samples, "--warm-samples", minimum=3)),
+        cold_runs=cold_runs,
+        warm_procs=warm_procs,
+        warm_samples=warm_samples,
         min_sample_s=prof.min_sample_s,
         max_warmup_s=prof.max_warmup_s,
-        timeout_s=float(positive(timeout, prof.timeout_s, "--timeout", minimum=0.1)),
+        timeout_s=float(timeout),
         deterministic=bool(deterministic),
         seed=int(seed),
         threads=threads,

@@ -162,7 +162,7 @@ def _break_even_section(rows: list[dict]) -> list[str]:
     for row in rows:
         low, high = row["calls_range"]
         table.append([
-            f"{row['workload']} {row['size']} {row['dtype']}",
+            f"{row['workload']} {_size_label(row['size'], row.get('dataset'))} {row['dtype']}",
             row["cold_policy"].split("/")[-1],
             f"`{row['fast_start']}` ({fmt_seconds(row['fast_start_ttfr_s'])}, {fmt_seconds(row['fast_start_call_s'])}/call)",
             f"`{row['slow_start']}` ({fmt_seconds(row['slow_start_ttfr_s'])}, {fmt_seconds(row['slow_start_call_s'])}/call)",
@@ -171,6 +171,11 @@ def _break_even_section(rows: list[dict]) -> list[str]:
         ])  # fmt: skip
     header = ["workload", "cache", "starts first", "starts later", "break-even calls", "range"]
     return lines + _table(header, table) + [""]
+
+
+def _size_label(size, dataset: str | None) -> str:
+    """`8`, or `custom 8` for the user's --workspace file of that size."""
+    return f"custom {size}" if dataset and dataset.startswith("histfactory-custom-") else str(size)
 
 
 def _sci(value) -> str:
@@ -183,16 +188,16 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = ["## HistFactory workloads", ""]
-    sizes = sorted({r["parameters"] for r in rows})
-    by_key = {(r["workload"], r["engine"], r["parameters"]): r for r in rows}
+    sizes = sorted({(r["parameters"], _size_label(r["parameters"], r.get("dataset"))) for r in rows})
+    by_key = {(r["workload"], r["engine"], _size_label(r["parameters"], r.get("dataset"))): r for r in rows}
     for workload in sorted({r["workload"] for r in rows}):
         engines = sorted({r["engine"] for r in rows if r["workload"] == workload})
-        header = ["engine"] + [f"{n}p: TTFR cold / warm cache / warm call" for n in sizes]
+        header = ["engine"] + [f"{label}p: TTFR cold / warm cache / warm call" for _n, label in sizes]
         table = []
         for engine in engines:
             cells = [f"`{engine}`"]
-            for n in sizes:
-                row = by_key.get((workload, engine, n))
+            for _n, label in sizes:
+                row = by_key.get((workload, engine, label))
                 cells.append(
                     " / ".join(fmt_seconds(row[k]) for k in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"))
                     if row else DASH
@@ -200,7 +205,8 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
             table.append(cells)
         lines += [f"### {workload}: cost against parameter count", "", *_table(header, table), ""]
     correctness = [
-        [f"`{r['engine']}`", r["workload"], str(r["parameters"]), _sci(r["nll_parity_rel"]), _sci(r["q0_parity_abs"]),
+        [f"`{r['engine']}`", r["workload"], _size_label(r["parameters"], r.get("dataset")), _sci(r["nll_parity_rel"]),
+         _sci(r["q0_parity_abs"]),
          _sci(r["fd_max_abs_error"]), _sci(r["fd_max_rel_error"])]
         for r in rows
     ]  # fmt: skip

@@ -1,0 +1,391 @@
+"""Bad user input is exit 2 with a one-line reason, found before anything is written:
+--workspace files (bad values by JSON path, non-regular or oversized files), option limits,
+a --workspace beside a preset of the same parameter count, a --python that hangs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakes import FakeExecutor
+
+from ttfr.child.workloads.histfactory import workspace as hf_workspace
+from ttfr.commands import cli
+from ttfr.errors import UsageError
+from ttfr.measure import catalog, datasets, spec
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import build_plan
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.spec import RunSpec, build_spec
+
+BASE = hf_workspace.preset("complex8p", seed=11)  # 8 parameters, like the complex8p preset
+
+
+def _at(spec_dict, path):
+    node = spec_dict
+    for key in path[:-1]:
+        node = node[key]
+    return node, path[-1]
+
+
+def _modifier(spec_dict, kind):
+    for c, channel in enumerate(spec_dict["channels"]):
+        for s, sample in enumerate(channel["samples"]):
+            for m, mod in enumerate(sample["modifiers"]):
+                if mod["type"] == kind:
+                    return ["channels", c, "samples", s, "modifiers", m]
+    raise LookupError(kind)
+
+
+HISTOSYS, STATERROR, NORMSYS = (_modifier(BASE, k) for k in ("histosys", "staterror", "normsys"))
+SHAPESYS = _modifier(hf_workspace.preset("simple"), "shapesys")
+YIELD = ["channels", 0, "samples", 1, "data", 1]
+OBSERVED = ["observations", 0, "data", 0]
+
+
+def _where(path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+# (what is set, where, value, the message after the JSON path)
+BAD_VALUES = [
+    ("nan yield", YIELD, float("nan"), "yield is NaN"),
+    ("inf yield", YIELD, float("inf"), "yield is Infinity"),
+    ("negative yield", YIELD, -5.0, "yield is negative"),
+    ("string yield", YIELD, "5", 'yield must be a number, got a string "5"'),
+    ("bool yield", YIELD, True, "yield must be a number, got a boolean"),
+    ("huge int yield", YIELD, 10**400, "yield is too large for a float64"),
+    ("object for a list", YIELD[:-1], {"a": 1}, "has 0 bins, the observation has 2"),
+    ("all-zero sample", YIELD[:-1], [0.0, 0.0], "every yield of sample 'bkg0' in channel 'SR0' is 0"),
+    ("nan observed", OBSERVED, float("nan"), "observed count is NaN"),
+    ("negative observed", OBSERVED, -1.0, "observed count is negative"),
+    ("fractional observed", OBSERVED, 3.5, "observed count 3.5 is not a whole number"),
+    ("string observed", OBSERVED, "3", "observed count must be a number, got a string"),
+    ("nan histosys", [*HISTOSYS, "data", "hi_data", 0], float("nan"), "template yield is NaN"),
+    ("negative histosys", [*HISTOSYS, "data", "lo_data", 1], -3.0, "template yield is negative"),
+    ("string histosys", [*HISTOSYS, "data", "lo_data", 0], "x", "template yield must be a number"),
+    ("nan staterror", [*STATERROR, "data", 0], float("nan"), "uncertainty is NaN"),
+    ("negative staterror", [*STATERROR, "data", 0], -1.0, "uncertainty is negative"),
+    ("inf staterror", [*STATERROR, "data", 1], float("-inf"), "uncertainty is -Infinity"),
+    ("zero normsys", [*NORMSYS, "data", "lo"], 0.0, "normsys factor must be > 0"),
+    ("nan normsys", [*NORMSYS, "data", "hi"], float("nan"), "normsys factor is NaN"),
+    ("modifiers not a list", YIELD[:-2] + ["modifiers"], "abc", "has no 'modifiers' list"),
+    ("modifier not an object", YIELD[:-2] + ["modifiers", 0], 1, "a modifier must be an object, got int"),
+    ("sample not an object", YIELD[:-2], 5, "a sample must be an object, got int"),
+    ("channel name a number", ["channels", 0, "name"], 5, "the channel name must be a non-empty string"),
+    ("nan bound", ["measurements", 0, "config", "parameters", 0, "bounds", 0, 0], float("nan"), "bound is NaN"),
+    ("config a string", ["measurements", 0, "config"], "x", "the measurement config must be an object"),
+    ("nan anywhere else", ["version"], float("nan"), "nan is not a JSON number"),
+]
+
+
+def _write(tmp_path, spec_dict, name="ws.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(spec_dict))  # json.dumps writes NaN/Infinity literals, like a careless exporter
+    return path
+
+
+@pytest.mark.parametrize("what, where, value, message", BAD_VALUES, ids=[b[0] for b in BAD_VALUES])
+def test_bad_workspace_values_are_named_by_json_path(tmp_path, what, where, value, message):
+    bad = copy.deepcopy(BASE)
+    node, key = _at(bad, where)
+    node[key] = value
+    with pytest.raises(UsageError) as err:
+        datasets.load_user_workspace(str(_write(tmp_path, bad)))
+    text = str(err.value)
+    assert f"{_where(where)}: " in text and message in text and "\n" not in text
+
+
+def test_shapesys_uncertainties_are_checked_too(tmp_path):
+    bad = hf_workspace.preset("simple")
+    node, key = _at(bad, [*SHAPESYS, "data"])
+    node[key][0] = float("inf")
+    with pytest.raises(UsageError, match=r"modifiers\[\d+\]\.data\[0\]: uncertainty is Infinity"):
+        datasets.load_user_workspace(str(_write(tmp_path, bad)))
+
+
+def test_json_nan_literals_and_deep_nesting_are_refused(tmp_path):
+    text = json.dumps(BASE)  # "channels" comes first: the first list of yields is channels[0].samples[0].data
+    bins = BASE["channels"][0]["samples"][0]["data"]
+    literal = tmp_path / "literal.json"
+    literal.write_text(text.replace(json.dumps(bins), "[NaN" + ", 1.0" * (len(bins) - 1) + "]", 1))
+    with pytest.raises(UsageError, match=r"channels\[0\]\.samples\[0\]\.data\[0\]: yield is NaN"):
+        datasets.load_user_workspace(str(literal))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000)
+    with pytest.raises(UsageError, match="nested too deeply|not JSON"):
+        datasets.load_user_workspace(str(deep))
+
+
+def _cli(argv, capsys) -> tuple[int, str]:
+    code = cli.main(argv)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("what", ["nan yield", "negative observed", "nan bound", "config a string", "zero normsys"])
+def test_bad_workspace_is_exit_2_one_line_before_anything_is_written(tmp_path, capsys, what):
+    _, where, value, message = next(b for b in BAD_VALUES if b[0] == what)
+    bad = copy.deepcopy(BASE)
+    node, key = _at(bad, where)
+    node[key] = value
+    out = tmp_path / "out"
+    code, err = _cli(["run", "--workspace", str(_write(tmp_path, bad)), "--workloads", "hf_nll_grad", "--backends",
+                      "nextstat", "--out", str(out)], capsys)  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and err.startswith("ttfr: error: ") and message in err
+    assert not out.exists()
+
+
+def test_non_regular_and_oversized_files_are_refused_without_reading(tmp_path, monkeypatch):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(UsageError, match="a directory, not a regular file"):
+        datasets.load_user_workspace(str(folder))
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(datasets.MAX_WORKSPACE_BYTES + 1)  # sparse: nothing to read, and nothing is
+    limit = datasets.MAX_WORKSPACE_BYTES
+    with pytest.raises(UsageError, match=rf"above the {limit / 2**20:g} MiB limit \({limit} bytes\)"):
+        datasets.load_user_workspace(str(big))
+    monkeypatch.setattr(datasets, "MAX_WORKSPACE_BYTES", 10)
+    small = _write(tmp_path, BASE)
+    with pytest.raises(UsageError, match="bytes is above the .* limit"):
+        datasets.read_bounded(str(small))
+    monkeypatch.setattr(datasets, "_stat_regular", lambda *_args: None)  # a file that grew after its stat
+    with pytest.raises(UsageError, match="more than the .* limit"):
+        datasets.read_bounded(str(small))
+
+
+def _limit_memory():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # reading /dev/zero whole must not take the machine
+
+
+@pytest.mark.parametrize("kind, message", [("fifo", "a named pipe (FIFO)"), ("/dev/zero", "a character device")])
+def test_endless_or_blocking_files_are_refused_unopened(tmp_path, kind, message):
+    if kind == "fifo":
+        path = tmp_path / "pipe.json"
+        os.mkfifo(path)  # no writer: opening it for reading would block forever
+    else:
+        path = Path(kind)  # endless: reading it whole would never finish
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--workspace", str(path), "--workloads", "hf_nll_grad",
+                           "--out", str(out)], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_limit_memory)  # fmt: skip
+    assert done.returncode == 2 and f"{message}, not a regular file" in done.stderr
+    assert done.stderr.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"cold_runs": 1_000_000_000}, "--cold-runs 1000000000 is above the limit of 1000"),
+        ({"warm_procs": 101}, "--warm-procs 101 is above the limit of 100"),
+        ({"warm_samples": 100_001}, "--warm-samples 100001 is above the limit of 100000"),
+        ({"timeout": 86_401}, "--timeout 86401 is above the limit of 86400"),
+        ({"timeout": float("inf")}, "--timeout must be a finite number in 0.1..86400"),
+        ({"threads": 1025}, "--threads 1025 is above the limit of 1024"),
+        ({"threads": 0}, "--threads must be >= 1"),
+        ({"seed": 2**32}, "--seed 4294967296 is above the limit of 4294967295"),
+        ({"seed": -1}, "--seed must be >= 0"),
+        ({"cold_runs": 2.5}, "--cold-runs must be a whole number"),
+        ({"warm_procs": True}, "--warm-procs must be a whole number"),
+        ({"profile": "publish", "cold_runs": 1000, "warm_procs": 100}, "worker processes"),
+    ],
+)
+def test_options_above_their_limits_are_refused(kwargs, expected):
+    kwargs.setdefault("backends", "numpy")
+    if kwargs.get("profile") == "publish":
+        kwargs.pop("backends")
+    with pytest.raises(UsageError) as err:
+        build_spec(**kwargs)
+    assert expected in str(err.value)
+
+
+def test_limits_allow_their_maximum():
+    chosen = build_spec(cases="numpy_matmul_512_f32", cold_runs=spec.MAX_COLD_RUNS, warm_procs=spec.MAX_WARM_PROCS,
+                        warm_samples=spec.MAX_WARM_SAMPLES, timeout=spec.MAX_TIMEOUT_S, threads=spec.MAX_THREADS,
+                        seed=spec.SEED_LIMIT - 1)  # fmt: skip
+    assert (chosen.cold_runs, chosen.warm_procs, chosen.seed) == (1000, 100, 2**32 - 1)
+
+
+def test_cli_refuses_a_huge_cold_run_count_before_writing(tmp_path):
+    out = tmp_path / "out"  # (in a bounded subprocess: planning 10**9 runs would take all memory)
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--cases", "numpy_matmul_512_f32", "--cold-runs",
+                           "1000000000", "--out", str(out)], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_limit_memory)  # fmt: skip
+    assert done.returncode == 2 and "above the limit of 1000" in done.stderr and done.stderr.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((10**6, 10), "--rounds 1000000 is above the limit of 100"),
+        ((20, 1), "--min-rounds must be >= 2"),
+        ((20, 10, float("nan")), "--precision is a relative CI half-width in (0, 1)"),
+        ((20, 10, 0.05, float("inf")), "--budget must be a finite number"),
+        ((20, 10, 0.05, 10**9), "--budget 1000000000 is above the limit of 604800"),
+    ],
+)
+def test_ab_limits(args, expected):
+    with pytest.raises(UsageError) as err:
+        spec.check_ab_limits(*args)
+    assert expected in str(err.value)
+    spec.check_ab_limits(20, 10, 0.05, 600.0)
+
+
+# --workspace FILE beside --workspace-preset P of the same parameter count: both cases, apart.
+
+
+def _both(tmp_path, **kwargs):
+    path = _write(tmp_path, BASE)  # seed 11: not the preset a run with seed 3 generates
+    return path, build_spec(workloads="hf_nll_grad", backends="nextstat", workspace=str(path),
+                            workspace_presets="complex8p", seed=3, **kwargs)  # fmt: skip
+
+
+def test_workspace_and_preset_of_the_same_size_are_two_cases(tmp_path):
+    _, chosen = _both(tmp_path)
+    assert [c.id for c in chosen.cases] == ["nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"]
+    assert all(catalog.is_case_id(c.id) for c in chosen.cases)
+    assert RunSpec.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
+    preset, custom = chosen.cases
+    assert datasets.dataset_id(preset, 3) == "histfactory-complex8p-8p-seed3"
+    assert datasets.dataset_id(custom, 3) == "histfactory-custom-8p-seed3"
+    user = datasets.load_user_workspace(chosen.workspace)
+    assert datasets.resolve(8, 3, user).name == "complex8p"  # the preset, though the file has 8 parameters
+    assert datasets.resolve(8, 3, user, custom=True) is user
+
+
+def test_custom_case_ids_name_the_workspace_file(tmp_path):
+    path = _write(tmp_path, BASE)
+    picked = build_spec(cases="nextstat_hf_nll_grad_custom_8_f64", workspace=str(path))
+    assert [(c.size, c.custom) for c in picked.cases] == [(8, True)]
+    with pytest.raises(UsageError, match="--workspace was not given"):
+        build_spec(cases="nextstat_hf_nll_grad_custom_8_f64")
+    with pytest.raises(UsageError, match="only the HistFactory workloads"):
+        build_spec(cases="numpy_matmul_custom_512_f32")
+    # --sizes: the file when it has that many parameters; the preset too when it was named
+    only_file = build_spec(workloads="hf_nll_grad", backends="nextstat", workspace=str(path), sizes="8")
+    assert [c.id for c in only_file.cases] == ["nextstat_hf_nll_grad_custom_8_f64"]
+    _, both = _both(tmp_path, sizes="8")
+    assert len(both.cases) == 2
+
+
+def test_each_case_reads_its_own_workspace_file(tmp_path):
+    from ttfr.commands import run as suite_run
+
+    path, chosen = _both(tmp_path, cold_runs=1, warm_procs=1, warm_samples=3)
+    result_dir = suite_run.start(chosen, tmp_path / "out")
+    try:
+        plan_json = json.loads(result_dir.plan.read_text())
+        assert set(plan_json["datasets"]) == {"8", "custom_8"}
+        assert plan_json["datasets"]["custom_8"]["dataset_id"] == "histfactory-custom-8p-seed3"
+        fields = suite_run.dataset_fields(result_dir)
+        preset_file, custom_file = Path(fields["8"]["workspace"]), Path(fields["custom_8"]["workspace"])
+        assert preset_file != custom_file
+        assert json.loads(custom_file.read_text()) == json.loads(path.read_text())
+        assert json.loads(preset_file.read_text()) == hf_workspace.preset("complex8p", 3)
+        executor = FakeExecutor()
+        plan = build_plan(chosen, lambda _b, _w=None: None)
+        Scheduler(plan, Journal(result_dir.journal), result_dir.scratch, executor, dataset_fields=fields).run()
+    finally:
+        result_dir.unlock()
+    read = {(call["case"], call["job"].workspace) for call in executor.calls}
+    assert read == {("nextstat_hf_nll_grad_8_f64", str(preset_file)), ("nextstat_hf_nll_grad_custom_8_f64", str(custom_file))}
+
+
+def test_a_run_with_a_workspace_and_its_preset_twin_writes_valid_artifacts(tmp_path):
+    from ttfr.artifacts.reader import validate_dir
+    from ttfr.commands import run as suite_run
+
+    _, chosen = _both(tmp_path, cold_runs=1, warm_procs=1, warm_samples=3)
+    result_dir = suite_run.start(chosen, tmp_path / "out")
+    outcome = suite_run.execute(result_dir, chosen, executor=FakeExecutor())
+    assert {c["case"] for c in outcome.cases} == {"nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"}
+    assert sorted((d["name"][:7], d["size"]) for d in outcome.suite["datasets"] if d["path"].endswith(".point.json")) == [
+        ("complex", 8), ("custom-", 8)
+    ]  # fmt: skip
+    assert validate_dir(result_dir.root) == []
+
+
+# --python that hangs: bounded, and nothing it started survives.
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _gone(pids, within_s=10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(_alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _fake_python(tmp_path, tail: str) -> tuple[Path, Path]:
+    pids = tmp_path / "pids"
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! $$ > {pids}\n{tail}\n")
+    script.chmod(0o755)
+    return script, pids
+
+
+def _pids(path: Path) -> list[int]:
+    deadline = time.monotonic() + 5
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < deadline, "the fake interpreter never started"
+        time.sleep(0.02)
+    return [int(p) for p in path.read_text().split()]
+
+
+def test_a_hanging_python_is_refused_within_the_limit_and_leaves_no_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(spec, "WORKER_PYTHON_TIMEOUT_S", 1.0)
+    script, pids = _fake_python(tmp_path, "sleep 301")
+    started = time.monotonic()
+    with pytest.raises(UsageError, match=r"did not answer within 1 s"):
+        spec.check_worker_python(str(script))
+    assert time.monotonic() - started < 15
+    assert _gone(_pids(pids)), "the pre-check left the fake interpreter or its child running"
+
+
+def test_a_failing_python_leaves_no_process_behind(tmp_path):
+    script, pids = _fake_python(tmp_path, "echo 'ModuleNotFoundError: No module named ttfr' >&2\nexit 1")
+    with pytest.raises(UsageError, match="cannot import ttfr's worker.*No module named ttfr"):
+        spec.check_worker_python(str(script))
+    assert _gone(_pids(pids))
+
+
+def test_cli_reports_a_hanging_python_as_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(spec, "WORKER_PYTHON_TIMEOUT_S", 0.5)
+    script, pids = _fake_python(tmp_path, "sleep 301")
+    out = tmp_path / "out"
+    code, err = _cli(["run", "--cases", "numpy_matmul_512_f32", "--python", str(script), "--out", str(out)], capsys)
+    assert code == 2 and "did not answer within 0.5 s" in err and err.count("\n") == 1 and not out.exists()
+    assert _gone(_pids(pids))
+
+
+def test_the_plan_schema_holds_the_same_limits_as_the_command_line():
+    """An edited plan.json cannot ask --resume for more than `ttfr run` would accept."""
+    from ttfr.artifacts.store import load_schema
+    from ttfr.measure import spec as spec_module
+
+    props = load_schema("ttfr.plan.v1")["properties"]["spec"]["properties"]
+    assert props["cold_runs"]["maximum"] == spec_module.MAX_COLD_RUNS
+    assert props["warm_procs"]["maximum"] == spec_module.MAX_WARM_PROCS
+    assert props["warm_samples"]["maximum"] == spec_module.MAX_WARM_SAMPLES
+    assert props["timeout_s"]["maximum"] == spec_module.MAX_TIMEOUT_S
+    assert props["threads"]["maximum"] == spec_module.MAX_THREADS
+    assert props["seed"]["maximum"] == spec_module.SEED_LIMIT - 1
