@@ -372,6 +372,33 @@ def _pwned_id(box, root):
     _rehash_case(root, case=case["case"])
 
 
+def _forged_summary(box, root):
+    suite = _suite(root)
+    suite["summary"]["n_cases"] = 99
+    (root / "suite.json").write_text(json.dumps(suite))
+
+
+def _forged_median(box, root):
+    path = root / _suite(root)["cases"][0]["path"]
+    case = json.loads(path.read_text())
+    policy = next(p for p in case["policies"].values() if p.get("runs"))
+    policy["summary"]["ttfr_s"]["median"] = 1e-9
+    path.write_text(json.dumps(case))
+    _rehash_case(root)
+
+
+def resume_through_symlinks(box: Sandbox):
+    root = box.baseline()
+    (root / "suite.json").unlink()
+    victim = box.root / "victim.txt"
+    victim.write_text("precious")
+    (root / ".lock").unlink(missing_ok=True)
+    (root / ".lock").symlink_to(victim)
+    done = box.ttfr("run", "--resume", root)
+    ok, observed = one_line_error(done, 2, "symlink")
+    return ok and victim.read_text() == "precious", observed
+
+
 def _garbage(name, payload):
     def tamper(box, root):
         target = root / (_suite(root)["cases"][0]["path"] if name == "case" else name)
@@ -727,6 +754,9 @@ PROBES = [
         readers_refuse(_garbage("plan.json", b"[" * 100000), "plan.json", readers=("resume",)),
     ),
     Probe("duplicated runs", "validate exit 1", duplicated_runs),
+    Probe("forged suite summary", "readers exit 2", readers_refuse(_forged_summary, "`summary` is not what")),
+    Probe("forged median, re-hashed", "readers exit 2", readers_refuse(_forged_median, "not what its runs give")),
+    Probe("resume through a symlinked .lock", "exit 2, the target untouched", resume_through_symlinks),
     Probe("report on a read-only dir", "report printed, warning, exit 0", report_read_only),
     Probe("export to an existing file", "exit 2, file kept", export_to_file),
     Probe("export into the result dir", "exit 2, cases unchanged", export_inside),

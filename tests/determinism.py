@@ -14,6 +14,8 @@ MEASURED_SUBTREES = {
     "host",  # load average, CPU pressure, steal fraction, wall-clock start time
     "warmup",  # a warm process's warm-up call times and whether they had settled (`stable`)
     "sync_check",  # medians of trailing-sync fractions and doubling ratios, and `unsynchronised`/`problems` from them
+    "contention",  # run-queue wait and CPU-per-wall fractions, runnable-task counts, and `contended` from them
+    "tick",  # whether a warm process's sample walls sit on scheduler-tick multiples
 }
 SUMMARY_STATISTICS = {"min", "max", "median", "median_ci", "p95", "mean", "std", "mad"}  # of timings or RSS; "n" is kept
 MEASURED_SCALARS = {
@@ -25,6 +27,9 @@ TIMING_FLAGS = {
     "first_run_outlier",  # a cold policy's first ttfr_s > 3.5 robust sigmas from the rest
     "unsynchronised",  # from sync_check (a timing ratio crossing a threshold)
     "warmup_unstable",  # from warmup.stable
+    "contended",  # from run-queue waits and runnable-task counts
+    "process_disagreement",  # from the warm processes' samples (Kruskal-Wallis and a median ratio)
+    "tick_quantised",  # from sample wall times
 }
 
 

@@ -1,6 +1,11 @@
 """The journal: what survives a crash and what a garbage line does on reading."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
 
 import pytest
 from fakes import FakeExecutor
@@ -8,15 +13,16 @@ from test_artifacts import run_fake
 
 from ttfr.commands import run as suite_run
 from ttfr.commands.cli import main
-from ttfr.measure.journal import Journal, entry_problem
+from ttfr.measure import journal as journal_module
+from ttfr.measure.journal import MAX_LINE_BYTES, Journal, JournalError, entry_problem
 
 
 def entry(task="a", **changes):
     base = {
         "task": task, "case": "numpy_matmul_64_f32", "kind": "cold", "policy": "cold-process/cold-cache",
-        "index": 0, "round": 0, "makes_template": False, "outcome": "ok", "reason": None, "spawn_ns": 1,
-        "reaped_ns": 2, "exit_code": 0, "cache_dir": {"entries_before": 0, "entries_after": 0},
-        "record": {"marks_ns": {"main": 3}, "stages_s": {}}, "rusage": {}, "host": None, "output_tail": None,
+        "index": 0, "round": 0, "measured": True, "makes_template": False, "outcome": "ok", "reason": None,
+        "spawn_ns": 1, "reaped_ns": 9, "exit_code": 0, "cache_dir": {"entries_before": 0, "entries_after": 0},
+        "record": {"marks_ns": {"main": 3, "first": 5}, "stages_s": {}}, "rusage": {}, "host": None, "output_tail": None,
     }  # fmt: skip
     base.update(changes)
     return base
@@ -74,3 +80,256 @@ def test_resume_over_a_garbage_journal_line_reruns_that_task_and_warns(tmp_path,
     assert finished.suite["state"] == "complete"
     assert finished.warnings and "line 2: `task` has the wrong type" in finished.warnings[0]
     assert main(["validate", str(root)]) == 0
+
+
+# Lines that pass for JSON entries but hold values analysis cannot use (found by a hostile
+# review: each crashed `ttfr run`/`--resume` while writing the case results, or made one
+# fail its schema). Each names the entry it corrupts, how, and what the warning says.
+def _first(kind=None, has=None):
+    def pick(entries):
+        return next(i for i, e in enumerate(entries) if (kind is None or e["kind"] == kind)
+                    and (has is None or (e["record"] or {}).get(has)))  # fmt: skip
+
+    return pick
+
+
+def _set(*path, value):
+    def corrupt(entry):
+        node = entry
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return corrupt
+
+
+def _drop(*path):
+    def corrupt(entry):
+        node = entry
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+
+    return corrupt
+
+
+WARM, COLD = _first("warm", "warm"), _first("cold")
+CORRUPTIONS = {
+    "check without passed": (WARM, _set("record", "check", value={"foo": 1}), "`record.check` has no `passed`"),
+    "check passed not a flag": (WARM, _set("record", "check", "passed", value="yes"), "`record.check` has no `passed`"),
+    "check tolerance missing": (WARM, _drop("record", "check", "tolerance"), "`tolerance`"),
+    "check error negative": (WARM, _set("record", "check", "max_normalised_error", value=-1), "`max_normalised_error`"),
+    "digest count only": (COLD, _set("record", "digest", value={"count": 1}), "`record.digest`"),
+    "digest sum_sq text": (COLD, _set("record", "digest", "sum_sq", value="x"), "`record.digest`"),
+    "digest without finite": (COLD, _drop("record", "digest", "finite"), "`finite`"),
+    "negative index": (COLD, _set("index", value=-5), "`index` is negative"),
+    "negative round": (COLD, _set("round", value=-1), "`round` is negative"),
+    "negative cache count": (COLD, _set("cache_dir", "entries_before", value=-1), "`cache_dir`"),
+    "no measured flag": (COLD, _drop("measured"), "no `measured`"),
+    "unknown outcome": (COLD, _set("outcome", value="banana"), "`outcome`"),
+    "failed run without reason": (COLD, lambda e: e.update(outcome="error", reason=None), "`reason`"),
+    "ok run without record": (COLD, _set("record", value=None), "`record` is missing"),
+    "first mark before setup": (
+        COLD,
+        lambda e: e["record"]["marks_ns"].update(first=e["record"]["marks_ns"]["setup"] - 1),
+        "`first` is before `setup`",
+    ),
+    "reaped before spawn": (COLD, lambda e: e.update(reaped_ns=e["spawn_ns"] - 1), "`reaped_ns`"),
+    "negative stage": (_first("cold", "stages_s"), _set("record", "stages_s", "compile_s", value=-1.0), "`record.stages_s`"),
+    "warm without samples": (WARM, _set("record", "warm", value={"foo": 1}), "`record.warm` has no `samples_s`"),
+    "warm empty samples": (WARM, _set("record", "warm", "samples_s", value=[]), "`samples_s`"),
+    "warm zero sample": (WARM, _set("record", "warm", "samples_s", 0, value=0.0), "`samples_s`"),
+    "warm huge sample": (WARM, _set("record", "warm", "samples_s", 0, value=1e308), "`samples_s`"),
+    "warm zero inner loops": (WARM, _set("record", "warm", "inner_loops", value=0), "`inner_loops`"),
+    "warm no warmup flag": (WARM, _drop("record", "warm", "warmup_stable"), "`warmup_stable`"),
+    "warm no warmup times": (WARM, _drop("record", "warm", "warmup_per_call_s"), "`warmup_per_call_s`"),
+    "warm text trailing": (WARM, _set("record", "warm", "trailing_sync_fraction", value=["x"]), "`trailing_sync_fraction`"),
+    "warm text doubling": (WARM, _set("record", "warm", "doubling_ratios", value=["x"]), "`doubling_ratios`"),
+    "warm pending not flags": (WARM, _set("record", "warm", "pending_after_loop", value=3), "`pending_after_loop`"),
+    "warm overlap a list": (WARM, _set("record", "warm", "overlap", value=[1]), "`overlap`"),
+    "warm overlap nulls": (
+        WARM,
+        _set("record", "warm", "overlap", value={"as_timed_s": [None], "each_waited_s": [1.0]}),
+        "`overlap`",
+    ),
+    "cache counters text": (_first("cold", "cache"), _set("record", "cache", value={"end": {"events": "x"}}), "`record.cache`"),
+    "host cores text": (
+        COLD,
+        _set("host", value={"usable_cores": "x", "runnable_start": [9, 9], "runnable_end": [9, 9]}),
+        "`host.usable_cores`",
+    ),
+    "versions a flag": (COLD, _set("record", "versions", value={"numpy": True}), "`record.versions`"),
+    "device without count": (COLD, _set("record", "device", value={"platform": "cpu", "kind": "x"}), "`record.device`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_a_line_analysis_cannot_use_is_skipped_and_resume_completes(tmp_path, name):
+    pick, corrupt, why = CORRUPTIONS[name]
+    root = run_fake(tmp_path).result_dir.root
+    journal = root / "journal.jsonl"
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    index = pick(entries)
+    corrupt(entries[index])
+    journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    read = Journal(journal)
+    assert len(read.entries()) == len(entries) - 1
+    assert len(read.skipped) == 1 and f"line {index + 1}: " in read.skipped[0] and why in read.skipped[0], read.skipped
+    result_dir, spec = suite_run.reopen(root)
+    finished = suite_run.execute(result_dir, spec, FakeExecutor())  # reruns that task; analysis must not crash
+    assert finished.suite["state"] == "complete" and finished.warnings == read.skipped
+    assert main(["validate", str(root)]) == 0
+
+
+def test_nan_and_infinity_are_not_journal_numbers(tmp_path):
+    # json.loads takes them; a case result holding one could never be written (allow_nan=False).
+    path = tmp_path / "journal.jsonl"
+    nan = json.dumps(entry("b", host={"started_at": float("nan")}))
+    inf = json.dumps(entry("c", record={"marks_ns": {"main": 3, "first": 5}, "stages_s": {"trace_s": float("inf")}}))
+    path.write_text("\n".join([json.dumps(entry("a")), nan, inf, json.dumps(entry("d"))]) + "\n")
+    journal = Journal(path)
+    assert [e["task"] for e in journal.entries()] == ["a", "d"]
+    assert [s.split(": ", 1)[1][:8] for s in journal.skipped] == ["not JSON", "not JSON"]
+
+
+# Reading and writing are bounded: journal.jsonl is a regular file of the result directory or
+# it is refused. Each read runs in a child with limited memory and time, so that a reader that
+# follows /dev/zero or blocks on a FIFO fails the test instead of the machine.
+READER = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (768 << 20, 768 << 20))
+from ttfr.measure import journal
+reader = journal.Journal(sys.argv[1])
+try:
+    entries = reader.entries()
+except Exception as exc:
+    print(type(exc).__name__, exc)
+else:
+    print("entries", [e["task"] for e in entries], reader.skipped)
+"""
+
+
+def read_in_a_bounded_child(path) -> str:
+    try:
+        done = subprocess.run([sys.executable, "-c", READER, str(path)], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "timed out"
+    return done.stdout + done.stderr
+
+
+def test_a_journal_that_is_a_link_to_dev_zero_or_a_fifo_is_refused_without_reading(tmp_path):
+    linked = tmp_path / "linked" / "journal.jsonl"
+    linked.parent.mkdir()
+    linked.symlink_to("/dev/zero")
+    out = read_in_a_bounded_child(linked)
+    assert out.startswith(f"JournalError {linked}: is a symbolic link"), out
+    fifo = tmp_path / "fifo" / "journal.jsonl"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    out = read_in_a_bounded_child(fifo)
+    assert out.startswith(f"JournalError {fifo}: is a FIFO, not a regular file"), out
+    folder = tmp_path / "folder" / "journal.jsonl"
+    folder.mkdir(parents=True)
+    with pytest.raises(JournalError, match="not a regular file"):
+        Journal(folder).entries()
+    with pytest.raises(JournalError, match="not a regular file"):
+        Journal(folder).append(entry("a"))
+
+
+def test_a_line_of_a_gigabyte_is_skipped_without_being_held(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(json.dumps(entry("a")).encode() + b"\n")
+        fh.truncate(fh.tell() + (1 << 30))  # a 1 GiB line without a newline (sparse: no disk used)
+        fh.seek(0, 2)
+        fh.write(b"\n" + json.dumps(entry("b")).encode() + b"\n" + b"{" * 100 + b" no newline at the end")
+    out = read_in_a_bounded_child(path)
+    assert out.startswith("entries ['a', 'b']"), out
+    assert f"line 2: longer than {MAX_LINE_BYTES} bytes" in out and "line 4: not JSON" in out
+
+
+def test_an_overlong_line_is_skipped_and_the_next_line_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal_module, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(journal_module, "_DISCARD_CHUNK", 7)
+    path = tmp_path / "journal.jsonl"
+    long_entry = json.dumps(entry("long", output_tail="x" * 5000))
+    path.write_text("\n".join([json.dumps(entry("a")), long_entry, json.dumps(entry("b")), "y" * 3000]))
+    journal = Journal(path)
+    assert [e["task"] for e in journal.entries()] == ["a", "b"]
+    assert [s.split(": ", 1)[1] for s in journal.skipped] == ["longer than 1000 bytes; skipped, its task runs again"] * 2
+
+
+def test_append_never_writes_through_a_link(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not ttfr's\n")
+    result = tmp_path / "result"
+    result.mkdir()
+    (result / "journal.jsonl").symlink_to(outside)
+    with pytest.raises(JournalError, match=r"journal\.jsonl: is a symbolic link"):
+        Journal(result / "journal.jsonl").append(entry("a"))
+    assert outside.read_text() == "not ttfr's\n"
+    dangling = tmp_path / "dangling"
+    dangling.mkdir()
+    (dangling / "journal.jsonl").symlink_to(tmp_path / "created-elsewhere")
+    with pytest.raises(JournalError, match="symbolic link"):
+        Journal(dangling / "journal.jsonl").append(entry("a"))
+    assert not (tmp_path / "created-elsewhere").exists()
+
+
+def test_append_to_a_fifo_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "journal.jsonl")
+    caught = []
+
+    def append():
+        try:
+            Journal(tmp_path / "journal.jsonl").append(entry("a"))
+        except JournalError as exc:
+            caught.append(str(exc))
+
+    thread = threading.Thread(target=append, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # release the blocked open, so the test ends
+        os.close(os.open(tmp_path / "journal.jsonl", os.O_RDONLY | os.O_NONBLOCK))
+        pytest.fail("appending to a FIFO blocked")
+    assert caught and "is a FIFO, not a regular file" in caught[0]
+
+
+def test_a_resume_over_a_fifo_journal_is_a_journal_error(tmp_path):
+    outcome = run_fake(tmp_path, FakeExecutor(interrupt_at=5))
+    root = outcome.result_dir.root
+    (root / "journal.jsonl").unlink()
+    os.mkfifo(root / "journal.jsonl")
+    result_dir, spec = suite_run.reopen(root)
+
+    def blocked(_signum, _frame):  # a reader blocked on the FIFO fails the test instead of hanging it
+        raise TimeoutError("resuming over a FIFO journal blocked")
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(30)
+    try:
+        with pytest.raises(JournalError) as raised:
+            suite_run.execute(result_dir, spec, FakeExecutor())
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert str(raised.value).startswith(f"{root / 'journal.jsonl'}: is a FIFO")
+
+
+def test_an_infinite_doubling_ratio_or_an_overflowed_digest_sum_is_data_not_garbage(tmp_path):
+    """The worker writes inf and overflowed sums as null: such a line must be kept (else its
+    task would run again on every read and the case never finish) and analysed."""
+    root = run_fake(tmp_path).result_dir.root
+    journal = root / "journal.jsonl"
+    entries = [json.loads(line) for line in journal.read_text().splitlines()]
+    warm = next(e for e in entries if (e.get("record") or {}).get("warm"))
+    warm["record"]["warm"]["doubling_ratios"] = [None, 2.0, 2.0]
+    cold = next(e for e in entries if e["kind"] == "cold" and (e.get("record") or {}).get("digest"))
+    cold["record"]["digest"]["sum_sq"] = None
+    journal.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    read = Journal(journal)
+    assert len(read.entries()) == len(entries) and read.skipped == []
+    (root / "suite.json").unlink()
+    result_dir, spec = suite_run.reopen(root)
+    finished = suite_run.execute(result_dir, spec, FakeExecutor())
+    assert finished.suite["state"] == "complete" and main(["validate", str(root)]) == 0

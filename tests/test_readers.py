@@ -188,3 +188,80 @@ def test_resume_refuses_workspace_paths_of_plan_json_outside_the_directory(tmp_p
     # the schema refuses a path outside workspaces/, the reader a symlink out of the directory
     with pytest.raises(ArtifactError, match="does not match|outside the result directory"):
         suite_run.reopen(root)
+
+
+def _rehash_suite_case(root, index=0):
+    suite = _suite(root)
+    ref = suite["cases"][index]
+    ref["sha256"] = sha256_file(root / ref["path"])
+    _write_suite(root, suite)
+
+
+def test_an_edited_suite_summary_is_refused_even_with_every_hash_right(finished, tmp_path, capsys):
+    suite = _suite(finished)
+    suite["summary"]["n_cases"] = 99
+    _write_suite(finished, suite)
+    _assert_refused(_every_reader(finished, tmp_path, capsys), "`summary` is not what its case files give")
+    assert any("`summary`" in p for p in validate_dir(finished))
+
+
+def test_an_edited_case_median_is_refused_even_with_its_hash_updated(finished, tmp_path, capsys):
+    ref = _suite(finished)["cases"][0]
+    path = finished / ref["path"]
+    case = json.loads(path.read_text())
+    policy = next(p for p in case["policies"].values() if p.get("runs"))
+    policy["summary"]["ttfr_s"]["median"] = 1e-9
+    path.write_text(json.dumps(case))
+    _rehash_suite_case(finished)
+    _assert_refused(_every_reader(finished, tmp_path, capsys), "summary is not what its runs give")
+    assert any("summary is not what its runs give" in p for p in validate_dir(finished))
+
+
+@pytest.mark.parametrize("entry", [".lock", "journal.jsonl", ".work", "cases"])
+def test_resume_refuses_a_directory_whose_own_files_are_symlinks(tmp_path, entry):
+    from fakes import FakeExecutor
+
+    from ttfr.commands import run as suite_run
+
+    root = run_fake(tmp_path / "runs", FakeExecutor(interrupt_at=3)).result_dir.root
+    victim = tmp_path / "victim"
+    victim.mkdir() if entry in (".work", "cases") else victim.write_text("precious")
+    target = root / entry
+    if target.is_dir():
+        import shutil
+
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    target.symlink_to(victim)
+    with pytest.raises(ArtifactError, match="symlink"):
+        suite_run.reopen(root)
+    assert (victim.read_text() == "precious") if victim.is_file() else list(victim.iterdir()) == []
+
+
+def test_resume_refuses_a_symlinked_manifest_and_never_blocks_on_a_fifo_one(tmp_path):
+    from fakes import FakeExecutor
+
+    from ttfr.commands import run as suite_run
+
+    root = run_fake(tmp_path / "runs", FakeExecutor(interrupt_at=3)).result_dir.root
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").symlink_to("/dev/zero")
+    with pytest.raises(ArtifactError, match="manifest.json is a symlink"):
+        suite_run.reopen(root)
+    (root / "manifest.json").unlink()
+    os.mkfifo(root / "manifest.json")
+    result_dir, spec = suite_run.reopen(root)
+    import signal
+
+    def blocked(*_):
+        raise TimeoutError("resume blocked on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(30)
+    try:
+        with pytest.raises(ArtifactError, match="manifest.json: not a regular file"):
+            suite_run.execute(result_dir, spec, FakeExecutor())
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

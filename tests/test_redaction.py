@@ -85,3 +85,46 @@ def test_free_text_loses_every_secret_value_of_the_environment_and_inline_pairs(
         assert secret not in out
     assert "PATH=/usr/bin" in out and "pin 12" in out  # not secrets, and too short to hunt for
     assert redact_text(None, env) is None and redact_text("", env) == ""
+
+
+@pytest.mark.parametrize("name", ["MYSQL_PWD", "HTTP_AUTHORIZATION", "JWT", "BEARER", "SESSION_ID", "AWS_ACCESSKEY",
+                                  "my_jwt_secret", "PG_PWD", "db.pwd", "X_BEARER_TOKEN", "FLASK_SESSION_KEY"])  # fmt: skip
+def test_more_secret_names_are_recognised(name):
+    assert is_secret_name(name) and redact_value(name, "v4lue") == REDACTED
+
+
+@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "HOSTNAME", "LANG"])
+def test_the_working_directory_is_not_a_secret(name):
+    # `PWD` is the shell's current directory: readable, while `MYSQL_PWD` (a component) is a password.
+    assert not is_secret_name(name) and redact_value(name, "/home/me") == "/home/me"
+    assert redact_argv([f"{name}=/home/me", "MYSQL_PWD=hunter2"]) == [f"{name}=/home/me", f"MYSQL_PWD={REDACTED}"]
+
+
+HEADER_AND_ITEM_SECRETS = [
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig_x-1", "eyJhbGciOiJIUzI1NiJ9", "Authorization: Bearer <redacted>"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' https://x", "dXNlcjpwYXNz", "'Authorization: Basic <redacted>' https://x"),
+    ("proxy-authorization: Digest username=me, response=0a1b2c3d", "0a1b2c3d", "proxy-authorization: Digest <redacted>"),
+    ("retrying with Bearer tok.en_42= after 401", "tok.en_42", "retrying with Bearer <redacted> after 401"),
+    ('{"token": "tok_99", "user": "me"}', "tok_99", '{"token": "<redacted>", "user": "me"}'),
+    ("{'password': 'pw 42 x', 'n': 1}", "pw 42 x", "{'password': '<redacted>', 'n': 1}"),
+    ("token: plain_77 more words\nnext line", "plain_77", "token: <redacted>\nnext line"),
+    ("config: {api_key: k_9x9, size: 3}", "k_9x9", "config: {api_key: <redacted>"),
+    ('session_id = 1 and SESSION_ID: "s3ss10n"', "s3ss10n", 'SESSION_ID: "<redacted>"'),
+    ('db_password="two words" x=1', "two words", 'db_password="<redacted>" x=1'),
+]
+
+
+@pytest.mark.parametrize("text, secret, kept", HEADER_AND_ITEM_SECRETS, ids=[t[1] for t in HEADER_AND_ITEM_SECRETS])
+def test_free_text_loses_http_credentials_and_secret_items(text, secret, kept):
+    from ttfr.redaction import redact_text
+
+    out = redact_text(text)
+    assert secret not in out and kept in out, out
+
+
+def test_free_text_keeps_what_only_looks_like_an_item():
+    from ttfr.redaction import redact_text
+
+    text = ("KeyError: 'HF_TOKEN'\nat 12:30:00 see https://example.org:8080/x, PYTHONPATH=/a:/b\n"
+            'File "/x/y.py", line 3, in <module>\n{"passed": true, "user": "me"} PWD=/home/me')  # fmt: skip
+    assert redact_text(text) == text

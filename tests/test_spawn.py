@@ -231,3 +231,73 @@ def test_a_job_survives_its_words_and_refuses_what_it_does_not_know():
             Job.parse(words)
     with pytest.raises(JobError, match="must be int"):
         NOOP_JOB.replace(size="1")
+
+
+def record_writer(tmp_path, record: dict, tail: str = ""):
+    """A stand-in interpreter that writes `record` to the record pipe, then runs `tail`."""
+    path = tmp_path / "fake-python"
+    path.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "fd = int(next(w for w in sys.argv if w.startswith('fd='))[3:])\n"
+        f"os.write(fd, {repr(record).encode()!r})\n" + tail
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_every_free_text_field_of_the_workers_record_is_redacted(tmp_path):
+    env = {**os.environ, "HF_TOKEN": "hf_live_0123456789", "DB_PASSWORD": "pw-5e5e-x"}
+    record = {
+        "outcome": "error", "phase": "setup", "dataset_sha256": "ab" * 32, "marks_ns": {"main": 1},
+        "reason": "RuntimeError in setup: login with hf_live_0123456789 refused",
+        "traceback": "Traceback ...\nValueError: DB_PASSWORD=pw-5e5e-x is wrong",
+        "note": "Authorization: Bearer abc.def.ghi",
+    }  # fmt: skip
+    result = spawn.run_worker(NOOP_JOB, env, 10.0, python=record_writer(tmp_path, record))
+    text = repr(result.to_json())
+    for secret in ("hf_live_0123456789", "pw-5e5e-x", "abc.def.ghi"):
+        assert secret not in text
+    got = result.record
+    assert got["reason"] == "RuntimeError in setup: login with <redacted> refused" == result.reason
+    assert "DB_PASSWORD=<redacted>" in got["traceback"] and got["note"] == "Authorization: Bearer <redacted>"
+    assert (got["outcome"], got["phase"], got["dataset_sha256"], got["marks_ns"]) == ("error", "setup", "ab" * 32, {"main": 1})
+
+
+def test_a_record_with_an_unknown_outcome_or_no_reason_is_still_a_journalable_result():
+    assert spawn.classify({"outcome": "banana"}, 0, False, 5) == ("error", "the worker reported an unknown outcome 'banana'")
+    assert spawn.classify({"outcome": "error", "reason": None}, 1, False, 5) == (
+        "error", "the worker reported error without a reason")  # fmt: skip
+    assert spawn.classify({"outcome": "unavailable", "reason": 7}, 0, False, 5)[1] == (
+        "the worker reported unavailable without a reason")  # fmt: skip
+    assert spawn.classify({"outcome": "ok", "reason": ["x"]}, 0, False, 5) == ("ok", None)
+
+
+def test_the_group_is_killed_before_its_leader_is_reaped(tmp_path, monkeypatch):
+    # Killing the group after the reap could hit a stranger's group that reused the pid: the
+    # leader must still be an unreaped zombie (our child) when its group is killed.
+    calls = []
+    real_killpg, real_wait4 = os.killpg, os.wait4
+
+    def killpg(pgid, sig):
+        try:
+            state = open(f"/proc/{pgid}/stat").read().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        calls.append(("killpg", pgid, state))
+        return real_killpg(pgid, sig)
+
+    def wait4(pid, options):
+        calls.append(("wait4", pid, None))
+        return real_wait4(pid, options)
+
+    monkeypatch.setattr(os, "killpg", killpg)
+    monkeypatch.setattr(os, "wait4", wait4)
+    result = run(script(tmp_path, "sleep 60 & exit 0"))
+    assert result.outcome == "error" and result.reaped_ns is not None and result.reaped_ns > result.spawn_ns
+    leader = {pid for _, pid, _ in calls}
+    assert len(leader) == 1, calls
+    reaped_at = [i for i, call in enumerate(calls) if call[0] == "wait4"]
+    assert len(reaped_at) == 1, calls
+    kills = [call for call in calls[: reaped_at[0]] if call[0] == "killpg"]
+    assert kills and all(state == "Z" for _, _, state in kills), calls
+    assert not any(call[0] == "killpg" for call in calls[reaped_at[0] :]), calls

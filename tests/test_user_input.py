@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -375,6 +376,51 @@ def test_cli_reports_a_hanging_python_as_one_line(tmp_path, capsys, monkeypatch)
     code, err = _cli(["run", "--cases", "numpy_matmul_512_f32", "--python", str(script), "--out", str(out)], capsys)
     assert code == 2 and "did not answer within 0.5 s" in err and err.count("\n") == 1 and not out.exists()
     assert _gone(_pids(pids))
+
+
+def test_a_ttfr_killed_during_the_python_pre_check_takes_the_interpreter_with_it(tmp_path):
+    # kill -9 of ttfr mid pre-check: the sweeper (measure/sweeper.py) must kill the pre-check's
+    # process group, as it does a worker's, instead of leaving it running under PID 1.
+    script, pids = _fake_python(tmp_path, "sleep 301")
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from ttfr.measure import spec; "
+                               "spec.check_worker_python(sys.argv[1])", str(script)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    started = []
+    try:
+        started = _pids(pids)
+        time.sleep(0.3)  # the sweeper has the group once the interpreter runs (watch follows the spawn)
+        parent.kill()
+        parent.wait()
+        assert _gone(started), "the pre-check's interpreter outlived a ttfr killed with SIGKILL"
+    finally:
+        parent.kill()
+        parent.wait()
+        for pid in started:  # never leave the stand-ins running, whatever the outcome
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_name_that_is_not_unicode_text_is_refused_with_its_json_path(tmp_path, capsys):
+    # A lone surrogate ("\ud800" in the JSON) is a Python str but no UTF-8: it would crash the
+    # worker's spawn mid-run (UnicodeEncodeError in Popen) instead of failing here.
+    for where, what in ((["channels", 0, "samples", 1, "name"], "the sample name"),
+                        ([*NORMSYS, "name"], "the modifier name")):  # fmt: skip
+        bad = copy.deepcopy(BASE)
+        node, key = _at(bad, where)
+        node[key] = "bkg\ud800"
+        with pytest.raises(UsageError) as err:
+            datasets.load_user_workspace(str(_write(tmp_path, bad)))
+        assert f"{_where(where)}: {what} " in str(err.value) and "not valid Unicode text" in str(err.value)
+    bad = copy.deepcopy(BASE)
+    for channel, observation in zip(bad["channels"][:1], bad["observations"][:1]):
+        channel["name"] = observation["name"] = "SR\udfff"
+    out = tmp_path / "out"
+    code, err = _cli(["run", "--workspace", str(_write(tmp_path, bad)), "--workloads", "hf_nll_grad", "--backends",
+                      "nextstat", "--out", str(out)], capsys)  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "observations[0].name: the channel name" in err
+    assert "not valid Unicode text" in err and not out.exists()
 
 
 def test_the_plan_schema_holds_the_same_limits_as_the_command_line():

@@ -6,7 +6,9 @@ Figures of a failed case are null, never 0.0; its runs stay in the artifact as r
 
 from __future__ import annotations
 
-from ttfr.analyse import runs, stats
+import statistics
+
+from ttfr.analyse import contention, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan
 from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
@@ -52,10 +54,13 @@ def _cold_policy(views: list[dict]) -> dict:
         flags.append({"flag": "first_run_outlier", "metric": "ttfr_s", **outlier})
     cache_overview = _cache_overview(views)
     flags.extend({"flag": f} for f in cache_overview["flags"])
+    contended = [v for v in views if (v.get("contention") or {}).get("contended")]
+    if contended:
+        evidence = [f"run {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
+        flags.append({"flag": "contended", "runs": [v["index"] for v in contended], "evidence": evidence})
     return {
         "runs": views,
-        "summary": _summaries(views, runs.COLD_METRICS, "metrics"),
-        "stages_summary": {k: s for k, s in _summaries(views, runs.STAGE_METRICS, "stages").items() if s},
+        **cold_summaries(views),
         "cache_verification": cache_overview,
         "flags": flags,
     }
@@ -70,14 +75,53 @@ def _warm_policy(views: list[dict]) -> dict:
     unstable = [v["index"] for v in ok if not v["warmup"]["stable"]]
     if unstable:
         flags.append({"flag": "warmup_unstable", "processes": unstable})
+    contended = [v for v in ok if v["contention"]["contended"]]
+    if contended:
+        evidence = [f"process {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
+        flags.append({"flag": "contended", "processes": [v["index"] for v in contended], "evidence": evidence})
+    disagreement = contention.process_disagreement([v["samples_s"] for v in ok])
+    if disagreement and disagreement["disagree"]:
+        flags.append({"flag": "process_disagreement", **disagreement})
+    quantised = [v for v in ok if (v.get("tick") or {}).get("quantised")]
+    if quantised:
+        flags.append({"flag": "tick_quantised", "processes": [v["index"] for v in quantised],
+                      "tick_s": quantised[0]["tick"]["tick_s"]})  # fmt: skip
+    return {"procs": views, "summary": warm_summary(views), "flags": flags}
+
+
+def cold_summaries(views: list[dict]) -> dict:
+    """A cold policy's `summary` and `stages_summary`, from its runs."""
     return {
-        "procs": views,
-        "summary": {
-            "call_s": stats.summarize([v["median_s"] for v in ok]),
-            "samples_per_process": len(ok[0]["samples_s"]) if ok else None,
-        },
-        "flags": flags,
+        "summary": _summaries(views, runs.COLD_METRICS, "metrics"),
+        "stages_summary": {k: s for k, s in _summaries(views, runs.STAGE_METRICS, "stages").items() if s},
     }
+
+
+def warm_summary(views: list[dict]) -> dict:
+    """The warm regime's `summary`, from its processes."""
+    ok = [v for v in views if v["outcome"] == "ok"]
+    return {
+        "call_s": stats.summarize([v["median_s"] for v in ok]),
+        "samples_per_process": len(ok[0]["samples_s"]) if ok else None,
+    }
+
+
+def summaries_disagree(result: dict) -> list[str]:
+    """Where a case file's summaries are not what its own runs give (an edited figure);
+    a failed case's figures are null by design and are not recomputed."""
+    if result["status"] == "failed":
+        return []
+    problems = []
+    for name, policy in result["policies"].items():
+        if name == WARM_PROCESS:
+            for proc in policy["procs"]:
+                if proc["outcome"] == "ok" and proc.get("median_s") != statistics.median(proc["samples_s"]):
+                    problems.append(f"{name} process {proc['index']}: median_s is not the median of its samples")
+            if policy["summary"] != warm_summary(policy["procs"]):
+                problems.append(f"{name}: summary is not what its processes give")
+        elif {k: policy.get(k) for k in ("summary", "stages_summary")} != cold_summaries(policy["runs"]):
+            problems.append(f"{name}: summary is not what its runs give")
+    return problems
 
 
 def _null_summaries(policy: dict) -> None:

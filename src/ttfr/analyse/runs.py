@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ttfr.analyse import sync_check
+from ttfr.analyse import contention, sync_check
 from ttfr.measure import cache, catalog
 
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
@@ -53,6 +53,8 @@ def _resources(entry: dict) -> dict:
 def _digest_differs(digest: dict | None, reference: dict | None, dtype: str) -> bool:
     if not digest or not reference:
         return False
+    if None in (digest["sum"], digest["sum_sq"], reference["sum"], reference["sum_sq"]):
+        return False  # a sum that overflowed float64 (written as null) cannot be compared
     rtol = _DIGEST_RTOL[dtype]
     scale = math.sqrt(max(reference["sum_sq"], 0.0) * max(reference["count"], 1)) or 1.0
     return (
@@ -89,6 +91,9 @@ def run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> 
     }
     if counts:
         view["cache"]["counters"] = counts
+    if outcome == "ok":
+        view["contention"] = contention.cold_run(record.get("sched"), view["metrics"]["process_s"], entry.get("host"))
+        view["threadpools"] = record.get("threadpools")  # BLAS/OpenMP libraries and thread counts
     if outcome != "ok":
         view["output_tail"] = entry.get("output_tail")
     return view
@@ -106,5 +111,7 @@ def warm_view(entry: dict, case: catalog.Case, reference_digest: dict | None) ->
             median_s=statistics.median(warm["samples_s"]),
             warmup={"per_call_s": warm["warmup_per_call_s"], "stable": warm["warmup_stable"]},
             sync_check=sync_check.judge(warm, case.backend_info.barrier),
+            contention=contention.warm_process(warm.get("sample_evidence"), entry.get("host")),
+            tick=contention.tick_quantised(warm["samples_s"], (warm.get("sample_evidence") or {}).get("wall_s")),
         )
     return view

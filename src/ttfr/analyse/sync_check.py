@@ -65,7 +65,7 @@ def overlap_ratio(warm: dict) -> float | None:
 def judge(warm: dict, has_sync: bool) -> dict:
     trailing = warm.get("trailing_sync_fraction") or []
     pending = warm.get("pending_after_loop") or []
-    doubling = warm.get("doubling_ratios") or []
+    doubling = [d for d in warm.get("doubling_ratios") or [] if d is not None]  # null: an infinite ratio
     trailing_median = statistics.median(trailing) if trailing else None
     doubling_median = statistics.median(doubling) if doubling else None
     overlap = overlap_ratio(warm)

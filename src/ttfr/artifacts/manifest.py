@@ -97,6 +97,18 @@ def machine_id() -> str | None:
     return hashlib.sha256(f"ttfr:{raw}".encode()).hexdigest()[:16] if raw else None
 
 
+def threadpools() -> list[dict] | None:
+    """The BLAS/OpenMP NumPy loads here and its thread count (threadpoolctl); each worker
+    records its own (the case files' runs: `threadpools`), which --threads changes."""
+    try:
+        import numpy  # noqa: F401  (loads its BLAS)
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer")
+    return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
+
+
 def collect(command_line: list[str] | None = None, worker_python: str | None = None, policies=(),
             session_id: str | None = None) -> dict:  # fmt: skip
     source = Path(ttfr.__file__).resolve().parent
@@ -126,6 +138,7 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
             "usable_cores": hostinfo.usable_cpus(),
         },
         "memory": {"total_bytes": hostinfo.memory_total_bytes()},
+        "threadpools": threadpools(),
         "gpu": gpu_info(),
         "runtimes": {name: _package_version(name) for name in RUNTIME_PACKAGES},
         "command_line": redact_argv(command_line or sys.argv),

@@ -63,6 +63,41 @@ def read_bounded(path: Path, name: str) -> bytes:
     return payload
 
 
+def sha256_of(root: Path, rel: str) -> str:
+    """The sha256 of a file of the result directory, read confined and bounded."""
+    return hashlib.sha256(read_bounded(confined(root, rel), rel)).hexdigest()
+
+
+# What a writer of the result directory must never follow out of it (a `--resume` of a
+# directory someone else prepared): each must be the directory's own file or folder.
+OWN_ENTRIES = (".lock", "journal.jsonl", "plan.json", "manifest.json", "suite.json", "report.md", "scaling.csv",
+               "cases", "workspaces", ".work")  # fmt: skip
+
+
+def symlinked_entries(root: Path) -> list[str]:
+    """Entries of a result directory that are symlinks (a writer would follow them out)."""
+    return [name for name in OWN_ENTRIES if os.path.islink(Path(root) / name)]
+
+
+def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
+    """Figures suite.json and the case files derive from runs, recomputed: an edited summary
+    (with its hash updated to match) shows up here."""
+    from ttfr.analyse import case_result, suite_figures  # the analysis stack (SciPy), only when verifying
+
+    problems = []
+    for case in cases:
+        problems += [f"cases/{case['case']}.json: {p}" for p in case_result.summaries_disagree(case)]
+    expected = {
+        "summary": suite_figures.suite_summary(cases, suite["pending"]),
+        "break_even": suite_figures.break_even(cases),
+        "scaling": suite_figures.scaling_rows(cases),
+    }
+    for key, value in expected.items():
+        if suite.get(key) != value:
+            problems.append(f"suite.json: `{key}` is not what its case files give (edited, or written by another ttfr)")
+    return problems
+
+
 def _no_constant(token: str):
     raise ValueError(f"{token} is not JSON")
 
@@ -169,6 +204,12 @@ def load_finished(root: Path) -> VerifiedResult:
         problems = dataset_problems(root, dataset)
         if problems:
             raise ArtifactError(_located(root, problems))
+    try:
+        problems = derived_problems(suite, cases)
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # schema-valid, yet not computable
+        problems = [f"case files: their figures cannot be recomputed ({type(exc).__name__}: {exc})"]
+    if problems:
+        raise ArtifactError(_located(root, problems))
     return VerifiedResult(result_dir, suite, manifest, cases)
 
 
@@ -208,7 +249,7 @@ def validate_dir(root: Path) -> list[str]:
     problems += found
     for dataset in suite["datasets"]:
         problems += dataset_problems(root, dataset)
-    listed = set()
+    listed, valid_cases = set(), []
     for ref in suite["cases"]:
         found = case_ref_problems(ref, None)
         if found:
@@ -219,8 +260,15 @@ def validate_dir(root: Path) -> list[str]:
         problems += found + case_ref_problems(ref, data)
         if data is not None and not schema_errors(data, CASE_SCHEMA):
             problems += [f"{ref['path']}: {p}" for p in _runs_beyond_the_plan(data, planned)]
+            valid_cases.append(data)
+    if len(valid_cases) == len(suite["cases"]):
+        try:
+            problems += derived_problems(suite, valid_cases)
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # schema-valid, yet not computable
+            problems.append(f"case files: their figures cannot be recomputed ({type(exc).__name__}: {exc})")
+    problems += [f"{name}: a symlink; a result directory holds its own files" for name in symlinked_entries(root)]
     cases_dir = root / "cases"
-    if cases_dir.is_dir() and not cases_dir.is_symlink():
+    if cases_dir.is_dir():
         for path in sorted(cases_dir.iterdir()):
             if f"cases/{path.name}" not in listed and path.suffix == ".json":
                 problems.append(f"cases/{path.name}: not listed in suite.json")

@@ -74,7 +74,10 @@ class ResultDir:
         at a time. The loser is a usage error naming the holder."""
         import fcntl
 
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:  # never through a symlink: the lock file gets this process's id written into it
+            fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as exc:
+            raise ArtifactError(f"{self.root / LOCK_NAME}: cannot be opened as a lock ({exc.strerror}); refused") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -82,7 +85,8 @@ class ResultDir:
             os.close(fd)
             raise UsageError(f"{self.root} is being written by {holder}; wait for it to finish (or stop it) first") from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} (`{' '.join(redact_argv(sys.argv[:4]))}`)".encode())
+        holder = f"pid {os.getpid()} (`{' '.join(redact_argv(sys.argv[:4]))}`)"
+        os.write(fd, holder.encode("utf-8", "backslashreplace"))  # argv may hold undecodable bytes
         self._lock_fd = fd
 
     def unlock(self) -> None:

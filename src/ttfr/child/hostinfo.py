@@ -79,3 +79,51 @@ def cpu_times():
         return None
     values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
     return [values[7] if len(values) > 7 else 0, sum(values)]
+
+
+def thread_schedstats():
+    """(on-CPU ns, run-queue wait ns) summed over this process's threads, from
+    /proc/self/task/*/schedstat; None where the kernel has no schedstat. The wait is time a
+    thread was runnable but had no CPU: the direct evidence of contention."""
+    on_cpu = waited = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    found = False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat", "rb") as fh:
+                fields = fh.read().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        if len(fields) >= 2:
+            on_cpu += int(fields[0])
+            waited += int(fields[1])
+            found = True
+    return (on_cpu, waited) if found else None
+
+
+def runnable_tasks():
+    """(runnable, total) scheduling entities machine-wide, /proc/loadavg's 4th field; the
+    runnable count includes the reader itself."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running, _, total = fh.read().split()[3].partition("/")
+        return [int(running), int(total)]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_pressure_total_us():
+    """PSI's cumulative `some` stall time of the CPU in microseconds (None without PSI)."""
+    try:
+        with open("/proc/pressure/cpu", encoding="ascii") as fh:
+            first = fh.readline().split()
+    except OSError:
+        return None
+    for token in first[1:]:
+        key, _, value = token.partition("=")
+        if key == "total":
+            return int(value)
+    return None

@@ -14,7 +14,10 @@ import itertools
 import math
 import time
 
+from ttfr.child import hostinfo
+
 _clock = time.perf_counter_ns
+_process_cpu = time.process_time_ns  # every thread of the worker (BLAS pools included)
 
 
 def _timed_loop(call, args, sync, count):
@@ -73,8 +76,18 @@ def sample(call, args, sync, inner, count, barrier=None, ready=None):
     trailing barrier drained the runtime. `barrier` defaults to `sync`."""
     barrier = sync if barrier is None else barrier
     per_call, trailing, pending = [], [], []
+    evidence = {"wall_s": [], "cpu_s": [], "runq_wait_s": []}
+    window_start = time.monotonic_ns()  # system-wide clock: lines samples up with other processes' events
     for _ in range(count):
+        # Contention evidence, read around (not inside) the timed loop: CPU time of every
+        # thread, and the time threads spent runnable without a CPU.
+        cpu_before, sched_before = _process_cpu(), hostinfo.thread_schedstats()
         elapsed, output = _timed_loop(call, args, sync, inner)
+        cpu_after, sched_after = _process_cpu(), hostinfo.thread_schedstats()
+        evidence["wall_s"].append(elapsed / 1e9)
+        evidence["cpu_s"].append((cpu_after - cpu_before) / 1e9)
+        waited = sched_after[1] - sched_before[1] if sched_before and sched_after else None
+        evidence["runq_wait_s"].append(None if waited is None else max(waited, 0) / 1e9)
         per_call.append(elapsed / inner / 1e9)
         if ready is not None:
             pending.append(not ready(output))
@@ -82,7 +95,8 @@ def sample(call, args, sync, inner, count, barrier=None, ready=None):
             t0 = _clock()
             barrier(output)
             trailing.append(((_clock() - t0) / 1e9) / (elapsed / 1e9) if elapsed else 0.0)
-    return per_call, trailing, pending
+    evidence["window_ns"] = [window_start, time.monotonic_ns()]
+    return per_call, trailing, pending, evidence
 
 
 def doubling_ratios(call, args, sync, inner, repeats=3, barrier=None):

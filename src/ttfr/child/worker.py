@@ -118,9 +118,11 @@ def _warm_regime(runtime, job):
     calibration = sampling.calibrate(call, args, barrier, job.min_sample_s, job.max_warmup_s)
     inner = calibration["inner_loops"]
     ready = getattr(runtime, "ready", None)  # adapters of asynchronous runtimes may have the probe
-    per_call, trailing, pending = sampling.sample(call, args, sync, inner, job.samples, barrier=barrier, ready=ready)
+    per_call, trailing, pending, evidence = sampling.sample(call, args, sync, inner, job.samples, barrier=barrier,
+                                                            ready=ready)  # fmt: skip
     return {
         "samples_s": per_call,
+        "sample_evidence": evidence,
         "inner_loops": inner,
         "warmup_per_call_s": calibration["warmup_per_call_s"],
         "warmup_stable": calibration["stable"],
@@ -229,6 +231,20 @@ def _emit(fd, record):
     os.close(fd)
 
 
+def _threadpools():
+    """The BLAS / OpenMP libraries the run loaded and their thread counts (threadpoolctl),
+    read after every timed phase; None where threadpoolctl is not installed."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "prefix")
+    try:
+        return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
+    except Exception:  # a library threadpoolctl cannot introspect must not fail the run
+        return None
+
+
 def main(argv=None):
     t_main = _now()
     job = parse_job(sys.argv[1:] if argv is None else argv)
@@ -255,6 +271,11 @@ def main(argv=None):
         "sys_s": usage.ru_stime,
         "involuntary_switches": usage.ru_nivcsw,
     }
+    from ttfr.child import hostinfo  # after every timed phase
+
+    sched = hostinfo.thread_schedstats()  # threads still alive (the main thread does the timed work)
+    record["sched"] = {"on_cpu_s": sched[0] / 1e9, "runq_wait_s": sched[1] / 1e9} if sched else None
+    record["threadpools"] = _threadpools()
     record["pid"] = os.getpid()
     _emit(job.fd, record)
 

@@ -10,6 +10,7 @@ do not pay for SciPy (~0.7 s).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import re
@@ -22,6 +23,7 @@ from ttfr import __version__
 from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from ttfr.measure.journal import JournalError
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
 from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
 
@@ -223,8 +225,9 @@ def _ab(args, console: Console) -> int:
 def _compare(args, console: Console) -> int:
     from ttfr.commands import compare
 
-    out, document = compare.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
-                                         correction=args.correction, fail_on=args.fail_on)  # fmt: skip
+    with _rendering(args.a, args.b):
+        out, document = compare.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
+                                             correction=args.correction, fail_on=args.fail_on)  # fmt: skip
     return _show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
 
 
@@ -267,16 +270,30 @@ def _env(_args, _console: Console) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _rendering(*dirs):
+    """Artifacts that pass every check can still hold values no renderer expects (a hand-made
+    file): one line naming the directories, not a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
+        where = " and ".join(str(d) for d in dirs)
+        raise ArtifactError(f"{where}: its artifacts pass their schemas and hashes but cannot be rendered "
+                            f"({type(exc).__name__}: {exc}); if nobody edited them, this is a ttfr bug") from None  # fmt: skip
+
+
 def _report(args, _console: Console) -> int:
     from ttfr.artifacts.reader import load_finished
     from ttfr.report import markdown
 
     result = load_finished(args.dir)
+    with _rendering(args.dir):
+        text = markdown.render(result)
     try:
         markdown.write(result)
     except ArtifactError as exc:  # a read-only result directory still gets its report printed
         print(f"ttfr: warning: {exc}; the report is printed only", file=sys.stderr)
-    print(markdown.render(result), end="")
+    print(text, end="")
     return 0
 
 
@@ -294,7 +311,8 @@ def _validate(args, console: Console) -> int:
 def _export(args, console: Console) -> int:
     from ttfr.artifacts.export import nextstat
 
-    written = nextstat.export(args.dir, args.dest, args.cold_policy)
+    with _rendering(args.dir):
+        written = nextstat.export(args.dir, args.dest, args.cold_policy)
     console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
     return 0
 
@@ -314,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except StorageError as exc:
         print(f"ttfr: error: {exc}", file=sys.stderr)
         return EXIT_CASE_FAILED
+    except JournalError as exc:  # a journal.jsonl that is a symlink, FIFO or device: refused, not read
+        print(f"ttfr: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("ttfr: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

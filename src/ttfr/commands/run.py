@@ -24,7 +24,6 @@ from ttfr.artifacts.store import (
     ArtifactError,
     StorageError,
     read_json,
-    sha256_file,
     write_bytes_atomic,
     write_json,
 )
@@ -138,6 +137,10 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
     against its schema, and the interpreter it names by the same pre-check as --python
     (resuming someone else's directory must not run an arbitrary program unannounced)."""
     result_dir = ResultDir.open(root)
+    linked = reader.symlinked_entries(result_dir.root)
+    if linked:  # a writer would follow them out of the directory
+        raise ArtifactError(f"{result_dir.root}: {', '.join(linked)} is a symlink; a result directory holds its own "
+                            "files, so it cannot be resumed")  # fmt: skip
     result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
     try:
         return result_dir, _resumable_spec(result_dir)
@@ -228,19 +231,16 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
         "profile": spec.profile,
         "seed": spec.seed,
         "policies": list(spec.policies),
-        "manifest": {"path": "manifest.json", "sha256": sha256_file(result_dir.manifest)},
+        "manifest": {"path": "manifest.json", "sha256": reader.sha256_of(result_dir.root, "manifest.json")},
         "cases": refs,
         "pending": pending,
         "summary": suite_figures.suite_summary(cases, pending),
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
         "datasets": [
-            {"name": info["name"], "size": info.get("size") or int(key), "path": path, "sha256": artifact_sha}
-            # keys: "8" (the preset) or "custom_8" (--workspace); older plans have no "size"
-            for key, info in sorted(
-                plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1].get("size") or int(kv[0]), kv[0])
-            )  # fmt: skip
-            for path, artifact_sha in ((p, sha256_file(result_dir.root / p)) for p in info["files"].values())
+            {"name": info["name"], "size": info["size"], "path": path, "sha256": artifact_sha}
+            for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))
+            for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
         ],
     }
     write_json(result_dir.suite, suite, SUITE_SCHEMA)

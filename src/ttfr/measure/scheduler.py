@@ -104,11 +104,14 @@ class Scheduler:
         before = cache.count_entries()
         load = hostinfo.load_average()
         pressure = hostinfo.cpu_pressure()
+        runnable_start, stall_before = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
         times_before = hostinfo.cpu_times()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         timeout_s = self._timeout(task)
         result = self._spawn(task, cache, timeout_s)
         times_after = hostinfo.cpu_times()
+        runnable_end, stall_after = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
+        stall = (stall_after - stall_before) / 1e6 if stall_before is not None and stall_after is not None else None
         steal = None
         if times_before and times_after and times_after[1] > times_before[1]:
             steal = (times_after[0] - times_before[0]) / (times_after[1] - times_before[1])
@@ -126,7 +129,18 @@ class Scheduler:
             "makes_template": task.makes_template,
             "timeout_s": timeout_s,
             "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
-            "host": {"load_average": load, "cpu_pressure_avg10": pressure, "steal_fraction": steal, "started_at": started},
+            "host": {
+                "load_average": load,
+                "cpu_pressure_avg10": pressure,
+                "steal_fraction": steal,
+                "started_at": started,
+                # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
+                # before the spawn and after the reap, and the CPU-pressure stall time in between.
+                "runnable_start": runnable_start,
+                "runnable_end": runnable_end,
+                "cpu_pressure_stall_s": stall,
+                "usable_cores": hostinfo.usable_cpus(),
+            },  # fmt: skip
         }
         entry.update(result.to_json())
         return entry

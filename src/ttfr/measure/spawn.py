@@ -2,8 +2,10 @@
 
 - The record comes over a dedicated pipe as a Python literal, read with ast.literal_eval
   (the worker's stdout/stderr go to a log file, whose tail is kept when a run fails).
-- `os.wait4` reaps the worker so its rusage (CPU time of it and its reaped children, such
-  as g++) comes back; the reap timestamp ends `process_s`.
+- A waiter thread sees the worker exit without reaping it (`waitid` with WNOWAIT); that
+  moment ends `process_s` (`reaped_ns`). Then the group is killed (stragglers), and only
+  then `os.wait4` reaps the leader, so its rusage (CPU time of it and its reaped children,
+  such as g++) comes back and no reused pid can ever be the group that is killed.
 - The watchdog kills the whole process group on timeout (compiler grandchildren too), and
   the group is killed again after the worker exits to leave no stragglers.
 - The group is registered with this process's sweeper (measure/sweeper.py) while it may be
@@ -34,6 +36,10 @@ STDERR_TAIL_CHARS = 2000
 # Worker outcomes (ok, unavailable, error, oom, invalid-measurement) pass through;
 # these are added by the parent.
 TIMEOUT, OOM, SIGNAL, ERROR = "timeout", "oom", "signal", "error"
+# Every outcome a run can have (the case result's schema holds the same list).
+OUTCOMES = frozenset({"ok", "unavailable", ERROR, TIMEOUT, OOM, SIGNAL, "invalid-measurement"})
+# Top-level text of a worker's record that is not free text: kept as it is, never redacted.
+_RECORD_WORDS = frozenset({"outcome", "phase", "dataset_sha256"})
 
 
 @dataclass
@@ -166,9 +172,13 @@ def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeou
         return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)"
     if record is not None:
         outcome, reason = record.get("outcome", ERROR), record.get("reason")
+        if outcome not in OUTCOMES:  # a worker of another protocol, or a broken one
+            return ERROR, f"the worker reported an unknown outcome {_quoted(outcome)}"
         if exit_code not in (0, None) and outcome == "ok":
             how = f"killed by {_signal_name(-exit_code)}" if exit_code < 0 else f"exit code {exit_code}"
             return ERROR, f"worker reported a result, then {how}" + _oom_note(oom)
+        if not isinstance(reason, str) or not reason.strip():
+            reason = None if outcome == "ok" else f"the worker reported {outcome} without a reason"
         return outcome, reason
     if exit_code is not None and exit_code < 0:
         if -exit_code == signal.SIGKILL:
@@ -182,6 +192,11 @@ def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeou
     return ERROR, f"exit code {exit_code} without a result record" + _oom_note(oom)
 
 
+def _quoted(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _oom_note(oom: OomCheck | None) -> str:
     if oom is None or oom.kills <= 0:
         return ""
@@ -193,7 +208,8 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
     words = job.replace(fd=write_fd).to_words()
     argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
-    reaped: dict = {}
+    exited: dict = {}  # when the worker exited (seen by the waiter thread, which does not reap it)
+    reaped: dict = {}  # its wait status and rusage, once reaped
     sweeper.start()  # before the clock starts: a no-op once the sweeper runs
     counter = find_oom_counter()
     oom_before = counter.read() if counter else None
@@ -211,12 +227,14 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             os.close(write_fd)
         sweeper.watch(proc.pid)  # the worker leads its own group: pgid == pid
 
-        def reap():
-            _pid, status, usage = os.wait4(proc.pid, 0)
-            reaped.update(ns=time.monotonic_ns(), status=status, usage=usage)
+        def wait_exit():
+            # Exited, not reaped (WNOWAIT): the leader stays a zombie, so its pid and group id
+            # cannot be reused before the group is killed below. The time is the worker's exit.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            exited["ns"] = time.monotonic_ns()
 
         reader = threading.Thread(target=_read_all, args=(read_fd, chunks), daemon=True)
-        waiter = threading.Thread(target=reap, daemon=True)
+        waiter = threading.Thread(target=wait_exit, daemon=True)
         reader.start()
         waiter.start()
         timed_out = False
@@ -231,9 +249,11 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             waiter.join()
             raise
         finally:
-            _kill_group(proc.pid)  # stragglers holding the pipe (forked compile workers)
-            if reaped:  # killed and its leader reaped: never kill that number later
-                sweeper.release(proc.pid)
+            _kill_group(proc.pid)  # stragglers holding the pipe (forked compile workers); the leader is unreaped
+            if exited:
+                sweeper.release(proc.pid)  # the group is dead: never kill that number later
+                _pid, status, usage = os.wait4(proc.pid, 0)  # reap now; rusage covers the worker and its reaped children
+                reaped.update(status=status, usage=usage)
             reader.join()
         exit_code = os.waitstatus_to_exitcode(reaped["status"])
         proc.returncode = exit_code  # we reaped it; keep Popen from trying again
@@ -249,18 +269,20 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
                 record = None
             if not isinstance(record, dict):
                 record = None
+        if record is not None:  # the worker's free text may quote its environment
+            for key, value in record.items():
+                if isinstance(value, str) and key not in _RECORD_WORDS:
+                    record[key] = redact_text(value, env)
         outcome, reason = classify(record, exit_code, timed_out, timeout_s, oom)
         if record is None and not timed_out and raw:
             reason = f"{reason}; the worker's record was unreadable"
-        if record is not None and isinstance(record.get("traceback"), str):
-            record["traceback"] = redact_text(record["traceback"], env)
         usage = reaped["usage"]
         return RunResult(
             outcome=outcome,
             reason=redact_text(reason, env),  # free text from the worker: it may quote its environment
             record=record,
             spawn_ns=spawn_ns,
-            reaped_ns=None if timed_out else reaped["ns"],
+            reaped_ns=None if timed_out else exited["ns"],
             exit_code=exit_code,
             rusage={
                 "user_s": usage.ru_utime,

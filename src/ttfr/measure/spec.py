@@ -262,11 +262,15 @@ def check_worker_python(python: str, env: dict | None = None, option: str = "--p
     """The interpreter given for workers must exist and import this ttfr's worker, in the
     environment its workers get (`env`: what is added to ours), within
     WORKER_PYTHON_TIMEOUT_S. It runs in a session of its own: when it does not answer, or
-    leaves anything behind, its whole process group is killed (no orphan survives it)."""
+    leaves anything behind, its whole process group is killed (no orphan survives it); the
+    group is registered with the sweeper meanwhile, so it dies with a ttfr killed outright."""
     import os
     import subprocess
     import tempfile
 
+    from ttfr.measure import sweeper
+
+    sweeper.start()  # a no-op once it runs; when it cannot start, it has warned once
     with tempfile.TemporaryFile() as stderr:
         try:
             proc = subprocess.Popen([python, "-c", "import ttfr.child.worker"], stdin=subprocess.DEVNULL,
@@ -276,6 +280,7 @@ def check_worker_python(python: str, env: dict | None = None, option: str = "--p
             raise UsageError(f"{option} {python!r} cannot be run: {exc.strerror}") from None
         except ValueError as exc:  # an embedded NUL byte
             raise UsageError(f"{option} {python!r} cannot be run: {exc}") from None
+        sweeper.watch(proc.pid)  # it leads its own session: pgid == pid
         try:
             answered = _exited_within(proc.pid, WORKER_PYTHON_TIMEOUT_S)
         finally:
@@ -311,14 +316,18 @@ def _exited_within(pid: int, timeout_s: float) -> bool:
 
 
 def _kill_group(proc) -> None:
-    """SIGKILL the process group `proc` leads (its own session), then reap `proc`."""
+    """SIGKILL the process group `proc` leads (its own session), have the sweeper forget it,
+    then reap `proc` (unreaped until then, so the group id cannot have been reused)."""
     import os
     import signal
+
+    from ttfr.measure import sweeper
 
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    sweeper.release(proc.pid)
     proc.wait()
 
 

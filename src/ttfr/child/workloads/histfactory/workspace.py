@@ -251,6 +251,11 @@ def _object(value, where: str, what: str, path: str) -> dict:
 def _name(value, where: str, what: str, path: str) -> str:
     if not isinstance(value, str) or not value:
         raise _fail(path, f"{where}: {what} must be a non-empty string, got {_kind(value)} {_short(value)}")
+    try:
+        value.encode("utf-8")  # names reach a worker's command line, which must be UTF-8
+    except UnicodeEncodeError as exc:
+        raise _fail(path, f"{where}: {what} {_short(value)} is not valid Unicode text (a lone surrogate "
+                          f"{value[exc.start]!r} at position {exc.start})") from None  # fmt: skip
     return value
 
 

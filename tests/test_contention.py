@@ -1,0 +1,135 @@
+"""Contention evidence and flags: synthetic samples for the rules, and one real BLAS worker
+run while the test keeps every usable core busy."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ttfr.analyse import contention
+
+IDLE_HOST = {"runnable_start": [1, 90], "runnable_end": [1, 90], "usable_cores": 2}
+
+
+def evidence(waits, wall=0.01, cpu=0.01):
+    return {"wall_s": [wall] * len(waits), "cpu_s": [cpu] * len(waits), "runq_wait_s": waits}
+
+
+def test_a_process_whose_samples_waited_for_a_cpu_is_contended_with_its_evidence():
+    verdict = contention.warm_process(evidence([0.005] * 5 + [0.0] * 5), IDLE_HOST)
+    assert verdict["contended"] and verdict["samples_contended"] == 5
+    assert "5/10 samples waited for a CPU" in verdict["reasons"][0]
+
+
+@pytest.mark.parametrize("waits", [[0.0] * 10, [0.0004] * 10, [0.005] * 2 + [0.0] * 8])
+def test_an_idle_process_or_a_few_unlucky_samples_are_not_contended(waits):
+    # 4% waiting stays under WAIT_FRACTION; 2 of 10 samples stay under CONTENDED_SAMPLE_SHARE.
+    assert not contention.warm_process(evidence(waits), IDLE_HOST)["contended"]
+
+
+def test_other_runnable_tasks_filling_every_core_count_without_schedstat():
+    busy = {"runnable_start": [3, 90], "runnable_end": [4, 90], "usable_cores": 2}
+    verdict = contention.warm_process(evidence([None] * 10), busy)
+    assert verdict["contended"] and verdict["samples_with_evidence"] == 0 and "usable cores" in verdict["reasons"][0]
+    only_at_start = {**busy, "runnable_end": [1, 90]}
+    assert not contention.warm_process(evidence([None] * 10), only_at_start)["contended"]
+    assert not contention.warm_process(None, None)["contended"]
+
+
+def test_a_cold_run_is_contended_when_its_threads_waited():
+    assert contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, IDLE_HOST)["contended"]
+    calm = contention.cold_run({"runq_wait_s": 0.01, "on_cpu_s": 1.0}, 1.0, IDLE_HOST)
+    assert not calm["contended"] and calm["wait_fraction"] == pytest.approx(0.01)
+    assert contention.cold_run(None, 1.0, IDLE_HOST)["wait_fraction"] is None
+
+
+def test_process_disagreement_needs_significance_and_size():
+    tight = [[1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 0.99, 1.00, 1.00] for _ in range(2)]
+    apart = [tight[0], [x * 1.5 for x in tight[1]]]
+    assert contention.process_disagreement(apart)["disagree"]
+    assert not contention.process_disagreement(tight)["disagree"]
+    small = [tight[0], [x * 1.05 for x in tight[1]]]  # significant with many samples, but under 10%
+    assert not contention.process_disagreement([g * 10 for g in small])["disagree"]
+    assert contention.process_disagreement([tight[0]]) is None
+
+
+def test_tick_quantised_samples_sit_whole_ticks_apart():
+    walls = [0.020, 0.024, 0.028, 0.024, 0.020, 0.028, 0.024, 0.020]
+    verdict = contention.tick_quantised([w for w in walls], walls)
+    assert verdict["quantised"] and verdict["tick_s"] == 0.004 and verdict["steps"] == [0, 1, 2]
+    shifted = [w - 0.0002 for w in walls]  # the grid need not start at zero
+    assert contention.tick_quantised(shifted, shifted)["quantised"]
+
+
+@pytest.mark.parametrize(
+    "walls",
+    [
+        [0.0101, 0.0102, 0.0100, 0.0103, 0.0101, 0.0100, 0.0102, 0.0101],  # noise around one value
+        [0.024] * 8,  # one value, however exact, is not a grid
+        [0.0103, 0.0117, 0.0131, 0.0109, 0.0122, 0.0138, 0.0113, 0.0127],  # spread, off any grid
+    ],
+)
+def test_ordinary_samples_are_not_tick_quantised(walls):
+    assert not contention.tick_quantised(walls, walls)["quantised"]
+
+
+def test_too_few_samples_give_no_tick_verdict():
+    assert contention.tick_quantised([0.02, 0.024, 0.028], None) is None
+
+
+def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path):
+    from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+    from fakes import FakeExecutor
+    from test_artifacts import run_fake
+
+    def waited(call):
+        if call["job"].mode != "warm":
+            return None
+        warm = fake_warm()
+        n = len(warm["samples_s"])
+        warm["sample_evidence"] = evidence([0.008] * n, wall=0.01)
+        return fake_result(fake_record(check=PASSED_CHECK, warm=warm))
+
+    outcome = run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy")
+    (case,) = outcome.cases
+    flags = [f for f in case["flags"] if f["flag"] == "contended"] or [
+        f for p in case["policies"].values() for f in p.get("flags", []) if f["flag"] == "contended"
+    ]
+    assert flags and "samples waited for a CPU" in flags[0]["evidence"][0]
+
+
+def _busy_loops():
+    """One CPU-bound loop pinned to each usable core: any thread of the worker must wait."""
+    loops = []
+    for core in sorted(os.sched_getaffinity(0)):
+        code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
+        loops.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL))
+    return loops
+
+
+@pytest.mark.integration
+def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
+    from ttfr.child.job import Job
+    from ttfr.measure import spawn
+
+    job = Job(mode="warm", adapter="numpy_backend", workload="matmul", size=256, dtype="float32", samples=8,
+              min_sample_s=0.01, max_warmup_s=0.3)  # fmt: skip
+    loops = _busy_loops()
+    try:
+        result = spawn.run_worker(job, dict(os.environ), 120.0)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert result.outcome == "ok", result.reason
+    warm = result.record["warm"]
+    ev = warm["sample_evidence"]
+    assert len(ev["wall_s"]) == len(ev["cpu_s"]) == len(ev["runq_wait_s"]) == 8
+    assert ev["window_ns"][1] > ev["window_ns"][0]
+    if ev["runq_wait_s"][0] is None:
+        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/schedstat")
+    verdict = contention.warm_process(ev, None)
+    assert verdict["contended"], verdict  # every core had a CPU-bound neighbour the whole time
+    assert result.record["sched"]["runq_wait_s"] > 0
+    assert result.record["threadpools"] is None or any(p["internal_api"] for p in result.record["threadpools"])
