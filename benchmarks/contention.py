@@ -104,17 +104,22 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--min-sample-s", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--case", default="numpy:matmul:512", help="adapter:workload:size, e.g. jax:mlp_train_step:256 "
+                        "(XLA's own threads wait for each other on small machines: the false-flag test)")  # fmt: skip
     parser.add_argument("--json", help="write every process's evidence here")
     args = parser.parse_args()
     spawn.ensure_worker_bytecode()
+    adapter, workload, size = args.case.split(":")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     loop = BusyLoop(args.period, args.seed)
     loop.start()
     rows = []
     started = time.monotonic()
     try:
         for index in range(args.processes):
-            job = worker_job(mode="warm", adapter="numpy_backend", workload="matmul", size=512, dtype="float32",
-                             samples=args.samples, min_sample_s=args.min_sample_s, max_warmup_s=0.5)  # fmt: skip
+            job = worker_job(mode="warm", adapter=f"{adapter}_backend", compile=adapter == "jax", workload=workload,
+                             size=int(size), dtype="float32", samples=args.samples, min_sample_s=args.min_sample_s,
+                             max_warmup_s=0.5)  # fmt: skip
             host = {"runnable_start": hostinfo.runnable_tasks(), "usable_cores": hostinfo.usable_cpus()}
             result = spawn.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
             host["runnable_end"] = hostinfo.runnable_tasks()
@@ -131,6 +136,7 @@ def main() -> int:
                 "median_s": statistics.median(warm["samples_s"]),
                 "flagged": verdict["contended"],
                 "median_wait_fraction": verdict["median_wait_fraction"],
+                "others_cores": verdict["others_cores"],
                 "samples_contended": verdict["samples_contended"],
                 "tick": contention.tick_quantised(warm["samples_s"], evidence["wall_s"]),
             })  # fmt: skip
@@ -142,7 +148,7 @@ def main() -> int:
     clean = [r for r in rows if r["on_fraction"] == 0 and r["on_before"] == 0]
     between = len(rows) - len(dirty) - len(clean)
     detected, false_flags = sum(r["flagged"] for r in dirty), sum(r["flagged"] for r in clean)
-    print(f"\nnumpy_matmul_512_f32 warm processes ({len(rows)}; {between} partly contaminated, not scored), "
+    print(f"\n{adapter} {workload} {size} f32 warm processes ({len(rows)}; {between} partly contaminated, not scored), "
           f"{os.cpu_count()} CPUs, busy loop on one core toggled every ~{args.period:g} s")  # fmt: skip
     print(f"  contaminated (loop on >= {args.contaminated:.0%} of the window) flagged: {_rate(detected, len(dirty))}"
           f"   target >= {TARGET_DETECTION:.0%}")  # fmt: skip

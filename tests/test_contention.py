@@ -10,36 +10,58 @@ import pytest
 from ttfr.analyse import contention
 
 IDLE_HOST = {"runnable_start": [1, 90], "runnable_end": [1, 90], "usable_cores": 2}
+WINDOW = [0, 100_000_000]  # 0.1 s
 
 
-def evidence(waits, wall=0.01, cpu=0.01):
-    return {"wall_s": [wall] * len(waits), "cpu_s": [cpu] * len(waits), "runq_wait_s": waits}
+def evidence(waits, wall=0.01, cpu=0.01, others_cores=1.0):
+    n = len(waits)
+    return {"wall_s": [wall] * n, "cpu_s": [cpu] * n, "runq_wait_s": waits, "window_ns": WINDOW,
+            "others_cpu_s": None if others_cores is None else others_cores * 0.1}  # fmt: skip
 
 
-def test_a_process_whose_samples_waited_for_a_cpu_is_contended_with_its_evidence():
+def test_a_process_that_waited_while_a_neighbour_ran_is_contended_with_its_evidence():
     verdict = contention.warm_process(evidence([0.005] * 5 + [0.0] * 5), IDLE_HOST)
     assert verdict["contended"] and verdict["samples_contended"] == 5
-    assert "5/10 samples waited for a CPU" in verdict["reasons"][0]
+    assert "5/10 samples waited for a CPU" in verdict["reasons"][0] and "1.00 cores" in verdict["reasons"][0]
 
 
-@pytest.mark.parametrize("waits", [[0.0] * 10, [0.0004] * 10, [0.005] * 2 + [0.0] * 8])
+def test_a_runtime_waiting_for_its_own_threads_is_not_contended():
+    # XLA's pool on 2 cores: its threads wait for each other 60% of a sample; nobody else runs.
+    assert not contention.warm_process(evidence([0.006] * 10, others_cores=0.05), IDLE_HOST)["contended"]
+    # either reading alone decides when the other is missing
+    assert contention.warm_process(evidence([0.006] * 10, others_cores=None), IDLE_HOST)["contended"]
+    assert contention.warm_process(evidence([None] * 10, others_cores=0.9), IDLE_HOST)["contended"]
+    assert not contention.warm_process(evidence([None] * 10, others_cores=None), IDLE_HOST)["contended"]
+
+
+def test_a_neighbour_that_did_not_make_the_worker_wait_is_not_contention():
+    # a single-threaded worker beside a busy loop on the other core
+    assert not contention.warm_process(evidence([0.0] * 10, others_cores=1.0), IDLE_HOST)["contended"]
+
+
+@pytest.mark.parametrize("waits", [[0.0] * 10, [0.0004] * 10, [0.005] * 3 + [0.0] * 7])
 def test_an_idle_process_or_a_few_unlucky_samples_are_not_contended(waits):
-    # 4% waiting stays under WAIT_FRACTION; 2 of 10 samples stay under CONTENDED_SAMPLE_SHARE.
+    # 4% waiting stays under WAIT_FRACTION; 3 of 10 samples do not exceed CONTENDED_SAMPLE_SHARE.
     assert not contention.warm_process(evidence(waits), IDLE_HOST)["contended"]
 
 
-def test_other_runnable_tasks_filling_every_core_count_without_schedstat():
+def test_other_runnable_tasks_filling_every_core_count_on_their_own():
     busy = {"runnable_start": [3, 90], "runnable_end": [4, 90], "usable_cores": 2}
-    verdict = contention.warm_process(evidence([None] * 10), busy)
+    verdict = contention.warm_process(evidence([None] * 10, others_cores=None), busy)
     assert verdict["contended"] and verdict["samples_with_evidence"] == 0 and "usable cores" in verdict["reasons"][0]
     only_at_start = {**busy, "runnable_end": [1, 90]}
-    assert not contention.warm_process(evidence([None] * 10), only_at_start)["contended"]
+    assert not contention.warm_process(evidence([None] * 10, others_cores=None), only_at_start)["contended"]
     assert not contention.warm_process(None, None)["contended"]
 
 
-def test_a_cold_run_is_contended_when_its_threads_waited():
-    assert contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, IDLE_HOST)["contended"]
-    calm = contention.cold_run({"runq_wait_s": 0.01, "on_cpu_s": 1.0}, 1.0, IDLE_HOST)
+def test_a_cold_run_is_contended_when_its_threads_waited_behind_a_neighbour():
+    host = {**IDLE_HOST, "machine_busy_s": 1.9}
+    rusage = {"user_s": 0.8, "sys_s": 0.1}  # the rest of the machine used 1.0 core for 1 s
+    verdict = contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, host, rusage)
+    assert verdict["contended"] and verdict["others_cores"] == pytest.approx(1.0)
+    alone = {**IDLE_HOST, "machine_busy_s": 0.95}
+    assert not contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, alone, rusage)["contended"]
+    calm = contention.cold_run({"runq_wait_s": 0.01, "on_cpu_s": 1.0}, 1.0, host, rusage)
     assert not calm["contended"] and calm["wait_fraction"] == pytest.approx(0.01)
     assert contention.cold_run(None, 1.0, IDLE_HOST)["wait_fraction"] is None
 

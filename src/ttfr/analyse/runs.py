@@ -92,7 +92,8 @@ def run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> 
     if counts:
         view["cache"]["counters"] = counts
     if outcome == "ok":
-        view["contention"] = contention.cold_run(record.get("sched"), view["metrics"]["process_s"], entry.get("host"))
+        view["contention"] = contention.cold_run(record.get("sched"), view["metrics"]["process_s"], entry.get("host"),
+                                                 entry.get("rusage"))  # fmt: skip
         view["threadpools"] = record.get("threadpools")  # BLAS/OpenMP libraries and thread counts
     if outcome != "ok":
         view["output_tail"] = entry.get("output_tail")

@@ -127,3 +127,18 @@ def cpu_pressure_total_us():
         if key == "total":
             return int(value)
     return None
+
+
+def busy_cpu_seconds():
+    """CPU time every task of the machine has used since boot (user, nice, system, irq,
+    softirq; /proc/stat, in clock ticks of 10 ms), or None without /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
+    return (user + nice + system + irq + softirq) / tick

@@ -78,6 +78,7 @@ def sample(call, args, sync, inner, count, barrier=None, ready=None):
     per_call, trailing, pending = [], [], []
     evidence = {"wall_s": [], "cpu_s": [], "runq_wait_s": []}
     window_start = time.monotonic_ns()  # system-wide clock: lines samples up with other processes' events
+    machine_before, own_before = hostinfo.busy_cpu_seconds(), _process_cpu()
     for _ in range(count):
         # Contention evidence, read around (not inside) the timed loop: CPU time of every
         # thread, and the time threads spent runnable without a CPU.
@@ -96,6 +97,13 @@ def sample(call, args, sync, inner, count, barrier=None, ready=None):
             barrier(output)
             trailing.append(((_clock() - t0) / 1e9) / (elapsed / 1e9) if elapsed else 0.0)
     evidence["window_ns"] = [window_start, time.monotonic_ns()]
+    machine_after, own_after = hostinfo.busy_cpu_seconds(), _process_cpu()
+    # CPU seconds the rest of the machine used during the window (10 ms resolution).
+    evidence["others_cpu_s"] = (
+        None
+        if machine_before is None or machine_after is None
+        else (machine_after - machine_before) - (own_after - own_before) / 1e9
+    )
     return per_call, trailing, pending, evidence
 
 

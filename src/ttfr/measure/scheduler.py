@@ -105,12 +105,14 @@ class Scheduler:
         load = hostinfo.load_average()
         pressure = hostinfo.cpu_pressure()
         runnable_start, stall_before = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
+        busy_before = hostinfo.busy_cpu_seconds()
         times_before = hostinfo.cpu_times()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         timeout_s = self._timeout(task)
         result = self._spawn(task, cache, timeout_s)
         times_after = hostinfo.cpu_times()
         runnable_end, stall_after = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
+        busy_after = hostinfo.busy_cpu_seconds()
         stall = (stall_after - stall_before) / 1e6 if stall_before is not None and stall_after is not None else None
         steal = None
         if times_before and times_after and times_after[1] > times_before[1]:
@@ -140,6 +142,9 @@ class Scheduler:
                 "runnable_end": runnable_end,
                 "cpu_pressure_stall_s": stall,
                 "usable_cores": hostinfo.usable_cpus(),
+                # CPU seconds every task of the machine used from spawn to reap (the worker's
+                # own are in its rusage): what was left is what its neighbours took.
+                "machine_busy_s": None if busy_before is None or busy_after is None else busy_after - busy_before,
             },  # fmt: skip
         }
         entry.update(result.to_json())
