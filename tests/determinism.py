@@ -30,6 +30,7 @@ TIMING_FLAGS = {
     "contended",  # from run-queue waits and runnable-task counts
     "process_disagreement",  # from the warm processes' samples (Kruskal-Wallis and a median ratio)
     "tick_quantised",  # from sample wall times
+    "could_not_measure_cleanly",  # from `contended`
 }
 
 

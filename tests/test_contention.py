@@ -155,3 +155,87 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
     assert verdict["contended"], verdict  # every core had a CPU-bound neighbour the whole time
     assert result.record["sched"]["runq_wait_s"] > 0
     assert result.record["threadpools"] is None or any(p["internal_api"] for p in result.record["threadpools"])
+
+
+def test_machine_health_counts_contended_runs_and_advises():
+    def case(name, contended, cores):
+        runs = [{"outcome": "ok", "contention": {"contended": c, "others_cores": cores}} for c in contended]
+        return {"case": name, "policies": {"cold-process/cold-cache": {"runs": runs}, "warm-process": {"procs": []}}}
+
+    health = contention.machine_health([case("a", [True, False], 1.2), case("b", [False, False], 0.0)])
+    assert (health["runs"], health["contended"], health["cases"], health["max_others_cores"]) == (4, 1, ["a"], 1.2)
+    line = contention.health_line(health)
+    assert "1 of 4 measured runs contended" in line and "--threads 1" in line and "ttfr selftest" in line
+    calm = contention.machine_health([case("b", [False], 0.0)])
+    assert contention.health_line(calm) is None and calm["advice"] == []
+
+
+def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
+    import io
+
+    from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+    from fakes import FakeExecutor
+    from rich.console import Console
+    from test_artifacts import run_fake
+
+    from ttfr.report import terminal
+
+    def waited(call):
+        if call["job"].mode != "warm":
+            return None
+        warm = fake_warm()
+        warm["sample_evidence"] = evidence([0.008] * len(warm["samples_s"]), wall=0.01)
+        return fake_result(fake_record(check=PASSED_CHECK, warm=warm))
+
+    outcome = run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy")
+    report = (outcome.result_dir.root / "report.md").read_text()
+    assert "## Machine health" in report and "were `contended`" in report and "--threads 1" in report
+    out = io.StringIO()
+    terminal.print_summary(Console(file=out, width=200), outcome.suite, outcome.cases, outcome.result_dir.root)
+    assert "machine health: 2 of " in out.getvalue()
+
+
+def _run_with_contended_warm_processes(tmp_path, contended_indexes):
+    from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
+    from fakes import FakeExecutor
+    from test_artifacts import run_fake
+
+    seen = []
+
+    def waited(call):
+        if call["job"].mode != "warm":
+            return None
+        index = len(seen)
+        seen.append(index)
+        per_call = 0.020 if index in contended_indexes else 0.001  # the contended process is slower
+        warm = fake_warm(per_call=per_call)
+        waits = [0.008 if index in contended_indexes else 0.0] * len(warm["samples_s"])
+        warm["sample_evidence"] = evidence(waits, wall=0.01)
+        check = PASSED_CHECK if call["job"].check else None
+        return fake_result(fake_record(check=check, warm=warm))
+
+    return run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy", warm_procs=2)
+
+
+def test_the_headline_sets_contended_processes_aside_when_clean_ones_remain(tmp_path):
+    from ttfr.artifacts.reader import validate_dir
+
+    outcome = _run_with_contended_warm_processes(tmp_path, {1})
+    (case,) = outcome.cases
+    warm = case["policies"]["warm-process"]
+    assert warm["summary"]["call_s"]["n"] == 1 and warm["summary"]["call_s"]["median"] < 0.002  # the clean one (~1 ms), not 20 ms
+    flag = next(f for f in case["flags"] if f["flag"] == "contended")
+    assert flag["processes"] == [1] and "the figures use the 1 clean of 2" in flag["set_aside"]
+    assert len(warm["procs"]) == 2  # the contended process stays in the raw data
+    assert validate_dir(outcome.result_dir.root) == []  # the reader recomputes the same rule
+
+
+def test_too_few_clean_processes_give_no_figure_and_say_so(tmp_path):
+    from ttfr.artifacts.reader import validate_dir
+
+    outcome = _run_with_contended_warm_processes(tmp_path, {0, 1})
+    (case,) = outcome.cases
+    assert case["policies"]["warm-process"]["summary"]["call_s"] is None
+    flag = next(f for f in case["flags"] if f["flag"] == "could_not_measure_cleanly")
+    assert "2 of 2 processes were contended: no figure is given" in flag["reason"]
+    assert validate_dir(outcome.result_dir.root) == []

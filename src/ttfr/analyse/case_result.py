@@ -54,10 +54,7 @@ def _cold_policy(views: list[dict]) -> dict:
         flags.append({"flag": "first_run_outlier", "metric": "ttfr_s", **outlier})
     cache_overview = _cache_overview(views)
     flags.extend({"flag": f} for f in cache_overview["flags"])
-    contended = [v for v in views if (v.get("contention") or {}).get("contended")]
-    if contended:
-        evidence = [f"run {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
-        flags.append({"flag": "contended", "runs": [v["index"] for v in contended], "evidence": evidence})
+    flags += _contention_flags(views, "runs", "run")
     return {
         "runs": views,
         **cold_summaries(views),
@@ -75,10 +72,7 @@ def _warm_policy(views: list[dict]) -> dict:
     unstable = [v["index"] for v in ok if not v["warmup"]["stable"]]
     if unstable:
         flags.append({"flag": "warmup_unstable", "processes": unstable})
-    contended = [v for v in ok if v["contention"]["contended"]]
-    if contended:
-        evidence = [f"process {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
-        flags.append({"flag": "contended", "processes": [v["index"] for v in contended], "evidence": evidence})
+    flags += _contention_flags(views, "processes", "process")
     disagreement = contention.process_disagreement([v["samples_s"] for v in ok])
     if disagreement and disagreement["disagree"]:
         flags.append({"flag": "process_disagreement", **disagreement})
@@ -89,19 +83,57 @@ def _warm_policy(views: list[dict]) -> dict:
     return {"procs": views, "summary": warm_summary(views), "flags": flags}
 
 
+def _contended(view: dict) -> bool:
+    return bool((view.get("contention") or {}).get("contended"))
+
+
+def headline_runs(views: list[dict]) -> list[dict]:
+    """The ok runs a policy's figures come from. Contended runs stay in the artifact but are
+    set aside when at least as many clean ones remain; with fewer, none: a figure measured
+    mostly on a busy machine would be a precise-looking wrong number."""
+    ok = [v for v in views if v["outcome"] == "ok"]
+    clean = [v for v in ok if not _contended(v)]
+    if 2 * len(clean) >= len(ok):
+        return clean
+    return []
+
+
+def _contention_flags(views: list[dict], key: str, noun: str) -> list[dict]:
+    """`contended` with each run's evidence and what the figures use instead; and
+    `could_not_measure_cleanly` when too few clean runs were left to give a figure."""
+    nouns = {"run": "runs", "process": "processes"}[noun]
+    ok = [v for v in views if v["outcome"] == "ok"]
+    contended = [v for v in ok if _contended(v)]
+    if not contended:
+        return []
+    evidence = [f"{noun} {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
+    flags = [{"flag": "contended", key: [v["index"] for v in contended], "evidence": evidence}]
+    clean = headline_runs(views)
+    if clean:
+        flags[0]["set_aside"] = f"{len(contended)} contended {nouns if len(contended) > 1 else noun} set aside: " \
+                                f"the figures use the {len(clean)} clean of {len(ok)}"  # fmt: skip
+    else:
+        flags.append({"flag": "could_not_measure_cleanly",
+                      "reason": f"{len(contended)} of {len(ok)} {nouns} were contended: no figure is given; "
+                                "rerun on a quieter machine (see Machine health)"})  # fmt: skip
+    return flags
+
+
 def cold_summaries(views: list[dict]) -> dict:
-    """A cold policy's `summary` and `stages_summary`, from its runs."""
+    """A cold policy's `summary` and `stages_summary`, from its clean runs."""
+    chosen = headline_runs(views)  # none: could not measure cleanly, every figure null
     return {
-        "summary": _summaries(views, runs.COLD_METRICS, "metrics"),
-        "stages_summary": {k: s for k, s in _summaries(views, runs.STAGE_METRICS, "stages").items() if s},
+        "summary": _summaries(chosen, runs.COLD_METRICS, "metrics"),
+        "stages_summary": {k: s for k, s in _summaries(chosen, runs.STAGE_METRICS, "stages").items() if s},
     }
 
 
 def warm_summary(views: list[dict]) -> dict:
-    """The warm regime's `summary`, from its processes."""
+    """The warm regime's `summary`, from its clean processes."""
     ok = [v for v in views if v["outcome"] == "ok"]
+    chosen = headline_runs(views)
     return {
-        "call_s": stats.summarize([v["median_s"] for v in ok]),
+        "call_s": stats.summarize([v["median_s"] for v in chosen]),
         "samples_per_process": len(ok[0]["samples_s"]) if ok else None,
     }
 

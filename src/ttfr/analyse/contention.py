@@ -154,3 +154,50 @@ def tick_quantised(samples_s: list[float], sample_wall_s: list[float] | None = N
         if share >= TICK_SHARE and len(held) >= 2:
             return {"quantised": True, "tick_s": tick, "share": share, "steps": sorted(held)}
     return {"quantised": False, "tick_s": None, "share": None, "steps": []}
+
+
+ADVICE = (
+    "close other work while measuring",
+    "on a small machine, `--threads 1` keeps BLAS-heavy cases off a busy core",
+    "`ttfr selftest` measures what noise this machine adds to a comparison",
+)
+
+
+def machine_health(case_results: list[dict]) -> dict:
+    """How many measured runs and warm processes were contended, which cases, and the most
+    CPU their neighbours used: the end-of-run health line and the report's section."""
+    total = contended = 0
+    cases, worst = [], None
+    for result in case_results:
+        hit = False
+        for policy in result["policies"].values():
+            for run in (policy.get("runs") or []) + (policy.get("procs") or []):
+                evidence = run.get("contention")
+                if run.get("outcome") != "ok" or not evidence:
+                    continue
+                total += 1
+                if evidence["contended"]:
+                    contended += 1
+                    hit = True
+                    cores = evidence.get("others_cores")
+                    if cores is not None and (worst is None or cores > worst):
+                        worst = cores
+        if hit:
+            cases.append(result["case"])
+    return {
+        "runs": total,
+        "contended": contended,
+        "cases": cases,
+        "max_others_cores": worst,
+        "advice": list(ADVICE) if contended else [],
+    }
+
+
+def health_line(health: dict) -> str | None:
+    """One line for the end of a run, or None when nothing was contended."""
+    if not health["contended"]:
+        return None
+    worst = health["max_others_cores"]
+    neighbours = f"; other work used up to {worst:.1f} cores while workers waited" if worst is not None else ""
+    return (f"machine health: {health['contended']} of {health['runs']} measured runs contended in "
+            f"{len(health['cases'])} case(s){neighbours}. Advice: {'; '.join(health['advice'])}.")  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
 from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
@@ -260,6 +261,25 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _machine_health_section(cases: list[dict]) -> list[str]:
+    health = contention.machine_health(cases)
+    lines = ["## Machine health", ""]
+    if not health["runs"]:
+        return lines + ["No run recorded contention evidence.", ""]
+    lines.append(
+        f"{health['contended']} of {health['runs']} measured runs and warm processes were `contended`: they waited "
+        "for a CPU while other work used one (run-queue wait > 5% and neighbours >= 0.5 cores; the evidence of each "
+        "is under Flags and in its case file)."
+    )
+    if health["contended"]:
+        worst = health["max_others_cores"]
+        lines += ["", f"- Cases: {', '.join(f'`{c}`' for c in health['cases'])}"]
+        if worst is not None:
+            lines.append(f"- Other work used up to {worst:.2f} cores during a contended run.")
+        lines += [f"- Advice: {text}." for text in health["advice"]]
+    return lines + [""]
+
+
 def _flags_section(cases: list[dict]) -> list[str]:
     items = []
     for case in cases:
@@ -315,6 +335,7 @@ def render(result: VerifiedResult) -> str:
     lines += _histfactory_section(suite.get("scaling", []))
     lines += _break_even_section(suite["break_even"])
     lines += _flags_section(cases)
+    lines += _machine_health_section(cases)
     problems = summary_problems(suite)
     lines += ["## Warnings and failures", "", *(problems or ["None."]), ""]
     lines += ["## Limitations", "", *(f"- {text}" for text in manifest["limitations"]), ""]

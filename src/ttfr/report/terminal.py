@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ttfr.analyse import contention
 from ttfr.analyse.figures import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
@@ -130,6 +131,9 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
         + (f", {summary['n_pending']} pending" if summary["n_pending"] else "")
         + (f"; worst TTFR {worst['case']} {fmt_seconds(worst['ttfr_median_s'])}" if worst else "")
     )
+    line = contention.health_line(contention.machine_health(cases))
+    if line:
+        console.print(line, style="yellow", markup=False, highlight=False)
     console.print(f"results: {result_path}", markup=False, highlight=False)
 
 
