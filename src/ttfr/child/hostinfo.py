@@ -46,8 +46,8 @@ def load_average():
         return None
 
 
-def cpu_pressure():
-    """`some avg10` from /proc/pressure/cpu (PSI), or None where the kernel has no PSI."""
+def _cpu_pressure_some(field):
+    """A field of the `some` line of /proc/pressure/cpu (PSI), as text; None without PSI."""
     try:
         with open("/proc/pressure/cpu", encoding="ascii") as fh:
             first = fh.readline().split()
@@ -55,9 +55,15 @@ def cpu_pressure():
         return None
     for token in first[1:]:
         key, _, value = token.partition("=")
-        if key == "avg10":
-            return float(value)
+        if key == field:
+            return value
     return None
+
+
+def cpu_pressure():
+    """`some avg10` from /proc/pressure/cpu (PSI), or None where the kernel has no PSI."""
+    value = _cpu_pressure_some("avg10")
+    return None if value is None else float(value)
 
 
 def gpu_device_nodes():
@@ -117,16 +123,8 @@ def runnable_tasks():
 
 def cpu_pressure_total_us():
     """PSI's cumulative `some` stall time of the CPU in microseconds (None without PSI)."""
-    try:
-        with open("/proc/pressure/cpu", encoding="ascii") as fh:
-            first = fh.readline().split()
-    except OSError:
-        return None
-    for token in first[1:]:
-        key, _, value = token.partition("=")
-        if key == "total":
-            return int(value)
-    return None
+    value = _cpu_pressure_some("total")
+    return None if value is None else int(value)
 
 
 def busy_cpu_seconds():
