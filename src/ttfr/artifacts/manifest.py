@@ -102,11 +102,9 @@ def threadpools() -> list[dict] | None:
     records its own (the case files' runs: `threadpools`), which --threads changes."""
     try:
         import numpy  # noqa: F401  (loads its BLAS)
-        from threadpoolctl import threadpool_info
     except ImportError:
         return None
-    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer")
-    return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
+    return hostinfo.threadpools()
 
 
 def collect(command_line: list[str] | None = None, worker_python: str | None = None, policies=(),

@@ -46,24 +46,16 @@ def load_average():
         return None
 
 
-def _cpu_pressure_some(field):
-    """A field of the `some` line of /proc/pressure/cpu (PSI), as text; None without PSI."""
+def cpu_pressure():
+    """PSI's CPU `some` line (/proc/pressure/cpu): `avg10` (% of the last 10 s some task
+    waited for a CPU) and `total_us` (cumulative stall, microseconds); None without PSI."""
     try:
         with open("/proc/pressure/cpu", encoding="ascii") as fh:
             first = fh.readline().split()
-    except OSError:
+        fields = dict(token.partition("=")[::2] for token in first[1:])
+        return {"avg10": float(fields["avg10"]), "total_us": int(fields["total"])}
+    except (OSError, KeyError, ValueError):
         return None
-    for token in first[1:]:
-        key, _, value = token.partition("=")
-        if key == field:
-            return value
-    return None
-
-
-def cpu_pressure():
-    """`some avg10` from /proc/pressure/cpu (PSI), or None where the kernel has no PSI."""
-    value = _cpu_pressure_some("avg10")
-    return None if value is None else float(value)
 
 
 def gpu_device_nodes():
@@ -75,16 +67,26 @@ def gpu_device_nodes():
 
 
 def cpu_times():
-    """Aggregate CPU jiffies from /proc/stat: (steal, total), or None without /proc."""
+    """The machine's CPU time from /proc/stat's first line, in clock ticks: `steal`, `total`
+    and `busy` (user, nice, system, irq, softirq: what tasks used), and `tick_s`; None
+    without /proc."""
     try:
         with open("/proc/stat", encoding="ascii") as fh:
             fields = fh.readline().split()
-    except OSError:
+        tick_s = 1 / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
         return None
     if not fields or fields[0] != "cpu":
         return None
-    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return [values[7] if len(values) > 7 else 0, sum(values)]
+    values = [int(v) for v in fields[1:9]] + [0] * 8  # user nice system idle iowait irq softirq steal
+    user, nice, system, _idle, _iowait, irq, softirq, steal = values[:8]
+    return {"steal": steal, "total": sum(values[:8]), "busy": user + nice + system + irq + softirq, "tick_s": tick_s}
+
+
+def busy_cpu_seconds():
+    """CPU seconds every task of the machine has used since boot (10 ms resolution)."""
+    times = cpu_times()
+    return None if times is None else times["busy"] * times["tick_s"]
 
 
 def thread_schedstats():
@@ -121,22 +123,15 @@ def runnable_tasks():
         return None
 
 
-def cpu_pressure_total_us():
-    """PSI's cumulative `some` stall time of the CPU in microseconds (None without PSI)."""
-    value = _cpu_pressure_some("total")
-    return None if value is None else int(value)
-
-
-def busy_cpu_seconds():
-    """CPU time every task of the machine has used since boot (user, nice, system, irq,
-    softirq; /proc/stat, in clock ticks of 10 ms), or None without /proc."""
+def threadpools():
+    """The BLAS/OpenMP libraries this process has loaded and their thread counts
+    (threadpoolctl, imported only when asked); None where threadpoolctl is not installed."""
     try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            fields = fh.readline().split()
-        tick = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
+        from threadpoolctl import threadpool_info
+    except ImportError:
         return None
-    if not fields or fields[0] != "cpu":
+    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "prefix")
+    try:
+        return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
+    except Exception:  # a library threadpoolctl cannot introspect must not fail a run
         return None
-    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
-    return (user + nice + system + irq + softirq) / tick

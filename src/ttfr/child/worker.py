@@ -231,20 +231,6 @@ def _emit(fd, record):
     os.close(fd)
 
 
-def _threadpools():
-    """The BLAS / OpenMP libraries the run loaded and their thread counts (threadpoolctl),
-    read after every timed phase; None where threadpoolctl is not installed."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer", "prefix")
-    try:
-        return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
-    except Exception:  # a library threadpoolctl cannot introspect must not fail the run
-        return None
-
-
 def main(argv=None):
     t_main = _now()
     job = parse_job(sys.argv[1:] if argv is None else argv)
@@ -275,7 +261,7 @@ def main(argv=None):
 
     sched = hostinfo.thread_schedstats()  # threads still alive (the main thread does the timed work)
     record["sched"] = {"on_cpu_s": sched[0] / 1e9, "runq_wait_s": sched[1] / 1e9} if sched else None
-    record["threadpools"] = _threadpools()
+    record["threadpools"] = hostinfo.threadpools()  # the BLAS/OpenMP pools the run loaded
     record["pid"] = os.getpid()
     _emit(job.fd, record)
 

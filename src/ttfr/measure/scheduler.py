@@ -24,6 +24,12 @@ class NullProgress:
     def task_finished(self, task: Task, entry: dict | None) -> None: ...
 
 
+def _host_reading():
+    """CPU pressure, the machine's CPU times and its runnable count: read once before a
+    spawn and once after the reap."""
+    return hostinfo.cpu_pressure(), hostinfo.cpu_times(), hostinfo.runnable_tasks()
+
+
 class Scheduler:
     def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
                  progress=None, base_env: dict | None = None, dataset_fields: dict | None = None):  # fmt: skip
@@ -103,20 +109,18 @@ class Scheduler:
         restored = self._prepare_cache(task, cache)
         before = cache.count_entries()
         load = hostinfo.load_average()
-        pressure = hostinfo.cpu_pressure()
-        runnable_start, stall_before = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
-        busy_before = hostinfo.busy_cpu_seconds()
-        times_before = hostinfo.cpu_times()
+        pressure_before, times_before, runnable_start = _host_reading()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         timeout_s = self._timeout(task)
         result = self._spawn(task, cache, timeout_s)
-        times_after = hostinfo.cpu_times()
-        runnable_end, stall_after = hostinfo.runnable_tasks(), hostinfo.cpu_pressure_total_us()
-        busy_after = hostinfo.busy_cpu_seconds()
-        stall = (stall_after - stall_before) / 1e6 if stall_before is not None and stall_after is not None else None
-        steal = None
-        if times_before and times_after and times_after[1] > times_before[1]:
-            steal = (times_after[0] - times_before[0]) / (times_after[1] - times_before[1])
+        pressure_after, times_after, runnable_end = _host_reading()
+        stall = steal = busy = None
+        if pressure_before and pressure_after:
+            stall = (pressure_after["total_us"] - pressure_before["total_us"]) / 1e6
+        if times_before and times_after:
+            total = times_after["total"] - times_before["total"]
+            steal = (times_after["steal"] - times_before["steal"]) / total if total > 0 else None
+            busy = (times_after["busy"] - times_before["busy"]) * times_after["tick_s"]
         after = cache.count_entries()
         if task.makes_template and result.outcome == "ok":
             cache.save_template()
@@ -133,7 +137,7 @@ class Scheduler:
             "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
             "host": {
                 "load_average": load,
-                "cpu_pressure_avg10": pressure,
+                "cpu_pressure_avg10": pressure_before["avg10"] if pressure_before else None,
                 "steal_fraction": steal,
                 "started_at": started,
                 # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
@@ -144,7 +148,7 @@ class Scheduler:
                 "usable_cores": hostinfo.usable_cpus(),
                 # CPU seconds every task of the machine used from spawn to reap (the worker's
                 # own are in its rusage): what was left is what its neighbours took.
-                "machine_busy_s": None if busy_before is None or busy_after is None else busy_after - busy_before,
+                "machine_busy_s": busy,
             },  # fmt: skip
         }
         entry.update(result.to_json())
