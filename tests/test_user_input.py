@@ -157,7 +157,9 @@ def test_non_regular_and_oversized_files_are_refused_without_reading(tmp_path, m
     small = _write(tmp_path, BASE)
     with pytest.raises(UsageError, match="bytes is above the .* limit"):
         datasets.read_bounded(str(small))
-    monkeypatch.setattr(datasets, "_stat_regular", lambda *_args: None)  # a file that grew after its stat
+    from ttfr import bounded_file
+
+    monkeypatch.setattr(bounded_file, "stat_regular", lambda *_args: None)  # a file that grew after its stat
     with pytest.raises(UsageError, match="more than the .* limit"):
         datasets.read_bounded(str(small))
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ttfr import bounded_file
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import CASE_SCHEMA, MANIFEST_SCHEMA, PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, schema_errors
+from ttfr.bounded_file import FileRefused
 from ttfr.measure import catalog
 
 # Far above any artifact ttfr writes (a publish-profile case file is well under 1 MiB;
@@ -43,24 +44,16 @@ def confined(root: Path, rel) -> Path:
 def read_bounded(path: Path, name: str) -> bytes:
     """The bytes of a regular file no larger than MAX_ARTIFACT_BYTES (never blocks on a FIFO)."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise ArtifactError(f"{name}: missing") from None
-    except OSError as exc:
-        raise ArtifactError(f"{name}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ArtifactError(f"{name}: not a regular file; refused")
-    if info.st_size > MAX_ARTIFACT_BYTES:
-        raise ArtifactError(f"{name}: {info.st_size} bytes, above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as fh:
-            payload = fh.read(MAX_ARTIFACT_BYTES + 1)
-    except OSError as exc:
-        raise ArtifactError(f"{name}: cannot be read ({exc.strerror})") from None
-    if len(payload) > MAX_ARTIFACT_BYTES:
-        raise ArtifactError(f"{name}: grew above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit while read")
-    return payload
+        return bounded_file.read_regular(path, MAX_ARTIFACT_BYTES)
+    except FileRefused as refused:
+        cause = {
+            "missing": "missing",
+            "unreadable": f"cannot be read ({refused.detail})",
+            "not_regular": f"not a regular file ({refused.detail}); refused",
+            "too_large": f"{refused.detail} bytes, above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit",
+            "grew": f"grew above the {MAX_ARTIFACT_BYTES >> 20} MiB artifact limit while read",
+        }[refused.reason]
+        raise ArtifactError(f"{name}: {cause}") from None
 
 
 def sha256_of(root: Path, rel: str) -> str:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass
 
 import numpy as np
 
 from ttfr.child.workloads.histfactory import dense
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
+from ttfr import bounded_file
+from ttfr.bounded_file import FileRefused
 from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog
 
@@ -79,50 +80,35 @@ def _limit() -> str:
     return f"{MAX_WORKSPACE_BYTES / 2**20:g} MiB limit ({MAX_WORKSPACE_BYTES} bytes)"
 
 
-def _describe(mode: int) -> str:
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):  # fmt: skip
-        if test(mode):
-            return what
-    return "not a regular file"
+def _refusal(path, option: str, refused: FileRefused) -> UsageError:
+    if refused.reason == "not_regular":
+        return UsageError(f"{option} {path}: {refused.detail}, not a regular file: give a pyhf JSON workspace file")
+    if refused.reason == "too_large":
+        return UsageError(f"{option} {path}: {refused.detail} bytes is above the {_limit()} for a workspace file")
+    if refused.reason == "grew":
+        return UsageError(f"{option} {path}: more than the {_limit()} for a workspace file")
+    return UsageError(f"{option} {path}: cannot read it ({refused.detail})")
 
 
 def _stat_regular(path: str, option: str) -> os.stat_result:
     """os.stat of a regular file no larger than MAX_WORKSPACE_BYTES, else UsageError (never opens
     anything: a FIFO with no writer would block the open)."""
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
+        return bounded_file.stat_regular(path, MAX_WORKSPACE_BYTES)
+    except FileRefused as refused:
+        raise _refusal(path, option, refused) from None
     except ValueError as exc:  # an embedded NUL byte
         raise UsageError(f"{option} {path!r}: not a usable path ({exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{option} {path}: {_describe(info.st_mode)}, not a regular file: give a pyhf JSON workspace file")
-    if info.st_size > MAX_WORKSPACE_BYTES:
-        raise UsageError(f"{option} {path}: {info.st_size} bytes is above the {_limit()} for a workspace file")
-    return info
 
 
 def read_bounded(path: str, option: str = "--workspace") -> bytes:
     """A regular file's bytes, read once and at most MAX_WORKSPACE_BYTES of them."""
-    _stat_regular(path, option)
     try:
-        # O_NONBLOCK: should the path have become a FIFO since the stat, the open cannot hang.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fh.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise UsageError(f"{option} {path}: {_describe(mode)}, not a regular file: give a pyhf JSON workspace file")
-        try:
-            data = fh.read(MAX_WORKSPACE_BYTES + 1)
-        except OSError as exc:
-            raise UsageError(f"{option} {path}: cannot read it ({exc.strerror})") from None
-    if len(data) > MAX_WORKSPACE_BYTES:
-        raise UsageError(f"{option} {path}: more than the {_limit()} for a workspace file")
-    return data
+        return bounded_file.read_regular(path, MAX_WORKSPACE_BYTES)
+    except FileRefused as refused:
+        raise _refusal(path, option, refused) from None
+    except ValueError as exc:  # an embedded NUL byte
+        raise UsageError(f"{option} {path!r}: not a usable path ({exc})") from None
 
 
 def _parse(data: bytes, path: str):
