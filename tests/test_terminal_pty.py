@@ -116,3 +116,27 @@ def test_live_progress_display_runs_each_backend_family_on_a_terminal(family, tm
     (ref,) = suite["cases"]
     assert (ref["case"], ref["status"], ref["reason"]) == (case_id, "ok", None)
     assert f"results: {root}" in text.replace("\n", "")  # the summary printed after the bar
+
+
+def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):
+    """The health line is a path of the terminal summary that only a busy machine takes: a
+    CPU-bound loop pinned to every usable core makes the BLAS worker wait for a CPU."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"])
+        for core in sorted(os.sched_getaffinity(0))
+    ]
+    try:
+        argv = [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--cases", "numpy_matmul_256_f32",
+                "--cache-policy", "warm-process", "--warm-procs", "2", "--warm-samples", "8"]  # fmt: skip
+        status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0, text[-4000:]
+    flat = " ".join(text.split())  # rich wraps the line at the pty's width
+    assert "machine health:" in flat and "--threads 1" in flat, text[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
