@@ -150,11 +150,10 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
 
 
 def _resumable_spec(result_dir: ResultDir) -> RunSpec:
-    data, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
+    plan, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
     if problems:
         shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
         raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
-    plan = data
     spec = RunSpec.from_json(plan["spec"])
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
     if spec.python is not None:
