@@ -140,3 +140,22 @@ def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_pat
     assert "machine health:" in flat and "--threads 1" in flat, text[-4000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert validate_dir(root) == []
+
+
+def test_runs_added_for_precision_grow_the_live_bar_and_end_with_the_precision_line(tmp_path):
+    """--precision adds tasks after the plan: the bar's total grows with them (and shrinks when
+    the budget withdraws some), and the summary says how many statistics met the target."""
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--cases", "python_noop_1_f64",
+            "--warm-samples", "3", "--precision", "0.3", "--budget", "120"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0, text[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    runs = len((root / "journal.jsonl").read_text().splitlines())
+    suite = json.loads((root / "suite.json").read_text())
+    assert suite["precision"]["added_runs"] > 0 and runs > 7  # the quick plan is 7 tasks
+    assert f"{runs}/{runs}" in text, text[-4000:]  # the bar counted the added runs in its total
+    flat = " ".join(text.split())
+    assert "precision ±30.0% at 95%:" in flat and f"{suite['precision']['added_runs']} runs added" in flat, text[-4000:]
+    assert validate_dir(root) == []

@@ -212,6 +212,8 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
             "seed": spec.seed,
             "threads": spec.threads,
             "deterministic": spec.deterministic,
+            # --precision adds runs beyond cold_runs / warm_procs where they buy the most precision
+            **({"precision": spec.precision, "budget_s": spec.budget_s} if spec.precision is not None else {}),
         },
         "sync_policy": backend.sync_policy,
         "dataset": {"id": datasets.dataset_id(case, spec.seed), "sha256": None},

@@ -75,7 +75,7 @@ def symlinked_entries(root: Path) -> list[str]:
 def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
     """Figures suite.json and the case files derive from runs, recomputed: an edited summary
     (with its hash updated to match) shows up here."""
-    from ttfr.analyse import case_result, suite_figures  # the analysis stack (SciPy), only when verifying
+    from ttfr.analyse import case_result, precision, suite_figures  # the analysis stack (SciPy), only when verifying
 
     problems = []
     for case in cases:
@@ -85,6 +85,13 @@ def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
     }
+    if "precision" in suite:
+        statistics = precision.assess(cases, suite["precision"]["target"])
+        expected["precision"] = {
+            **suite["precision"],
+            "summary": precision.summary(statistics, suite["precision"]["target"]),
+            "statistics": [s.to_json() for s in statistics],
+        }
     for key, value in expected.items():
         if suite.get(key) != value:
             problems.append(f"suite.json: `{key}` is not what its case files give (edited, or written by another ttfr)")
@@ -213,6 +220,10 @@ def _planned_runs(root: Path, problems: list[str]) -> dict:
     problems += found
     if plan is None or found:
         return {}
+    if plan["spec"].get("precision") is not None:  # runs were added up to the command line's limits
+        from ttfr.measure.spec import MAX_COLD_RUNS, MAX_WARM_PROCS
+
+        return {"runs": MAX_COLD_RUNS, "procs": MAX_WARM_PROCS}
     return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
 
 

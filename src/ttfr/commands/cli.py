@@ -25,7 +25,7 @@ from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
-from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
+from ttfr.measure.spec import MAX_AB_BUDGET_S, PROFILES, build_spec, check_ab_limits, parse_duration
 
 EXPORT_FORMATS = ("nextstat-v1",)
 
@@ -85,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, help="set OMP/MKL/OpenBLAS thread counts in every worker")
     run.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the cases")
     run.add_argument("--python", metavar="PATH", help="interpreter the workers run under (default: this one)")
+    run.add_argument(
+        "--precision",
+        type=float,
+        metavar="REL",
+        help="after the profile's runs, add runs where they buy the most precision per second until "
+        "every 95%% CI half-width is <= REL of its median (e.g. 0.05)",
+    )
+    run.add_argument("--budget", metavar="DURATION", help="with --precision: wall-time limit of the run, e.g. 600, 10m, 1h")
     run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
     run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
     run.set_defaults(handler=_run)
@@ -101,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
     compare_ab.add_argument("--min-rounds", type=int, default=10)
     compare_ab.add_argument("--precision", type=float, help="stop once every CI half-width is <= this (e.g. 0.05)")
-    compare_ab.add_argument("--budget", type=float, metavar="S", help="stop adding rounds after S seconds")
+    compare_ab.add_argument("--budget", metavar="DURATION", help="stop adding rounds after this long, e.g. 600, 10m")
     compare_ab.add_argument(
         "--correction",
         default="holm",
@@ -160,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
                   "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
-                  "signal")  # fmt: skip
+                  "signal", "precision", "budget")  # fmt: skip
 
 
 def _run(args, console: Console) -> int:
@@ -175,6 +183,7 @@ def _run(args, console: Console) -> int:
             warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
             deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
             python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
+            precision=args.precision, budget=args.budget,
         )  # fmt: skip
     from ttfr.commands import run as suite_run  # the analysis stack, once the input is known good
     from ttfr.report import terminal
@@ -208,10 +217,11 @@ def _ab(args, console: Console) -> int:
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
         seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset,
     )  # fmt: skip
+    budget_s = parse_duration(args.budget, "--budget", MAX_AB_BUDGET_S)
     spec = ab.AbSpec(
         run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
         min_rounds=ab.min_rounds_for(args.min_rounds, args.rounds, args.precision), max_rounds=args.rounds,
-        precision=args.precision, budget_s=args.budget, correction=args.correction, fail_on=args.fail_on,
+        precision=args.precision, budget_s=budget_s, correction=args.correction, fail_on=args.fail_on,
         noise_floor=selftest.load_noise_floor(),
     )  # fmt: skip
     progress = terminal.ProgressDisplay(console)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import case_result, figures, suite_figures
+from ttfr.analyse import case_result, figures, precision, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
@@ -30,10 +31,10 @@ from ttfr.artifacts.store import (
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ttfr.measure import datasets
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import Plan, build_plan, pending_cases
+from ttfr.measure.plan import Plan, added_tasks, build_plan, pending_cases
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
-from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.measure.spec import MAX_WORKER_PROCESSES, RunSpec, check_worker_python
 from ttfr.report import markdown
 
 
@@ -177,7 +178,8 @@ class _TerminateAsInterrupt:
         return False
 
 
-def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None) -> SuiteOutcome:
+def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None, clock=time.monotonic) -> SuiteOutcome:
+    started = clock()  # --budget counts from here (a resumed run gets its budget again)
     plan = build_plan(spec)
     journal = Journal(result_dir.journal)
     if executor is run_worker:
@@ -185,13 +187,17 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     interrupted = False
     try:
         with _TerminateAsInterrupt():
+            scheduler = Scheduler(plan, journal, result_dir.scratch, executor, progress,
+                                  dataset_fields=dataset_fields(result_dir))  # fmt: skip
+            bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
             try:
-                Scheduler(plan, journal, result_dir.scratch, executor, progress,
-                          dataset_fields=dataset_fields(result_dir)).run()  # fmt: skip
+                scheduler.run()
+                if bought:
+                    bought.run()
             except KeyboardInterrupt:
                 interrupted = True
             entries = journal.entries()
-            suite, cases = write_results(result_dir, plan, entries)
+            suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
         if not suite["pending"]:
             result_dir.remove_scratch()
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
@@ -202,8 +208,84 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
 
 
-def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tuple[dict, list[dict]]:
-    """Analyse what the journal holds and write case files, the suite index and the report."""
+class PrecisionPurchase:
+    """After the plan: batches of runs where they buy the most precision per second
+    (analyse/precision.py), re-assessed from the journal after each batch, until every
+    statistic meets the target, nothing more can be bought, or the budget is spent.
+    Everything it decides comes from the journal, so a resumed run continues it."""
+
+    def __init__(self, plan: Plan, journal: Journal, scheduler: Scheduler, started: float, clock):
+        self.plan, self.journal, self.scheduler = plan, journal, scheduler
+        self.spec = plan.spec
+        self.started, self.clock = started, clock
+        self.added = 0
+        self.stopped_by = None
+
+    def _left_s(self) -> float | None:
+        return None if self.spec.budget_s is None else self.spec.budget_s - (self.clock() - self.started)
+
+    def run(self) -> None:
+        target = self.spec.precision
+        while self.stopped_by is None:
+            entries = self.journal.entries()
+            statistics = precision.assess(case_result.case_results(self.plan, entries), target)
+            left = self._left_s()
+            counts = precision.allocate(statistics, target, limit_s=left)
+            if not counts:
+                self.stopped_by = self._why_nothing(statistics, left)
+                break
+            processes = len(entries)
+            if processes + sum(counts.values()) > MAX_WORKER_PROCESSES:
+                self.stopped_by = "process_limit"
+                break
+            costs = {s.key: s.cost_s for s in statistics}
+            tasks = added_tasks(self.plan, counts, _next_indexes(entries), 1 + max(e["round"] for e in entries))
+            progress = self.scheduler.progress
+            progress.add(tasks)
+            ran = 0
+            for position, task in enumerate(tasks):
+                left = self._left_s()
+                if left is not None and costs[(task.case.id, task.policy)] > left:
+                    progress.remove(tasks[position:])
+                    self.stopped_by = "budget"
+                    break
+                if self.scheduler.run_task(task) is not None:
+                    ran += 1
+            self.added += ran
+            if not ran and self.stopped_by is None:
+                self.stopped_by = "cannot_improve"  # every case it chose had stopped
+
+    def _why_nothing(self, statistics, left: float | None) -> str:
+        states = {s.state for s in statistics}
+        if states <= {precision.MET}:
+            return "target_met"
+        if precision.SHORT in states and left is not None:
+            return "budget"  # a statistic is short, but not one run of it fits in what is left
+        return "cannot_improve"  # the rest are unreachable within the run limits, busy or failing
+
+    def outcome(self, clock) -> dict:
+        return {
+            "target": self.spec.precision,
+            "budget_s": self.spec.budget_s,
+            "stopped_by": self.stopped_by or "interrupted",
+            "added_runs": self.added,
+            "elapsed_s": clock() - self.started,
+        }
+
+
+def _next_indexes(entries: list[dict]) -> dict[tuple[str, str], int]:
+    """The next free run index of every measured (case, policy) stream the journal holds."""
+    nexts: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        if entry["measured"]:
+            key = (entry["case"], entry["policy"])
+            nexts[key] = max(nexts.get(key, 0), entry["index"] + 1)
+    return nexts
+
+
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought: dict | None = None) -> tuple[dict, list[dict]]:
+    """Analyse what the journal holds and write case files, the suite index and the report;
+    `bought`: how the --precision phase ended (its statistics are derived here)."""
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
     refs = []
@@ -242,6 +324,14 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict]) -> tup
             for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
         ],
     }
+    if spec.precision is not None:
+        statistics = precision.assess(cases, spec.precision)
+        suite["precision"] = {
+            **(bought or {"target": spec.precision, "budget_s": spec.budget_s, "stopped_by": "interrupted",
+                          "added_runs": 0, "elapsed_s": None}),
+            "summary": precision.summary(statistics, spec.precision),
+            "statistics": [s.to_json() for s in statistics],
+        }  # fmt: skip
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     if suite["scaling"]:
         write_scaling_csv(result_dir, suite["scaling"])

@@ -158,3 +158,21 @@ def pending_cases(plan: Plan, entries: list[dict]) -> list[str]:
     """Cases with tasks neither journaled nor skipped because their case was stopped."""
     remaining, stopped = replay(plan, entries)
     return sorted({t.case.id for t in remaining if t.case.id not in stopped})
+
+
+def added_tasks(plan: Plan, counts: dict[tuple[str, str], int], next_index: dict[tuple[str, str], int],
+                first_round: int) -> list[Task]:  # fmt: skip
+    """Tasks for runs added after the plan (`--precision`): `counts[(case, policy)]` more runs
+    from `next_index[(case, policy)]` on, spread like the plan's rounds: round r holds the
+    r-th added run of every stream that gets one, in an order shuffled from the seed."""
+    cases = {c.id: c for c in plan.spec.cases}
+    depth = max(counts.values(), default=0)
+    tasks = []
+    for position in range(depth):
+        number = first_round + position
+        streams = sorted(key for key, count in counts.items() if count > position)
+        random.Random(f"{plan.spec.seed}:{number}").shuffle(streams)
+        for case_id, policy in streams:
+            kind = WARM if policy == WARM_PROCESS else COLD
+            tasks.append(Task(kind, cases[case_id], policy, next_index[(case_id, policy)] + position, number))
+    return tasks

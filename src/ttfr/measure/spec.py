@@ -27,6 +27,8 @@ WORKER_PYTHON_TIMEOUT_S = 30.0  # the --python pre-check (`import ttfr.child.wor
 # `ttfr ab`: its rounds are each arm's cold runs and warm processes.
 MAX_AB_ROUNDS = min(MAX_COLD_RUNS, MAX_WARM_PROCS)
 MAX_AB_BUDGET_S = 7 * 86_400.0
+MAX_BUDGET_S = MAX_AB_BUDGET_S  # `ttfr run --budget`: the whole run's wall time
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class RunSpec:
     workspace: str | None = None  # a user's HistFactory workspace (absolute path)
     signal: str | None = None  # CHANNEL/SAMPLE of that workspace's signal
     custom_size: int | None = None  # its parameter count
+    precision: float | None = None  # --precision: relative 95% CI half-width every statistic should reach
+    budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -246,16 +250,37 @@ def check_process_count(n_cases: int, policies, cold_runs: int, warm_procs: int)
         )
 
 
+def check_precision(precision) -> float | None:
+    """--precision: a relative CI half-width in (0, 1), or None."""
+    number = isinstance(precision, (int, float)) and not isinstance(precision, bool)
+    if precision is not None and not (number and math.isfinite(precision) and 0 < precision < 1):
+        raise UsageError(f"--precision is a relative CI half-width in (0, 1), e.g. 0.05; got {precision!r}")
+    return None if precision is None else float(precision)
+
+
+def parse_duration(value, option: str = "--budget", maximum: float = MAX_BUDGET_S) -> float | None:
+    """`600`, `600s`, `10m`, `1.5h` -> seconds (1 s .. maximum); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        scale = _DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if scale else text
+        try:
+            value = float(number) * (scale or 1.0)
+        except ValueError:
+            raise UsageError(f"{option} is a duration like 600, 600s, 10m or 1.5h; got {value!r}") from None
+    return bounded(value, option, 1.0, maximum)
+
+
 def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> None:
     """`ttfr ab`'s --rounds/--min-rounds/--precision/--budget, each within its limit (before
     anything is written). Its rounds are each arm's cold runs and warm processes per case."""
     whole(rounds, "--rounds", 2, MAX_AB_ROUNDS)
     whole(min_rounds, "--min-rounds", 2, MAX_AB_ROUNDS)
-    number = isinstance(precision, (int, float)) and not isinstance(precision, bool)
-    if precision is not None and not (number and 0 < precision < 1):
-        raise UsageError(f"--precision is a relative CI half-width in (0, 1), e.g. 0.05; got {precision!r}")
+    check_precision(precision)
     if budget is not None:
-        bounded(budget, "--budget", 1.0, MAX_AB_BUDGET_S)
+        parse_duration(budget, "--budget", MAX_AB_BUDGET_S)
 
 
 def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
@@ -352,6 +377,8 @@ def build_spec(
     workspace=None,
     workspace_presets=(),
     signal=None,
+    precision=None,
+    budget=None,
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
@@ -381,6 +408,10 @@ def build_spec(
     warm_samples = prof.warm_samples if warm_samples is None else whole(warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES)
     timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
     chosen_policies = parse_policies(policies)
+    precision = check_precision(precision)
+    budget_s = parse_duration(budget)
+    if budget_s is not None and precision is None:
+        raise UsageError("--budget limits the runs --precision adds: give --precision too (e.g. --precision 0.05 --budget 10m)")
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
     if python is not None:
         check_worker_python(python)
@@ -402,4 +433,6 @@ def build_spec(
         workspace=str(Path(workspace).resolve()) if workspace else None,
         signal="/".join(user.signal) if user else None,
         custom_size=user.size if user else None,
+        precision=precision,
+        budget_s=budget_s,
     )

@@ -280,6 +280,65 @@ def _machine_health_section(cases: list[dict]) -> list[str]:
     return lines + [""]
 
 
+_STOPPED_BY = {
+    "target_met": "every statistic met the target",
+    "budget": "the budget was spent",
+    "cannot_improve": "no statistic left could still be improved (the rest are unreachable, busy or failing)",
+    "process_limit": "the worker-process limit of one run was reached",
+    "interrupted": "the run was interrupted (`ttfr run --resume DIR` continues it)",
+}
+_STATE_MEANS = {
+    "met": "its 95% interval is within the target",
+    "short": "more runs would have narrowed it; none were left to spend",
+    "unreachable": "projected to need more runs than the per-stream limit",
+    "busy": "most of its runs were contended: rerun on a quieter machine",
+    "failing": "most of its runs failed",
+}
+
+
+def precision_headline(bought: dict) -> str:
+    """One line: the target, how many statistics met it, why adding runs stopped."""
+    summary = bought["summary"]
+    spent = f" in {fmt_seconds(bought['elapsed_s'])}" if bought["elapsed_s"] is not None else ""
+    budget = f" of a {fmt_seconds(bought['budget_s'])} budget" if bought["budget_s"] else ""
+    return (f"precision ±{bought['target']:.1%} at 95%: {summary['met']} of {summary['statistics']} statistics met it; "
+            f"{bought['added_runs']} runs added{spent}{budget}; stopped: {_STOPPED_BY[bought['stopped_by']]}")  # fmt: skip
+
+
+def _precision_section(suite: dict) -> list[str]:
+    bought = suite.get("precision")
+    if not bought:
+        return []
+    rows = [
+        [f"`{s['case']}`", s["policy"], s["metric"], fmt_seconds(s["median"]),
+         "—" if s["half_width"] is None else f"±{s['half_width']:.1%}", str(s["n"]),
+         "—" if s["needed_runs"] is None else str(s["needed_runs"]), fmt_seconds(s["cost_s"]),
+         f"**{s['state']}**" if s["state"] != "met" else "met"]
+        for s in bought["statistics"]
+    ]  # fmt: skip
+    return [
+        "## Precision",
+        "",
+        precision_headline(bought)[0].upper() + precision_headline(bought)[1:] + ".",
+        "",
+        "Runs were added after the profile's where they bought the most precision per second: to the statistic whose "
+        "95% interval was furthest above the target per second of one of its runs (statistics with fewer than 6 runs, "
+        "which have no 95% interval, first). Half-width: (high − low) / 2 of the order-statistic interval, relative "
+        "to the median; needed: runs projected (1/√n) to meet the target.",
+        "",
+        *_table(
+            ["case", "policy", "statistic", "median", "half-width", "runs used", "needed", "cost per run", "state"], rows
+        ),  # fmt: skip
+        "",
+        *(
+            f"- {state}: {means}"
+            for state, means in _STATE_MEANS.items()
+            if any(s["state"] == state for s in bought["statistics"])
+        ),  # fmt: skip
+        "",
+    ]
+
+
 def _flags_section(cases: list[dict]) -> list[str]:
     items = []
     for case in cases:
@@ -334,6 +393,7 @@ def render(result: VerifiedResult) -> str:
     lines += _memory_section(cases)
     lines += _histfactory_section(suite.get("scaling", []))
     lines += _break_even_section(suite["break_even"])
+    lines += _precision_section(suite)
     lines += _flags_section(cases)
     lines += _machine_health_section(cases)
     problems = summary_problems(suite)

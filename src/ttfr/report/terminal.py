@@ -18,7 +18,7 @@ from ttfr.analyse.figures import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
 from ttfr.measure.policies import WARM_CACHE
-from ttfr.report.markdown import fmt_seconds
+from ttfr.report.markdown import fmt_seconds, precision_headline
 
 
 def _cost_key(task: Task) -> str:
@@ -82,6 +82,21 @@ class ProgressDisplay:
             self.progress.start()
             self.bar = self.progress.add_task("starting", total=total, completed=self.count, eta=self._eta())
 
+    def add(self, tasks: list[Task]) -> None:
+        """Runs added after the plan (--precision): the bar's total and ETA grow with them."""
+        self.total += len(tasks)
+        self.remaining.update((t.key, t) for t in tasks)
+        if self.bar is not None:
+            self.progress.update(self.bar, total=self.total, eta=self._eta())
+
+    def remove(self, tasks: list[Task]) -> None:
+        """Added runs that will not run (the budget is spent)."""
+        for task in tasks:
+            if self.remaining.pop(task.key, None) is not None:
+                self.total -= 1
+        if self.bar is not None:
+            self.progress.update(self.bar, total=self.total, eta=self._eta())
+
     def task_started(self, task: Task) -> None:
         self.started_at = time.monotonic()
         if self.bar is not None:
@@ -131,6 +146,17 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
         + (f", {summary['n_pending']} pending" if summary["n_pending"] else "")
         + (f"; worst TTFR {worst['case']} {fmt_seconds(worst['ttfr_median_s'])}" if worst else "")
     )
+    if suite.get("precision"):
+        bought = suite["precision"]
+        style = "green" if bought["summary"]["met"] == bought["summary"]["statistics"] else "yellow"
+        console.print(precision_headline(bought), style=style, markup=False, highlight=False)
+        missed = [s for s in bought["statistics"] if s["state"] != "met"]
+        for item in missed[:5]:
+            width = "no 95% interval" if item["half_width"] is None else f"±{item['half_width']:.1%}"
+            console.print(f"  {item['state']}: {item['case']} {item['policy']} {width} from {item['n']} runs",
+                          markup=False, highlight=False)  # fmt: skip
+        if len(missed) > 5:
+            console.print(f"  and {len(missed) - 5} more: see Precision in report.md", markup=False, highlight=False)
     line = contention.health_line(contention.machine_health(cases))
     if line:
         console.print(line, style="yellow", markup=False, highlight=False)

@@ -1,0 +1,179 @@
+"""Which statistics meet a precision target, and where more runs buy the most precision per
+second (`ttfr run --precision REL [--budget T]`).
+
+A statistic is one headline median of a case: its TTFR under each cold cache policy, its warm
+call time (the median of per-process medians). It meets the target when its order-statistic
+interval (stats.median_ci) reaches 95% coverage and its half-width, (high - low) / 2, is at
+most REL times the median. With fewer than MIN_RUNS runs no such interval exists.
+
+Allocation is greedy, one batch at a time. The next run goes to the statistic whose
+half-width is furthest above the target per second one of its runs costs (the median wall
+time of its runs so far); within a batch each run given to a statistic shrinks its projected
+half-width by sqrt(n / (n + k)), so one statistic does not take the whole batch on a single
+reading. Statistics still short of MIN_RUNS come first, cheapest first: they cannot meet
+any target before. A batch is about one round of time (one run of every statistic still
+short), so intervals are re-measured and runs re-allocated often; the plan spreads a batch's
+runs like its rounds. Runs are not spent on a statistic that cannot get there:
+- `unreachable`: its projected need is above the per-stream limit (judged from 2 x MIN_RUNS
+  runs on: the interval of the first few is [min, max], which one outlier makes wide);
+- `busy`: at least MIN_RUNS of its runs were contended and they outnumber the clean ones
+  (headline figures use clean runs only: on a machine that stays busy, more runs are waste);
+- `failing`: at least MIN_RUNS of its runs failed and they outnumber the ok ones.
+Statistics of failed cases, and of streams without a single ok run, are not assessed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics as pystats
+from dataclasses import asdict, dataclass
+
+from ttfr.analyse import stats
+from ttfr.measure import spec as spec_limits
+from ttfr.measure.policies import WARM_PROCESS
+
+LEVEL = 0.95
+
+
+def _min_runs(level: float = LEVEL) -> int:
+    """Fewest runs whose order-statistic median interval reaches `level` ([min, max] of 6: 96.9%)."""
+    n = 2
+    while stats.median_ci(list(range(n)))["level"] < level:
+        n += 1
+    return n
+
+
+MIN_RUNS = _min_runs()
+
+MET, SHORT, UNREACHABLE, BUSY, FAILING = "met", "short", "unreachable", "busy", "failing"
+STATES = (MET, SHORT, UNREACHABLE, BUSY, FAILING)
+
+
+def metric_of(policy: str) -> str:
+    return "call_s" if policy == WARM_PROCESS else "ttfr_s"
+
+
+def run_limit(policy: str) -> int:
+    """The most measured runs one stream may have (the command line's own limits)."""
+    return spec_limits.MAX_WARM_PROCS if policy == WARM_PROCESS else spec_limits.MAX_COLD_RUNS
+
+
+@dataclass(frozen=True)
+class Statistic:
+    case: str
+    policy: str
+    metric: str
+    runs: int  # measured runs of any outcome
+    n: int  # runs its figure uses (clean, ok)
+    contended: int  # ok runs set aside as contended
+    median: float | None
+    half_width: float | None  # relative, of its 95% interval; None without one
+    cost_s: float | None  # median wall time of one of its runs
+    state: str  # one of STATES
+    needed_runs: int | None  # projected runs to meet the target (None: no interval yet)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.case, self.policy
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _relative_half_width(summary: dict | None) -> float | None:
+    if not summary or not summary.get("median_ci") or summary["median_ci"]["level"] < LEVEL:
+        return None
+    median = summary["median"]
+    if not median or median <= 0:
+        return None
+    return (summary["median_ci"]["high"] - summary["median_ci"]["low"]) / 2.0 / median
+
+
+def needed_runs(n: int, half_width: float | None, target: float) -> int | None:
+    """Runs an interval of `half_width` from `n` runs needs to reach `target` (1/sqrt(n) scaling)."""
+    if half_width is None or n == 0:
+        return None
+    return max(n, MIN_RUNS, math.ceil(n * (half_width / target) ** 2))
+
+
+def assess(cases: list[dict], target: float) -> list[Statistic]:
+    """Every headline statistic of the cases that ran (failed and unavailable cases have none)."""
+    found = []
+    for case in cases:
+        if case["status"] == "failed" or not case["policies"]:
+            continue
+        for policy, data in sorted(case["policies"].items()):
+            views = data.get("procs") if policy == WARM_PROCESS else data.get("runs")
+            metric = metric_of(policy)
+            summary = (data.get("summary") or {}).get(metric)
+            ok = [v for v in views or [] if v["outcome"] == "ok"]
+            if not ok:
+                continue
+            failed = len(views) - len(ok)
+            contended = sum(bool((v.get("contention") or {}).get("contended")) for v in ok)
+            costs = [v["metrics"]["process_s"] for v in views if v["metrics"].get("process_s") is not None]
+            n = summary["n"] if summary else 0
+            half_width = _relative_half_width(summary)
+            need = needed_runs(n, half_width, target)
+            if half_width is not None and half_width <= target:
+                state = MET
+            elif contended >= MIN_RUNS and contended > len(ok) - contended:
+                state = BUSY
+            elif failed >= MIN_RUNS and failed > len(ok):
+                state = FAILING
+            elif need is not None and n >= 2 * MIN_RUNS and need > run_limit(policy):
+                state = UNREACHABLE
+            else:
+                state = SHORT
+            found.append(Statistic(
+                case=case["case"], policy=policy, metric=metric, runs=len(views), n=n, contended=contended,
+                median=summary["median"] if summary else None, half_width=half_width,
+                cost_s=pystats.median(costs) if costs else None, state=state, needed_runs=need,
+            ))  # fmt: skip
+    return found
+
+
+def _score(stat: Statistic, given: int, target: float) -> tuple[int, float]:
+    """Higher is first. Tier 1: no 95% interval yet even with the runs given (cheapest first);
+    tier 0: how far the projected half-width is above the target, per second of a run."""
+    n = stat.n + given
+    if stat.half_width is None or stat.n < MIN_RUNS:
+        if n < max(MIN_RUNS, stat.contended):  # clean runs must also outnumber the contended
+            return 1, -stat.cost_s
+        if stat.half_width is None:
+            return 0, 0.0  # projected to have an interval: measure before spending more
+    projected = stat.half_width * math.sqrt(stat.n / n)
+    return 0, (projected - target) / stat.cost_s
+
+
+def allocate(statistics: list[Statistic], target: float, quantum_s: float | None = None,
+             limit_s: float | None = None) -> dict[tuple[str, str], int]:  # fmt: skip
+    """How many runs each (case, policy) gets in the next batch. The batch is about
+    `quantum_s` long (default: one run of every statistic still short) and never above
+    `limit_s` (what is left of the budget); empty when nothing can still be bought."""
+    candidates = [s for s in statistics if s.state == SHORT and s.cost_s and s.runs < run_limit(s.policy)]
+    if not candidates:
+        return {}
+    quantum = sum(s.cost_s for s in candidates) if quantum_s is None else quantum_s
+    if limit_s is not None:
+        quantum = min(quantum, limit_s)
+    given = {s.key: 0 for s in candidates}
+    spent = 0.0
+    while True:
+        open_ = [s for s in candidates if s.runs + given[s.key] < run_limit(s.policy)]
+        scored = [(_score(s, given[s.key], target), s) for s in open_]
+        scored = [(score, s) for score, s in scored if score[0] == 1 or score[1] > 0]
+        if not scored:
+            break
+        _score_value, best = max(scored, key=lambda pair: (pair[0], pair[1].case, pair[1].policy))
+        if spent + best.cost_s > quantum:
+            break
+        given[best.key] += 1
+        spent += best.cost_s
+    return {key: count for key, count in given.items() if count}
+
+
+def summary(statistics: list[Statistic], target: float) -> dict:
+    """Counts by state, for the suite index and the report."""
+    states = [s.state for s in statistics]
+    return {"target": target, "statistics": len(statistics), **{state: states.count(state) for state in STATES}}
