@@ -12,8 +12,9 @@ time of its runs so far); within a batch each run given to a statistic shrinks i
 half-width by sqrt(n / (n + k)), so one statistic does not take the whole batch on a single
 reading. Statistics still short of MIN_RUNS come first, cheapest first: they cannot meet
 any target before. A batch is about one round of time (one run of every statistic still
-short), so intervals are re-measured and runs re-allocated often; the plan spreads a batch's
-runs like its rounds. Runs are not spent on a statistic that cannot get there:
+short), so intervals are re-measured and runs re-allocated often, but at least ten times what
+re-assessing them took (the caller's `min_batch_s`), so re-assessing stays a small share of
+the time; the plan spreads a batch's runs like its rounds. Runs are not spent on a statistic that cannot get there:
 - `unreachable`: its projected need is above the per-stream limit (judged from 2 x MIN_RUNS
   runs on: the interval of the first few is [min, max], which one outlier makes wide);
 - `busy`: at least MIN_RUNS of its runs were contended and they outnumber the clean ones
@@ -147,14 +148,15 @@ def _score(stat: Statistic, given: int, target: float) -> tuple[int, float]:
 
 
 def allocate(statistics: list[Statistic], target: float, quantum_s: float | None = None,
-             limit_s: float | None = None) -> dict[tuple[str, str], int]:  # fmt: skip
+             limit_s: float | None = None, min_batch_s: float = 0.0) -> dict[tuple[str, str], int]:  # fmt: skip
     """How many runs each (case, policy) gets in the next batch. The batch is about
-    `quantum_s` long (default: one run of every statistic still short) and never above
-    `limit_s` (what is left of the budget); empty when nothing can still be bought."""
+    `quantum_s` long (default: one run of every statistic still short, or `min_batch_s` if
+    longer) and never above `limit_s` (what is left of the budget); empty when nothing can
+    still be bought."""
     candidates = [s for s in statistics if s.state == SHORT and s.cost_s and s.runs < run_limit(s.policy)]
     if not candidates:
         return {}
-    quantum = sum(s.cost_s for s in candidates) if quantum_s is None else quantum_s
+    quantum = max(sum(s.cost_s for s in candidates), min_batch_s) if quantum_s is None else quantum_s
     if limit_s is not None:
         quantum = min(quantum, limit_s)
     given = {s.key: 0 for s in candidates}

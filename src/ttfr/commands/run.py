@@ -208,6 +208,9 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
     return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
 
 
+BATCH_PER_ASSESSMENT = 10.0  # a batch of added runs lasts at least 10x the re-assessment before it
+
+
 class PrecisionPurchase:
     """After the plan: batches of runs where they buy the most precision per second
     (analyse/precision.py), re-assessed from the journal after each batch, until every
@@ -227,10 +230,12 @@ class PrecisionPurchase:
     def run(self) -> None:
         target = self.spec.precision
         while self.stopped_by is None:
+            assessing = time.perf_counter()
             entries = self.journal.entries()
             statistics = precision.assess(case_result.case_results(self.plan, entries), target)
+            batch_floor = BATCH_PER_ASSESSMENT * (time.perf_counter() - assessing)
             left = self._left_s()
-            counts = precision.allocate(statistics, target, limit_s=left)
+            counts = precision.allocate(statistics, target, limit_s=left, min_batch_s=batch_floor)
             if not counts:
                 self.stopped_by = self._why_nothing(statistics, left)
                 break

@@ -1,0 +1,147 @@
+"""Time to precision: `ttfr run --precision 0.05` (the quick profile, then runs where they buy
+the most precision per second) against the fixed `standard` profile (10 cold runs per policy,
+5 warm processes) on the same cases: the quick matrix, every CPU case `ttfr run` picks by
+default. Both are real `ttfr run`s, one after the other (alternating which goes first when
+--pairs > 1); each one's wall time is measured around the process.
+
+Precision of a result: every headline statistic (each cold policy's TTFR, the warm call) of
+every ok case is assessed at the target by the same code the allocator uses
+(ttfr.analyse.precision.assess: 95% order-statistic interval, half-width <= 5% of the median).
+
+Target (issue 10): --precision reaches +-5% at 95% for every statistic in at most half the wall
+time the fixed standard profile needs for equal or better precision. Standard's 5 warm
+processes cannot give any 95% interval (6 is the fewest), so when standard misses some
+statistics, the time it needs is projected: a fixed profile gives every stream the same run
+count, so it needs, per stream kind, the most runs any statistic of that kind needs
+(`needed_runs`: 1/sqrt(n) from its own interval), at least standard's counts, each run costing
+what that stream's runs cost in the standard run. Both the measured and the projected time
+are printed.
+
+    .venv/bin/python benchmarks/time_to_precision.py [--target 0.05] [--pairs 1] [--backends numpy,jax_jit_cpu]
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ttfr.analyse import precision
+from ttfr.artifacts.reader import load_finished
+from ttfr.measure.policies import WARM_PROCESS
+
+
+def one_run(out: Path, extra: list[str]) -> tuple[float, Path]:
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), *extra]
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - started
+    if done.returncode not in (0, 1):  # 1: a case failed; its statistics are simply not assessed
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    return wall, root
+
+
+def assess(root: Path, target: float) -> list[precision.Statistic]:
+    return precision.assess(load_finished(root).cases, target)
+
+
+def fixed_profile_needs(statistics: list[precision.Statistic], cold_runs: int, warm_procs: int) -> dict:
+    """Runs per stream a fixed profile needs for every statistic to meet the target, and the
+    projected time of those runs (at each stream's measured cost per run)."""
+    needs = {"cold": cold_runs, "warm": warm_procs}
+    unknown = []
+    for s in statistics:
+        kind = "warm" if s.policy == WARM_PROCESS else "cold"
+        if s.state == precision.MET:
+            continue
+        if s.needed_runs is None:  # no 95% interval at all (e.g. 5 warm processes): at least MIN_RUNS
+            needs[kind] = max(needs[kind], precision.MIN_RUNS)
+            unknown.append(f"{s.case} {s.policy}")
+        else:
+            needs[kind] = max(needs[kind], s.needed_runs)
+    measured = sum(s.runs * s.cost_s for s in statistics if s.cost_s)
+    projected = sum(needs["warm" if s.policy == WARM_PROCESS else "cold"] * s.cost_s for s in statistics if s.cost_s)
+    return {"runs": needs, "measured_runs_s": measured, "projected_runs_s": projected, "lower_bound_only": unknown}
+
+
+def describe(name: str, wall: float, statistics: list[precision.Statistic]) -> str:
+    met = sum(s.state == precision.MET for s in statistics)
+    runs = sum(s.runs for s in statistics)
+    worst = max((s for s in statistics if s.half_width is not None), key=lambda s: s.half_width, default=None)
+    missing = sum(s.half_width is None for s in statistics)
+    text = f"{name}: {wall:.0f} s wall, {runs} measured runs; {met}/{len(statistics)} statistics within the target"
+    if worst:
+        text += f"; widest +-{worst.half_width:.1%} ({worst.case} {worst.policy})"
+    if missing:
+        text += f"; {missing} without any 95% interval"
+    return text
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", type=float, default=0.05)
+    parser.add_argument("--pairs", type=int, default=1)
+    parser.add_argument("--backends", help="limit the matrix (default: the quick matrix, every available backend)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    selection = ["--backends", args.backends] if args.backends else []
+    from ttfr.measure.spec import build_spec
+
+    cases = [c.id for c in build_spec(backends=args.backends or ()).cases]
+    from ttfr.measure import catalog
+
+    cases = [c for c in cases if not catalog.availability(catalog.parse_case_id(c).backend_info)]
+    print(f"{len(cases)} cases (the quick matrix{' of ' + args.backends if args.backends else ''}), "
+          f"target +-{args.target:.0%} at 95%, {os.cpu_count()} CPUs, {args.pairs} pair(s)")  # fmt: skip
+    arms = {
+        "precision": ["--precision", str(args.target), *selection],
+        "standard": ["--profile", "standard", "--cases", ",".join(cases)],
+    }
+    figures = []
+    with tempfile.TemporaryDirectory() as work:
+        for pair in range(args.pairs):
+            order = ("precision", "standard") if pair % 2 == 0 else ("standard", "precision")
+            got = {}
+            for name in order:
+                wall, root = one_run(Path(work) / f"{name}-{pair}", arms[name])
+                got[name] = (wall, assess(root, args.target), json.loads((root / "suite.json").read_text()))
+            p_wall, p_stats, p_suite = got["precision"]
+            s_wall, s_stats, _ = got["standard"]
+            print(describe("  --precision", p_wall, p_stats) + f"; stopped: {p_suite['precision']['stopped_by']}")
+            print(describe("  standard   ", s_wall, s_stats))
+            needs = fixed_profile_needs(s_stats, 10, 5)
+            every_met = all(s.state == precision.MET for s in s_stats)
+            # the standard run's wall time scaled by what its runs would cost at the needed counts
+            s_needed = s_wall if every_met else s_wall * needs["projected_runs_s"] / needs["measured_runs_s"]
+            p_met = all(s.state == precision.MET for s in p_stats)
+            bound = len(needs["lower_bound_only"])
+            caveat = f"; a lower bound: {bound} statistics had no interval" if bound else ""
+            print(f"  standard needs for equal precision: {'its own wall time' if every_met else 'projected'} "
+                  f"{s_needed:.0f} s ({needs['runs']['cold']} cold runs per policy, {needs['runs']['warm']} warm "
+                  f"processes{caveat})")  # fmt: skip
+            ratio_measured, ratio_needed = p_wall / s_wall, p_wall / s_needed
+            verdict = "MET" if p_met and ratio_needed <= 0.5 else "MISSED"
+            print(f"  time ratio --precision / standard: measured {ratio_measured:.2f}, against what standard needs "
+                  f"{ratio_needed:.2f}; every statistic met with --precision: {p_met}; target (<= 0.50): {verdict}")  # fmt: skip
+            figures.append({
+                "pair": pair, "order": order, "precision_wall_s": p_wall, "standard_wall_s": s_wall,
+                "standard_needed_s": s_needed, "standard_needs_runs": needs["runs"], "precision_met_all": p_met,
+                "standard_met_all": every_met, "ratio_measured": ratio_measured, "ratio_needed": ratio_needed,
+                "precision_stopped_by": p_suite["precision"]["stopped_by"],
+                "precision_statistics": [s.to_json() for s in p_stats],
+                "standard_statistics": [s.to_json() for s in s_stats],
+            })  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    worst = max(f["ratio_needed"] for f in figures)
+    ok = all(f["precision_met_all"] for f in figures) and worst <= 0.5 and math.isfinite(worst)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
