@@ -201,6 +201,18 @@ def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):
         assert result["aa"][regime]["false_alarm"]["count"] == 0 == result["aa"][regime]["false_alarms"]
     for level in result["injected"]:
         assert level["detected"]["rate"] == 1.0 and level["coverage"]["rate"] == 1.0
+    # how many rounds `ttfr ab` needs for +10% at 80% power: 2% apart with 1% noise is a quiet
+    # machine (delta = 2 x its noise floor of ~2% = 4%), so the signed-rank test's own minimum
+    need = result["rounds_for_power"]["warm"]
+    assert (need["effect"], need["power"], need["rounds"]) == (0.10, 0.80, 8) and 0 < need["precision"] < 0.1
+    assert need["check"]["measured"] == result["injected"][1]["detected"]
+    from rich.console import Console
+
+    from ttfr.report import terminal
+
+    console = Console(record=True, width=200)
+    terminal.print_selftest(console, result)
+    assert f"ttfr ab --precision {need['precision']:.3f} --rounds 8" in console.export_text()
 
 
 @pytest.mark.integration

@@ -103,3 +103,34 @@ def test_judge_applies_holm_across_the_suite_and_flags_bh_warnings():
 def test_delta_uses_the_noise_floor_when_it_is_larger():
     assert C.delta_for("warm") == 0.03 and C.delta_for("cold") == 0.05
     assert C.delta_for("warm", noise_floor=0.025) == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("spread", [0.10, 0.15])
+def test_rounds_for_power_gives_the_power_it_promises(spread):
+    """The model behind `ttfr selftest`'s "rounds ttfr ab needs": measure the CI width of A/A
+    comparisons at 20 rounds, ask for the rounds that detect +10% with 80% power, then judge
+    comparisons with a true +10% at that many rounds with the real verdict code."""
+    rng = np.random.default_rng(7)
+    widths = [C.log_half_width(C.paired([0.0] * 20, rng.normal(0, spread, 20))["ci"]) for _ in range(200)]
+    need = C.rounds_for_power(float(np.median(widths)), 20, 0.10, delta=0.03, alpha=0.01)
+    assert 10 <= need["rounds"] <= 60 and 0 < need["precision"] < 0.10
+    assert (need["rounds"] > 20) == (need["power_at_measured_rounds"] < 0.8)  # the model agrees with itself
+    detected = 0
+    trials = 300
+    for _ in range(trials):
+        d = rng.normal(math.log(1.10), spread, need["rounds"])
+        effect = C.paired([0.0] * need["rounds"], d)
+        (judged,) = C.judge([effect], [0.03], correction="none")
+        detected += judged["verdict"] == C.REGRESSION
+    assert 0.72 <= detected / trials <= 0.88  # 80% promised; 300 trials resolve it to about +-2.3 points (1 sd)
+
+
+def test_rounds_for_power_says_when_delta_hides_the_effect():
+    need = C.rounds_for_power(0.02, 20, 0.10, delta=0.12)
+    assert need["rounds"] is None and "delta 12.0%" in need["reason"]
+
+
+def test_a_quiet_machine_still_needs_the_rounds_a_significant_signed_rank_test_needs():
+    # n = 7 rounds all of one sign give p = 2/128 > 0.01: the test cannot pass before 8
+    assert C.fewest_significant_rounds(0.01) == 8
+    assert C.rounds_for_power(1e-6, 20, 0.10, delta=0.03, alpha=0.01)["rounds"] == 8

@@ -194,3 +194,53 @@ def judge(effects: list[dict], deltas: list[float], correction: str = "holm") ->
             "verdict": name, "explanation": why, "smallest_detectable": smallest_detectable(effect),
         })  # fmt: skip
     return judged
+
+
+def fewest_significant_rounds(alpha: float) -> int:
+    """Fewest paired rounds whose signed-rank test can reach p < alpha at all (every
+    difference of one sign: p = 2 / 2**n)."""
+    return max(2, math.floor(math.log2(2.0 / alpha)) + 1)
+
+
+def rounds_for_power(half_width_log: float, rounds: int, effect: float, delta: float, alpha: float = GATE_ALPHA_CASE,
+                     power: float = POWER, confidence: float = CONFIDENCE) -> dict:  # fmt: skip
+    """Paired rounds a comparison needs to call a true slowdown of `effect` a regression with
+    probability `power`, from the CI half-width (log scale) that `rounds` rounds gave on this
+    machine (A/A comparisons).
+
+    The Hodges-Lehmann estimate of log(B/A) from n rounds is taken as sigma(n) times a
+    Student t with n - 1 degrees of freedom (small samples: the signed-rank interval is wider
+    than a normal one), sigma(n) = sigma(R) sqrt(R / n), sigma(R) = half_width / t_{R-1}.
+    A `regression` verdict needs the estimate above t_{1-alpha/2} sigma (significant) and above
+    log(1 + delta) (big enough): its probability is P(estimate > max(both)). The answer is the
+    fewest rounds where that reaches `power`, never fewer than the signed-rank test needs to
+    be significant at all. `precision`: the `ttfr ab --precision` that stops there (the
+    relative 95% CI half-width at that many rounds)."""
+    mu, floor = math.log1p(effect), math.log1p(delta)
+
+    def quantile(q: float, n: int) -> float:
+        return float(sps.t.ppf(q, n - 1))
+
+    sigma_measured = half_width_log / quantile(0.5 + confidence / 2.0, rounds)
+
+    def power_at(n: int) -> float:
+        sigma = sigma_measured * math.sqrt(rounds / n)
+        if sigma == 0:
+            return float(mu > floor)
+        threshold = max(quantile(1.0 - alpha / 2.0, n) * sigma, floor)
+        return float(sps.t.sf((threshold - mu) / sigma, n - 1))
+
+    found = {"effect": effect, "power": power, "alpha": alpha, "delta": delta, "measured_at_rounds": rounds,
+             "power_at_measured_rounds": power_at(rounds), "rounds": None, "precision": None, "reason": None}  # fmt: skip
+    if floor >= mu:
+        found["reason"] = f"delta {delta:.1%} (the smallest effect that matters here) is not below the effect"
+        return found
+    n = fewest_significant_rounds(alpha)
+    while power_at(n) < power and n < MAX_MODELLED_ROUNDS:
+        n += 1 if n < 64 else max(1, n // 16)  # coarser steps far out: the answer is an estimate anyway
+    found["rounds"] = n
+    found["precision"] = math.expm1(quantile(0.5 + confidence / 2.0, n) * sigma_measured * math.sqrt(rounds / n))
+    return found
+
+
+MAX_MODELLED_ROUNDS = 100_000  # beyond this, "more than ttfr ab allows" is all a user needs to know

@@ -168,8 +168,35 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
             "median_estimate": statistics.median(j["ratio"] for j in judged),
         })  # fmt: skip
     result["noise_floor"] = {regime: aa_result["noise_floor_p95"] for regime, aa_result in result["aa"].items()}
+    result["rounds_for_power"] = rounds_for_power(result)
     result["elapsed_s"] = time.monotonic() - started
     return result
+
+
+POWER_EFFECT = 0.10  # the slowdown `ttfr selftest` says how many rounds `ttfr ab` needs to detect
+
+
+def rounds_for_power(result: dict) -> dict:
+    """Per regime: the paired rounds `ttfr ab` needs on this machine to call a +10% slowdown a
+    regression 80% of the time (alpha 0.01, delta from this noise floor), modelled from the A/A
+    intervals; for warm, the model's power at the self-test's rounds for the injected +10%,
+    beside the rate it measured (a check of the model)."""
+    found = {}
+    for regime, aa in result["aa"].items():
+        delta = comparison.delta_for(regime, result["noise_floor"][regime])
+        found[regime] = comparison.rounds_for_power(math.log1p(aa["median_ci_half_width"]), result["rounds"],
+                                                    POWER_EFFECT, delta, alpha=result["alpha"])  # fmt: skip
+    injected = next((x for x in result["injected"] if x["nominal"] == POWER_EFFECT), None)
+    if injected and "warm" in result["aa"]:
+        delta = comparison.delta_for("warm", result["noise_floor"]["warm"])
+        model = comparison.rounds_for_power(math.log1p(result["aa"]["warm"]["median_ci_half_width"]), result["rounds"],
+                                            injected["measured_ratio"] - 1.0, delta, alpha=result["alpha"])  # fmt: skip
+        found["warm"]["check"] = {
+            "injected_effect": injected["measured_ratio"] - 1.0,
+            "modelled_power": model["power_at_measured_rounds"],
+            "measured": injected["detected"],
+        }
+    return found
 
 
 def store(result: dict) -> Path:

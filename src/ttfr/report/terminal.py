@@ -249,4 +249,24 @@ def print_selftest(console: Console, result: dict) -> None:
             f"+{level['nominal']:.0%} warm (measured {level['measured_ratio'] - 1:+.1%})",
             f"detected {format_rate(level['detected'])}\nCI covers the measured effect {format_rate(level['coverage'])}",
         )
+    for regime, need in (result.get("rounds_for_power") or {}).items():
+        table.add_row(f"ttfr ab, {regime}: +{need['effect']:.0%} at {need['power']:.0%} power", _rounds_text(need))
     console.print(table)
+
+
+def _rounds_text(need: dict) -> str:
+    from ttfr.measure.spec import MAX_AB_ROUNDS
+
+    if need["rounds"] is None:
+        text = f"not detectable as a regression: {need['reason']}"
+    elif need["rounds"] > MAX_AB_ROUNDS:
+        text = f"≈ {need['rounds']} paired rounds: above ttfr ab's limit of {MAX_AB_ROUNDS} (quieten the machine)"
+    else:
+        text = (f"≈ {need['rounds']} paired rounds (δ {need['delta']:.1%}, alpha {need['alpha']:g}): "
+                f"ttfr ab --precision {need['precision']:.3f} --rounds {max(need['rounds'], 2)}")  # fmt: skip
+    text += f"\n{need['measured_at_rounds']} rounds give {need['power_at_measured_rounds']:.0%} power"
+    check = need.get("check")
+    if check:
+        text += (f"; model check at +{check['injected_effect']:.1%}: modelled {check['modelled_power']:.0%}, "
+                 f"measured {format_rate(check['measured'])}")  # fmt: skip
+    return text
