@@ -36,6 +36,10 @@ def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None
         "versions": {"numpy": "0"},
         "rusage_self": {"max_rss_bytes": 100 << 20, "user_s": 0.3, "sys_s": 0.05, "involuntary_switches": 3},
     }
+    # A fake run did not wait for a CPU (its threads' run-queue wait is zero): without this
+    # evidence the analysis would fall back on the real machine's runnable count, and a test
+    # on a busy machine would see its fake runs flagged `contended` and their figures set aside.
+    record["sched"] = {"runq_wait_s": 0.0}
     if check is not None:
         record["check"] = check
         record["dataset_sha256"] = "a" * 64
@@ -68,6 +72,14 @@ def fake_warm(per_call=0.001, n=5):
         "warmup_stable": True,
         "trailing_sync_fraction": [],
         "doubling_ratios": [2.0, 2.01, 1.99],
+        # each sample ran without waiting for a CPU, with nothing else on the machine (see fake_record)
+        "sample_evidence": {
+            "wall_s": [0.01] * n,
+            "cpu_s": [0.01] * n,
+            "runq_wait_s": [0.0] * n,
+            "window_ns": [0, 10_000_000 * n],
+            "others_cpu_s": 0.0,
+        },
     }
 
 

@@ -6,6 +6,7 @@ import json
 import random
 
 import pytest
+from conftest import fake_result
 from fakes import FakeExecutor
 
 from ttfr.analyse import precision
@@ -22,7 +23,7 @@ COLD_CACHE, WARM_CACHE, WARM = "cold-process/cold-cache", "cold-process/warm-cac
 def stat(case, policy=COLD_CACHE, *, n=10, half_width=0.10, cost_s=1.0, state=SHORT, contended=0, runs=None):
     return Statistic(case=case, policy=policy, metric=precision.metric_of(policy), runs=n if runs is None else runs,
                      n=n, contended=contended, median=1.0, half_width=half_width, cost_s=cost_s, state=state,
-                     needed_runs=precision.needed_runs(n, half_width, 0.05))  # fmt: skip
+                     needed_runs=precision.needed_runs(n, half_width, 0.05), added=0)  # fmt: skip
 
 
 def test_six_runs_are_the_fewest_with_a_95_percent_median_interval():
@@ -40,15 +41,21 @@ def test_the_first_run_goes_to_the_widest_interval_per_second():
 
 
 def test_a_batch_spreads_over_statistics_as_their_projected_widths_shrink():
-    # "a" at 0.06 from 10 runs needs ~15 runs; "b" at 0.20 needs ~160. A short batch goes to b alone
-    # (furthest above the target); once b's projected width falls to a's, a gets its few runs too
-    short = precision.allocate([stat("a", half_width=0.06), stat("b", half_width=0.20)], 0.05, quantum_s=20.0)
-    assert short == {("b", COLD_CACHE): 20}
-    got = precision.allocate([stat("a", half_width=0.06), stat("b", half_width=0.20)], 0.05, quantum_s=150.0)
-    assert sum(got.values()) == 150
-    assert got[("b", COLD_CACHE)] > got[("a", COLD_CACHE)] >= 1
-    # a projected to meet the target gets no more than it needs
-    assert got[("a", COLD_CACHE)] <= precision.needed_runs(10, 0.06, 0.05) - 10
+    # "a" at 0.06 from 10 runs needs ~15 runs; "b" at 0.20 needs ~160. b's runs buy more precision
+    # and it gets most of a batch, but each run given shrinks what the next one buys, so a gets its
+    # share too, and never more than it is projected to need
+    a, b = stat("a", half_width=0.06), stat("b", half_width=0.20)
+    for quantum in (20.0, 150.0):
+        got = precision.allocate([a, b], 0.05, quantum_s=quantum)
+        assert sum(got.values()) == quantum
+        assert got[("b", COLD_CACHE)] > got[("a", COLD_CACHE)] >= 1
+        assert got[("a", COLD_CACHE)] <= precision.needed_runs(10, 0.06, 0.05) - 10
+
+
+def test_a_run_buys_less_where_many_runs_were_measured_already():
+    # equal widths and costs: one more of 12 runs narrows the interval ~4%, one more of 500 ~0.1%
+    many, few = stat("many", n=500), stat("few", n=12)
+    assert precision.allocate([many, few], 0.05, quantum_s=1.0) == {("few", COLD_CACHE): 1}
 
 
 def test_statistics_without_an_interval_come_first_cheapest_first():
@@ -81,7 +88,12 @@ def _case(runs, *, metric_values, contended=(), failed=0, status="ok"):
 
     clean = [v["metrics"]["ttfr_s"] for v in views if v["outcome"] == "ok" and not v["contention"]["contended"]]
     summary = stats.summarize(clean) if 2 * len(clean) >= len(metric_values) else None
-    return {"case": "c", "status": status, "policies": {COLD_CACHE: {"runs": views, "summary": {"ttfr_s": summary}}}}
+    return {
+        "case": "c",
+        "status": status,
+        "config": {"cold_runs": 2, "warm_procs": 2},
+        "policies": {COLD_CACHE: {"runs": views, "summary": {"ttfr_s": summary}}},
+    }
 
 
 def test_assess_reads_the_interval_state_and_cost_of_each_statistic():
@@ -91,8 +103,8 @@ def test_assess_reads_the_interval_state_and_cost_of_each_statistic():
     assert short.state == SHORT and short.half_width is None and short.needed_runs is None  # no 95% interval yet
     (wide,) = precision.assess([_case(6, metric_values=[1.0, 2.0, 1.0, 0.5, 1.0, 1.5])], 0.05)
     assert wide.state == SHORT and wide.needed_runs > 1000  # one outlier widens [min, max]: not judged on 6 runs
-    (hopeless,) = precision.assess([_case(12, metric_values=[0.2, 0.5, 1.0, 2.0, 4.0, 8.0] * 2)], 0.05)
-    assert hopeless.state == UNREACHABLE and hopeless.needed_runs > MAX_COLD_RUNS
+    (hopeless,) = precision.assess([_case(12, metric_values=[0.1, 0.3, 1.0, 3.0, 10.0, 30.0] * 2)], 0.05)
+    assert hopeless.state == UNREACHABLE and hopeless.needed_runs > 2 * MAX_COLD_RUNS
     (busy,) = precision.assess([_case(12, metric_values=[1.0] * 12, contended=range(7))], 0.05)
     assert busy.state == BUSY and busy.median is None and busy.contended == 7
     (failing,) = precision.assess([_case(2, metric_values=[1.0, 1.1], failed=6)], 0.05)
@@ -124,6 +136,9 @@ class CostedExecutor(FakeExecutor):
         result = super().__call__(job, env, timeout_s, python)
         backend = self.calls[-1]["case"].split("_matmul")[0]
         self.clock.now += self.cost_s[backend]
+        reaped = result.spawn_ns + int(self.cost_s[backend] * 1e9)
+        if result.record is None:
+            return dataclasses.replace(result, reaped_ns=reaped)
         factor = 1.0 + self.spread[backend] * self.rng.uniform(-1.0, 1.0)
         record = json.loads(json.dumps(result.record))
         marks = record["marks_ns"]
@@ -131,7 +146,6 @@ class CostedExecutor(FakeExecutor):
         marks["second_start"], marks["second"] = marks["first"] + 1_000_000, marks["first"] + 6_000_000
         if record.get("warm"):
             record["warm"]["samples_s"] = [s * factor for s in record["warm"]["samples_s"]]
-        reaped = result.spawn_ns + int(self.cost_s[backend] * 1e9)
         return dataclasses.replace(result, record=record, reaped_ns=reaped)
 
 
@@ -159,7 +173,7 @@ def test_runs_are_added_until_every_statistic_meets_the_target(tmp_path):
     # the quiet backend stops at the fewest runs with a 95% interval; the noisy one needs more
     assert {runs[("numpy", p)] for p in (COLD_CACHE, WARM_CACHE, WARM)} == {MIN_RUNS}
     assert min(runs[("jax_jit_cpu", p)] for p in (COLD_CACHE, WARM_CACHE, WARM)) > MIN_RUNS
-    assert bought["added_runs"] == sum(runs.values()) - 2 * 6  # the quick profile's 2 per stream
+    assert bought["summary"]["added_runs"] == sum(runs.values()) - 2 * 6  # the quick profile's 2 per stream
     assert validate_dir(outcome.result_dir.root) == []
     assert load_finished(outcome.result_dir.root).suite["precision"] == bought
 
@@ -185,7 +199,7 @@ def test_the_budget_is_respected(tmp_path):
     executor = CostedExecutor(clock, {"numpy": 3.0, "jax_jit_cpu": 7.0}, {"numpy": 0.3, "jax_jit_cpu": 0.3})
     outcome = _run(tmp_path, executor, clock, precision=0.01, budget=120)
     bought = outcome.suite["precision"]
-    assert bought["stopped_by"] == "budget" and bought["added_runs"] > 0
+    assert bought["stopped_by"] == "budget" and bought["summary"]["added_runs"] > 0
     assert clock.now <= 120.0
     assert bought["elapsed_s"] == clock.now
     assert bought["summary"]["short"] > 0  # a 1% target on a 30% spread is not met in two minutes
@@ -196,7 +210,7 @@ def test_the_profile_runs_complete_even_when_they_alone_exceed_the_budget(tmp_pa
     executor = CostedExecutor(clock, {"numpy": 30.0, "jax_jit_cpu": 30.0}, {"numpy": 0.1, "jax_jit_cpu": 0.1})
     outcome = _run(tmp_path, executor, clock, precision=0.05, budget=60)
     assert outcome.suite["state"] == "complete"
-    assert outcome.suite["precision"]["stopped_by"] == "budget" and outcome.suite["precision"]["added_runs"] == 0
+    assert outcome.suite["precision"]["stopped_by"] == "budget" and outcome.suite["precision"]["summary"]["added_runs"] == 0
 
 
 def test_an_interrupted_precision_phase_resumes_from_the_journal(tmp_path):
@@ -214,7 +228,52 @@ def test_an_interrupted_precision_phase_resumes_from_the_journal(tmp_path):
         for data in case["policies"].values():
             indexes = [r["index"] for r in data.get("runs") or data.get("procs")]
             assert sorted(indexes) == list(range(len(indexes)))  # no index twice, none skipped
+    assert resumed.suite["precision"]["summary"]["added_runs"] == sum(_runs_per_stream(resumed.cases).values()) - 12
     assert validate_dir(root) == []
+
+
+def test_a_case_stopped_mid_phase_takes_no_more_runs_and_does_not_end_the_others(tmp_path):
+    """numpy's fourth added warm process finds its runtime unavailable (the scheduler stops the
+    case); jax's statistics still get their runs up to the target."""
+    clock = Clock()
+    seen = {"numpy": 0}
+
+    def decide(call):
+        if call["case"].startswith("numpy") and call["job"].mode == "warm":
+            seen["numpy"] += 1
+            if seen["numpy"] == 4:
+                return fake_result(None, outcome="unavailable", reason="runtime went away")
+        return None
+
+    executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.01, "jax_jit_cpu": 0.2},
+                              decide=decide)  # fmt: skip
+    outcome = _run(tmp_path, executor, clock, precision=0.05)
+    bought = outcome.suite["precision"]
+    states = {(s["case"].split("_matmul")[0], s["policy"]): s["state"] for s in bought["statistics"]}
+    assert all(states[("jax_jit_cpu", p)] == MET for p in (COLD_CACHE, WARM_CACHE, WARM))
+    assert bought["stopped_by"] == "cannot_improve"  # numpy's warm statistic is short, but its case stopped
+    numpy_warm = [c for c in executor.calls if c["case"].startswith("numpy") and c["job"].mode == "warm"]
+    assert len(numpy_warm) == 4  # nothing was started for it after it stopped
+
+
+def test_nothing_to_measure_is_not_reported_as_the_target_met(tmp_path):
+    clock = Clock()
+    executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.0, "jax_jit_cpu": 0.0},
+                              decide=lambda call: fake_result(None, outcome="unavailable", reason="no runtime"))  # fmt: skip
+    outcome = _run(tmp_path, executor, clock, precision=0.05)
+    assert outcome.suite["precision"]["summary"]["statistics"] == 0
+    assert outcome.suite["precision"]["stopped_by"] == "cannot_improve"
+
+
+def test_a_removed_precision_block_is_refused(tmp_path):
+    clock = Clock()
+    executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.01, "jax_jit_cpu": 0.01})
+    outcome = _run(tmp_path, executor, clock, precision=0.05, backends="numpy")
+    root = outcome.result_dir.root
+    suite = json.loads((root / "suite.json").read_text())
+    del suite["precision"]  # hides that the cases were run to a target (and which statistics missed it)
+    (root / "suite.json").write_text(json.dumps(suite))
+    assert any("does not match the --precision its case files were run with" in p for p in validate_dir(root))
 
 
 def test_an_edited_precision_state_is_refused(tmp_path):
@@ -238,10 +297,13 @@ def test_an_edited_precision_state_is_refused(tmp_path):
         ({"precision": 1.5}, "--precision is a relative CI half-width in"),
         ({"precision": float("nan")}, "--precision is a relative CI half-width in"),
         ({"precision": 0.05, "budget": "10 minutes"}, "--budget is a duration like 600, 600s, 10m or 1.5h"),
-        ({"precision": 0.05, "budget": "0.5s"}, "--budget must be >= 1"),
+        ({"precision": 0.05, "budget": "0.5s"}, "--budget '0.5s' is not a duration of 1 s to 7 days"),
+        ({"precision": 0.05, "budget": "-5m"}, "--budget '-5m' is not a duration of 1 s to 7 days"),
         ({"precision": 0.05, "budget": "8d"}, "--budget is a duration"),
-        ({"precision": 0.05, "budget": "inf"}, "--budget must be a finite number"),
+        ({"precision": 0.05, "budget": "inf"}, "--budget 'inf' is not a duration"),
+        ({"precision": 0.05, "budget": "nan"}, "--budget 'nan' is not a duration"),
         ({"budget": "10m"}, "--budget limits the runs --precision adds"),
+        ({"precision": 0.05, "deterministic": True}, "--precision adds runs according to timings"),
     ],
 )
 def test_bad_precision_options_are_refused_before_anything_runs(kwargs, message):

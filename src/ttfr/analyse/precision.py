@@ -6,17 +6,24 @@ call time (the median of per-process medians). It meets the target when its orde
 interval (stats.median_ci) reaches 95% coverage and its half-width, (high - low) / 2, is at
 most REL times the median. With fewer than MIN_RUNS runs no such interval exists.
 
-Allocation is greedy, one batch at a time. The next run goes to the statistic whose
-half-width is furthest above the target per second one of its runs costs (the median wall
-time of its runs so far); within a batch each run given to a statistic shrinks its projected
-half-width by sqrt(n / (n + k)), so one statistic does not take the whole batch on a single
-reading. Statistics still short of MIN_RUNS come first, cheapest first: they cannot meet
-any target before. A batch is about one round of time (one run of every statistic still
-short), so intervals are re-measured and runs re-allocated often, but at least ten times what
-re-assessing them took (the caller's `min_batch_s`), so re-assessing stays a small share of
-the time; the plan spreads a batch's runs like its rounds. Runs are not spent on a statistic that cannot get there:
-- `unreachable`: its projected need is above the per-stream limit (judged from 2 x MIN_RUNS
-  runs on: the interval of the first few is [min, max], which one outlier makes wide);
+Allocation is greedy, one batch at a time: each next run goes where it buys the most
+precision per second, i.e. the largest projected shrink of a half-width still above the
+target, per second one of its runs costs (the median wall time of its runs so far). The
+half-width of n runs is projected to shrink as 1/sqrt(n), so a run is worth
+hw (1 - sqrt(k / (k + 1))) with k runs measured or given: among statistics with as many runs,
+the widest interval per second goes first, and a statistic with many runs already gains
+little from one more. Returns fall as runs are given within a batch, so one statistic does
+not take the whole batch on a single reading. Statistics still short of MIN_RUNS come first,
+cheapest first: they cannot meet any target before. A batch is about one round of time (one
+run of every statistic still short), so intervals are re-measured and runs re-allocated
+often, but at least ten times what re-assessing them took (the caller's `min_batch_s`), so
+re-assessing stays a small share of the time; the plan spreads a batch's runs like its
+rounds. Stopping when an interval first falls inside the target is a sequential rule: the
+final intervals cover a little less than their nominal 95%. Runs are not spent on a
+statistic that cannot get there:
+- `unreachable`: its projected need is over twice the per-stream limit (a rough projection:
+  judged from 2 x MIN_RUNS runs on, as the interval of the first few is [min, max], which one
+  outlier makes wide); one that merely reaches the limit stops there, short;
 - `busy`: at least MIN_RUNS of its runs were contended and they outnumber the clean ones
   (headline figures use clean runs only: on a machine that stays busy, more runs are waste);
 - `failing`: at least MIN_RUNS of its runs failed and they outnumber the ok ones.
@@ -72,6 +79,7 @@ class Statistic:
     cost_s: float | None  # median wall time of one of its runs
     state: str  # one of STATES
     needed_runs: int | None  # projected runs to meet the target (None: no interval yet)
+    added: int  # runs beyond the plan's count (the ones --precision added)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -99,6 +107,7 @@ def needed_runs(n: int, half_width: float | None, target: float) -> int | None:
 
 def assess(cases: list[dict], target: float) -> list[Statistic]:
     """Every headline statistic of the cases that ran (failed and unavailable cases have none)."""
+    planned = {"procs": "warm_procs", "runs": "cold_runs"}
     found = []
     for case in cases:
         if case["status"] == "failed" or not case["policies"]:
@@ -111,6 +120,7 @@ def assess(cases: list[dict], target: float) -> list[Statistic]:
             if not ok:
                 continue
             failed = len(views) - len(ok)
+            plan_count = case["config"][planned["procs" if policy == WARM_PROCESS else "runs"]]
             contended = sum(bool((v.get("contention") or {}).get("contended")) for v in ok)
             costs = [v["metrics"]["process_s"] for v in views if v["metrics"].get("process_s") is not None]
             n = summary["n"] if summary else 0
@@ -122,7 +132,7 @@ def assess(cases: list[dict], target: float) -> list[Statistic]:
                 state = BUSY
             elif failed >= MIN_RUNS and failed > len(ok):
                 state = FAILING
-            elif need is not None and n >= 2 * MIN_RUNS and need > run_limit(policy):
+            elif need is not None and n >= 2 * MIN_RUNS and need > 2 * run_limit(policy):
                 state = UNREACHABLE
             else:
                 state = SHORT
@@ -130,13 +140,20 @@ def assess(cases: list[dict], target: float) -> list[Statistic]:
                 case=case["case"], policy=policy, metric=metric, runs=len(views), n=n, contended=contended,
                 median=summary["median"] if summary else None, half_width=half_width,
                 cost_s=pystats.median(costs) if costs else None, state=state, needed_runs=need,
+                added=sum(v["index"] >= plan_count for v in views),
             ))  # fmt: skip
     return found
 
 
+def buyable(stat: Statistic) -> bool:
+    """Short of the target, with a known run cost and room below the per-stream limit."""
+    return stat.state == SHORT and bool(stat.cost_s) and stat.runs < run_limit(stat.policy)
+
+
 def _score(stat: Statistic, given: int, target: float) -> tuple[int, float]:
     """Higher is first. Tier 1: no 95% interval yet even with the runs given (cheapest first);
-    tier 0: how far the projected half-width is above the target, per second of a run."""
+    tier 0: the projected shrink of a half-width still above the target from one more run,
+    per second of that run (0 when projected to meet it)."""
     n = stat.n + given
     if stat.half_width is None or stat.n < MIN_RUNS:
         if n < max(MIN_RUNS, stat.contended):  # clean runs must also outnumber the contended
@@ -144,7 +161,9 @@ def _score(stat: Statistic, given: int, target: float) -> tuple[int, float]:
         if stat.half_width is None:
             return 0, 0.0  # projected to have an interval: measure before spending more
     projected = stat.half_width * math.sqrt(stat.n / n)
-    return 0, (projected - target) / stat.cost_s
+    if projected <= target:
+        return 0, 0.0
+    return 0, projected * (1.0 - math.sqrt(n / (n + 1))) / stat.cost_s
 
 
 def allocate(statistics: list[Statistic], target: float, quantum_s: float | None = None,
@@ -153,7 +172,7 @@ def allocate(statistics: list[Statistic], target: float, quantum_s: float | None
     `quantum_s` long (default: one run of every statistic still short, or `min_batch_s` if
     longer) and never above `limit_s` (what is left of the budget); empty when nothing can
     still be bought."""
-    candidates = [s for s in statistics if s.state == SHORT and s.cost_s and s.runs < run_limit(s.policy)]
+    candidates = [s for s in statistics if buyable(s)]
     if not candidates:
         return {}
     quantum = max(sum(s.cost_s for s in candidates), min_batch_s) if quantum_s is None else quantum_s
@@ -178,4 +197,5 @@ def allocate(statistics: list[Statistic], target: float, quantum_s: float | None
 def summary(statistics: list[Statistic], target: float) -> dict:
     """Counts by state, for the suite index and the report."""
     states = [s.state for s in statistics]
-    return {"target": target, "statistics": len(statistics), **{state: states.count(state) for state in STATES}}
+    return {"target": target, "statistics": len(statistics), **{state: states.count(state) for state in STATES},
+            "added_runs": sum(s.added for s in statistics)}  # fmt: skip

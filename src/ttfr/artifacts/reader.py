@@ -85,7 +85,10 @@ def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
     }
-    if "precision" in suite:
+    targets = {case["config"].get("precision") for case in cases}
+    if len(targets) > 1 or (cases and targets != {(suite.get("precision") or {}).get("target")}):
+        problems.append("suite.json: its `precision` does not match the --precision its case files were run with")
+    elif "precision" in suite:
         statistics = precision.assess(cases, suite["precision"]["target"])
         expected["precision"] = {
             **suite["precision"],

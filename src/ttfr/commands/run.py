@@ -198,8 +198,8 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
                 interrupted = True
             entries = journal.entries()
             suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
-        if not suite["pending"]:
-            result_dir.remove_scratch()
+        if not suite["pending"] and not (bought and bought.stopped_by is None):
+            result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
         raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
                            f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
@@ -214,14 +214,15 @@ BATCH_PER_ASSESSMENT = 10.0  # a batch of added runs lasts at least 10x the re-a
 class PrecisionPurchase:
     """After the plan: batches of runs where they buy the most precision per second
     (analyse/precision.py), re-assessed from the journal after each batch, until every
-    statistic meets the target, nothing more can be bought, or the budget is spent.
-    Everything it decides comes from the journal, so a resumed run continues it."""
+    statistic meets the target, nothing more can be bought, or the budget is spent. What it
+    decides comes from the journal, so a resumed run continues it; the budget and
+    `elapsed_s` are this session's (a resume gets its budget again). A run is started only
+    when its median cost fits in what is left, so one that runs long can overrun by that much."""
 
     def __init__(self, plan: Plan, journal: Journal, scheduler: Scheduler, started: float, clock):
         self.plan, self.journal, self.scheduler = plan, journal, scheduler
         self.spec = plan.spec
         self.started, self.clock = started, clock
-        self.added = 0
         self.stopped_by = None
 
     def _left_s(self) -> float | None:
@@ -233,47 +234,41 @@ class PrecisionPurchase:
             assessing = time.perf_counter()
             entries = self.journal.entries()
             statistics = precision.assess(case_result.case_results(self.plan, entries), target)
+            # a case the scheduler stopped (unavailable, failed gate) takes no more runs
+            open_ = [s for s in statistics if s.case not in self.scheduler.stopped]
             batch_floor = BATCH_PER_ASSESSMENT * (time.perf_counter() - assessing)
             left = self._left_s()
-            counts = precision.allocate(statistics, target, limit_s=left, min_batch_s=batch_floor)
-            if not counts:
-                self.stopped_by = self._why_nothing(statistics, left)
+            counts = precision.allocate(open_, target, limit_s=left, min_batch_s=batch_floor)
+            room = MAX_WORKER_PROCESSES - len(entries)
+            if not counts or room <= 0:
+                self.stopped_by = "process_limit" if counts else self._why_nothing(statistics, open_, left)
                 break
-            processes = len(entries)
-            if processes + sum(counts.values()) > MAX_WORKER_PROCESSES:
-                self.stopped_by = "process_limit"
-                break
-            costs = {s.key: s.cost_s for s in statistics}
+            costs = {s.key: s.cost_s for s in open_}
             tasks = added_tasks(self.plan, counts, _next_indexes(entries), 1 + max(e["round"] for e in entries))
+            tasks = tasks[:room]
             progress = self.scheduler.progress
             progress.add(tasks)
-            ran = 0
             for position, task in enumerate(tasks):
                 left = self._left_s()
                 if left is not None and costs[(task.case.id, task.policy)] > left:
                     progress.remove(tasks[position:])
                     self.stopped_by = "budget"
                     break
-                if self.scheduler.run_task(task) is not None:
-                    ran += 1
-            self.added += ran
-            if not ran and self.stopped_by is None:
-                self.stopped_by = "cannot_improve"  # every case it chose had stopped
+                self.scheduler.run_task(task)
 
-    def _why_nothing(self, statistics, left: float | None) -> str:
-        states = {s.state for s in statistics}
-        if states <= {precision.MET}:
+    @staticmethod
+    def _why_nothing(statistics, open_, left: float | None) -> str:
+        if statistics and all(s.state == precision.MET for s in statistics):
             return "target_met"
-        if precision.SHORT in states and left is not None:
-            return "budget"  # a statistic is short, but not one run of it fits in what is left
-        return "cannot_improve"  # the rest are unreachable within the run limits, busy or failing
+        if left is not None and any(precision.buyable(s) for s in open_):
+            return "budget"  # a statistic could still improve, but not one of its runs fits in what is left
+        return "cannot_improve"  # nothing measured, or the rest are unreachable, busy, failing or stopped
 
     def outcome(self, clock) -> dict:
         return {
             "target": self.spec.precision,
             "budget_s": self.spec.budget_s,
             "stopped_by": self.stopped_by or "interrupted",
-            "added_runs": self.added,
             "elapsed_s": clock() - self.started,
         }
 
@@ -333,7 +328,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought
         statistics = precision.assess(cases, spec.precision)
         suite["precision"] = {
             **(bought or {"target": spec.precision, "budget_s": spec.budget_s, "stopped_by": "interrupted",
-                          "added_runs": 0, "elapsed_s": None}),
+                          "elapsed_s": None}),
             "summary": precision.summary(statistics, spec.precision),
             "statistics": [s.to_json() for s in statistics],
         }  # fmt: skip

@@ -267,9 +267,14 @@ def parse_duration(value, option: str = "--budget", maximum: float = MAX_BUDGET_
         scale = _DURATION_UNITS.get(text[-1:]) if text else None
         number = text[:-1] if scale else text
         try:
-            value = float(number) * (scale or 1.0)
+            seconds = float(number) * (scale or 1.0)
         except ValueError:
             raise UsageError(f"{option} is a duration like 600, 600s, 10m or 1.5h; got {value!r}") from None
+        try:
+            return bounded(seconds, option, 1.0, maximum)
+        except UsageError:  # worded in what the user typed, not in converted seconds
+            raise UsageError(f"{option} {value!r} is not a duration of 1 s to {maximum / 86_400:g} days "
+                             "(e.g. 600, 600s, 10m, 1.5h)") from None  # fmt: skip
     return bounded(value, option, 1.0, maximum)
 
 
@@ -412,6 +417,9 @@ def build_spec(
     budget_s = parse_duration(budget)
     if budget_s is not None and precision is None:
         raise UsageError("--budget limits the runs --precision adds: give --precision too (e.g. --precision 0.05 --budget 10m)")
+    if precision is not None and deterministic:
+        raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
+                         "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
     if python is not None:
         check_worker_python(python)

@@ -283,7 +283,8 @@ def _machine_health_section(cases: list[dict]) -> list[str]:
 _STOPPED_BY = {
     "target_met": "every statistic met the target",
     "budget": "the budget was spent",
-    "cannot_improve": "no statistic left could still be improved (the rest are unreachable, busy or failing)",
+    "cannot_improve": "no statistic left could still be improved (the rest are unreachable, busy, failing, or their "
+    "case stopped)",
     "process_limit": "the worker-process limit of one run was reached",
     "interrupted": "the run was interrupted (`ttfr run --resume DIR` continues it)",
 }
@@ -302,7 +303,7 @@ def precision_headline(bought: dict) -> str:
     spent = f" in {fmt_seconds(bought['elapsed_s'])}" if bought["elapsed_s"] is not None else ""
     budget = f" of a {fmt_seconds(bought['budget_s'])} budget" if bought["budget_s"] else ""
     return (f"precision ±{bought['target']:.1%} at 95%: {summary['met']} of {summary['statistics']} statistics met it; "
-            f"{bought['added_runs']} runs added{spent}{budget}; stopped: {_STOPPED_BY[bought['stopped_by']]}")  # fmt: skip
+            f"{summary['added_runs']} runs added{spent}{budget}; stopped: {_STOPPED_BY[bought['stopped_by']]}")  # fmt: skip
 
 
 def _precision_section(suite: dict) -> list[str]:

@@ -148,7 +148,8 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
     )
     if suite.get("precision"):
         bought = suite["precision"]
-        style = "green" if bought["summary"]["met"] == bought["summary"]["statistics"] else "yellow"
+        counts = bought["summary"]
+        style = "green" if 0 < counts["met"] == counts["statistics"] else "yellow"
         console.print(precision_headline(bought), style=style, markup=False, highlight=False)
         missed = [s for s in bought["statistics"] if s["state"] != "met"]
         for item in missed[:5]:
