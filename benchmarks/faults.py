@@ -588,6 +588,33 @@ def _signal_mid_run(sig, *, warm=False):
     return check
 
 
+def sigint_in_the_precision_phase(box: Sandbox):
+    """Ctrl-C while --precision adds runs: exit 130, a valid directory that says so, and a
+    resume that finishes the phase from the journal (no run index twice)."""
+    args = ["run", "--cases", "python_noop_1_f64", "--warm-samples", "3", "--precision", "0.01", "--budget", "15",
+            "--out", box.root / "o"]  # fmt: skip
+    proc = box.start(*args)
+    seen = wait_for(lambda: journal_lines(only_result_dir(box.root / "o")) >= 9, 60)  # the plan is 6 runs
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    err = proc.stderr.read()
+    result = only_result_dir(box.root / "o")
+    val = validate(box, result) if result else Done(None, "", "")
+    stopped = _suite(result).get("precision", {}).get("stopped_by") if val.code == 0 else None
+    ok = seen and proc.returncode == 130 and "Traceback" not in err and val.code == 0 and stopped == "interrupted"
+    observed = f"exit {proc.returncode}, validate exit {val.code}, stopped_by {stopped}"
+    if ok:
+        resumed = box.ttfr("run", "--resume", result, timeout=120)
+        after = _suite(result)["precision"]["stopped_by"] if resumed.code == 0 else None
+        ok = resumed.code == 0 and after in ("budget", "target_met", "cannot_improve") and validate(box, result).code == 0
+        observed += f"; resume exit {resumed.code}, stopped_by {after}"
+    return ok, observed
+
+
 def _is_warm_worker(pid: int) -> bool:
     try:
         return b"mode=warm" in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -698,6 +725,14 @@ PROBES = [
     Probe("--python hangs", "exit 2 within the bounded pre-check, no orphan", hanging_python, fast=False),
     Probe("--signal without --workspace", "exit 2", usage(["run", "--signal", "a/b"], "--signal")),
     Probe("--resume with --cases", "exit 2", usage(["run", "--resume", "x", *NUMPY_CASE], "--resume")),
+    Probe("--precision 2", "exit 2", usage(["run", *NUMPY_CASE, "--precision", "2"], "--precision")),
+    Probe("--budget 10x", "exit 2", usage(["run", *NUMPY_CASE, "--precision", "0.05", "--budget", "10x"], "--budget")),
+    Probe("--budget without --precision", "exit 2", usage(["run", *NUMPY_CASE, "--budget", "10m"], "--precision too")),
+    Probe(
+        "--precision --deterministic",
+        "exit 2",
+        usage(["run", *NUMPY_CASE, "--precision", "0.05", "--deterministic"], "--deterministic"),
+    ),  # fmt: skip
     Probe("--resume of a non-result dir", "exit 2", usage(["run", "--resume", "/tmp"], "plan.json")),
     Probe("ab --a-env without =", "exit 2", usage(["ab", *NUMPY_CASE, "--a-env", "NOEQUALS"], "--a-env")),
     Probe("report of a non-result dir", "exit 2", usage(["report", "/tmp"], "suite.json")),
@@ -787,6 +822,12 @@ PROBES = [
     Probe("SIGINT mid-run", "exit 130, valid, resume completes", _signal_mid_run(signal.SIGINT), fast=False),
     Probe("SIGTERM mid-run", "exit 130, valid, resume completes", _signal_mid_run(signal.SIGTERM), fast=False),
     Probe("SIGINT in the warm loop", "exit 130, valid", _signal_mid_run(signal.SIGINT, warm=True), fast=False),
+    Probe(
+        "SIGINT while --precision adds runs",
+        "exit 130, valid, interrupted; resume finishes",
+        sigint_in_the_precision_phase,
+        fast=False,
+    ),  # fmt: skip
     Probe("kill -9 of ttfr", "its worker dies within 10 s", sigkill_parent, fast=False),
     Probe("worker SIGKILLed from outside", "outcome signal, not oom", worker_killed_from_outside, fast=False),
     # storage
