@@ -19,7 +19,7 @@ interval counts as needing 6 runs for the lower bound (the verdict), and as many
 any statistic of its kind needed under --precision for the estimate. The measured times, the
 lower bound and the estimate are all printed.
 
-    .venv/bin/python benchmarks/time_to_precision.py [--target 0.05] [--pairs 1] [--backends numpy,jax_jit_cpu]
+    .venv/bin/python benchmarks/time_to_precision.py [--target 0.05] [--pairs 1] [--standard-first] [--backends B]
     .venv/bin/python benchmarks/time_to_precision.py --from-json FIGURES.json   # re-judge a saved run
 """
 
@@ -131,6 +131,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1)
     parser.add_argument("--backends", help="limit the matrix (default: the quick matrix, every available backend)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--standard-first", action="store_true", help="start the first pair with the standard run")
     parser.add_argument("--from-json", type=Path, help="judge the figures a previous run wrote with --json")
     args = parser.parse_args()
     if args.from_json:
@@ -157,7 +158,7 @@ def main() -> int:
     figures = []
     with tempfile.TemporaryDirectory() as work:
         for pair in range(args.pairs):
-            order = ("precision", "standard") if pair % 2 == 0 else ("standard", "precision")
+            order = ("precision", "standard") if (pair + args.standard_first) % 2 == 0 else ("standard", "precision")
             got = {}
             for name in order:
                 wall, root = one_run(Path(work) / f"{name}-{pair}", arms[name])
