@@ -6,6 +6,7 @@ so the ETA sums per-kind estimates, replaced by the mean of observed runs of tha
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -263,8 +264,10 @@ def _rounds_text(need: dict) -> str:
     elif need["rounds"] > MAX_AB_ROUNDS:
         text = f"≈ {need['rounds']} paired rounds: above ttfr ab's limit of {MAX_AB_ROUNDS} (quieten the machine)"
     else:
+        # --rounds is the cap --precision stops under: headroom for a noisier hour than this one
+        cap = min(MAX_AB_ROUNDS, max(20, math.ceil(1.5 * need["rounds"])))
         text = (f"≈ {need['rounds']} paired rounds (δ {need['delta']:.1%}, alpha {need['alpha']:g}): "
-                f"ttfr ab --precision {need['precision']:.3f} --rounds {max(need['rounds'], 2)}")  # fmt: skip
+                f"ttfr ab --precision {need['precision']:.3f} --rounds {cap}")  # fmt: skip
     text += f"\n{need['measured_at_rounds']} rounds give {need['power_at_measured_rounds']:.0%} power"
     check = need.get("check")
     if check:
