@@ -215,6 +215,11 @@ def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):
     shown = console.export_text()
     assert "≈ 8 paired rounds" in shown
     assert f"ttfr ab --precision {need['precision']:.3f} --rounds 20" in shown  # a cap with headroom
+    # `ttfr ab` with fixed rounds below what this machine needs says so before it runs
+    assert selftest.rounds_advice(result, 20, None) is None  # 8 are needed: 20 suffice
+    assert selftest.rounds_advice(result, 6, 0.05) is None  # --precision decides the rounds
+    advice = selftest.rounds_advice(result, 6, None)
+    assert "more than --rounds 6" in advice and f"warm ≈ 8 (--precision {need['precision']:.3f})" in advice
 
 
 @pytest.mark.integration

@@ -224,6 +224,9 @@ def _ab(args, console: Console) -> int:
         precision=args.precision, budget_s=budget_s, correction=args.correction, fail_on=args.fail_on,
         noise_floor=selftest.load_noise_floor(),
     )  # fmt: skip
+    advice = selftest.rounds_advice(selftest.load_stored(), args.rounds, args.precision)
+    if advice:
+        console.print(advice, style="yellow", markup=False, highlight=False)
     progress = terminal.ProgressDisplay(console)
     try:
         outcome = ab.execute(spec, args.out, ["ttfr", *sys.argv[1:]], progress=progress)

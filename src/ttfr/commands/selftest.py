@@ -48,15 +48,33 @@ def store_path() -> Path:
     return Path(root) / f"selftest-{manifest.machine_id() or 'unknown'}.json"
 
 
-def load_noise_floor() -> dict | None:
-    """This machine's stored noise floor, or None (ttfr ab then uses the fixed minimums)."""
-    path = store_path()
+def load_stored() -> dict | None:
+    """This machine's stored self-test, or None (missing, stale or broken: ignored)."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(store_path().read_text())
         validate(data, SCHEMA)
     except Exception:  # noqa: BLE001 - a missing, stale or broken file is ignored
         return None
-    return data.get("noise_floor")
+    return data
+
+
+def load_noise_floor() -> dict | None:
+    """This machine's stored noise floor, or None (ttfr ab then uses the fixed minimums)."""
+    return (load_stored() or {}).get("noise_floor")
+
+
+def rounds_advice(stored: dict | None, rounds: int, precision: float | None) -> str | None:
+    """A note before `ttfr ab` runs fixed rounds that this machine's self-test says are too
+    few to detect +10% with 80% power (None when they suffice, or nothing is known)."""
+    if precision is not None or not stored:
+        return None
+    short = [(regime, need) for regime, need in sorted((stored.get("rounds_for_power") or {}).items())
+             if need.get("rounds") and need["rounds"] > rounds]  # fmt: skip
+    if not short:
+        return None
+    parts = [f"{regime} ≈ {need['rounds']} (--precision {need['precision']:.3f})" for regime, need in short]
+    return (f"note: ttfr selftest found that detecting +10% with 80% power here takes more than --rounds {rounds}: "
+            f"{'; '.join(parts)} paired rounds; --precision adds rounds until then")  # fmt: skip
 
 
 def _job(workload: str, size: int, mode: str) -> Job:
