@@ -83,16 +83,12 @@ def _warm_policy(views: list[dict]) -> dict:
     return {"procs": views, "summary": warm_summary(views), "flags": flags}
 
 
-def _contended(view: dict) -> bool:
-    return bool((view.get("contention") or {}).get("contended"))
-
-
 def headline_runs(views: list[dict]) -> list[dict]:
     """The ok runs a policy's figures come from. Contended runs stay in the artifact but are
     set aside when at least as many clean ones remain; with fewer, none: a figure measured
     mostly on a busy machine would be a precise-looking wrong number."""
     ok = [v for v in views if v["outcome"] == "ok"]
-    clean = [v for v in ok if not _contended(v)]
+    clean = [v for v in ok if not contention.is_contended(v)]
     if 2 * len(clean) >= len(ok):
         return clean
     return []
@@ -103,7 +99,7 @@ def _contention_flags(views: list[dict], key: str, noun: str) -> list[dict]:
     `could_not_measure_cleanly` when too few clean runs were left to give a figure."""
     nouns = {"run": "runs", "process": "processes"}[noun]
     ok = [v for v in views if v["outcome"] == "ok"]
-    contended = [v for v in ok if _contended(v)]
+    contended = [v for v in ok if contention.is_contended(v)]
     if not contended:
         return []
     evidence = [f"{noun} {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]

@@ -156,6 +156,11 @@ def tick_quantised(samples_s: list[float], sample_wall_s: list[float] | None = N
     return {"quantised": False, "tick_s": None, "share": None, "steps": []}
 
 
+def is_contended(view: dict) -> bool:
+    """Whether a run's or warm process's view carries a `contended` verdict."""
+    return bool((view.get("contention") or {}).get("contended"))
+
+
 ADVICE = (
     "close other work while measuring",
     "on a small machine, `--threads 1` keeps BLAS-heavy cases off a busy core",

@@ -36,7 +36,7 @@ import math
 import statistics as pystats
 from dataclasses import asdict, dataclass
 
-from ttfr.analyse import stats
+from ttfr.analyse import contention, stats
 from ttfr.measure import spec as spec_limits
 from ttfr.measure.policies import WARM_PROCESS
 
@@ -121,7 +121,7 @@ def assess(cases: list[dict], target: float) -> list[Statistic]:
                 continue
             failed = len(views) - len(ok)
             plan_count = case["config"][planned["procs" if policy == WARM_PROCESS else "runs"]]
-            contended = sum(bool((v.get("contention") or {}).get("contended")) for v in ok)
+            contended = sum(contention.is_contended(v) for v in ok)
             costs = [v["metrics"]["process_s"] for v in views if v["metrics"].get("process_s") is not None]
             n = summary["n"] if summary else 0
             half_width = _relative_half_width(summary)
@@ -192,6 +192,14 @@ def allocate(statistics: list[Statistic], target: float, quantum_s: float | None
         given[best.key] += 1
         spent += best.cost_s
     return {key: count for key, count in given.items() if count}
+
+
+def record(cases: list[dict], outcome: dict) -> dict:
+    """suite.json's `precision`: how the phase ended (`outcome`: target, budget_s, stopped_by,
+    elapsed_s) and what the case files give: the summary and every statistic. The writer and
+    every reader build it here, so a reader recomputes exactly what was written."""
+    statistics = assess(cases, outcome["target"])
+    return {**outcome, "summary": summary(statistics, outcome["target"]), "statistics": [s.to_json() for s in statistics]}
 
 
 def summary(statistics: list[Statistic], target: float) -> dict:

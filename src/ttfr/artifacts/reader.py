@@ -89,12 +89,8 @@ def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
     if len(targets) > 1 or (cases and targets != {(suite.get("precision") or {}).get("target")}):
         problems.append("suite.json: its `precision` does not match the --precision its case files were run with")
     elif "precision" in suite:
-        statistics = precision.assess(cases, suite["precision"]["target"])
-        expected["precision"] = {
-            **suite["precision"],
-            "summary": precision.summary(statistics, suite["precision"]["target"]),
-            "statistics": [s.to_json() for s in statistics],
-        }
+        outcome = {k: suite["precision"][k] for k in ("target", "budget_s", "stopped_by", "elapsed_s")}
+        expected["precision"] = precision.record(cases, outcome)
     for key, value in expected.items():
         if suite.get(key) != value:
             problems.append(f"suite.json: `{key}` is not what its case files give (edited, or written by another ttfr)")

@@ -231,12 +231,12 @@ class PrecisionPurchase:
     def run(self) -> None:
         target = self.spec.precision
         while self.stopped_by is None:
-            assessing = time.perf_counter()
+            assessing = self.clock()
             entries = self.journal.entries()
             statistics = precision.assess(case_result.case_results(self.plan, entries), target)
             # a case the scheduler stopped (unavailable, failed gate) takes no more runs
             open_ = [s for s in statistics if s.case not in self.scheduler.stopped]
-            batch_floor = BATCH_PER_ASSESSMENT * (time.perf_counter() - assessing)
+            batch_floor = BATCH_PER_ASSESSMENT * (self.clock() - assessing)
             left = self._left_s()
             counts = precision.allocate(open_, target, limit_s=left, min_batch_s=batch_floor)
             room = MAX_WORKER_PROCESSES - len(entries)
@@ -324,14 +324,8 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought
             for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
         ],
     }
-    if spec.precision is not None:
-        statistics = precision.assess(cases, spec.precision)
-        suite["precision"] = {
-            **(bought or {"target": spec.precision, "budget_s": spec.budget_s, "stopped_by": "interrupted",
-                          "elapsed_s": None}),
-            "summary": precision.summary(statistics, spec.precision),
-            "statistics": [s.to_json() for s in statistics],
-        }  # fmt: skip
+    if bought is not None:
+        suite["precision"] = precision.record(cases, bought)
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     if suite["scaling"]:
         write_scaling_csv(result_dir, suite["scaling"])
