@@ -196,6 +196,9 @@ def judge(effects: list[dict], deltas: list[float], correction: str = "holm") ->
     return judged
 
 
+MAX_MODELLED_ROUNDS = 100_000  # beyond this, "more than ttfr ab allows" is all a user needs to know
+
+
 def fewest_significant_rounds(alpha: float) -> int:
     """Fewest paired rounds whose signed-rank test can reach p < alpha at all (every
     difference of one sign: p = 2 / 2**n)."""
@@ -241,6 +244,3 @@ def rounds_for_power(half_width_log: float, rounds: int, effect: float, delta: f
     found["rounds"] = n
     found["precision"] = math.expm1(quantile(0.5 + confidence / 2.0, n) * sigma_measured * math.sqrt(rounds / n))
     return found
-
-
-MAX_MODELLED_ROUNDS = 100_000  # beyond this, "more than ttfr ab allows" is all a user needs to know

@@ -25,7 +25,7 @@ from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
-from ttfr.measure.spec import MAX_AB_BUDGET_S, PROFILES, build_spec, check_ab_limits, parse_duration
+from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
 
 EXPORT_FORMATS = ("nextstat-v1",)
 
@@ -211,13 +211,12 @@ def _ab(args, console: Console) -> int:
     from ttfr.commands import ab, selftest
     from ttfr.report import terminal
 
-    check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
+    budget_s = check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
     run_spec = build_spec(
         profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
         seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset,
     )  # fmt: skip
-    budget_s = parse_duration(args.budget, "--budget", MAX_AB_BUDGET_S)
     spec = ab.AbSpec(
         run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
         min_rounds=ab.min_rounds_for(args.min_rounds, args.rounds, args.precision), max_rounds=args.rounds,

@@ -69,7 +69,7 @@ def rounds_advice(stored: dict | None, rounds: int, precision: float | None) -> 
     if precision is not None or not stored:
         return None
     short = [(regime, need) for regime, need in sorted((stored.get("rounds_for_power") or {}).items())
-             if need.get("rounds") and need["rounds"] > rounds]  # fmt: skip
+             if need.get("rounds") and need["rounds"] > rounds and need.get("precision") is not None]  # fmt: skip
     if not short:
         return None
     parts = [f"{regime} ≈ {need['rounds']} (--precision {need['precision']:.3f})" for regime, need in short]
@@ -199,19 +199,19 @@ def rounds_for_power(result: dict) -> dict:
     regression 80% of the time (alpha 0.01, delta from this noise floor), modelled from the A/A
     intervals; for warm, the model's power at the self-test's rounds for the injected +10%,
     beside the rate it measured (a check of the model)."""
-    found = {}
-    for regime, aa in result["aa"].items():
-        delta = comparison.delta_for(regime, result["noise_floor"][regime])
-        found[regime] = comparison.rounds_for_power(math.log1p(aa["median_ci_half_width"]), result["rounds"],
-                                                    POWER_EFFECT, delta, alpha=result["alpha"])  # fmt: skip
+
+    def need(regime: str, effect: float) -> dict:
+        return comparison.rounds_for_power(
+            math.log1p(result["aa"][regime]["median_ci_half_width"]), result["rounds"], effect,
+            comparison.delta_for(regime, result["noise_floor"][regime]), alpha=result["alpha"])  # fmt: skip
+
+    found = {regime: need(regime, POWER_EFFECT) for regime in result["aa"]}
     injected = next((x for x in result["injected"] if x["nominal"] == POWER_EFFECT), None)
     if injected and "warm" in result["aa"]:
-        delta = comparison.delta_for("warm", result["noise_floor"]["warm"])
-        model = comparison.rounds_for_power(math.log1p(result["aa"]["warm"]["median_ci_half_width"]), result["rounds"],
-                                            injected["measured_ratio"] - 1.0, delta, alpha=result["alpha"])  # fmt: skip
+        effect = injected["measured_ratio"] - 1.0
         found["warm"]["check"] = {
-            "injected_effect": injected["measured_ratio"] - 1.0,
-            "modelled_power": model["power_at_measured_rounds"],
+            "injected_effect": effect,
+            "modelled_power": need("warm", effect)["power_at_measured_rounds"],
             "measured": injected["detected"],
         }
     return found

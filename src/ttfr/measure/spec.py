@@ -278,14 +278,14 @@ def parse_duration(value, option: str = "--budget", maximum: float = MAX_BUDGET_
     return bounded(value, option, 1.0, maximum)
 
 
-def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> None:
+def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> float | None:
     """`ttfr ab`'s --rounds/--min-rounds/--precision/--budget, each within its limit (before
-    anything is written). Its rounds are each arm's cold runs and warm processes per case."""
+    anything is written); returns the budget in seconds. Its rounds are each arm's cold runs
+    and warm processes per case."""
     whole(rounds, "--rounds", 2, MAX_AB_ROUNDS)
     whole(min_rounds, "--min-rounds", 2, MAX_AB_ROUNDS)
     check_precision(precision)
-    if budget is not None:
-        parse_duration(budget, "--budget", MAX_AB_BUDGET_S)
+    return parse_duration(budget, "--budget", MAX_AB_BUDGET_S)
 
 
 def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
