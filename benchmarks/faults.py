@@ -557,6 +557,19 @@ def twin_deterministic_runs(box: Sandbox):
 # --------------------------------------------------------------------------- probes: signals
 
 
+def _stop(box: Sandbox, proc: subprocess.Popen, sig) -> tuple[str, str, Path | None, Done]:
+    """Send `sig` to a running ttfr and wait for it (killed after 60 s): its stderr, stdout,
+    result directory and what `ttfr validate` says of that directory."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    result = only_result_dir(box.root / "o")
+    return proc.stderr.read(), proc.stdout.read(), result, validate(box, result) if result else Done(None, "", "")
+
+
 def _signal_mid_run(sig, *, warm=False):
     def check(box: Sandbox):
         args = ["run", *NUMPY_CASE, "--out", box.root / "o"]
@@ -568,16 +581,8 @@ def _signal_mid_run(sig, *, warm=False):
             time.sleep(0.5)  # inside the sampling loop
         else:
             seen = wait_for(lambda: journal_lines(only_result_dir(box.root / "o")) >= 2, 60)
-        proc.send_signal(sig)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        err = proc.stderr.read()
-        result = only_result_dir(box.root / "o")
-        val = validate(box, result) if result else Done(None, "", "")
-        ok = seen and proc.returncode == 130 and "Traceback" not in err and val.code == 0 and "--resume" in proc.stdout.read()
+        err, out, result, val = _stop(box, proc, sig)
+        ok = seen and proc.returncode == 130 and "Traceback" not in err and val.code == 0 and "--resume" in out
         observed = f"exit {proc.returncode}, validate exit {val.code}"
         if ok and not warm:
             resumed = box.ttfr("run", "--resume", result)
@@ -595,15 +600,7 @@ def sigint_in_the_precision_phase(box: Sandbox):
             "--out", box.root / "o"]  # fmt: skip
     proc = box.start(*args)
     seen = wait_for(lambda: journal_lines(only_result_dir(box.root / "o")) >= 9, 60)  # the plan is 6 runs
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    err = proc.stderr.read()
-    result = only_result_dir(box.root / "o")
-    val = validate(box, result) if result else Done(None, "", "")
+    err, _out, result, val = _stop(box, proc, signal.SIGINT)
     stopped = _suite(result).get("precision", {}).get("stopped_by") if val.code == 0 else None
     ok = seen and proc.returncode == 130 and "Traceback" not in err and val.code == 0 and stopped == "interrupted"
     observed = f"exit {proc.returncode}, validate exit {val.code}, stopped_by {stopped}"

@@ -90,25 +90,26 @@ def _refusal(path, option: str, refused: FileRefused) -> UsageError:
     return UsageError(f"{option} {path}: cannot read it ({refused.detail})")
 
 
-def _stat_regular(path: str, option: str) -> os.stat_result:
-    """os.stat of a regular file no larger than MAX_WORKSPACE_BYTES, else UsageError (never opens
-    anything: a FIFO with no writer would block the open)."""
+def _bounded(read, path: str, option: str):
+    """`read` (bounded_file.stat_regular or read_regular) of `path` at MAX_WORKSPACE_BYTES,
+    its refusal worded for the option that named the file."""
     try:
-        return bounded_file.stat_regular(path, MAX_WORKSPACE_BYTES)
+        return read(path, MAX_WORKSPACE_BYTES)
     except FileRefused as refused:
         raise _refusal(path, option, refused) from None
     except ValueError as exc:  # an embedded NUL byte
         raise UsageError(f"{option} {path!r}: not a usable path ({exc})") from None
+
+
+def _stat_regular(path: str, option: str) -> os.stat_result:
+    """os.stat of a regular file no larger than MAX_WORKSPACE_BYTES, else UsageError (never opens
+    anything: a FIFO with no writer would block the open)."""
+    return _bounded(bounded_file.stat_regular, path, option)
 
 
 def read_bounded(path: str, option: str = "--workspace") -> bytes:
     """A regular file's bytes, read once and at most MAX_WORKSPACE_BYTES of them."""
-    try:
-        return bounded_file.read_regular(path, MAX_WORKSPACE_BYTES)
-    except FileRefused as refused:
-        raise _refusal(path, option, refused) from None
-    except ValueError as exc:  # an embedded NUL byte
-        raise UsageError(f"{option} {path!r}: not a usable path ({exc})") from None
+    return _bounded(bounded_file.read_regular, path, option)
 
 
 def _parse(data: bytes, path: str):
