@@ -160,3 +160,26 @@ def test_runs_added_for_precision_grow_the_live_bar_and_end_with_the_precision_l
     added = suite["precision"]["summary"]["added_runs"]
     assert "precision ±30.0% at 95%:" in flat and f"{added} runs added" in flat, text[-4000:]
     assert validate_dir(root) == []
+
+
+def test_selftest_and_the_ab_note_it_leads_to_on_a_terminal(tmp_path, monkeypatch):
+    """`ttfr selftest` prints, on a terminal, how many rounds `ttfr ab` needs; `ttfr ab` with
+    fewer fixed rounds then says so before its live bar starts (both paths only a person sees)."""
+    monkeypatch.setenv("TTFR_STATE_DIR", str(tmp_path / "state"))
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "selftest", "--aa", "2", "--per-level", "1",
+                                "--rounds", "4"], RUN_TIMEOUT_S)  # fmt: skip
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text and status == 0, text[-4000:]
+    flat = " ".join(text.split())
+    assert "ttfr ab, warm: +10% at 80% power" in flat and "ttfr ab, cold: +10% at 80% power" in flat, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    argv = [sys.executable, "-m", "ttfr", "ab", "--b-env", "TTFR_PROBE=1", "--cases", "python_noop_1_f64",
+            "--cache-policy", "warm", "--rounds", "2", "--min-rounds", "2",
+            "--out", str(tmp_path / "ab")]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text and status in (0, 3), text[-4000:]
+    flat = " ".join(text.split())
+    # 2 rounds are below any answer (a signed-rank test needs 8 to reach p < 0.01 at all)
+    assert "note: ttfr selftest found that detecting +10% with 80% power here takes more than --rounds 2" in flat
+    assert "ETA" in text, text[-4000:]  # the live bar ran after the note

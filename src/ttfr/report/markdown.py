@@ -291,7 +291,7 @@ _STOPPED_BY = {
 _STATE_MEANS = {
     "met": "its 95% interval is within the target",
     "short": "more runs would have narrowed it; none were left to spend",
-    "unreachable": "projected to need more runs than the per-stream limit",
+    "unreachable": "projected to need over twice the per-stream run limit",
     "busy": "most of its runs were contended: rerun on a quieter machine",
     "failing": "most of its runs failed",
 }
@@ -317,15 +317,17 @@ def _precision_section(suite: dict) -> list[str]:
          f"**{s['state']}**" if s["state"] != "met" else "met"]
         for s in bought["statistics"]
     ]  # fmt: skip
+    headline = precision_headline(bought)
     return [
         "## Precision",
         "",
-        precision_headline(bought)[0].upper() + precision_headline(bought)[1:] + ".",
+        headline[0].upper() + headline[1:] + ".",
         "",
-        "Runs were added after the profile's where they bought the most precision per second: to the statistic whose "
-        "95% interval was furthest above the target per second of one of its runs (statistics with fewer than 6 runs, "
-        "which have no 95% interval, first). Half-width: (high − low) / 2 of the order-statistic interval, relative "
-        "to the median; needed: runs projected (1/√n) to meet the target.",
+        "Runs were added after the profile's where they bought the most precision per second: statistics with fewer "
+        "than 6 runs (no 95% interval yet) first, cheapest first; then the largest projected (1/√n) shrink of an "
+        "interval still wider than the target, per second of one of that statistic's runs. Half-width: "
+        "(high − low) / 2 of the order-statistic interval, relative to the median; needed: runs projected to meet "
+        "the target.",
         "",
         *_table(
             ["case", "policy", "statistic", "median", "half-width", "runs used", "needed", "cost per run", "state"], rows

@@ -257,7 +257,7 @@ def print_selftest(console: Console, result: dict) -> None:
 
 
 def _rounds_text(need: dict) -> str:
-    from ttfr.measure.spec import MAX_AB_ROUNDS
+    from ttfr.measure.spec import MAX_AB_ROUNDS  # here: measure.spec loads NumPy, the report must not
 
     if need["rounds"] is None:
         text = f"not detectable as a regression: {need['reason']}"
