@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from ttfr.analyse import contention, runs, stats
+from ttfr.analyse import contention, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan
 from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
@@ -55,6 +55,7 @@ def _cold_policy(views: list[dict]) -> dict:
     cache_overview = _cache_overview(views)
     flags.extend({"flag": f} for f in cache_overview["flags"])
     flags += _contention_flags(views, "runs", "run")
+    flags += loops.count_flags(views)
     return {
         "runs": views,
         **cold_summaries(views),
@@ -73,6 +74,7 @@ def _warm_policy(views: list[dict]) -> dict:
     if unstable:
         flags.append({"flag": "warmup_unstable", "processes": unstable})
     flags += _contention_flags(views, "processes", "process")
+    flags += loops.count_flags(views)
     disagreement = contention.process_disagreement([v["samples_s"] for v in ok])
     if disagreement and disagreement["disagree"]:
         flags.append({"flag": "process_disagreement", **disagreement})
@@ -118,10 +120,13 @@ def _contention_flags(views: list[dict], key: str, noun: str) -> list[dict]:
 def cold_summaries(views: list[dict]) -> dict:
     """A cold policy's `summary` and `stages_summary`, from its clean runs."""
     chosen = headline_runs(views)  # none: could not measure cleanly, every figure null
-    return {
+    result = {
         "summary": _summaries(chosen, runs.COLD_METRICS, "metrics"),
         "stages_summary": {k: s for k, s in _summaries(chosen, runs.STAGE_METRICS, "stages").items() if s},
     }
+    if any(v.get("loop") for v in views):  # a loop workload: its timeline and compile counts
+        result["loop_summary"] = loops.policy_summary(chosen)
+    return result
 
 
 def warm_summary(views: list[dict]) -> dict:
@@ -147,7 +152,9 @@ def summaries_disagree(result: dict) -> list[str]:
                     problems.append(f"{name} process {proc['index']}: median_s is not the median of its samples")
             if policy["summary"] != warm_summary(policy["procs"]):
                 problems.append(f"{name}: summary is not what its processes give")
-        elif {k: policy.get(k) for k in ("summary", "stages_summary")} != cold_summaries(policy["runs"]):
+        elif {k: policy.get(k) for k in ("summary", "stages_summary", "loop_summary") if k in policy} != cold_summaries(
+            policy["runs"]
+        ):
             problems.append(f"{name}: summary is not what its runs give")
     return problems
 
@@ -157,6 +164,8 @@ def _null_summaries(policy: dict) -> None:
         policy["summary"] = {k: None for k in policy["summary"]}
     if "stages_summary" in policy:
         policy["stages_summary"] = {}
+    if "loop_summary" in policy:
+        policy["loop_summary"] = None
 
 
 def _status(entries: list[dict], policies: dict, check: dict | None, stopped: str | None):

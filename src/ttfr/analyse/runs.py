@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ttfr.analyse import contention, sync_check
+from ttfr.analyse import contention, loops, sync_check
 from ttfr.measure import cache, catalog
 
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
@@ -91,6 +91,9 @@ def run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> 
     }
     if counts:
         view["cache"]["counters"] = counts
+    loop = loops.run_loop(record.get("loop"))
+    if loop is not None:
+        view["loop"] = loop
     if outcome == "ok":
         view["contention"] = contention.cold_run(record.get("sched"), view["metrics"]["process_s"], entry.get("host"),
                                                  entry.get("rusage"))  # fmt: skip

@@ -75,7 +75,7 @@ def symlinked_entries(root: Path) -> list[str]:
 def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
     """Figures suite.json and the case files derive from runs, recomputed: an edited summary
     (with its hash updated to match) shows up here."""
-    from ttfr.analyse import case_result, precision, suite_figures  # the analysis stack (SciPy), only when verifying
+    from ttfr.analyse import case_result, loops, precision, suite_figures  # the analysis stack (SciPy), only when verifying
 
     problems = []
     for case in cases:
@@ -91,6 +91,8 @@ def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
     elif "precision" in suite:
         outcome = {k: suite["precision"][k] for k in ("target", "budget_s", "stopped_by", "elapsed_s")}
         expected["precision"] = precision.record(cases, outcome)
+    if suite.get("loops", []) != loops.strategy_rows(cases):
+        problems.append("suite.json: `loops` is not what its case files give (edited, or written by another ttfr)")
     for key, value in expected.items():
         if suite.get(key) != value:
             problems.append(f"suite.json: `{key}` is not what its case files give (edited, or written by another ttfr)")

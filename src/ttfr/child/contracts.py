@@ -6,8 +6,9 @@ tests check every adapter and workload against it, and a new one is written to i
 Adding a backend: a module under `ttfr.child.backends` whose `Runtime` class is a
 `RuntimeAdapter`, and one `Backend` entry in `ttfr.measure.catalog`. Adding a workload: a
 module under `ttfr.child.workloads` that is an `ArrayWorkload` (seeded arrays, a NumPy
-reference) or an `EngineWorkload` (a file-backed problem and an engine per runtime), and
-one `Workload` entry in the catalog.
+reference), an `EngineWorkload` (a file-backed problem and an engine per runtime) or a
+`LoopWorkload` (a loop whose strategies are cases of their own), and one `Workload` entry
+in the catalog (a loop family: one per strategy, generated from `LOOP_STRATEGIES`).
 """
 
 from __future__ import annotations
@@ -81,3 +82,36 @@ class EngineWorkload(Protocol):
     def check(self, runtime: RuntimeAdapter, inputs: Any, problem: Any, host_first: Sequence[Any], job: Job) -> dict: ...
 
     def dataset_sha256(self, problem: Any) -> str: ...
+
+
+@runtime_checkable
+class Loop(Protocol):
+    """What a loop workload builds for one runtime and strategy; ttfr/child/loop.py runs it.
+    It may also have `prepare()` with `prepare_label` (an ahead-of-time phase, timed as its
+    own timeline entry), which may change `expected_compiles` and `loaded`."""
+
+    labels: list  # one per iteration
+    functions: tuple  # names of the compiled functions that are the loop's own (JAX `fun_name`)
+    expected_compiles: int | None  # what the runtime's compile counter must show (None: no compiler)
+    loaded: int  # executables loaded from disk rather than compiled
+
+    def iteration(self, index: int) -> Any:
+        """Run iteration `index`; its host result, finished."""
+
+    def output(self, results: list) -> list:
+        """The loop's result (host arrays) from every iteration's."""
+
+
+@runtime_checkable
+class LoopWorkload(Protocol):
+    """Seeded inputs shared by every strategy of the loop, a float64 NumPy reference of the
+    whole loop, and `build_loop(runtime, job, host_inputs) -> Loop` for the job's strategy."""
+
+    LOOP: bool
+    TOLERANCE: dict
+
+    def make_inputs(self, size: int, dtype: str, seed: int) -> list: ...
+
+    def reference(self, inputs: list) -> list: ...
+
+    def build_loop(self, runtime: RuntimeAdapter, job: Job, host_inputs: list) -> Loop: ...

@@ -17,6 +17,7 @@ FIELDS = (
     ("compile", bool, False),  # the backend compiles (torch.compile rather than eager)
     ("variant", str, ""),  # engine option of the adapter (pyhf's tensor backend)
     ("workload", str, None),  # module under ttfr.child.workloads
+    ("strategy", str, ""),  # a loop workload's strategy (naive, bucketed, vmapped, dynamic, aot)
     ("size", int, None),
     ("dtype", str, None),
     ("seed", int, 0),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import case_result, figures, precision, suite_figures
+from ttfr.analyse import case_result, figures, loops, precision, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
@@ -318,6 +318,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought
         "summary": suite_figures.suite_summary(cases, pending),
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
+        **({"loops": rows} if (rows := loops.strategy_rows(cases)) else {}),
         "datasets": [
             {"name": info["name"], "size": info["size"], "path": path, "sha256": artifact_sha}
             for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))

@@ -23,6 +23,7 @@ CACHE_SUBDIRS = {
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "TRITON_CACHE_DIR": "triton",
     "CUDA_CACHE_PATH": "cuda",
+    "TTFR_AOT_DIR": "aot",  # executables a loop's AOT strategy serialised (sweep_mlp_aot)
 }
 # JAX writes nothing to its persistent cache on CPU without these (default minimum 1 s).
 JAX_CACHE_SETTINGS = {
@@ -91,7 +92,9 @@ def hit_miss(kind: str | None, counters: dict | None) -> dict | None:
         hits = int(events.get("/jax/compilation_cache/cache_hits", 0))
         requests = int(events.get("/jax/compilation_cache/compile_requests_use_cache", 0))
         written = int(events.get("/jax/compilation_cache/cache_misses", 0))
-        return {"hits": hits, "misses": requests - hits, "requests": requests, "entries_written": written}
+        # An AOT loop's executables loaded from the cache directory are hits JAX never sees.
+        loaded = int(counters.get("aot_loaded", 0))
+        return {"hits": hits + loaded, "misses": requests - hits, "requests": requests + loaded, "entries_written": written}
     if kind == TORCH_COUNTERS:
         table = counters.get("counters", {})
         hits = _count(table, "inductor", "fxgraph_cache_hit") + _count(table, "aot_autograd", "autograd_cache_hit")

@@ -78,6 +78,16 @@ class Workload:
     # finite differences and two 20-step training loops, so it gets this multiple of --timeout.
     check_timeout_factor: float = 1.0
     reads_workspace: bool = False  # inputs are a HistFactory workspace file (a preset or the user's)
+    module: str = ""  # the worker's module under ttfr.child.workloads (default: the name)
+    # A loop workload: one Workload per strategy of a loop family, all sharing its module,
+    # inputs and reference, so their results and costs compare configuration by configuration.
+    loop: str = ""
+    strategy: str = ""
+    needs_compiler: bool = False  # a compiler's strategy (padded or dynamic shapes, AOT): compiling backends only
+
+    @property
+    def child_module(self) -> str:
+        return self.module or self.name
 
 
 _PYHF_NUMPY_UNSUPPORTED = (
@@ -166,6 +176,36 @@ WORKLOADS = {
 }  # fmt: skip
 HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
 
+# Loop strategies: (name, frameworks, needs a compiler, what it does).
+LOOP_STRATEGIES = (
+    ("naive", ("numpy", "jax", "torch"), False, "one compiled step called with whatever shapes come"),
+    ("bucketed", ("jax", "torch"), True, "shapes padded to power-of-two buckets, the batch masked"),
+    ("vmapped", ("jax", "torch"), False, "all configurations padded, stacked and trained in one batched call"),
+    ("dynamic", ("jax", "torch"), True, "one program for every shape (torch dynamic=True; jax.export symbolic shapes)"),
+    ("aot", ("jax",), True, "every shape compiled before the loop, serialised, and loaded by later runs"),
+)
+_LOOPS = (
+    ("sweep_mlp", (16,), (1, 75), "K (configurations of the sweep)",
+     "K 20-step trainings over a seeded grid of learning rate, width and batch size"),
+)  # fmt: skip
+for _family, _sizes, _range, _meaning, _what in _LOOPS:
+    for _strategy, _frameworks, _compiler, _how in LOOP_STRATEGIES:
+        _name = f"{_family}_{_strategy}"
+        WORKLOADS[_name] = Workload(_name, _frameworks, _sizes, _range, ("float32", "float64"), _meaning,
+                                    f"{_what}; {_strategy}: {_how}", default=False, module=_family, loop=_family,
+                                    strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
+LOOP_FAMILIES = {family: tuple(f"{family}_{s[0]}" for s in LOOP_STRATEGIES) for family, *_ in _LOOPS}
+
+
+def expand_workloads(names) -> list[str]:
+    """Workload names with each loop family (`sweep_mlp`) replaced by its strategies' workloads."""
+    out = []
+    for name in names:
+        for expanded in LOOP_FAMILIES.get(name, (name,)):
+            if expanded not in out:
+                out.append(expanded)
+    return out
+
 
 CUSTOM = "custom"  # the size marker of a case on the user's --workspace file
 
@@ -207,7 +247,7 @@ def required_packages() -> tuple[str, ...]:
 
 
 def supports(backend: Backend, workload: Workload) -> bool:
-    return backend.framework in workload.frameworks
+    return backend.framework in workload.frameworks and (backend.compiles or not workload.needs_compiler)
 
 
 def unsupported_reason(backend: Backend, workload: str) -> str | None:

@@ -145,7 +145,7 @@ def select_cases(
     (N is the file's count and that preset was not named with --workspace-preset)."""
     case_ids = _split(case_ids, "--cases", ["case ids from `ttfr list`"])
     backends = _split(backends, "--backends", catalog.BACKENDS)
-    workloads = _split(workloads, "--workloads", catalog.WORKLOADS)
+    workloads = catalog.expand_workloads(_split(workloads, "--workloads", [*catalog.WORKLOADS, *catalog.LOOP_FAMILIES]))
     sizes = _split(sizes, "--sizes", ["whole numbers (see `ttfr list`)"])
     dtypes = _split(dtypes, "--dtypes", catalog.DTYPES)
     extra = (custom_size,) if custom_size else ()
@@ -159,7 +159,7 @@ def select_cases(
             raise unknown_choice("backend", name, catalog.BACKENDS)
     for name in workloads:
         if name not in catalog.WORKLOADS:
-            raise unknown_choice("workload", name, catalog.WORKLOADS)
+            raise unknown_choice("workload", name, [*catalog.WORKLOADS, *catalog.LOOP_FAMILIES])
     for name in dtypes:
         if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
             raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))

@@ -47,7 +47,7 @@ def fmt_summary(summary: dict | None, with_ci: bool = True) -> str:
     return text
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
@@ -78,7 +78,7 @@ def _summary_section(cases: list[dict]) -> list[str]:
         ])  # fmt: skip
     header = ["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check"]
     return ["## Summary", "", "Medians with their 95% order-statistic CI (the achieved level is shown when "
-            "too few runs allow 95%).", "", *_table(header, rows), ""]  # fmt: skip
+            "too few runs allow 95%).", "", *table(header, rows), ""]  # fmt: skip
 
 
 def _components_section(cases: list[dict], policy: str) -> list[str]:
@@ -97,7 +97,7 @@ def _components_section(cases: list[dict], policy: str) -> list[str]:
         return []
     header = ["case", "interpreter", "import", "setup", "first call", "second call", "TTFR", "process", "first call split"]
     return [f"## Cold start components ({policy})", "", "Medians over fresh processes.", "",
-            *_table(header, rows), ""]  # fmt: skip
+            *table(header, rows), ""]  # fmt: skip
 
 
 def _warm_section(cases: list[dict]) -> list[str]:
@@ -120,7 +120,7 @@ def _warm_section(cases: list[dict]) -> list[str]:
     if not rows:
         return []
     header = ["case", "per call (median of process medians)", "processes", "inner loop", "sync check", "sync policy"]
-    return ["## Warm throughput (warm-process)", "", *_table(header, rows), ""]
+    return ["## Warm throughput (warm-process)", "", *table(header, rows), ""]
 
 
 def _memory_section(cases: list[dict]) -> list[str]:
@@ -141,7 +141,7 @@ def _memory_section(cases: list[dict]) -> list[str]:
     if not rows:
         return []
     header = ["case", "peak RSS (worker, median)", "compiled executable (JAX memory_analysis)", "device peak"]
-    return ["## Memory", "", *_table(header, rows), ""]
+    return ["## Memory", "", *table(header, rows), ""]
 
 
 def _calls(value) -> str:
@@ -159,10 +159,10 @@ def _break_even_section(rows: list[dict]) -> list[str]:
         "(best and worst case for the slow starter).",
         "",
     ]
-    table = []
+    body = []
     for row in rows:
         low, high = row["calls_range"]
-        table.append([
+        body.append([
             f"{row['workload']} {_size_label(row['size'], row.get('dataset'))} {row['dtype']}",
             row["cold_policy"].split("/")[-1],
             f"`{row['fast_start']}` ({fmt_seconds(row['fast_start_ttfr_s'])}, {fmt_seconds(row['fast_start_call_s'])}/call)",
@@ -171,7 +171,7 @@ def _break_even_section(rows: list[dict]) -> list[str]:
             f"{_calls(low)} – {_calls(high)}",
         ])  # fmt: skip
     header = ["workload", "cache", "starts first", "starts later", "break-even calls", "range"]
-    return lines + _table(header, table) + [""]
+    return lines + table(header, body) + [""]
 
 
 def _size_label(size, dataset: str | None) -> str:
@@ -194,7 +194,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     for workload in sorted({r["workload"] for r in rows}):
         engines = sorted({r["engine"] for r in rows if r["workload"] == workload})
         header = ["engine"] + [f"{label}p: TTFR cold / warm cache / warm call" for _n, label in sizes]
-        table = []
+        body = []
         for engine in engines:
             cells = [f"`{engine}`"]
             for _n, label in sizes:
@@ -203,8 +203,8 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
                     " / ".join(fmt_seconds(row[k]) for k in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"))
                     if row else DASH
                 )  # fmt: skip
-            table.append(cells)
-        lines += [f"### {workload}: cost against parameter count", "", *_table(header, table), ""]
+            body.append(cells)
+        lines += [f"### {workload}: cost against parameter count", "", *table(header, body), ""]
     correctness = [
         [f"`{r['engine']}`", r["workload"], _size_label(r["parameters"], r.get("dataset")), _sci(r["nll_parity_rel"]),
          _sci(r["q0_parity_abs"]),
@@ -217,12 +217,12 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
         "Parity with pyhf's NumPy backend (NLL relative, gate 1e-8; q0 absolute, gate 1e-4) and the signal "
         "gradient against central finite differences (gate: error / max(1, |FD|) <= 1e-6 for the NLL, 1e-3 for q0).",
         "",
-        *_table(["engine", "workload", "params", "NLL rel diff", "q0 abs diff", "FD max abs err", "FD max rel err"], correctness),
+        *table(["engine", "workload", "params", "NLL rel diff", "q0 abs diff", "FD max abs err", "FD max rel err"], correctness),
         "",
     ]
     loops = [r for r in rows if r["train_step_s"] is not None]
     if loops:
-        table = [
+        body = [
             [f"`{r['engine']}`", str(r["parameters"]), fmt_seconds(r["train_first_step_s"]), fmt_seconds(r["train_step_s"]),
              f"{r['train_loss_first']:.4f} -> {r['train_loss_last']:.4f}"]
             for r in loops
@@ -232,7 +232,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
             "",
             "Run in each case's gate process after the timed runs: the first step includes compiling the loop's own step.",
             "",
-            *_table(["engine", "params", "first step", "per step (median)", "loss -Z0, first -> last"], table),
+            *table(["engine", "params", "first step", "per step (median)", "loss -Z0, first -> last"], body),
             "",
         ]
     reference = []
@@ -253,7 +253,7 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
         "",
         f"{NEXTSTAT_CUDA_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
         "",
-        *_table(["metric", "workspace", "NextStat, CUDA (published)", "this run (CPU)"], reference),
+        *table(["metric", "workspace", "NextStat, CUDA (published)", "this run (CPU)"], reference),
         "",
         "Plot-ready figures: `scaling.csv` (also `scaling` in suite.json).",
         "",
@@ -329,7 +329,7 @@ def _precision_section(suite: dict) -> list[str]:
         "(high − low) / 2 of the order-statistic interval, relative to the median; needed: runs projected to meet "
         "the target.",
         "",
-        *_table(
+        *table(
             ["case", "policy", "statistic", "median", "half-width", "runs used", "needed", "cost per run", "state"], rows
         ),  # fmt: skip
         "",
@@ -396,6 +396,9 @@ def render(result: VerifiedResult) -> str:
     lines += _memory_section(cases)
     lines += _histfactory_section(suite.get("scaling", []))
     lines += _break_even_section(suite["break_even"])
+    from ttfr.report import loops_md  # formats with this module's helpers
+
+    lines += loops_md.section(suite.get("loops", []), cases)
     lines += _precision_section(suite)
     lines += _flags_section(cases)
     lines += _machine_health_section(cases)

@@ -23,6 +23,7 @@ from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
 from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
+from ttfr.measure import catalog
 from ttfr.measure.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
@@ -90,7 +91,8 @@ def _meta(manifest: dict, case: dict) -> dict:
 def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
     dataset = dict(case["dataset"])
     if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
-        dataset["sha256"] = dataset_sha256(case["workload"], case["size"], case["dtype"], case["config"]["seed"])
+        module = catalog.WORKLOADS[case["workload"]].child_module
+        dataset["sha256"] = dataset_sha256(module, case["size"], case["dtype"], case["config"]["seed"])
     cold = _cold_timing(case, cold_policy)
     reason = case["reason"]
     failed_runs = [r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"]

@@ -96,6 +96,11 @@ class Runtime:
     def cache_counters(self):
         return self.counter.snapshot()
 
+    def compile_counts(self, functions):
+        """Executables built (compiled or loaded from the persistent cache), hits, traces and
+        stage seconds of the named functions (a loop workload's own)."""
+        return self.counter.function_counts(functions)
+
     def memory(self):
         result = {}
         analysis = self.compiled.memory_analysis() if self.compiled is not None else None

@@ -120,6 +120,27 @@ class Runtime:
             "compile_times_s": self.compile_table or {},
         }
 
+    def compile_counts(self, _functions):
+        """Graphs dynamo compiled, frames it traced, persistent-cache (FX graph / AOT
+        autograd) hits, and compile seconds so far (a loop workload's timeline). Dynamo
+        counts every compiled function of the process: a loop's own are all there are."""
+        if not self.compiles:
+            return None
+        from torch._dynamo.utils import compile_times, counters
+
+        names, values = compile_times(repr="csv", aggregate=True)
+        table = {n: float(v) for n, v in zip(names, values)}
+        # A backward graph compiled lazily, at the first .backward(), is timed outside
+        # compile_inner; one compiled with the forward (dynamic shapes) is inside it.
+        backward = table.get("backward._backward_impl", 0.0)
+        return {
+            "compiles": int(counters["stats"].get("unique_graphs", 0)),
+            "persistent_hits": int(counters["inductor"].get("fxgraph_cache_hit", 0))
+            + int(counters["aot_autograd"].get("autograd_cache_hit", 0)),
+            "traces": int(counters["frames"].get("total", 0)),
+            "compile_s": table.get("_compile.compile_inner", 0.0) + backward,
+        }
+
     def memory(self):
         if self.on_gpu:
             return {"device_peak_bytes": int(self.torch.cuda.max_memory_allocated())}

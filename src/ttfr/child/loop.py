@@ -1,0 +1,88 @@
+"""Loop workloads in the worker: the timed first call is the whole loop (standard library only).
+
+A loop workload's `build_loop` returns a `Loop` (ttfr/child/contracts.py) for the job's
+strategy: labelled iterations, the names of its own compiled functions, and the compile
+count its strategy expects.
+
+The first run times every iteration and reads the runtime's compile counters around each
+(the timeline: which iteration compiled, and how long it took). After it, the driver stands
+in for the runtime: `call()` runs the whole loop again (the second call and the warm
+samples), synchronously, and everything else is the runtime's.
+"""
+
+import time
+
+_clock = time.perf_counter_ns
+_COUNTS = ("compiles", "persistent_hits", "traces", "compile_s")
+
+
+class LoopDriver:
+    def __init__(self, runtime, loop):
+        self.runtime, self.loop = runtime, loop
+        self.call, self.args, self.sync = self.run_again, (), None
+        self.framework = runtime.framework
+
+    def _counts(self):
+        counts = getattr(self.runtime, "compile_counts", None)
+        return counts(self.loop.functions) if counts is not None else None
+
+    def _timed(self, label, work):
+        before = self._counts()
+        start = _clock()
+        result = work()
+        seconds = (_clock() - start) / 1e9
+        after = self._counts()
+        entry = {"label": label, "s": seconds}
+        for key in _COUNTS:
+            have = before is not None and after is not None and before.get(key) is not None
+            entry[key] = after[key] - before[key] if have else None
+        return entry, result
+
+    def first(self):
+        """Run the loop once, timing each iteration: (output, the record's `loop` block)."""
+        loop = self.loop
+        start = self._counts()
+        timeline, results = [], []
+        prepare = getattr(loop, "prepare", None)
+        if prepare is not None:
+            entry, _ = self._timed(loop.prepare_label, prepare)
+            timeline.append(dict(entry, ahead=True))
+        for index, label in enumerate(loop.labels):
+            entry, result = self._timed(label, lambda index=index: loop.iteration(index))
+            timeline.append(entry)
+            results.append(result)
+        output = loop.output(results)
+        end = self._counts()
+        totals = {key: None for key in _COUNTS}
+        if start is not None and end is not None:
+            totals = {key: end[key] - start[key] if start.get(key) is not None else None for key in _COUNTS}
+        block = {
+            "iterations": timeline,
+            "loop_s": sum(entry["s"] for entry in timeline),
+            "expected_compiles": loop.expected_compiles,
+            "loaded": loop.loaded,
+            **totals,
+        }
+        return output, block
+
+    def run_again(self):
+        loop = self.loop
+        return loop.output([loop.iteration(index) for index in range(len(loop.labels))])
+
+    def to_host(self, output):
+        return list(output)
+
+    def cache_counters(self):
+        counters = self.runtime.cache_counters()
+        if counters is not None and self.loop.loaded:
+            counters = dict(counters, aot_loaded=self.loop.loaded)  # executables found in the cache directory
+        return counters
+
+    def memory(self):
+        return self.runtime.memory()
+
+    def device_info(self):
+        return self.runtime.device_info()
+
+    def versions(self):
+        return self.runtime.versions()

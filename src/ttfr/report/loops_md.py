@@ -1,0 +1,107 @@
+"""The report's Loops section: strategies compared per loop, and the per-iteration timeline
+where recompiles show as spikes."""
+
+from __future__ import annotations
+
+from ttfr.report.markdown import fmt_seconds, fmt_summary, table
+
+_COMPILE_MARK = "⟳"
+
+
+def _share(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _compiles(row: dict) -> str:
+    got, expected = row["compiles"], row["expected_compiles"]
+    if got is None:
+        return "n/a" if expected is None else f"? (expected {expected})"
+    if expected is None:
+        return str(got)
+    return f"{got} (expected {expected})" + ("" if got == expected else " **mismatch**")
+
+
+def _rate(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _strategy_table(rows: list[dict]) -> list[str]:
+    body = []
+    for row in rows:
+        compile_s = fmt_summary(row["compile_s"], with_ci=False)
+        body.append([
+            f"`{row['strategy']}`", str(row["size"]), fmt_summary(row["total_s"]), fmt_summary(row["loop_s"], with_ci=False),
+            f"{compile_s} ({_share(row['compile_share'])})", _compiles(row), _rate(row["iteration_hit_rate"]),
+            _rate(row["persistent_hit_rate"]) + (f" ({row['loaded']} loaded ahead)" if row["loaded"] else ""),
+            "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
+            "—" if row["strategy"] == "naive" else (str(row["overtakes_naive_at_k"]) if row["overtakes_naive_at_k"] else "never"),
+        ])  # fmt: skip
+    header = ["strategy", "K", "total (TTFR)", "loop", "compile (share)", "compiles", "iterations without compile",
+              "persistent-cache hits", "total vs naive", "no dearer than naive from k"]  # fmt: skip
+    return table(header, body)
+
+
+def _timeline(cases_by_id: dict, rows: list[dict]) -> list[str]:
+    """Iterations (rows) by strategy (columns) at the largest K: median seconds, ⟳N where N compiles."""
+    size = max(row["size"] for row in rows)
+    at_size = [row for row in rows if row["size"] == size]
+    summaries = {}
+    for row in at_size:
+        policy = cases_by_id[row["case"]]["policies"][row["policy"]]
+        summaries[row["strategy"]] = policy.get("loop_summary") or {}
+    sequential = {s: loop["timeline"] for s, loop in summaries.items() if len(loop.get("timeline", [])) > 1 or size == 1}
+    batched = {s: loop["timeline"] for s, loop in summaries.items() if s not in sequential and loop.get("timeline")}
+    if not sequential:
+        return []
+    names = list(sequential)
+    labels = ["ahead of time"] if any(e["ahead"] for t in sequential.values() for e in t) else []
+    for timeline in sequential.values():
+        for entry in timeline:
+            key = "ahead of time" if entry["ahead"] else entry["label"]
+            if key not in labels:
+                labels.append(key)
+
+    def cell(timeline, label):
+        for entry in timeline:
+            if ("ahead of time" if entry["ahead"] else entry["label"]) == label:
+                text = fmt_seconds(entry["s"]["median"] if entry["s"] else None)
+                if entry["compiles"]:
+                    text += f" {_COMPILE_MARK}{entry['compiles']}"
+                return text
+        return ""
+
+    first = 0 if labels[0] == "ahead of time" else 1  # the ahead-of-time phase is row 0
+    body = [[str(i + first), label, *(cell(sequential[n], label) for n in names)] for i, label in enumerate(labels)]
+    lines = [f"Timeline at K = {size} (median seconds per iteration; {_COMPILE_MARK}N: N compiles in that iteration):", ""]
+    lines += table(["#", "iteration", *(f"`{n}`" for n in names)], body)
+    for name, timeline in batched.items():
+        entry = timeline[0]
+        compiled = f", {entry['compiles']} compile(s)" if entry["compiles"] is not None else ""
+        lines.append(f"- `{name}`: one iteration for all {size} configurations, "
+                     f"{fmt_seconds(entry['s']['median'] if entry['s'] else None)}{compiled}")  # fmt: skip
+    return lines + [""]
+
+
+def section(rows: list[dict], cases: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = [
+        "## Loops: compilation in the loop",
+        "",
+        "One timed unit is the whole loop in a fresh process: total = process start to the loop's last result. "
+        "Compiles are the runtime's own counters (JAX: executables built for the loop's functions, compiled or "
+        "loaded from the persistent cache; torch: graphs dynamo compiled), checked against each strategy's "
+        "expectation (naive: one per distinct shape); a mismatch is flagged. Under cold-process/warm-cache, naive "
+        'is the persistent-cache strategy. "No dearer than naive from k": the smallest loop length from which the '
+        "strategy's total (from the iterations' medians) is at most naive's at every longer length measured.",
+        "",
+    ]
+    cases_by_id = {case["case"]: case for case in cases}
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["loop"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+    for (loop, backend, dtype, policy), members in groups.items():
+        lines += [f"### `{loop}` on `{backend}` ({dtype}, {policy})", ""]
+        lines += _strategy_table(members) + [""]
+        lines += _timeline(cases_by_id, members)
+    return lines

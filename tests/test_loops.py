@@ -1,0 +1,326 @@
+"""Loop workloads (sweep_mlp): the strategies' results and compile counts, the loop figures,
+their artifacts and report, and the break-even against loop length."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
+from fakes import FakeExecutor
+
+from ttfr.analyse import case_result, loops
+from ttfr.artifacts.reader import validate_dir
+from ttfr.artifacts.store import sha256_file
+from ttfr.child import worker
+from ttfr.child.contracts import Loop
+from ttfr.child.job import WARM, Job
+from ttfr.child.workloads import loop_mlp, sweep_mlp
+from ttfr.commands import run as suite_run
+from ttfr.errors import UsageError
+from ttfr.measure import catalog, datasets, spawn
+from ttfr.measure.spec import build_spec, select_cases
+from ttfr.measure.spec import PROFILES
+
+STRATEGIES = [s[0] for s in catalog.LOOP_STRATEGIES]
+
+
+# ------------------------------------------------------------------ catalog and spec
+def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
+    cases = select_cases(PROFILES["quick"], backends="numpy,jax_jit_cpu,torch_eager_cpu,torch_compile_cpu",
+                         workloads="sweep_mlp", sizes="4", dtypes="f32")  # fmt: skip
+    by_backend = {}
+    for case in cases:
+        by_backend.setdefault(case.backend, set()).add(catalog.WORKLOADS[case.workload].strategy)
+    assert by_backend == {
+        "numpy": {"naive"},
+        "jax_jit_cpu": set(STRATEGIES),
+        # eager torch never compiles: padding or dynamic shapes for a compiler mean nothing there
+        "torch_eager_cpu": {"naive", "vmapped"},
+        "torch_compile_cpu": {"naive", "bucketed", "vmapped", "dynamic"},
+    }
+    assert catalog.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
+
+
+def test_a_loop_length_outside_the_grid_is_refused_with_the_valid_range():
+    with pytest.raises(UsageError, match=r"valid sizes are 1\.\.75"):
+        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp_naive", sizes="76")
+    with pytest.raises(UsageError, match="sweep_mlp"):  # the family is listed among the choices
+        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlpp")
+
+
+def test_every_strategy_of_a_loop_shares_its_dataset():
+    ids = {catalog.WORKLOADS[c.workload].strategy: datasets.dataset_id(c, 3)
+           for c in select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp", sizes="4")}  # fmt: skip
+    assert set(ids.values()) == {"sweep_mlp-4-float32-seed3"}
+
+
+# ------------------------------------------------------------------ the math the strategies rely on
+def test_configurations_of_a_longer_sweep_start_with_a_shorter_ones():
+    assert sweep_mlp.configs(16, seed=0)[:5] == sweep_mlp.configs(5, seed=0)
+    assert sweep_mlp.configs(5, seed=0) != sweep_mlp.configs(5, seed=1)
+
+
+def test_padding_and_masking_give_the_unpadded_training_exactly():
+    rng = np.random.default_rng(1)
+    params = loop_mlp.init_params(rng, 48, "float64")
+    x, y = loop_mlp.make_batch(rng, 40, "float64")
+    losses, trained = loop_mlp.numpy_train(params, x, y, 0.1)
+    xp, yp, mask = loop_mlp.pad_batch(x, y, loop_mlp.bucket(40))
+    padded = loop_mlp.pad_params(params, loop_mlp.bucket(48))
+    got = []
+    for _ in range(loop_mlp.STEPS):
+        padded, loss = loop_mlp.numpy_step(padded, xp, yp, mask, 0.1)
+        got.append(loss)
+    assert (loop_mlp.bucket(40), loop_mlp.bucket(48), loop_mlp.bucket(64)) == (64, 64, 64)
+    np.testing.assert_allclose(got, losses, rtol=1e-12)
+    # the padded hidden units never moved off zero
+    assert not padded[0][:, 48:].any() and not padded[2][48:, :].any() and not padded[2][:, 48:].any()
+    np.testing.assert_allclose(padded[2][:48, :48], trained[2], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ analysis of loop records
+def _block(seconds, compiles, expected, ahead=None, hits=0):
+    iterations = [{"label": f"config {i}", "s": s, "compiles": c, "persistent_hits": hits if c else 0, "traces": c,
+                   "compile_s": 0.1 * c} for i, (s, c) in enumerate(zip(seconds, compiles))]  # fmt: skip
+    if ahead is not None:
+        iterations.insert(0, {"label": "ahead", "s": ahead[0], "compiles": ahead[1], "persistent_hits": 0, "traces": 0,
+                              "compile_s": 0.1 * ahead[1], "ahead": True})  # fmt: skip
+    total = sum(e["compiles"] for e in iterations)
+    return {"iterations": iterations, "loop_s": sum(e["s"] for e in iterations), "expected_compiles": expected,
+            "loaded": 0, "compiles": total, "persistent_hits": hits * sum(1 for c in compiles if c), "traces": total,
+            "compile_s": 0.1 * total}  # fmt: skip
+
+
+def test_a_run_whose_compile_count_is_not_its_strategys_expectation_is_flagged():
+    good = loops.run_loop(_block([0.3, 0.01, 0.3], [1, 0, 1], expected=2))
+    assert good["counts_match"] is True and good["iteration_hit_rate"] == pytest.approx(1 / 3)
+    bad = loops.run_loop(_block([0.3, 0.3, 0.3], [1, 1, 1], expected=2))
+    assert bad["counts_match"] is False
+    views = [{"index": 0, "outcome": "ok", "loop": good}, {"index": 1, "outcome": "ok", "loop": bad}]
+    assert loops.count_flags(views) == [{"flag": "compile_count_mismatch", "runs": [1], "expected": 2, "observed": [3]}]
+    assert loops.count_flags(views[:1]) == []
+    # no compiler (NumPy): nothing to check, never flagged
+    none = loops.run_loop({**_block([0.1], [0], expected=None), "compiles": None})
+    assert none["counts_match"] is None and loops.count_flags([{"index": 0, "outcome": "ok", "loop": none}]) == []
+
+
+def test_cost_curve_starts_after_the_process_start_and_the_ahead_of_time_phase():
+    policy = {"loop_summary": loops.policy_summary([
+        {"metrics": {"ttfr_s": 2.0}, "loop": loops.run_loop(_block([0.2, 0.1], [0, 0], expected=2, ahead=(0.7, 2)))},
+    ])}  # fmt: skip
+    curve = loops.cost_curve(policy)
+    assert [p["k"] for p in curve] == [1, 2]
+    assert curve[0]["s"] == pytest.approx(1.0 + 0.7 + 0.2) and curve[1]["s"] == pytest.approx(2.0)
+
+
+def test_break_even_is_where_a_strategy_stays_no_dearer_than_naive():
+    naive = {4: [{"k": 1, "s": 1.0}, {"k": 2, "s": 2.0}, {"k": 3, "s": 3.0}, {"k": 4, "s": 4.0}]}
+    ahead = {4: [{"k": 1, "s": 2.5}, {"k": 2, "s": 2.6}, {"k": 3, "s": 2.7}, {"k": 4, "s": 2.8}]}
+    assert loops.break_even_k(ahead, naive) == 3
+    dearer = {4: [{"k": k, "s": k + 0.5} for k in range(1, 5)]}
+    assert loops.break_even_k(dearer, naive) is None
+    # cheaper at 2, dearer at 3, cheaper at 4: it only "overtakes" from 4 on
+    zigzag = {4: [{"k": 1, "s": 1.5}, {"k": 2, "s": 1.9}, {"k": 3, "s": 3.1}, {"k": 4, "s": 3.9}]}
+    assert loops.break_even_k(zigzag, naive) == 4
+    # a batched strategy has one point per measured loop length
+    batched = {2: [{"k": 1, "s": 2.2}], 4: [{"k": 1, "s": 2.5}]}
+    assert loops.break_even_k(batched, naive) == 4
+
+
+# ------------------------------------------------------------------ fake runs through the whole pipeline
+class LoopExecutor(FakeExecutor):
+    """Answers loop jobs with a timeline: naive compiles at each new shape, the others per
+    `plan` (strategy -> (seconds, compiles, expected))."""
+
+    plan = {
+        "naive": ([0.30, 0.30, 0.30, 0.30], [1, 1, 1, 1], 4),
+        "vmapped": ([0.50], [1], 1),
+        "bucketed": ([0.30, 0.01, 0.30, 0.01], [1, 0, 1, 0], 2),
+        "dynamic": ([0.40, 0.01, 0.01, 0.01], [1, 0, 0, 0], 1),
+        "aot": ([0.01, 0.01, 0.01, 0.01], [0, 0, 0, 0], 4),
+    }
+
+    def __init__(self, wrong=()):
+        super().__init__(decide=self._loop)
+        self.wrong = set(wrong)
+
+    def _loop(self, call):
+        job = call["job"]
+        if not job.strategy:
+            return None
+        seconds, compiles, expected = self.plan[job.strategy]
+        if job.adapter == "numpy_backend":
+            compiles, expected = [None] * len(compiles), None
+        ahead = (0.8, 4) if job.strategy == "aot" else None
+        block = _block(seconds, [c or 0 for c in compiles], expected, ahead)
+        if expected is None:
+            block.update(compiles=None, traces=None, persistent_hits=None, compile_s=None)
+            for entry in block["iterations"]:
+                entry.update(compiles=None, persistent_hits=None, traces=None, compile_s=None)
+        if job.strategy in self.wrong:
+            block["compiles"] += 1
+        warm = job.mode == WARM
+        loop_ns = int(block["loop_s"] * 1e9)
+        record = fake_record(check=PASSED_CHECK if warm else None, warm=fake_warm() if warm and job.samples else None)
+        record["marks_ns"]["first"] = record["marks_ns"]["setup"] + loop_ns
+        record["marks_ns"]["second_start"] = record["marks_ns"]["first"] + 1000
+        record["marks_ns"]["second"] = record["marks_ns"]["first"] + 2000
+        record["loop"] = block
+        return fake_result(record, process_ns=loop_ns + 400_000_000)
+
+
+def _run(tmp_path, executor, **kwargs):
+    kwargs.setdefault("backends", "numpy,jax_jit_cpu")
+    spec = build_spec(workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2, **kwargs)
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    return suite_run.execute(result_dir, spec, executor)
+
+
+def test_loop_figures_reach_the_artifacts_and_the_report(tmp_path):
+    outcome = _run(tmp_path, LoopExecutor())
+    root = outcome.result_dir.root
+    assert validate_dir(root) == []
+    suite = json.loads((root / "suite.json").read_text())
+    rows = {(r["backend"], r["strategy"], r["policy"]): r for r in suite["loops"]}
+    cold = "cold-process/cold-cache"
+    assert rows[("jax_jit_cpu", "naive", cold)]["compiles"] == 4
+    assert rows[("jax_jit_cpu", "vmapped", cold)]["vs_naive"] < 1
+    # before the loop 0.13 s; then naive 0.3 s an iteration, AOT 0.8 s ahead + 0.01 s an iteration
+    assert rows[("jax_jit_cpu", "aot", cold)]["overtakes_naive_at_k"] == 3
+    assert rows[("jax_jit_cpu", "dynamic", cold)]["overtakes_naive_at_k"] == 2
+    assert rows[("numpy", "naive", cold)]["compiles"] is None
+    case = json.loads((root / "cases" / "jax_jit_cpu_sweep_mlp_bucketed_4_f32.json").read_text())
+    summary = case["policies"][cold]["loop_summary"]
+    assert [e["compiles"] for e in summary["timeline"]] == [1, 0, 1, 0] and summary["iteration_hit_rate"] == 0.5
+    report = (root / "report.md").read_text()
+    assert "## Loops: compilation in the loop" in report
+    assert "| 1 | config 0 | 300 ms ⟳1 |" in report  # the timeline marks the iterations that compiled
+    assert "**mismatch**" not in report
+
+
+def test_a_compile_count_off_its_expectation_flags_the_case(tmp_path):
+    outcome = _run(tmp_path, LoopExecutor(wrong={"bucketed"}), backends="jax_jit_cpu")
+    root = outcome.result_dir.root
+    case = json.loads((root / "cases" / "jax_jit_cpu_sweep_mlp_bucketed_4_f32.json").read_text())
+    flags = [f for f in case["flags"] if f["flag"] == "compile_count_mismatch"]
+    assert flags and flags[0]["expected"] == 2 and flags[0]["observed"] == [3]
+    assert "3 (expected 2) **mismatch**" in (root / "report.md").read_text()
+    assert validate_dir(root) == []
+
+
+def test_an_edited_loop_figure_is_refused_even_with_its_hash_updated(tmp_path):
+    outcome = _run(tmp_path, LoopExecutor(), backends="jax_jit_cpu")
+    root = outcome.result_dir.root
+    path = root / "cases" / "jax_jit_cpu_sweep_mlp_naive_4_f32.json"
+    case = json.loads(path.read_text())
+    case["policies"]["cold-process/cold-cache"]["loop_summary"]["compiles"] = 1  # "it compiled once"
+    path.write_text(json.dumps(case))
+    suite = json.loads((root / "suite.json").read_text())
+    for ref in suite["cases"]:
+        ref["sha256"] = sha256_file(root / ref["path"])
+    (root / "suite.json").write_text(json.dumps(suite))
+    problems = validate_dir(root)
+    assert any("summary is not what its runs give" in p for p in problems), problems
+    suite["loops"][0]["overtakes_naive_at_k"] = 1
+    (root / "suite.json").write_text(json.dumps(suite))
+    assert any("`loops` is not what its case files give" in p for p in validate_dir(root))
+
+
+# ------------------------------------------------------------------ real workers (JAX on CPU)
+def _job(strategy, adapter="jax_backend", size=3, compile_=True, **extra):
+    return Job(mode="warm", adapter=adapter, compile=compile_, workload="sweep_mlp", strategy=strategy, size=size,
+               dtype="float32", seed=0, check=True, **extra)  # fmt: skip
+
+
+def _env(tmp_path):
+    return dict(os.environ, JAX_PLATFORMS="cpu", TTFR_AOT_DIR=str(tmp_path / "aot"),
+                TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_every_jax_strategy_meets_its_compile_count_and_agrees_with_naive(tmp_path):
+    shapes = {(w, b) for w, b, _lr in sweep_mlp.configs(3, 0)}
+    buckets = {(loop_mlp.bucket(w), loop_mlp.bucket(b)) for w, b in shapes}
+    expected = {"naive": len(shapes), "bucketed": len(buckets), "vmapped": 1, "dynamic": len(shapes), "aot": len(shapes)}
+    digests = {}
+    for strategy in STRATEGIES:
+        result = spawn.run_worker(_job(strategy), _env(tmp_path), 300.0, python=sys.executable)
+        assert result.outcome == "ok", result.output_tail
+        record = result.record
+        assert record["check"]["passed"], (strategy, record["check"])
+        loop = record["loop"]
+        assert loop["compiles"] == loop["expected_compiles"] == expected[strategy], (strategy, loop)
+        digests[strategy] = record["digest"]
+        if strategy == "naive":  # each new shape compiled in the iteration that first saw it
+            assert [e["compiles"] for e in loop["iterations"]] == [1] * len(shapes)
+        if strategy == "dynamic":  # traced once (the export); compiled once per shape
+            assert loop["traces"] == 1 + len(shapes)
+        if strategy == "aot":  # everything compiled ahead, nothing in the loop
+            assert loop["iterations"][0]["ahead"] and loop["iterations"][0]["compiles"] == len(shapes)
+            assert all(e["compiles"] == 0 for e in loop["iterations"][1:])
+    for strategy, digest in digests.items():  # the same losses (float32, summed) as naive's
+        assert digest["sum"] == pytest.approx(digests["naive"]["sum"], rel=1e-4), strategy
+    # a later process loads the serialised executables and compiles nothing
+    again = spawn.run_worker(_job("aot"), _env(tmp_path), 300.0, python=sys.executable).record
+    assert again["loop"]["loaded"] == len(shapes) and again["loop"]["compiles"] == again["loop"]["expected_compiles"] == 0
+    assert again["cache"]["end"]["aot_loaded"] == len(shapes) and again["check"]["passed"]
+
+
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_a_strategy_that_masks_wrongly_fails_its_check(monkeypatch):
+    """The padded rows counted in the loss (a mask of ones): the bucketed losses drift from
+    the naive reference, and the check that gates the case fails."""
+
+    def unmasked(x, y, rows):
+        xp, yp, mask = original(x, y, rows)
+        return xp, yp, np.ones_like(mask)
+
+    original = loop_mlp.pad_batch
+    monkeypatch.setattr(loop_mlp, "pad_batch", unmasked)
+    job = _job("bucketed", size=2)
+    record, marks = {}, {}
+    worker._run_phases(job, marks, record)
+    assert record["check"]["passed"] is False and record["check"]["max_normalised_error"] > 1e-2
+    status, reason = case_result._status([], {}, record["check"], None)
+    assert status == "failed" and reason.startswith("result_mismatch")
+
+
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_every_loop_the_catalog_claims_builds_for_its_runtime():
+    """Each (framework, strategy) the catalog lists builds a Loop (no compiling needed)."""
+    from ttfr.child.backends import jax_backend, numpy_backend
+
+    inputs = sweep_mlp.make_inputs(2, "float32", 0)
+    runtimes = {"jax": jax_backend.Runtime(_job("naive")), "numpy": numpy_backend.Runtime(_job("naive", "numpy_backend"))}
+    for runtime in runtimes.values():
+        runtime.import_stack()
+    if have("torch"):
+        from ttfr.child.backends import torch_backend
+
+        runtimes["torch"] = torch_backend.Runtime(_job("naive", "torch_backend", compile_=False))
+        runtimes["torch"].import_stack()
+    for name, frameworks, _compiler, _what in catalog.LOOP_STRATEGIES:
+        for framework in frameworks:
+            if framework in runtimes:
+                loop = sweep_mlp.build_loop(runtimes[framework], _job(name), inputs)
+                assert isinstance(loop, Loop), (framework, name)
+                assert len(loop.labels) == (1 if name == "vmapped" else 2)
+
+
+@pytest.mark.torch_compile
+@pytest.mark.skipif(not have("torch"), reason="torch not installed")
+def test_torch_static_and_dynamic_shapes_compile_exactly_as_expected(tmp_path):
+    """Two shapes: torch.compile(dynamic=False) compiles a graph for each, dynamic=True one."""
+    configs = sweep_mlp.configs(2, 0)
+    assert len({(w, b) for w, b, _ in configs}) == 2
+    for strategy, graphs in (("naive", 2), ("dynamic", 1)):
+        result = spawn.run_worker(_job(strategy, "torch_backend", size=2), _env(tmp_path), 600.0, python=sys.executable)
+        assert result.outcome == "ok", result.output_tail
+        loop = result.record["loop"]
+        assert loop["compiles"] == loop["expected_compiles"] == graphs, (strategy, loop)
+        assert result.record["check"]["passed"]
