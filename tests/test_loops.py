@@ -18,7 +18,7 @@ from ttfr.artifacts.store import sha256_file
 from ttfr.child import worker
 from ttfr.child.contracts import Loop
 from ttfr.child.job import WARM, Job
-from ttfr.child.workloads import loop_mlp, sweep_mlp
+from ttfr.child.workloads import loop_mlp, loop_strategies, ragged_batches, sweep_mlp
 from ttfr.commands import run as suite_run
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
@@ -45,9 +45,17 @@ def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
     assert catalog.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
 
 
+def test_a_loop_that_carries_its_parameters_offers_no_batching():
+    cases = select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="ragged_batches", sizes="8")
+    assert {catalog.WORKLOADS[c.workload].strategy for c in cases} == {"naive", "bucketed", "dynamic", "aot"}
+    with pytest.raises(ValueError, match="carries its parameters"):
+        loop_strategies.build(type("R", (), {"framework": "jax"})(), "vmapped",
+                              ragged_batches.segments(ragged_batches.make_inputs(3, "float32", 0)))  # fmt: skip
+
+
 def test_a_loop_length_outside_the_grid_is_refused_with_the_valid_range():
-    with pytest.raises(UsageError, match=r"valid sizes are 1\.\.75"):
-        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp_naive", sizes="76")
+    with pytest.raises(UsageError, match=r"valid sizes are 1\.\.192"):
+        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp_naive", sizes="193")
     with pytest.raises(UsageError, match="sweep_mlp"):  # the family is listed among the choices
         select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlpp")
 
@@ -59,9 +67,24 @@ def test_every_strategy_of_a_loop_shares_its_dataset():
 
 
 # ------------------------------------------------------------------ the math the strategies rely on
-def test_configurations_of_a_longer_sweep_start_with_a_shorter_ones():
+def test_a_longer_loop_starts_with_a_shorter_ones_iterations():
     assert sweep_mlp.configs(16, seed=0)[:5] == sweep_mlp.configs(5, seed=0)
     assert sweep_mlp.configs(5, seed=0) != sweep_mlp.configs(5, seed=1)
+    assert ragged_batches.lengths(50, seed=0)[:7] == ragged_batches.lengths(7, seed=0)
+    assert all(16 <= n <= 256 for n in ragged_batches.lengths(500, seed=2))
+    # ragged: nearly every batch a new length; a sweep of 16: nearly every configuration a new shape
+    assert len(set(ragged_batches.lengths(50, seed=0))) >= 40
+    assert len({(w, b) for w, b, _ in sweep_mlp.configs(16, seed=0)}) >= 13
+
+
+def test_the_ragged_loop_carries_its_parameters_from_batch_to_batch():
+    inputs = ragged_batches.make_inputs(4, "float64", 0)
+    segments = ragged_batches.segments(inputs)
+    assert segments[0].params is not None and all(s.params is None for s in segments[1:])
+    (losses,) = ragged_batches.reference(inputs)
+    # the same batches each from the initial parameters give other losses from the second on
+    fresh = [loop_mlp.numpy_train(segments[0].params, s.x, s.y, s.lr, 1)[0] for s in segments]
+    assert losses[0] == pytest.approx(fresh[0][0]) and losses[1] != pytest.approx(fresh[1][0])
 
 
 def test_padding_and_masking_give_the_unpadded_training_exactly():
@@ -271,6 +294,20 @@ def test_every_jax_strategy_meets_its_compile_count_and_agrees_with_naive(tmp_pa
     assert again["cache"]["end"]["aot_loaded"] == len(shapes) and again["check"]["passed"]
 
 
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_ragged_batches_compile_once_per_length_naive_and_once_per_bucket_bucketed(tmp_path):
+    lengths = ragged_batches.lengths(6, 0)
+    expected = {"naive": len(set(lengths)), "bucketed": len({loop_mlp.bucket(n) for n in lengths})}
+    assert expected["bucketed"] < expected["naive"]
+    for strategy, count in expected.items():
+        job = _job(strategy, size=6).replace(workload="ragged_batches")
+        result = spawn.run_worker(job, _env(tmp_path), 300.0, python=sys.executable)
+        assert result.outcome == "ok", result.output_tail
+        loop = result.record["loop"]
+        assert loop["compiles"] == loop["expected_compiles"] == count and result.record["check"]["passed"]
+
+
 @pytest.mark.skipif(not have("jax"), reason="jax not installed")
 def test_a_strategy_that_masks_wrongly_fails_its_check(monkeypatch):
     """The padded rows counted in the loss (a mask of ones): the bucketed losses drift from
@@ -295,7 +332,6 @@ def test_every_loop_the_catalog_claims_builds_for_its_runtime():
     """Each (framework, strategy) the catalog lists builds a Loop (no compiling needed)."""
     from ttfr.child.backends import jax_backend, numpy_backend
 
-    inputs = sweep_mlp.make_inputs(2, "float32", 0)
     runtimes = {"jax": jax_backend.Runtime(_job("naive")), "numpy": numpy_backend.Runtime(_job("naive", "numpy_backend"))}
     for runtime in runtimes.values():
         runtime.import_stack()
@@ -304,12 +340,18 @@ def test_every_loop_the_catalog_claims_builds_for_its_runtime():
 
         runtimes["torch"] = torch_backend.Runtime(_job("naive", "torch_backend", compile_=False))
         runtimes["torch"].import_stack()
-    for name, frameworks, _compiler, _what in catalog.LOOP_STRATEGIES:
-        for framework in frameworks:
+    modules = {"sweep_mlp": sweep_mlp, "ragged_batches": ragged_batches}
+    assert set(modules) == set(catalog.LOOP_FAMILIES)
+    for workload in catalog.WORKLOADS.values():
+        if not workload.loop:
+            continue
+        module = modules[workload.loop]
+        inputs = module.make_inputs(2, "float32", 0)
+        for framework in workload.frameworks:
             if framework in runtimes:
-                loop = sweep_mlp.build_loop(runtimes[framework], _job(name), inputs)
-                assert isinstance(loop, Loop), (framework, name)
-                assert len(loop.labels) == (1 if name == "vmapped" else 2)
+                loop = module.build_loop(runtimes[framework], _job(workload.strategy), inputs)
+                assert isinstance(loop, Loop), (framework, workload.name)
+                assert len(loop.labels) == (1 if workload.strategy == "vmapped" else 2)
 
 
 @pytest.mark.torch_compile

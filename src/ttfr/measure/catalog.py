@@ -184,17 +184,23 @@ LOOP_STRATEGIES = (
     ("dynamic", ("jax", "torch"), True, "one program for every shape (torch dynamic=True; jax.export symbolic shapes)"),
     ("aot", ("jax",), True, "every shape compiled before the loop, serialised, and loaded by later runs"),
 )
+_ALL_STRATEGIES = tuple(s[0] for s in LOOP_STRATEGIES)
 _LOOPS = (
-    ("sweep_mlp", (16,), (1, 75), "K (configurations of the sweep)",
-     "K 20-step trainings over a seeded grid of learning rate, width and batch size"),
+    ("sweep_mlp", (16,), (1, 192), "K (configurations of the sweep)",
+     "K 20-step trainings over a seeded grid of learning rate, width and batch size", _ALL_STRATEGIES),
+    # Each step starts from the previous one's parameters: nothing to batch (no vmapped).
+    ("ragged_batches", (50,), (1, 2000), "N (batches of the training loop)",
+     "one SGD step per batch over N batches of seeded ragged length (16..256)", ("naive", "bucketed", "dynamic", "aot")),
 )  # fmt: skip
-for _family, _sizes, _range, _meaning, _what in _LOOPS:
+for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
     for _strategy, _frameworks, _compiler, _how in LOOP_STRATEGIES:
+        if _strategy not in _strategies:
+            continue
         _name = f"{_family}_{_strategy}"
         WORKLOADS[_name] = Workload(_name, _frameworks, _sizes, _range, ("float32", "float64"), _meaning,
                                     f"{_what}; {_strategy}: {_how}", default=False, module=_family, loop=_family,
                                     strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
-LOOP_FAMILIES = {family: tuple(f"{family}_{s[0]}" for s in LOOP_STRATEGIES) for family, *_ in _LOOPS}
+LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
 
 
 def expand_workloads(names) -> list[str]:

@@ -117,20 +117,6 @@ def torch_loss(torch, masked):
     return loop_mlp_loss
 
 
-def torch_train(torch, loss_fn, params, x, y, mask, lr, steps=STEPS):
-    """The user's pattern: (compiled) forward + loss, eager .backward(), torch.optim.SGD."""
-    params = [p.clone().requires_grad_(True) for p in params]
-    optimizer = torch.optim.SGD(params, lr=lr)
-    losses = []
-    for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(*params, x, y, mask)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.detach())
-    return torch.stack(losses)
-
-
 def torch_batched_step(torch):
     """One SGD step of K stacked (padded, masked) trainings: torch.func.grad inside vmap."""
     from torch.func import grad_and_value, vmap

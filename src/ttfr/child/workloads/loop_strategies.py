@@ -1,0 +1,327 @@
+"""The loop strategies, per framework, over a loop described as segments.
+
+A segment is one iteration of the loop: `steps` SGD steps of the loop MLP on one batch,
+starting from its own initial parameters (a sweep's configuration) or from where the previous
+segment left them (`params` None: a training loop over ragged batches). A loop's result is
+every segment's losses.
+
+Strategies (ttfr.measure.catalog.LOOP_STRATEGIES):
+- naive: one jitted / compiled step called with whatever shapes come (a compile per new shape);
+- bucketed: width and batch padded to powers of two, the batch masked (a compile per bucket);
+- vmapped: independent segments padded to the largest shape, stacked, and trained in one
+  batched call per step (one compile; a loop whose segments carry state cannot be batched);
+- dynamic: one program for every shape (torch.compile(dynamic=True); JAX: jax.export with a
+  symbolic width and batch, traced and lowered once, compiled by XLA per concrete shape);
+- aot: every needed shape compiled before the loop (`.lower().compile()`), serialised into
+  the case's AOT directory (TTFR_AOT_DIR, one of ttfr's cache directories, so the cache
+  policies apply) and, where an earlier run left them there, loaded instead of compiled.
+
+Every strategy moves its data to the device inside the loop, as a loop loads its data.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ttfr.child.workloads import loop_mlp
+
+STEP_NAME = "loop_mlp_step"  # the jitted step's name, as JAX's compile events give it
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    width: int
+    batch: int
+    lr: float
+    x: np.ndarray
+    y: np.ndarray
+    params: list | None  # initial parameters; None: continue from the previous segment's
+    steps: int
+
+    def shape(self, pad: bool = False) -> tuple[int, int]:
+        if pad:
+            return loop_mlp.bucket(self.width), loop_mlp.bucket(self.batch)
+        return self.width, self.batch
+
+
+def distinct_shapes(segments, pad=False) -> int:
+    return len({s.shape(pad) for s in segments})
+
+
+def numpy_reference(segments) -> list:
+    """Every segment's losses, float64 NumPy, no padding."""
+    losses, params = [], None
+    for s in segments:
+        start = [p.astype(np.float64) for p in s.params] if s.params is not None else params
+        run, params = loop_mlp.numpy_train(start, s.x.astype(np.float64), s.y.astype(np.float64), s.lr, s.steps)
+        losses.append(run)
+    return losses
+
+
+class _Loop:
+    """What the worker's loop driver runs (ttfr.child.contracts.Loop)."""
+
+    functions = (STEP_NAME,)
+    loaded = 0
+
+    def __init__(self, segments, expected_compiles):
+        self.segments = segments
+        self.labels = [s.label for s in segments]
+        self.expected_compiles = expected_compiles
+
+    def output(self, results):
+        return [np.stack(results)]
+
+
+# ---------------------------------------------------------------------------- NumPy
+class _NumpyNaive(_Loop):
+    def __init__(self, segments):
+        super().__init__(segments, None)
+        self.params = None
+
+    def iteration(self, index):
+        s = self.segments[index]
+        start = s.params if s.params is not None else self.params
+        losses, self.params = loop_mlp.numpy_train(start, s.x, s.y, np.asarray(s.lr, dtype=s.x.dtype), s.steps)
+        return losses
+
+
+# ------------------------------------------------------------------------------ JAX
+def _padded(segment, pad, params):
+    """Host arrays of a segment, padded to its buckets when `pad` (params None: carried)."""
+    x, y = segment.x, segment.y
+    if pad:
+        x, y, mask = loop_mlp.pad_batch(x, y, loop_mlp.bucket(segment.batch))
+        if params is not None:
+            params = loop_mlp.pad_params(params, loop_mlp.bucket(segment.width))
+    else:
+        mask = np.ones((segment.batch, 1), dtype=x.dtype)
+    return params, x, y, mask
+
+
+class _JaxSequential(_Loop):
+    """One segment per iteration through `call_for(index)(params, x, y, mask, lr)`."""
+
+    def __init__(self, runtime, segments, expected_compiles, call=None, pad=False):
+        super().__init__(segments, expected_compiles)
+        self.jax, self.device, self.call, self.pad = runtime.jax, runtime.device, call, pad
+        self.params = None
+
+    def iteration(self, index):
+        s = self.segments[index]
+        params, x, y, mask = _padded(s, self.pad, s.params)
+        put = self.jax.device_put
+        params = tuple(put(p, self.device) for p in params) if params is not None else self.params
+        x, y, mask = put(x, self.device), put(y, self.device), put(mask, self.device)
+        lr = put(np.asarray(s.lr, dtype=s.x.dtype), self.device)
+        call = self.call_for(index)
+        losses = []
+        for _ in range(s.steps):
+            params, loss = call(params, x, y, mask, lr)
+            losses.append(loss)
+        self.params = params
+        return np.asarray(self.jax.device_get(losses))
+
+    def call_for(self, index):
+        return self.call
+
+
+def _jax_specs(jax, dtype, width, batch):
+    def spec(*shape):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    f = loop_mlp.FEATURES
+    params = (spec(f, width), spec(width), spec(width, width), spec(width), spec(width, 1), spec(1))
+    return params, spec(batch, f), spec(batch, 1), spec(batch, 1), spec()
+
+
+def _jax_naive(runtime, segments):
+    call = runtime.jax.jit(loop_mlp.jax_step(runtime.jax, masked=False))
+    return _JaxSequential(runtime, segments, distinct_shapes(segments), call)
+
+
+def _jax_bucketed(runtime, segments):
+    call = runtime.jax.jit(loop_mlp.jax_step(runtime.jax, masked=True))
+    return _JaxSequential(runtime, segments, distinct_shapes(segments, pad=True), call, pad=True)
+
+
+class _JaxExported(_JaxSequential):
+    """jax.export with a symbolic width and batch: traced and lowered once (at the first
+    iteration), then compiled by XLA once per concrete shape."""
+
+    functions = ("call_exported", STEP_NAME)  # the wrapper compiled per shape; the step traced once
+
+    def __init__(self, runtime, segments):
+        super().__init__(runtime, segments, distinct_shapes(segments))
+        self.exported = None
+
+    def call_for(self, index):
+        if self.exported is None:
+            from jax import export
+
+            width, batch = export.symbolic_shape("width, batch")
+            step = self.jax.jit(loop_mlp.jax_step(self.jax, masked=False))
+            self.exported = export.export(step)(*_jax_specs(self.jax, self.segments[0].x.dtype, width, batch))
+        return self.exported.call
+
+
+class _JaxAheadOfTime(_JaxSequential):
+    """Every distinct shape compiled before the loop, or loaded from the AOT directory."""
+
+    def __init__(self, runtime, segments):
+        self.shapes = sorted({s.shape() for s in segments})
+        super().__init__(runtime, segments, len(self.shapes))
+        self.dtype = segments[0].x.dtype
+        self.directory = os.environ.get("TTFR_AOT_DIR") or None
+        self.executables = {}
+        self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) compiled or loaded"
+
+    def _path(self, width, batch):
+        name = f"{STEP_NAME}-jax{self.jax.__version__}-{self.dtype}-w{width}-b{batch}.xla"
+        return os.path.join(self.directory, name)
+
+    def prepare(self):
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        step = self.jax.jit(loop_mlp.jax_step(self.jax, masked=False))
+        for width, batch in self.shapes:
+            path = self._path(width, batch) if self.directory else None
+            if path and os.path.exists(path):
+                with open(path, "rb") as blob:  # written by this case's own earlier run (scratch cache dir)
+                    self.executables[(width, batch)] = serialize_executable.deserialize_and_load(*pickle.load(blob))
+                self.loaded += 1
+                continue
+            compiled = step.trace(*_jax_specs(self.jax, self.dtype, width, batch)).lower().compile()
+            self.executables[(width, batch)] = compiled
+            if path:
+                os.makedirs(self.directory, exist_ok=True)
+                with open(path + ".tmp", "wb") as blob:
+                    pickle.dump(serialize_executable.serialize(compiled), blob)
+                os.replace(path + ".tmp", path)
+        self.expected_compiles = len(self.shapes) - self.loaded
+
+    def call_for(self, index):
+        return self.executables[self.segments[index].shape()]
+
+
+def _stacked(segments):
+    """Independent segments padded to the largest width and batch, stacked on a leading axis."""
+    width, rows = max(s.width for s in segments), max(s.batch for s in segments)
+    padded = [(loop_mlp.pad_params(s.params, width), *loop_mlp.pad_batch(s.x, s.y, rows)) for s in segments]
+    params = [np.stack([p[0][i] for p in padded]) for i in range(6)]
+    x, y, mask = (np.stack([p[j] for p in padded]) for j in (1, 2, 3))
+    return params, x, y, mask, np.array([s.lr for s in segments], dtype=segments[0].x.dtype)
+
+
+class _Batched(_Loop):
+    """All segments trained together in one vmapped call per step: a single iteration."""
+
+    def __init__(self, segments, expected_compiles, put, call, collect):
+        super().__init__(segments, expected_compiles)
+        self.put, self.call, self.collect = put, call, collect  # collect: the steps' losses -> host (steps x K)
+        self.labels = [f"all {len(segments)} configurations, batched"]
+
+    def iteration(self, _index):
+        params, x, y, mask, lr = _stacked(self.segments)
+        params, x, y, mask, lr = tuple(self.put(p) for p in params), self.put(x), self.put(y), self.put(mask), self.put(lr)
+        losses = []
+        for _ in range(self.segments[0].steps):
+            params, loss = self.call(params, x, y, mask, lr)
+            losses.append(loss)
+        return self.collect(losses).T  # segments x steps
+
+    def output(self, results):
+        return [results[0]]
+
+
+def _jax_vmapped(runtime, segments):
+    jax = runtime.jax
+    call = jax.jit(jax.vmap(loop_mlp.jax_step(jax, masked=True)))
+    return _Batched(segments, 1, lambda a: jax.device_put(a, runtime.device), call,
+                    lambda losses: np.asarray(jax.device_get(losses)))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- torch
+def _torch_compile(runtime, fn, dynamic, segments):
+    """torch.compile on a compiling backend (eager: the function itself). The recompile limit
+    is raised to the loop's length, so the naive loop really compiles every shape rather than
+    falling back to eager after torch's default limit of 8 (what a user's loop would do)."""
+    if not runtime.compiles:
+        return fn
+    config = runtime.torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), len(segments) + 8))
+    return runtime.torch.compile(fn, dynamic=dynamic)
+
+
+class _TorchSequential(_Loop):
+    """The user's pattern per segment: (compiled) forward + loss, eager backward, SGD."""
+
+    def __init__(self, runtime, segments, expected_compiles, loss_fn, pad=False):
+        super().__init__(segments, expected_compiles if runtime.compiles else None)
+        self.torch, self.device, self.loss_fn, self.pad = runtime.torch, runtime.device, loss_fn, pad
+        self.params = self.optimizer = None
+
+    def iteration(self, index):
+        torch = self.torch
+        s = self.segments[index]
+        params, x, y, mask = _padded(s, self.pad, s.params)
+        if params is not None:
+            # copied: SGD updates in place, and the host arrays are the next run's start
+            self.params = [torch.from_numpy(p).to(self.device, copy=True).requires_grad_(True) for p in params]
+            self.optimizer = torch.optim.SGD(self.params, lr=s.lr)
+        x, y, mask = (torch.from_numpy(a).to(self.device) for a in (x, y, mask))
+        losses = []
+        for _ in range(s.steps):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = self.loss_fn(*self.params, x, y, mask)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.detach())
+        return torch.stack(losses).cpu().numpy()
+
+
+def _torch_naive(runtime, segments):
+    loss = _torch_compile(runtime, loop_mlp.torch_loss(runtime.torch, masked=False), False, segments)
+    return _TorchSequential(runtime, segments, distinct_shapes(segments), loss)
+
+
+def _torch_bucketed(runtime, segments):
+    loss = _torch_compile(runtime, loop_mlp.torch_loss(runtime.torch, masked=True), False, segments)
+    return _TorchSequential(runtime, segments, distinct_shapes(segments, pad=True), loss, pad=True)
+
+
+def _torch_dynamic(runtime, segments):
+    loss = _torch_compile(runtime, loop_mlp.torch_loss(runtime.torch, masked=False), True, segments)
+    return _TorchSequential(runtime, segments, 1, loss)
+
+
+def _torch_vmapped(runtime, segments):
+    torch = runtime.torch
+    call = _torch_compile(runtime, loop_mlp.torch_batched_step(torch), False, segments)
+    return _Batched(segments, 1 if runtime.compiles else None, lambda a: torch.from_numpy(a).to(runtime.device), call,
+                    lambda losses: torch.stack(losses).cpu().numpy())  # fmt: skip
+
+
+BUILDERS = {
+    "numpy": {"naive": lambda runtime, segments: _NumpyNaive(segments)},
+    "jax": {"naive": _jax_naive, "bucketed": _jax_bucketed, "vmapped": _jax_vmapped, "dynamic": _JaxExported,
+            "aot": _JaxAheadOfTime},
+    "torch": {"naive": _torch_naive, "bucketed": _torch_bucketed, "vmapped": _torch_vmapped, "dynamic": _torch_dynamic},
+}  # fmt: skip
+
+
+def build(runtime, strategy: str, segments: list[Segment]):
+    builders = BUILDERS[runtime.framework]
+    if strategy not in builders:
+        raise ValueError(f"strategy {strategy!r} does not apply to {runtime.framework}; it has: {', '.join(builders)}")
+    if strategy == "vmapped" and any(s.params is None for s in segments):
+        raise ValueError("vmapped batches independent segments; this loop carries its parameters from one to the next")
+    return builders[strategy](runtime, segments)
