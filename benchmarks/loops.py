@@ -7,11 +7,12 @@ Targets (issue 11):
   result, median of the runs) is at most 1/3 of naive's, with the compile counts that explain it;
 - torch.compile (--torch): static (naive) and dynamic shapes compile exactly as many graphs as
   expected (naive: one per distinct shape; dynamic: one), with their totals.
+Also `ragged_batches` (N batches of ragged length) on JAX, every strategy, counts checked.
 
 Prints each strategy's figures from suite.json's `loops` rows (the same the report shows) and
 the ratios; exits 1 when a target is missed or a compile count is off its expectation.
 
-    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--keep DIR]
+    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--ragged 50] [--keep DIR]
 """
 
 import argparse
@@ -60,6 +61,7 @@ def main() -> int:
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--torch", action="store_true", help="also torch.compile's static and dynamic shapes")
     parser.add_argument("--torch-k", type=int, default=4, help="sweep length for torch (each cold compile takes seconds)")
+    parser.add_argument("--ragged", type=int, default=50, help="ragged_batches length on JAX (0: skip)")
     parser.add_argument("--keep", type=Path, help="write the result directories here")
     args = parser.parse_args()
     out = args.keep or Path(tempfile.mkdtemp(prefix="ttfr-loops-"))
@@ -82,6 +84,15 @@ def main() -> int:
               f"({best['compiles']} compiles against naive's {mine['naive']['compiles']})")  # fmt: skip
         if policy == "cold-process/cold-cache" and ratio > 1 / 3:
             failures.append(f"cold cache: best strategy {best['strategy']} is {ratio:.2f} x naive, target <= 0.33")
+
+    if args.ragged:
+        wall, suite = ttfr_run(out / "ragged", [
+            "--workloads", "ragged_batches", "--backends", "jax_jit_cpu", "--sizes", str(args.ragged),
+            "--profile", args.profile, "--cache-policy", "cold-cache,warm-cache"])  # fmt: skip
+        rows = suite.get("loops", [])
+        print(f"\n== ragged_batches N={args.ragged}, jax_jit_cpu ({wall:.0f} s)")
+        print_rows(rows)
+        failures += counts_off(rows)
 
     if args.torch:
         wall, suite = ttfr_run(out / "torch", [
