@@ -12,7 +12,7 @@ Also `ragged_batches` (N batches of ragged length) on JAX, every strategy, count
 Prints each strategy's figures from suite.json's `loops` rows (the same the report shows) and
 the ratios; exits 1 when a target is missed or a compile count is off its expectation.
 
-    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--ragged 50] [--keep DIR]
+    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--ragged 50] [--seed 0] [--keep DIR]
 """
 
 import argparse
@@ -24,8 +24,11 @@ import time
 from pathlib import Path
 
 
+SEED = ["--seed", "0"]
+
+
 def ttfr_run(out: Path, args: list[str]) -> tuple[float, dict]:
-    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), *args]
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), *SEED, *args]
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - started
@@ -62,8 +65,10 @@ def main() -> int:
     parser.add_argument("--torch", action="store_true", help="also torch.compile's static and dynamic shapes")
     parser.add_argument("--torch-k", type=int, default=4, help="sweep length for torch (each cold compile takes seconds)")
     parser.add_argument("--ragged", type=int, default=50, help="ragged_batches length on JAX (0: skip)")
+    parser.add_argument("--seed", type=int, default=0, help="the sweep's configurations and ragged lengths (and round order)")
     parser.add_argument("--keep", type=Path, help="write the result directories here")
     args = parser.parse_args()
+    SEED[1] = str(args.seed)
     out = args.keep or Path(tempfile.mkdtemp(prefix="ttfr-loops-"))
     failures = []
 

@@ -23,6 +23,7 @@ from ttfr.commands import run as suite_run
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
 from ttfr.measure.spec import build_spec, select_cases
+from ttfr.report import terminal
 from ttfr.measure.spec import PROFILES
 
 STRATEGIES = [s[0] for s in catalog.LOOP_STRATEGIES]
@@ -233,6 +234,9 @@ def test_a_compile_count_off_its_expectation_flags_the_case(tmp_path):
     assert flags and flags[0]["expected"] == 2 and flags[0]["observed"] == [3]
     assert "3 (expected 2) **mismatch**" in (root / "report.md").read_text()
     assert validate_dir(root) == []
+    lines = terminal.loop_lines(json.loads((root / "suite.json").read_text())["loops"])
+    assert ("compile count off: jax_jit_cpu_sweep_mlp_bucketed_4_f32 cold-process/cold-cache: 3 compiles, "
+            "bucketed expects 2", "yellow") in lines  # fmt: skip
 
 
 def test_an_edited_loop_figure_is_refused_even_with_its_hash_updated(tmp_path):

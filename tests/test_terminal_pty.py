@@ -118,6 +118,24 @@ def test_live_progress_display_runs_each_backend_family_on_a_terminal(family, tm
     assert f"results: {root}" in text.replace("\n", "")  # the summary printed after the bar
 
 
+def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
+    """Loop workloads (every strategy of sweep_mlp on JAX, K = 2): the live bar, and the
+    summary's line naming the strategy with the lowest total against naive's."""
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--workloads", "sweep_mlp",
+            "--backends", "jax_jit_cpu", "--sizes", "2", "--cache-policy", "cold-cache", "--cold-runs", "1"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0, text[-4000:]
+    assert "ETA" in text and "\x1b[?25l" in raw, text[-4000:]
+    flat = " ".join(text.split())
+    assert "loop sweep_mlp 2 on jax_jit_cpu float32, cold-process/cold-cache: best" in flat, text[-4000:]
+    assert "compile count off" not in flat, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+
+
 def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):
     """The health line is a path of the terminal summary that only a busy machine takes: a
     CPU-bound loop pinned to every usable core makes the BLAS worker wait for a CPU."""

@@ -91,7 +91,7 @@ class Loop(Protocol):
     own timeline entry), which may change `expected_compiles` and `loaded`."""
 
     labels: list  # one per iteration
-    functions: tuple  # names of the compiled functions that are the loop's own (JAX `fun_name`)
+    functions: tuple | None  # the loop's own compiled functions (JAX `fun_name`); None: all the process compiles
     expected_compiles: int | None  # what the runtime's compile counter must show (None: no compiler)
     loaded: int  # executables loaded from disk rather than compiled
 

@@ -72,17 +72,14 @@ class LoopDriver:
     def to_host(self, output):
         return list(output)
 
+    def __getattr__(self, name):  # everything else is the runtime's (jax, torch, variant, memory, ...)
+        if name == "runtime":
+            raise AttributeError(name)
+        return getattr(self.runtime, name)
+
     def cache_counters(self):
         counters = self.runtime.cache_counters()
         if counters is not None and self.loop.loaded:
             counters = dict(counters, aot_loaded=self.loop.loaded)  # executables found in the cache directory
         return counters
 
-    def memory(self):
-        return self.runtime.memory()
-
-    def device_info(self):
-        return self.runtime.device_info()
-
-    def versions(self):
-        return self.runtime.versions()

@@ -93,6 +93,7 @@ class Workload:
 _PYHF_NUMPY_UNSUPPORTED = (
     ("hf_profiled_q0", "pyhf's NumPy backend has no autodiff; dq0/ds would need 2 fits per signal bin"),
     ("hf_train_loop", "pyhf's NumPy backend has no autodiff to train through"),
+    ("hf_train20", "pyhf's NumPy backend has no autodiff to train through"),
     ("hf_fd_check", "pyhf's NumPy backend has no autodiff gradient to check (its gradient is finite differences)"),
 )
 
@@ -172,6 +173,9 @@ WORKLOADS = {
                  description="a step of MLP -> soft histogram -> -Z0 training (20-step loop checked)"),
         Workload("hf_fd_check", _HF_FRAMEWORKS, (8, 184), **_HF,
                  description="signal-gradient accuracy: autodiff against central finite differences"),
+        # A loop of one strategy: the whole 20-step training is the timed unit (TTFR + 20 steps).
+        Workload("hf_train20", _HF_FRAMEWORKS, (8, 184), **_HF, loop="hf_train20", strategy="naive",
+                 description="the 20-step training loop end to end: TTFR + 20 steps, compiles in the loop"),
     )
 }  # fmt: skip
 HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
@@ -201,6 +205,7 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
                                     f"{_what}; {_strategy}: {_how}", default=False, module=_family, loop=_family,
                                     strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
 LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
+LOOP_FAMILIES["hf_train20"] = ("hf_train20",)
 
 
 def expand_workloads(names) -> list[str]:

@@ -36,7 +36,7 @@ def _strategy_table(rows: list[dict]) -> list[str]:
             "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
             "—" if row["strategy"] == "naive" else (str(row["overtakes_naive_at_k"]) if row["overtakes_naive_at_k"] else "never"),
         ])  # fmt: skip
-    header = ["strategy", "K", "total (TTFR)", "loop", "compile (share)", "compiles", "iterations without compile",
+    header = ["strategy", "size", "total (TTFR)", "loop", "compile (share)", "compiles", "iterations without compile",
               "persistent-cache hits", "total vs naive", "no dearer than naive from k"]  # fmt: skip
     return table(header, body)
 
@@ -72,7 +72,7 @@ def _timeline(cases_by_id: dict, rows: list[dict]) -> list[str]:
 
     first = 0 if labels[0] == "ahead of time" else 1  # the ahead-of-time phase is row 0
     body = [[str(i + first), label, *(cell(sequential[n], label) for n in names)] for i, label in enumerate(labels)]
-    lines = [f"Timeline at K = {size} (median seconds per iteration; {_COMPILE_MARK}N: N compiles in that iteration):", ""]
+    lines = [f"Timeline at size {size} (median seconds per iteration; {_COMPILE_MARK}N: N compiles in that iteration):", ""]
     lines += table(["#", "iteration", *(f"`{n}`" for n in names)], body)
     for name, timeline in batched.items():
         entry = timeline[0]
@@ -80,6 +80,24 @@ def _timeline(cases_by_id: dict, rows: list[dict]) -> list[str]:
         lines.append(f"- `{name}`: one iteration for all {size} configurations, "
                      f"{fmt_seconds(entry['s']['median'] if entry['s'] else None)}{compiled}")  # fmt: skip
     return lines + [""]
+
+
+def _engines_table(loop: str, rows: list[dict], cases_by_id: dict) -> list[str]:
+    """A loop with one strategy (the HistFactory training loop): engines side by side, the
+    first iteration (where the compiling happens) apart from the median of the others."""
+    body = []
+    for row in sorted(rows, key=lambda r: (r["size"], r["policy"], r["total_s"]["median"] if r["total_s"] else 1e300)):
+        timeline = (cases_by_id[row["case"]]["policies"][row["policy"]].get("loop_summary") or {}).get("timeline") or []
+        medians = [e["s"]["median"] for e in timeline if e["s"] and not e["ahead"]]
+        later = sorted(medians[1:])
+        body.append([
+            f"`{row['backend']}`", str(row["size"]), row["policy"], fmt_summary(row["total_s"]),
+            fmt_seconds(medians[0] if medians else None), fmt_seconds(later[len(later) // 2] if later else None),
+            f"{_share(row['compile_share'])}", _compiles(row),
+        ])  # fmt: skip
+    header = ["engine", "size", "cache policy", "total (TTFR + loop)", "iteration 1", "later iterations (median)",
+              "compile share", "compiles"]  # fmt: skip
+    return [f"### `{loop}`: the loop end to end, per engine", "", *table(header, body), ""]
 
 
 def section(rows: list[dict], cases: list[dict]) -> list[str]:
@@ -97,9 +115,15 @@ def section(rows: list[dict], cases: list[dict]) -> list[str]:
         "",
     ]
     cases_by_id = {case["case"]: case for case in cases}
+    families: dict[str, set] = {}
+    for row in rows:
+        families.setdefault(row["loop"], set()).add(row["strategy"])
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault((row["loop"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+        if families[row["loop"]] != {"naive"}:
+            groups.setdefault((row["loop"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+    for loop in sorted(f for f, strategies in families.items() if strategies == {"naive"}):
+        lines += _engines_table(loop, [r for r in rows if r["loop"] == loop], cases_by_id)
     for (loop, backend, dtype, policy), members in groups.items():
         lines += [f"### `{loop}` on `{backend}` ({dtype}, {policy})", ""]
         lines += _strategy_table(members) + [""]

@@ -25,7 +25,9 @@ from ttfr.report.markdown import fmt_seconds, precision_headline
 def _cost_key(task: Task) -> str:
     backend = task.case.backend_info
     warm_start = task.policy == WARM_CACHE or task.uses_template
-    return f"{backend.name}|{task.kind}|{'template' if warm_start and backend.compiles else 'fresh'}"
+    # A loop's strategies cost alike and nothing like the backend's single calls.
+    loop = task.case.workload_info.loop
+    return f"{backend.name}|{loop}|{task.kind}|{'template' if warm_start and backend.compiles else 'fresh'}"
 
 
 def _prior(task: Task) -> float:
@@ -159,10 +161,34 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
                           markup=False, highlight=False)  # fmt: skip
         if len(missed) > 5:
             console.print(f"  and {len(missed) - 5} more: see Precision in report.md", markup=False, highlight=False)
+    for text, style in loop_lines(suite.get("loops", [])):
+        console.print(text, style=style, markup=False, highlight=False)
     line = contention.health_line(contention.machine_health(cases))
     if line:
         console.print(line, style="yellow", markup=False, highlight=False)
     console.print(f"results: {result_path}", markup=False, highlight=False)
+
+
+def loop_lines(rows: list[dict]) -> list[tuple[str, str | None]]:
+    """Per loop, backend, size and cold policy: the strategy with the lowest total against
+    naive's; and every compile count off its strategy's expectation (yellow)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["loop"], row["size"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+    lines = []
+    for (loop, size, backend, dtype, policy), members in groups.items():
+        naive = next((r for r in members if r["strategy"] == "naive"), None)
+        others = [r for r in members if r["strategy"] != "naive" and r["vs_naive"] is not None]
+        if naive and others:
+            best = min(others, key=lambda r: r["vs_naive"])
+            lines.append((f"loop {loop} {size} on {backend} {dtype}, {policy}: best {best['strategy']} at "
+                          f"{best['vs_naive']:.2f}× naive's total ({best['compiles']} compiles against "
+                          f"{naive['compiles']})", None))  # fmt: skip
+    for row in rows:
+        if row["expected_compiles"] is not None and row["compiles"] != row["expected_compiles"]:
+            lines.append((f"compile count off: {row['case']} {row['policy']}: {row['compiles']} compiles, "
+                          f"{row['strategy']} expects {row['expected_compiles']}", "yellow"))  # fmt: skip
+    return lines
 
 
 def print_catalog(console: Console) -> None:

@@ -58,9 +58,13 @@ class EventCounter:
             counts["compiles"] += 1
             counts["hits"] += hit
 
-    def function_counts(self, names):
-        """Totals over the functions whose name contains one of `names` (`vmap(f)` counts as `f`)."""
-        mine = [c for name, c in self.functions.items() if any(wanted in name for wanted in names)]
+    def function_counts(self, names=None):
+        """Totals over the functions named `names` (`vmap(f)` counts as `f`); None: every function."""
+
+        def wanted(name):
+            return names is None or any(name == w or name.endswith(f"({w})") for w in names)
+
+        mine = [c for name, c in self.functions.items() if wanted(name)]
         return {
             "compiles": sum(c["compiles"] for c in mine),
             "persistent_hits": sum(c["hits"] for c in mine),

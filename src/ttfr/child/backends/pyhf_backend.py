@@ -42,6 +42,10 @@ class Runtime(EngineRuntime):
     def cache_counters(self):
         return self.events.snapshot() if self.events else None
 
+    def compile_counts(self, functions):
+        """With the JAX backend: what pyhf's jit compiled (a loop's timeline), else None."""
+        return self.events.function_counts(functions) if self.events else None
+
     def versions(self):
         info = {"pyhf": self.pyhf.__version__}
         if self.variant == "jax":

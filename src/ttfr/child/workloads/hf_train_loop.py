@@ -27,7 +27,7 @@ def jax_fn(jax):
     return train.jax_step(jax, train.TIMED_VARIANT)
 
 
-def _native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
+def native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
     n_native = len(inputs) - len(train.TRAIN_INPUTS)
     arrays, e = engines.split_native(inputs[:n_native])
     state = {name: value.cpu().numpy() for name, value in zip(train.TRAIN_INPUTS, inputs[n_native:])}
@@ -45,12 +45,12 @@ def _native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
 
 
 def torch_build(torch, compile_fn, inputs):
-    trainer = _native_torch_trainer(torch, compile_fn, inputs, train.TIMED_VARIANT)
+    trainer = native_torch_trainer(torch, compile_fn, inputs, train.TIMED_VARIANT)
     step = trainer.step_output
     return step, ()
 
 
-def _engine_trainer(runtime, engine, variant):
+def engine_trainer(runtime, engine, variant):
     problem = engine.problem
     state = train.initial_state(problem.seed)
     signal = problem.signal_nominal()
@@ -83,7 +83,7 @@ def _engine_trainer(runtime, engine, variant):
 
 
 def engine_build(runtime, engine):
-    return _engine_trainer(runtime, engine, train.TIMED_VARIANT).step_output, ()
+    return engine_trainer(runtime, engine, train.TIMED_VARIANT).step_output, ()
 
 
 def _fresh_trainer(runtime, inputs, variant):
@@ -91,8 +91,8 @@ def _fresh_trainer(runtime, inputs, variant):
         return train.JaxTrainer(runtime.jax, inputs, variant)
     if runtime.framework == "torch":
         timed_trainer = runtime.call.__self__  # the bound `step_output` of the timed trainer
-        return _native_torch_trainer(runtime.torch, lambda fn: fn, inputs, variant, timed_trainer.engine)
-    return _engine_trainer(runtime, inputs, variant)
+        return native_torch_trainer(runtime.torch, lambda fn: fn, inputs, variant, timed_trainer.engine)
+    return engine_trainer(runtime, inputs, variant)
 
 
 def check(runtime, inputs, problem, host_first, job):
