@@ -28,6 +28,10 @@ def test_every_workload_keeps_its_contract_for_every_framework_it_claims(workloa
     module = importlib.import_module(f"ttfr.child.workloads.{workload.child_module}")
     if workload.loop:  # its builders are per strategy: tests/test_loops.py builds every one the catalog claims
         assert isinstance(module, LoopWorkload) and module.LOOP
+        if workload.reads_workspace:
+            assert all(callable(getattr(module, name, None)) for name in ("load_inputs", "inputs_for", "check", "dataset_sha256"))
+        else:
+            assert isinstance(module, ArrayWorkload)
         return
     contract = EngineWorkload if workload.reads_workspace else ArrayWorkload
     assert isinstance(module, contract)

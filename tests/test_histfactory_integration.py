@@ -21,7 +21,8 @@ def hf_suite(tmp_path_factory):
     out = tmp_path_factory.mktemp("hf")
     done = subprocess.run(
         [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--workloads",
-         "hf_nll_grad,hf_profiled_q0,hf_train_loop,hf_fd_check", "--backends", "jax_jit_cpu,nextstat,pyhf_numpy,torch_eager_cpu",
+         "hf_nll_grad,hf_profiled_q0,hf_train_loop,hf_fd_check,hf_train20",
+         "--backends", "jax_jit_cpu,nextstat,pyhf_numpy,torch_eager_cpu",
          "--workspace-preset", "complex8p", "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3", "--seed", "5"],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -82,3 +83,26 @@ def test_report_and_plot_ready_scaling_data(hf_suite):
     assert {r["engine"] for r in rows} >= {"jax_jit_cpu", "nextstat", "torch_eager_cpu"}
     assert all(float(r["ttfr_cold_cache_s"]) > 0 for r in rows if r["status"] == "ok")
     assert all(r["ttfr_cold_cache_s"] == "" for r in rows if r["status"] == "warn")  # empty, never 0
+
+
+def test_the_training_loop_end_to_end_per_engine(hf_suite):
+    """hf_train20: the whole 20-step loop is the timed unit; native JAX builds exactly one
+    executable (in step 1), every engine's 20 losses are finite and repeat run after run."""
+    suite, by_case = cases(hf_suite)
+    rows = {r["backend"]: r for r in suite["loops"] if r["loop"] == "hf_train20" and r["policy"].endswith("cold-cache")}
+    assert set(rows) == {"jax_jit_cpu", "nextstat", "torch_eager_cpu"}
+    jax_case = by_case["jax_jit_cpu_hf_train20_8_f64"]
+    summary = jax_case["policies"]["cold-process/cold-cache"]["loop_summary"]
+    assert summary["compiles"] == summary["expected_compiles"] == 1
+    assert [e["compiles"] for e in summary["timeline"]] == [1] + [0] * 19
+    assert rows["torch_eager_cpu"]["compiles"] is None  # eager: nothing compiles, nothing to count
+    for backend in rows:
+        case = by_case[f"{backend}_hf_train20_8_f64"]
+        assert case["status"] == "ok", case["reason"]
+        losses = case["correctness"]["train_loop"]["kde"]["losses"]
+        assert len(losses) == 20 and all(isinstance(v, float) for v in losses)
+        assert not [f for f in case["flags"] if f["flag"] in ("compile_count_mismatch", "invalid_measurement")]
+    # the engines train the same network on the same problem: their losses agree
+    first = {b: by_case[f"{b}_hf_train20_8_f64"]["correctness"]["train_loop"]["kde"]["losses"] for b in rows}
+    assert max(abs(first[b][-1] - first["jax_jit_cpu"][-1]) for b in first) < 1e-3 * abs(first["jax_jit_cpu"][-1])
+    assert "### `hf_train20`: the loop end to end, per engine" in (hf_suite / "report.md").read_text()

@@ -104,14 +104,10 @@ class Loop(Protocol):
 
 @runtime_checkable
 class LoopWorkload(Protocol):
-    """Seeded inputs shared by every strategy of the loop, a float64 NumPy reference of the
-    whole loop, and `build_loop(runtime, job, host_inputs) -> Loop` for the job's strategy."""
+    """`build_loop(runtime, job, inputs) -> Loop` for the job's strategy, on inputs shared by
+    every strategy: an `ArrayWorkload`'s seeded arrays and reference (the loop's inputs are
+    then the host arrays), or an engine workload's prepared problem (its `inputs_for`, `check`)."""
 
     LOOP: bool
-    TOLERANCE: dict
 
-    def make_inputs(self, size: int, dtype: str, seed: int) -> list: ...
-
-    def reference(self, inputs: list) -> list: ...
-
-    def build_loop(self, runtime: RuntimeAdapter, job: Job, host_inputs: list) -> Loop: ...
+    def build_loop(self, runtime: RuntimeAdapter, job: Job, inputs: Any) -> Loop: ...

@@ -82,4 +82,3 @@ class LoopDriver:
         if counters is not None and self.loop.loaded:
             counters = dict(counters, aot_loaded=self.loop.loaded)  # executables found in the cache directory
         return counters
-
