@@ -7,12 +7,14 @@ Targets (issue 11):
   result, median of the runs) is at most 1/3 of naive's, with the compile counts that explain it;
 - torch.compile (--torch): static (naive) and dynamic shapes compile exactly as many graphs as
   expected (naive: one per distinct shape; dynamic: one), with their totals.
-Also `ragged_batches` (N batches of ragged length) on JAX, every strategy, counts checked.
+Also `ragged_batches` (N batches of ragged length) on JAX, every strategy, counts checked, and
+with --hf the HistFactory training loop end to end (`hf_train20`, TTFR + 20 steps) per engine.
 
 Prints each strategy's figures from suite.json's `loops` rows (the same the report shows) and
 the ratios; exits 1 when a target is missed or a compile count is off its expectation.
 
-    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--ragged 50] [--seed 0] [--keep DIR]
+    .venv/bin/python benchmarks/loops.py [--k 16] [--profile quick] [--torch] [--torch-k 4] [--ragged 50]
+        [--hf 8,184] [--seed 0] [--keep DIR]
 """
 
 import argparse
@@ -65,6 +67,8 @@ def main() -> int:
     parser.add_argument("--torch", action="store_true", help="also torch.compile's static and dynamic shapes")
     parser.add_argument("--torch-k", type=int, default=4, help="sweep length for torch (each cold compile takes seconds)")
     parser.add_argument("--ragged", type=int, default=50, help="ragged_batches length on JAX (0: skip)")
+    parser.add_argument("--hf", default="", help="hf_train20 end to end at these parameter counts (e.g. 8,184)")
+    parser.add_argument("--hf-backends", default="jax_jit_cpu,torch_eager_cpu,nextstat,pyhf_pytorch")
     parser.add_argument("--seed", type=int, default=0, help="the sweep's configurations and ragged lengths (and round order)")
     parser.add_argument("--keep", type=Path, help="write the result directories here")
     args = parser.parse_args()
@@ -109,6 +113,17 @@ def main() -> int:
         failures += counts_off(rows)
         if {r["strategy"] for r in rows} != {"naive", "dynamic"}:
             failures.append("torch: naive or dynamic gave no loop figures")
+
+    if args.hf:
+        wall, suite = ttfr_run(out / "hf", [
+            "--workloads", "hf_train20", "--backends", args.hf_backends, "--sizes", args.hf,
+            "--profile", args.profile, "--cache-policy", "cold-cache,warm-cache"])  # fmt: skip
+        print(f"\n== hf_train20 (the 20-step loop end to end) at {args.hf} parameters ({wall:.0f} s)")
+        print(f"{'policy':<26} {'engine':<16} {'size':>5} {'total':>9} {'loop':>9} {'compiles':>13}")
+        for r in suite.get("loops", []):
+            counts = f"{r['compiles']} (exp {r['expected_compiles']})"
+            print(f"{r['policy']:<26} {r['backend']:<16} {r['size']:>5} {_s(r['total_s']):>9} {_s(r['loop_s']):>9} {counts:>13}")
+        failures += counts_off(suite.get("loops", []))
 
     print(f"\nresults: {out}")
     for failure in failures:
