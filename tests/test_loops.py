@@ -46,6 +46,13 @@ def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
     assert catalog.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
 
 
+def test_a_compilers_strategy_on_an_eager_backend_is_refused_naming_the_backends_that_run_it():
+    with pytest.raises(UsageError, match=r"does not run workload 'sweep_mlp_bucketed'.*jax_jit_cpu.*torch_compile_cpu"):
+        catalog.parse_case_id("torch_eager_cpu_sweep_mlp_bucketed_4_f32")
+    with pytest.raises(UsageError, match="backends that do"):
+        select_cases(PROFILES["quick"], backends="numpy", workloads="sweep_mlp_aot")
+
+
 def test_a_loop_that_carries_its_parameters_offers_no_batching():
     cases = select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="ragged_batches", sizes="8")
     assert {catalog.WORKLOADS[c.workload].strategy for c in cases} == {"naive", "bucketed", "dynamic", "aot"}
@@ -300,6 +307,25 @@ def test_every_jax_strategy_meets_its_compile_count_and_agrees_with_naive(tmp_pa
 
 @pytest.mark.integration
 @pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_a_damaged_or_foreign_aot_file_costs_a_compile_not_the_run(tmp_path):
+    """The AOT directory is one of the case's cache directories: a truncated executable, or
+    one that is not a pickle at all, is compiled afresh (and counted as a compile)."""
+    first = spawn.run_worker(_job("aot", size=2), _env(tmp_path), 300.0, python=sys.executable)
+    assert first.outcome == "ok" and first.record["loop"]["loaded"] == 0, first.output_tail
+    files = sorted((tmp_path / "aot").iterdir())
+    assert files and all("jaxlib" in f.name and "-cpu-" in f.name for f in files)
+    files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
+    for extra in files[1:]:
+        extra.write_bytes(b"not a pickle")
+    again = spawn.run_worker(_job("aot", size=2), _env(tmp_path), 300.0, python=sys.executable)
+    assert again.outcome == "ok", again.output_tail
+    loop = again.record["loop"]
+    assert loop["loaded"] == 0 and loop["compiles"] == loop["expected_compiles"] == len(files)
+    assert again.record["check"]["passed"]
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
 def test_ragged_batches_compile_once_per_length_naive_and_once_per_bucket_bucketed(tmp_path):
     lengths = ragged_batches.lengths(6, 0)
     expected = {"naive": len(set(lengths)), "bucketed": len({loop_mlp.bucket(n) for n in lengths})}
@@ -361,12 +387,15 @@ def test_every_loop_the_catalog_claims_builds_for_its_runtime():
 
 @pytest.mark.torch_compile
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
-def test_torch_static_and_dynamic_shapes_compile_exactly_as_expected(tmp_path):
-    """Two shapes: torch.compile(dynamic=False) compiles a graph for each, dynamic=True one."""
-    configs = sweep_mlp.configs(2, 0)
-    assert len({(w, b) for w, b, _ in configs}) == 2
-    for strategy, graphs in (("naive", 2), ("dynamic", 1)):
-        result = spawn.run_worker(_job(strategy, "torch_backend", size=2), _env(tmp_path), 600.0, python=sys.executable)
+def test_torch_static_dynamic_and_batched_shapes_compile_exactly_as_expected(tmp_path):
+    """Two shapes: torch.compile(dynamic=False) compiles a graph for each, dynamic=True one —
+    also when the first batch is as long as the width (seed 4: 128 x 128, then 32 x 64), which
+    with torch's default duck sizing would give a width == batch graph and a recompile — and
+    the vmapped sweep one."""
+    assert sweep_mlp.configs(2, 4)[0][:2] == (128, 128) and len({c[:2] for c in sweep_mlp.configs(2, 4)}) == 2
+    for strategy, graphs in (("naive", 2), ("dynamic", 1), ("vmapped", 1)):
+        job = _job(strategy, "torch_backend", size=2).replace(seed=4)
+        result = spawn.run_worker(job, _env(tmp_path), 600.0, python=sys.executable)
         assert result.outcome == "ok", result.output_tail
         loop = result.record["loop"]
         assert loop["compiles"] == loop["expected_compiles"] == graphs, (strategy, loop)

@@ -84,6 +84,10 @@ def policy_summary(chosen: list[dict]) -> dict | None:
         })  # fmt: skip
     pre_loop = [v["metrics"]["ttfr_s"] - v["loop"]["loop_s"] for v in chosen
                 if v.get("loop") and v["metrics"].get("ttfr_s") is not None]  # fmt: skip
+    # The cold-start share: what of the total a process that had already run the loop once
+    # would not pay again (start-up, imports, setup, compiles), from each run's second loop.
+    cold_start = [(m["ttfr_s"] - m["second_call_s"]) / m["ttfr_s"] for m in (v["metrics"] for v in chosen if v.get("loop"))
+                  if m.get("ttfr_s") and m.get("second_call_s") is not None]  # fmt: skip
 
     def numbers(key):
         return [loop[key] for loop in loops if loop[key] is not None]
@@ -93,6 +97,8 @@ def policy_summary(chosen: list[dict]) -> dict | None:
         "compile_s": stats.summarize(numbers("compile_s")),
         "compile_share": stats.summarize(numbers("compile_share")),
         "before_loop_s": stats.summarize(pre_loop),
+        "cold_start_share": stats.summarize(cold_start),
+        "peak_rss_bytes": stats.summarize([(v.get("resources") or {}).get("peak_rss_bytes") for v in chosen if v.get("loop")]),
         "compiles": _single(loop["compiles"] for loop in loops),
         "expected_compiles": loops[0]["expected_compiles"],
         "persistent_hits": _single(loop["persistent_hits"] for loop in loops),
@@ -167,10 +173,12 @@ def strategy_rows(cases: list[dict]) -> list[dict]:
         for policy_name, policy in case["policies"].items():
             if "loop_summary" not in policy or not policy["loop_summary"]:
                 continue
-            key = (info.loop, case["backend"], case["dtype"], policy_name)
+            # A --workspace file and the preset of its parameter count are different problems.
+            custom = "_custom_" in case["case"]
+            key = (info.loop, case["backend"], case["dtype"], policy_name, custom)
             groups.setdefault(key, {}).setdefault(info.strategy, {})[case["size"]] = (case, policy)
     rows = []
-    for (family, backend, dtype, policy_name), by_strategy in sorted(groups.items()):
+    for (family, backend, dtype, policy_name, _custom), by_strategy in sorted(groups.items()):
         naive_curves = {size: cost_curve(p) for size, (_c, p) in by_strategy.get("naive", {}).items()}
         naive_curves = {size: curve for size, curve in naive_curves.items() if curve}
         for strategy, by_size in sorted(by_strategy.items(), key=lambda item: _strategy_order(item[0])):
@@ -187,9 +195,11 @@ def strategy_rows(cases: list[dict]) -> list[dict]:
                     "total_s": policy["summary"].get("ttfr_s"),
                     "loop_s": loop["loop_s"], "compile_s": loop["compile_s"],
                     "compile_share": _median(loop["compile_share"]),
+                    "cold_start_share": _median(loop.get("cold_start_share")),
                     "compiles": loop["compiles"], "expected_compiles": loop["expected_compiles"], "loaded": loop["loaded"],
                     "iteration_hit_rate": loop["iteration_hit_rate"],
                     "persistent_hit_rate": loop["persistent_hit_rate"],
+                    "peak_rss_bytes": _median(loop.get("peak_rss_bytes")),
                     "vs_naive": total / naive_total if total is not None and naive_total else None,
                     "overtakes_naive_at_k": (break_even_k(curves, naive_curves)
                                              if strategy != "naive" and curves and naive_curves else None),

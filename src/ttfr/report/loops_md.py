@@ -3,7 +3,7 @@ where recompiles show as spikes."""
 
 from __future__ import annotations
 
-from ttfr.report.markdown import fmt_seconds, fmt_summary, table
+from ttfr.report.markdown import fmt_bytes, fmt_seconds, fmt_summary, table
 
 _COMPILE_MARK = "⟳"
 
@@ -25,19 +25,29 @@ def _rate(value) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
+def _overtakes(row: dict) -> str:
+    if row["strategy"] == "naive":
+        return "—"
+    if row["overtakes_naive_at_k"]:
+        return str(row["overtakes_naive_at_k"])
+    return "never" if row["vs_naive"] is not None else "n/a (no naive figure)"
+
+
 def _strategy_table(rows: list[dict]) -> list[str]:
     body = []
     for row in rows:
         compile_s = fmt_summary(row["compile_s"], with_ci=False)
         body.append([
             f"`{row['strategy']}`", str(row["size"]), fmt_summary(row["total_s"]), fmt_summary(row["loop_s"], with_ci=False),
-            f"{compile_s} ({_share(row['compile_share'])})", _compiles(row), _rate(row["iteration_hit_rate"]),
+            f"{compile_s} ({_share(row['compile_share'])})", _share(row["cold_start_share"]), _compiles(row),
+            _rate(row["iteration_hit_rate"]),
             _rate(row["persistent_hit_rate"]) + (f" ({row['loaded']} loaded ahead)" if row["loaded"] else ""),
-            "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
-            "—" if row["strategy"] == "naive" else (str(row["overtakes_naive_at_k"]) if row["overtakes_naive_at_k"] else "never"),
+            fmt_bytes(row["peak_rss_bytes"]), "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
+            _overtakes(row),
         ])  # fmt: skip
-    header = ["strategy", "size", "total (TTFR)", "loop", "compile (share)", "compiles", "iterations without compile",
-              "persistent-cache hits", "total vs naive", "no dearer than naive from k"]  # fmt: skip
+    header = ["strategy", "size", "total (TTFR)", "loop", "compile (share of loop)", "cold-start share", "compiles",
+              "iterations without compile", "persistent-cache hits", "peak RSS", "total vs naive",
+              "no dearer than naive from k"]  # fmt: skip
     return table(header, body)
 
 
@@ -93,10 +103,10 @@ def _engines_table(loop: str, rows: list[dict], cases_by_id: dict) -> list[str]:
         body.append([
             f"`{row['backend']}`", str(row["size"]), row["policy"], fmt_summary(row["total_s"]),
             fmt_seconds(medians[0] if medians else None), fmt_seconds(later[len(later) // 2] if later else None),
-            f"{_share(row['compile_share'])}", _compiles(row),
+            _share(row["compile_share"]), _share(row["cold_start_share"]), _compiles(row), fmt_bytes(row["peak_rss_bytes"]),
         ])  # fmt: skip
     header = ["engine", "size", "cache policy", "total (TTFR + loop)", "iteration 1", "later iterations (median)",
-              "compile share", "compiles"]  # fmt: skip
+              "compile share of loop", "cold-start share", "compiles", "peak RSS"]  # fmt: skip
     return [f"### `{loop}`: the loop end to end, per engine", "", *table(header, body), ""]
 
 
@@ -110,8 +120,10 @@ def section(rows: list[dict], cases: list[dict]) -> list[str]:
         "Compiles are the runtime's own counters (JAX: executables built for the loop's functions, compiled or "
         "loaded from the persistent cache; torch: graphs dynamo compiled), checked against each strategy's "
         "expectation (naive: one per distinct shape); a mismatch is flagged. Under cold-process/warm-cache, naive "
-        'is the persistent-cache strategy. "No dearer than naive from k": the smallest loop length from which the '
-        "strategy's total (from the iterations' medians) is at most naive's at every longer length measured.",
+        "is the persistent-cache strategy. Cold-start share: 1 − the run's second loop / its total, what a process "
+        'that had already run the loop would not pay again. "No dearer than naive from k": the smallest loop '
+        "length from which the strategy's total (from the iterations' medians) is at most naive's at every longer "
+        "length measured.",
         "",
     ]
     cases_by_id = {case["case"]: case for case in cases}

@@ -169,6 +169,12 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
     console.print(f"results: {result_path}", markup=False, highlight=False)
 
 
+def _count(row: dict) -> str:
+    if row["compiles"] is None:
+        return "no compile count" if row["expected_compiles"] is None else "compile counts that differ between runs"
+    return f"{row['compiles']} compiles"
+
+
 def loop_lines(rows: list[dict]) -> list[tuple[str, str | None]]:
     """Per loop, backend, size and cold policy: the strategy with the lowest total against
     naive's; and every compile count off its strategy's expectation (yellow)."""
@@ -181,12 +187,16 @@ def loop_lines(rows: list[dict]) -> list[tuple[str, str | None]]:
         others = [r for r in members if r["strategy"] != "naive" and r["vs_naive"] is not None]
         if naive and others:
             best = min(others, key=lambda r: r["vs_naive"])
-            lines.append((f"loop {loop} {size} on {backend} {dtype}, {policy}: best {best['strategy']} at "
-                          f"{best['vs_naive']:.2f}× naive's total ({best['compiles']} compiles against "
-                          f"{naive['compiles']})", None))  # fmt: skip
+            lines.append(
+                (
+                    f"loop {loop} {size} on {backend} {dtype}, {policy}: best {best['strategy']} at "
+                    f"{best['vs_naive']:.2f}× naive's total ({_count(best)} against {_count(naive)})",
+                    None,
+                )
+            )
     for row in rows:
         if row["expected_compiles"] is not None and row["compiles"] != row["expected_compiles"]:
-            lines.append((f"compile count off: {row['case']} {row['policy']}: {row['compiles']} compiles, "
+            lines.append((f"compile count off: {row['case']} {row['policy']}: {_count(row)}, "
                           f"{row['strategy']} expects {row['expected_compiles']}", "yellow"))  # fmt: skip
     return lines
 

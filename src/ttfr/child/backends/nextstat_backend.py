@@ -10,7 +10,7 @@ class Runtime(EngineRuntime):
     def import_stack(self):
         import nextstat
 
-        if self.job.workload == "hf_train_loop":
+        if self.job.workload in ("hf_train_loop", "hf_train20"):  # the training workloads (module names)
             import nextstat.torch  # noqa: F401 - imports torch
         self.nextstat = nextstat
 

@@ -181,8 +181,23 @@ class _JaxAheadOfTime(_JaxSequential):
         self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) compiled or loaded"
 
     def _path(self, width, batch):
-        name = f"{STEP_NAME}-jax{self.jax.__version__}-{self.dtype}-w{width}-b{batch}.xla"
-        return os.path.join(self.directory, name)
+        import jaxlib
+
+        # An executable is only valid for the JAX, jaxlib and device it was compiled for.
+        runtime = f"jax{self.jax.__version__}-jaxlib{jaxlib.__version__}-{self.device.platform}"
+        return os.path.join(self.directory, f"{STEP_NAME}-{runtime}-{self.dtype}-w{width}-b{batch}.xla")
+
+    def _load(self, path):
+        """The executable serialised at `path`; None when it cannot be loaded (then it is compiled)."""
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        try:
+            with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
+                return serialize_executable.deserialize_and_load(*pickle.load(blob))
+        except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
+            return None
 
     def prepare(self):
         import pickle
@@ -192,9 +207,9 @@ class _JaxAheadOfTime(_JaxSequential):
         step = self.jax.jit(loop_mlp.jax_step(self.jax, masked=False))
         for width, batch in self.shapes:
             path = self._path(width, batch) if self.directory else None
-            if path and os.path.exists(path):
-                with open(path, "rb") as blob:  # written by this case's own earlier run (scratch cache dir)
-                    self.executables[(width, batch)] = serialize_executable.deserialize_and_load(*pickle.load(blob))
+            loaded = self._load(path) if path and os.path.exists(path) else None
+            if loaded is not None:
+                self.executables[(width, batch)] = loaded
                 self.loaded += 1
                 continue
             compiled = step.trace(*_jax_specs(self.jax, self.dtype, width, batch)).lower().compile()
@@ -299,6 +314,13 @@ def _torch_bucketed(runtime, segments):
 
 
 def _torch_dynamic(runtime, segments):
+    if runtime.compiles:
+        # Without this, sizes equal at the first compile share one symbol ("duck sizing"): a
+        # first batch as long as the width gives a graph for width == batch only, and the
+        # next shape recompiles. One program for every shape is what this strategy means.
+        import torch.fx.experimental._config as fx_config
+
+        fx_config.use_duck_shape = False
     loss = _torch_compile(runtime, loop_mlp.torch_loss(runtime.torch, masked=False), True, segments)
     return _TorchSequential(runtime, segments, 1, loss)
 
