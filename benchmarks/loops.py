@@ -6,7 +6,8 @@ Targets (issue 11):
 - JAX on CPU, K = 16, cold cache: the best strategy's total (process start to the loop's last
   result, median of the runs) is at most 1/3 of naive's, with the compile counts that explain it;
 - torch.compile (--torch): static (naive) and dynamic shapes compile exactly as many graphs as
-  expected (naive: one per distinct shape; dynamic: one), with their totals.
+  expected (naive: one per distinct shape; dynamic: one), with their totals; and AOT
+  (torch.export + AOTInductor packages per shape, loaded from a warm cache).
 Also `ragged_batches` (N batches of ragged length) on JAX, every strategy, counts checked, and
 with --hf the HistFactory training loop end to end (`hf_train20`, TTFR + 20 steps) per engine.
 
@@ -107,14 +108,14 @@ def main() -> int:
 
     if args.torch:
         wall, suite = ttfr_run(out / "torch", [
-            "--workloads", "sweep_mlp_naive,sweep_mlp_dynamic", "--backends", "torch_compile_cpu",
-            "--sizes", str(args.torch_k), "--profile", args.profile, "--cache-policy", "cold-cache"])  # fmt: skip
+            "--workloads", "sweep_mlp_naive,sweep_mlp_dynamic,sweep_mlp_aot", "--backends", "torch_compile_cpu",
+            "--sizes", str(args.torch_k), "--profile", args.profile, "--cache-policy", "cold-cache,warm-cache"])  # fmt: skip
         rows = suite.get("loops", [])
-        print(f"\n== sweep_mlp K={args.torch_k}, torch_compile_cpu, naive (static) and dynamic ({wall:.0f} s)")
+        print(f"\n== sweep_mlp K={args.torch_k}, torch_compile_cpu, naive (static), dynamic and AOT ({wall:.0f} s)")
         print_rows(rows)
         failures += counts_off(rows)
-        if {r["strategy"] for r in rows} != {"naive", "dynamic"}:
-            failures.append("torch: naive or dynamic gave no loop figures")
+        if {r["strategy"] for r in rows} != {"naive", "dynamic", "aot"}:
+            failures.append("torch: naive, dynamic or aot gave no loop figures")
 
     if args.hf:
         wall, suite = ttfr_run(out / "hf", [

@@ -41,7 +41,7 @@ def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
         "jax_jit_cpu": set(STRATEGIES),
         # eager torch never compiles: padding or dynamic shapes for a compiler mean nothing there
         "torch_eager_cpu": {"naive", "vmapped"},
-        "torch_compile_cpu": {"naive", "bucketed", "vmapped", "dynamic"},
+        "torch_compile_cpu": set(STRATEGIES),
     }
     assert catalog.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
 
@@ -387,16 +387,18 @@ def test_every_loop_the_catalog_claims_builds_for_its_runtime():
 
 @pytest.mark.torch_compile
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
-def test_torch_static_dynamic_and_batched_shapes_compile_exactly_as_expected(tmp_path):
+def test_torch_static_dynamic_batched_and_aot_shapes_compile_exactly_as_expected(tmp_path):
     """Two shapes: torch.compile(dynamic=False) compiles a graph for each, dynamic=True one —
     also when the first batch is as long as the width (seed 4: 128 x 128, then 32 x 64), which
-    with torch's default duck sizing would give a width == batch graph and a recompile — and
-    the vmapped sweep one."""
+    with torch's default duck sizing would give a width == batch graph and a recompile — the
+    vmapped sweep one, and AOT an AOTInductor package per shape, then none in a later process."""
     assert sweep_mlp.configs(2, 4)[0][:2] == (128, 128) and len({c[:2] for c in sweep_mlp.configs(2, 4)}) == 2
-    for strategy, graphs in (("naive", 2), ("dynamic", 1), ("vmapped", 1)):
+    for strategy, graphs in (("naive", 2), ("dynamic", 1), ("vmapped", 1), ("aot", 2), ("aot", 0)):
         job = _job(strategy, "torch_backend", size=2).replace(seed=4)
         result = spawn.run_worker(job, _env(tmp_path), 600.0, python=sys.executable)
         assert result.outcome == "ok", result.output_tail
         loop = result.record["loop"]
         assert loop["compiles"] == loop["expected_compiles"] == graphs, (strategy, loop)
         assert result.record["check"]["passed"]
+    # the second AOT process loaded both AOTInductor packages the first one built, and says so
+    assert loop["loaded"] == 2 and result.record["cache"]["end"]["aot_loaded"] == 2

@@ -98,6 +98,7 @@ def hit_miss(kind: str | None, counters: dict | None) -> dict | None:
     if kind == TORCH_COUNTERS:
         table = counters.get("counters", {})
         hits = _count(table, "inductor", "fxgraph_cache_hit") + _count(table, "aot_autograd", "autograd_cache_hit")
+        hits += int(counters.get("aot_loaded", 0))  # AOTInductor packages a loop loaded from the cache directory
         misses = _count(table, "inductor", "fxgraph_cache_miss") + _count(table, "aot_autograd", "autograd_cache_miss")
         return {
             "hits": hits,

@@ -186,7 +186,13 @@ LOOP_STRATEGIES = (
     ("bucketed", ("jax", "torch"), True, "shapes padded to power-of-two buckets, the batch masked"),
     ("vmapped", ("jax", "torch"), False, "all configurations padded, stacked and trained in one batched call"),
     ("dynamic", ("jax", "torch"), True, "one program for every shape (torch dynamic=True; jax.export symbolic shapes)"),
-    ("aot", ("jax",), True, "every shape compiled before the loop, serialised, and loaded by later runs"),
+    (
+        "aot",
+        ("jax", "torch"),
+        True,
+        "every shape compiled before the loop (JAX .lower().compile(); torch.export + "
+        "AOTInductor), serialised, and loaded by later runs",
+    ),
 )
 _ALL_STRATEGIES = tuple(s[0] for s in LOOP_STRATEGIES)
 _LOOPS = (

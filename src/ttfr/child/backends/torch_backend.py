@@ -126,7 +126,7 @@ class Runtime:
         counts every compiled function of the process: a loop's own are all there are."""
         if not self.compiles:
             return None
-        from torch._dynamo.utils import compile_times, counters
+        from torch._dynamo.utils import compilation_time_metrics, compile_times, counters
 
         names, values = compile_times(repr="csv", aggregate=True)
         table = {n: float(v) for n, v in zip(names, values)}
@@ -136,11 +136,12 @@ class Runtime:
         # A graph with a backward served from the cache counts one AOT-autograd hit and an FX
         # graph hit for each of its forward and backward: count graphs, not artifacts.
         autograd_hits = int(counters["aot_autograd"].get("autograd_cache_hit", 0))
+        packaged = compilation_time_metrics.get("AotCodeCompiler.compile", [])  # AOTInductor packages built
         return {
-            "compiles": int(counters["stats"].get("unique_graphs", 0)),
+            "compiles": int(counters["stats"].get("unique_graphs", 0)) + len(packaged),
             "persistent_hits": autograd_hits or int(counters["inductor"].get("fxgraph_cache_hit", 0)),
             "traces": int(counters["frames"].get("total", 0)),
-            "compile_s": table.get("_compile.compile_inner", 0.0) + backward,
+            "compile_s": table.get("_compile.compile_inner", 0.0) + backward + float(sum(packaged)),
         }
 
     def memory(self):

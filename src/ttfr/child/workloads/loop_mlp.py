@@ -117,6 +117,29 @@ def torch_loss(torch, masked):
     return loop_mlp_loss
 
 
+def torch_explicit_step(torch):
+    """One SGD step with the backward pass written out (no autograd), as a module
+    `torch.export` can trace and AOTInductor can package: `forward(*params, x, y, mask, lr)
+    -> (*params, loss)`, the masked loss of `torch_loss`. (AOTInductor fails on an exported
+    `torch.func` gradient in torch 2.13: a data-dependent guard in constant folding.)"""
+
+    class ExplicitStep(torch.nn.Module):
+        def forward(self, w1, b1, w2, b2, w3, b3, x, y, mask, lr):
+            h1 = torch.tanh(x @ w1 + b1)
+            h2 = torch.tanh(h1 @ w2 + b2)
+            diff = (h2 @ w3 + b3 - y) * mask
+            count = mask.sum()
+            loss = (diff * diff).sum() / count
+            g_out = (2.0 / count) * diff
+            g_h2 = (g_out @ w3.T) * (1.0 - h2 * h2)
+            g_h1 = (g_h2 @ w2.T) * (1.0 - h1 * h1)
+            grads = (x.T @ g_h1, g_h1.sum(0), h1.T @ g_h2, g_h2.sum(0), h2.T @ g_out, g_out.sum(0))
+            params = (w1, b1, w2, b2, w3, b3)
+            return (*(p - lr * g for p, g in zip(params, grads)), loss)
+
+    return ExplicitStep()
+
+
 def torch_batched_step(torch):
     """One SGD step of K stacked (padded, masked) trainings: torch.func.grad inside vmap."""
     from torch.func import grad_and_value, vmap

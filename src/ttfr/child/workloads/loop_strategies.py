@@ -325,6 +325,78 @@ def _torch_dynamic(runtime, segments):
     return _TorchSequential(runtime, segments, 1, loss)
 
 
+class _TorchAheadOfTime(_Loop):
+    """Every distinct shape exported (`torch.export`) and compiled by AOTInductor into a
+    package in the AOT directory before the loop, or loaded from there when an earlier run
+    left it; the loop then calls the packages (the explicit-backward step: no autograd)."""
+
+    def __init__(self, runtime, segments):
+        self.shapes = sorted({s.shape() for s in segments})
+        super().__init__(segments, len(self.shapes))
+        self.torch, self.device = runtime.torch, runtime.device
+        self.dtype = segments[0].x.dtype
+        self.directory = os.environ.get("TTFR_AOT_DIR") or None
+        self.runners, self.params = {}, None
+        self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) packaged or loaded"
+
+    def _path(self, width, batch):
+        torch = self.torch
+        # A package is only valid for the torch build and device it was compiled for.
+        runtime = f"torch{torch.__version__}-{self.device.type}".replace("+", "_")
+        return os.path.join(self.directory, f"{STEP_NAME}-{runtime}-{self.dtype}-w{width}-b{batch}.pt2")
+
+    def _example(self, width, batch):
+        rng = np.random.default_rng(0)
+        params = loop_mlp.init_params(rng, width, self.dtype)
+        x, y = loop_mlp.make_batch(rng, batch, self.dtype)
+        arrays = [*params, x, y, np.ones((batch, 1), dtype=self.dtype), np.asarray(0.1, dtype=self.dtype)]
+        return tuple(self.torch.from_numpy(a).to(self.device) for a in arrays)
+
+    def _load(self, path):
+        try:
+            return self.torch._inductor.aoti_load_package(path)
+        except Exception:  # noqa: BLE001 - a stale or damaged package costs a compile, never the run
+            return None
+
+    def prepare(self):
+        torch = self.torch
+        step = loop_mlp.torch_explicit_step(torch)
+        for width, batch in self.shapes:
+            path = self._path(width, batch) if self.directory else None
+            runner = self._load(path) if path and os.path.exists(path) else None
+            if runner is not None:
+                self.loaded += 1
+            else:
+                exported = torch.export.export(step, self._example(width, batch))
+                if path:
+                    os.makedirs(self.directory, exist_ok=True)
+                    torch._inductor.aoti_compile_and_package(exported, package_path=path + ".tmp.pt2")
+                    os.replace(path + ".tmp.pt2", path)
+                    runner = torch._inductor.aoti_load_package(path)
+                else:
+                    runner = torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(exported))
+            self.runners[(width, batch)] = runner
+        self.expected_compiles = len(self.shapes) - self.loaded
+
+    def iteration(self, index):
+        torch = self.torch
+        s = self.segments[index]
+        params, x, y, mask = _padded(s, False, s.params)
+
+        def put(array):
+            return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+
+        state = tuple(put(p) for p in params) if params is not None else self.params
+        x, y, mask, lr = put(x), put(y), put(mask), put(np.asarray(s.lr, dtype=s.x.dtype))
+        run = self.runners[s.shape()]
+        losses = []
+        for _ in range(s.steps):
+            *state, loss = run(*state, x, y, mask, lr)
+            losses.append(loss)
+        self.params = tuple(state)
+        return torch.stack(losses).cpu().numpy()
+
+
 def _torch_vmapped(runtime, segments):
     torch = runtime.torch
     call = _torch_compile(runtime, loop_mlp.torch_batched_step(torch), False, segments)
@@ -336,7 +408,8 @@ BUILDERS = {
     "numpy": {"naive": lambda runtime, segments: _NumpyNaive(segments)},
     "jax": {"naive": _jax_naive, "bucketed": _jax_bucketed, "vmapped": _jax_vmapped, "dynamic": _JaxExported,
             "aot": _JaxAheadOfTime},
-    "torch": {"naive": _torch_naive, "bucketed": _torch_bucketed, "vmapped": _torch_vmapped, "dynamic": _torch_dynamic},
+    "torch": {"naive": _torch_naive, "bucketed": _torch_bucketed, "vmapped": _torch_vmapped, "dynamic": _torch_dynamic,
+              "aot": _TorchAheadOfTime},
 }  # fmt: skip
 
 
