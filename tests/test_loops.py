@@ -68,6 +68,13 @@ def test_a_loop_length_outside_the_grid_is_refused_with_the_valid_range():
         select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlpp")
 
 
+def test_the_catalog_offers_every_loop_length_its_workload_can_make():
+    assert catalog.WORKLOADS["sweep_mlp_naive"].size_range == (1, sweep_mlp.GRID_SIZE)
+    assert len(sweep_mlp.configs(sweep_mlp.GRID_SIZE, 0)) == sweep_mlp.GRID_SIZE  # the whole grid, each once
+    assert len(set(sweep_mlp.configs(sweep_mlp.GRID_SIZE, 0))) == sweep_mlp.GRID_SIZE
+    assert catalog.expand_workloads(["sweep_mlp_naive", "sweep_mlp", "matmul"])[:2] == ["sweep_mlp_naive", "sweep_mlp_bucketed"]
+
+
 def test_every_strategy_of_a_loop_shares_its_dataset():
     ids = {catalog.WORKLOADS[c.workload].strategy: datasets.dataset_id(c, 3)
            for c in select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp", sizes="4")}  # fmt: skip

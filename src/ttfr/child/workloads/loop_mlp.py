@@ -54,18 +54,24 @@ def pad_batch(x, y, rows):
     return np.pad(x, ((0, extra), (0, 0))), np.pad(y, ((0, extra), (0, 0))), mask
 
 
-def numpy_step(params, x, y, mask, lr):
-    """One SGD step (float64 or float32 NumPy); the loss is computed before the update."""
+def explicit_gradients(xp, params, x, y, mask):
+    """The masked loss and its gradients with the backward pass written out, in any
+    namespace with NumPy's operators (NumPy, torch)."""
     w1, b1, w2, b2, w3, b3 = params
-    h1 = np.tanh(x @ w1 + b1)
-    h2 = np.tanh(h1 @ w2 + b2)
+    h1 = xp.tanh(x @ w1 + b1)
+    h2 = xp.tanh(h1 @ w2 + b2)
     diff = (h2 @ w3 + b3 - y) * mask
     count = mask.sum()
     loss = (diff * diff).sum() / count
     g_out = (2.0 / count) * diff
     g_h2 = (g_out @ w3.T) * (1.0 - h2 * h2)
     g_h1 = (g_h2 @ w2.T) * (1.0 - h1 * h1)
-    grads = (x.T @ g_h1, g_h1.sum(axis=0), h1.T @ g_h2, g_h2.sum(axis=0), h2.T @ g_out, g_out.sum(axis=0))
+    return loss, (x.T @ g_h1, g_h1.sum(0), h1.T @ g_h2, g_h2.sum(0), h2.T @ g_out, g_out.sum(0))
+
+
+def numpy_step(params, x, y, mask, lr):
+    """One SGD step (float64 or float32 NumPy); the loss is computed before the update."""
+    loss, grads = explicit_gradients(np, params, x, y, mask)
     return [(p - lr * g).astype(p.dtype, copy=False) for p, g in zip(params, grads)], loss
 
 
@@ -79,17 +85,20 @@ def numpy_train(params, x, y, lr, steps=STEPS):
     return np.asarray(losses), params
 
 
-def jax_loss(jax, masked):
-    jnp = jax.numpy
+def loss(xp, params, x, y, mask, masked):
+    """The squared error (over the rows the mask keeps, when `masked`), in jax.numpy or torch."""
+    w1, b1, w2, b2, w3, b3 = params
+    h = xp.tanh(x @ w1 + b1)
+    h = xp.tanh(h @ w2 + b2)
+    diff = h @ w3 + b3 - y
+    if masked:
+        return xp.sum(mask * diff * diff) / xp.sum(mask)
+    return xp.mean(diff * diff)
 
+
+def jax_loss(jax, masked):
     def loss_fn(params, x, y, mask):
-        w1, b1, w2, b2, w3, b3 = params
-        h = jnp.tanh(x @ w1 + b1)
-        h = jnp.tanh(h @ w2 + b2)
-        diff = h @ w3 + b3 - y
-        if masked:
-            return jnp.sum(mask * diff * diff) / jnp.sum(mask)
-        return jnp.mean(diff * diff)
+        return loss(jax.numpy, params, x, y, mask, masked)
 
     return loss_fn
 
@@ -107,12 +116,7 @@ def jax_step(jax, masked):
 
 def torch_loss(torch, masked):
     def loop_mlp_loss(w1, b1, w2, b2, w3, b3, x, y, mask):
-        h = torch.tanh(x @ w1 + b1)
-        h = torch.tanh(h @ w2 + b2)
-        diff = h @ w3 + b3 - y
-        if masked:
-            return torch.sum(mask * diff * diff) / torch.sum(mask)
-        return torch.mean(diff * diff)
+        return loss(torch, (w1, b1, w2, b2, w3, b3), x, y, mask, masked)
 
     return loop_mlp_loss
 
@@ -125,16 +129,8 @@ def torch_explicit_step(torch):
 
     class ExplicitStep(torch.nn.Module):
         def forward(self, w1, b1, w2, b2, w3, b3, x, y, mask, lr):
-            h1 = torch.tanh(x @ w1 + b1)
-            h2 = torch.tanh(h1 @ w2 + b2)
-            diff = (h2 @ w3 + b3 - y) * mask
-            count = mask.sum()
-            loss = (diff * diff).sum() / count
-            g_out = (2.0 / count) * diff
-            g_h2 = (g_out @ w3.T) * (1.0 - h2 * h2)
-            g_h1 = (g_h2 @ w2.T) * (1.0 - h1 * h1)
-            grads = (x.T @ g_h1, g_h1.sum(0), h1.T @ g_h2, g_h2.sum(0), h2.T @ g_out, g_out.sum(0))
             params = (w1, b1, w2, b2, w3, b3)
+            loss, grads = explicit_gradients(torch, params, x, y, mask)
             return (*(p - lr * g for p, g in zip(params, grads)), loss)
 
     return ExplicitStep()
@@ -144,10 +140,8 @@ def torch_batched_step(torch):
     """One SGD step of K stacked (padded, masked) trainings: torch.func.grad inside vmap."""
     from torch.func import grad_and_value, vmap
 
-    loss = torch_loss(torch, masked=True)
-
     def one(params, x, y, mask, lr):
-        grads, value = grad_and_value(lambda ps: loss(*ps, x, y, mask))(params)
+        grads, value = grad_and_value(lambda ps: loss(torch, ps, x, y, mask, masked=True))(params)
         return tuple(p - lr * g for p, g in zip(params, grads)), value
 
     return vmap(one)
