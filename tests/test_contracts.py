@@ -29,7 +29,7 @@ def test_every_workload_keeps_its_contract_for_every_framework_it_claims(workloa
     if workload.loop:  # its builders are per strategy: tests/test_loops.py builds every one the catalog claims
         assert isinstance(module, LoopWorkload) and module.LOOP
         if workload.reads_workspace:
-            assert all(callable(getattr(module, name, None)) for name in ("load_inputs", "inputs_for", "check", "dataset_sha256"))
+            assert all(callable(getattr(module, name, None)) for name in ("load_inputs", "check", "dataset_sha256"))
         else:
             assert isinstance(module, ArrayWorkload)
         return

@@ -21,7 +21,7 @@ def hf_suite(tmp_path_factory):
     out = tmp_path_factory.mktemp("hf")
     done = subprocess.run(
         [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--workloads",
-         "hf_nll_grad,hf_profiled_q0,hf_train_loop,hf_fd_check,hf_train20",
+         "hf_nll_grad,hf_profiled_q0,hf_train_loop,hf_fd_check,hf_train20,hf_mass_scan",
          "--backends", "jax_jit_cpu,nextstat,pyhf_numpy,torch_eager_cpu",
          "--workspace-preset", "complex8p", "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3", "--seed", "5"],
         capture_output=True, text=True, timeout=900,
@@ -106,3 +106,27 @@ def test_the_training_loop_end_to_end_per_engine(hf_suite):
     first = {b: by_case[f"{b}_hf_train20_8_f64"]["correctness"]["train_loop"]["kde"]["losses"] for b in rows}
     assert max(abs(first[b][-1] - first["jax_jit_cpu"][-1]) for b in first) < 1e-3 * abs(first["jax_jit_cpu"][-1])
     assert "### `hf_train20`: the loop end to end, per engine" in (hf_suite / "report.md").read_text()
+
+
+def test_the_mass_scan_compiles_once_per_binning_and_every_strategy_agrees_with_naive(hf_suite):
+    """hf_mass_scan: 6 hypotheses (same shapes) and 3 binnings (new shapes). Native JAX
+    compiles one executable for the hypotheses and one per binning; vmapped batches the
+    hypotheses; AOT compiles all ahead, and from a warm cache loads them and compiles nothing.
+    Every strategy's q0s and gradients equal a naive recomputation on its engine."""
+    suite, by_case = cases(hf_suite)
+    for strategy in ("naive", "vmapped", "aot"):
+        case = by_case[f"jax_jit_cpu_hf_mass_scan_{strategy}_8_f64"]
+        assert case["status"] == "ok", case["reason"]
+        assert case["correctness"]["scan"]["max_normalised_error_vs_naive"] <= 1e-6
+        cold = case["policies"]["cold-process/cold-cache"]["loop_summary"]
+        assert cold["compiles"] == cold["expected_compiles"] == 4, strategy
+    naive = by_case["jax_jit_cpu_hf_mass_scan_naive_8_f64"]["policies"]["cold-process/cold-cache"]["loop_summary"]
+    assert [e["compiles"] for e in naive["timeline"]] == [1, 0, 0, 0, 0, 0, 1, 1, 1]
+    vmapped = by_case["jax_jit_cpu_hf_mass_scan_vmapped_8_f64"]["policies"]["cold-process/cold-cache"]["loop_summary"]
+    assert len(vmapped["timeline"]) == 4  # the six hypotheses in one batched call, then the binnings
+    warm = by_case["jax_jit_cpu_hf_mass_scan_aot_8_f64"]["policies"]["cold-process/warm-cache"]["loop_summary"]
+    assert warm["compiles"] == warm["expected_compiles"] == 0 and warm["loaded"] == 4
+    for backend in ("nextstat", "torch_eager_cpu"):
+        case = by_case[f"{backend}_hf_mass_scan_naive_8_f64"]
+        assert case["status"] == "ok", case["reason"]
+    assert by_case["pyhf_numpy_hf_mass_scan_naive_8_f64"]["status"] == "warn"

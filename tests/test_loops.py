@@ -75,6 +75,25 @@ def test_the_catalog_offers_every_loop_length_its_workload_can_make():
     assert catalog.expand_workloads(["sweep_mlp_naive", "sweep_mlp", "matmul"])[:2] == ["sweep_mlp_naive", "sweep_mlp_bucketed"]
 
 
+def test_the_mass_scan_moves_the_signal_and_splits_the_binning():
+    from ttfr.child.workloads import hf_mass_scan
+    from ttfr.child.workloads.histfactory import dense, problems, workspace
+
+    spec = workspace.preset("complex8p")
+    signal = workspace.find_signal(spec)
+    model = dense.compile_workspace(spec, signal)
+    problem = problems.Problem(workspace.canonical_bytes(spec), dict(zip(model.names, model.inits())), signal)
+    nominal = problem.signal_nominal()
+    hypotheses = hf_mass_scan.templates(nominal)
+    assert len(hypotheses) == hf_mass_scan.HYPOTHESES and all((t > 0).all() for t in hypotheses)
+    assert all(t.sum() == pytest.approx(nominal.sum()) for t in hypotheses)
+    assert np.argmax(hypotheses[0]) <= np.argmax(hypotheses[-1])  # the bump moves across the bins
+    split = hf_mass_scan.binned_problem(problem, 3)
+    assert split.signal_nominal().size == 3 * nominal.size and len(split.point) > len(problem.point)
+    labels = [label for label, _m, _t in hf_mass_scan.iterations(problem)]
+    assert len(labels) == hf_mass_scan.HYPOTHESES + len(hf_mass_scan.SPLITS)
+
+
 def test_every_strategy_of_a_loop_shares_its_dataset():
     ids = {catalog.WORKLOADS[c.workload].strategy: datasets.dataset_id(c, 3)
            for c in select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp", sizes="4")}  # fmt: skip

@@ -94,6 +94,7 @@ _PYHF_NUMPY_UNSUPPORTED = (
     ("hf_profiled_q0", "pyhf's NumPy backend has no autodiff; dq0/ds would need 2 fits per signal bin"),
     ("hf_train_loop", "pyhf's NumPy backend has no autodiff to train through"),
     ("hf_train20", "pyhf's NumPy backend has no autodiff to train through"),
+    ("hf_mass_scan_naive", "pyhf's NumPy backend has no autodiff; dq0/ds would need 2 fits per signal bin"),
     ("hf_fd_check", "pyhf's NumPy backend has no autodiff gradient to check (its gradient is finite differences)"),
 )
 
@@ -176,6 +177,15 @@ WORKLOADS = {
         # A loop of one strategy: the whole 20-step training is the timed unit (TTFR + 20 steps).
         Workload("hf_train20", _HF_FRAMEWORKS, (8, 184), **_HF, loop="hf_train20", strategy="naive",
                  description="the 20-step training loop end to end: TTFR + 20 steps, compiles in the loop"),
+        # The physics sweep: q0 over signal hypotheses (same shapes) and binnings (new shapes).
+        Workload("hf_mass_scan_naive", _HF_FRAMEWORKS, (8, 184), **_HF, module="hf_mass_scan", loop="hf_mass_scan",
+                 strategy="naive", description="q0 and dq0/ds over 6 signal hypotheses and 3 binnings; naive: one "
+                 "compiled q0 (JAX) or an engine per binning"),
+        Workload("hf_mass_scan_vmapped", ("jax",), (8, 184), **_HF, module="hf_mass_scan", loop="hf_mass_scan",
+                 strategy="vmapped", description="the same scan; the hypotheses in one vmapped call"),
+        Workload("hf_mass_scan_aot", ("jax",), (8, 184), **_HF, module="hf_mass_scan", loop="hf_mass_scan",
+                 strategy="aot", needs_compiler=True,
+                 description="the same scan; every binning compiled ahead, serialised, loaded by later runs"),
     )
 }  # fmt: skip
 HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
@@ -212,6 +222,7 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
                                     strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
 LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
 LOOP_FAMILIES["hf_train20"] = ("hf_train20",)
+LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in WORKLOADS.items() if w.loop == "hf_mass_scan")
 
 
 def expand_workloads(names) -> list[str]:

@@ -17,7 +17,7 @@ expectation).
 
 import numpy as np
 
-from ttfr.child.workloads import hf_train_loop
+from ttfr.child.workloads import hf_train_loop, loop_strategies
 from ttfr.child.workloads.histfactory import gate, native, problems, train
 
 LOOP = True
@@ -56,29 +56,19 @@ class _TorchTraining(_Training):
 
     def __init__(self, torch, inputs, variant, compiles):
         self.torch, self.inputs, self.variant, self.compiles = torch, inputs, variant, compiles
-        self.called = set()
+        self.kernels = loop_strategies.CalledKernels(torch, compiles)
         super().__init__(None, None, self._new_trainer, self._reset)
 
     @property
     def expected_compiles(self):
-        return len(self.called) if self.compiles else None
+        return self.kernels.expected()
 
     @expected_compiles.setter
     def expected_compiles(self, _value):
         pass  # derived from the kernels called
 
-    def _compile(self, fn):
-        compiled, key = self.torch.compile(fn), fn
-
-        def call(*args, **kwargs):
-            self.called.add(key)
-            return compiled(*args, **kwargs)
-
-        return call
-
     def _new_trainer(self):
-        compile_fn = self._compile if self.compiles else (lambda fn: fn)
-        trainer = hf_train_loop.native_torch_trainer(self.torch, compile_fn, self.inputs, self.variant)
+        trainer = hf_train_loop.native_torch_trainer(self.torch, self.kernels.compile_fn, self.inputs, self.variant)
         self.first = [p.detach().clone() for p in trainer.params]
         return trainer
 
