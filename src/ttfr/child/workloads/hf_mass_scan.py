@@ -18,7 +18,6 @@ iteration's q0 and gradient equal to a naive recomputation on the same engine.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -73,8 +72,8 @@ class _Scan:
     functions = None
     expected_compiles = None
 
-    def __init__(self, problem):
-        self.problem = problem
+    def __init__(self, runtime, problem):
+        self.runtime, self.problem = runtime, problem
         self.plan = iterations(problem)
         self.labels = [label for label, _m, _t in self.plan]
         self.problems = {}
@@ -91,10 +90,11 @@ class _Scan:
         _label, m, template = self.plan[index]
         if m not in self.engines:
             self.engines[m] = self.engine_for(m)
-        engine = self.engines[m]
         signal = self.binned(m).signal_nominal() if template is None else template
-        q0, grad = self.evaluate(engine, signal)
-        return np.concatenate([[float(q0)], np.asarray(grad, dtype=float).ravel()])
+        q0, grad = self.evaluate(self.engines[m], signal)
+        # q0 then its gradient, for each template evaluated (one, or a batch of them)
+        rows = zip(np.atleast_1d(np.asarray(q0, dtype=float)), np.atleast_2d(np.asarray(grad, dtype=float)))
+        return np.concatenate([np.concatenate([[q], g]) for q, g in rows])
 
     def output(self, results):
         return [np.concatenate(results)]
@@ -102,10 +102,6 @@ class _Scan:
 
 class _EngineScan(_Scan):
     """pyhf and NextStat: an engine object per binning."""
-
-    def __init__(self, runtime, problem):
-        super().__init__(problem)
-        self.runtime = runtime
 
     def engine_for(self, m):
         return engines.inputs_for(self.runtime, self.binned(m))
@@ -121,20 +117,21 @@ class _JaxScan(_Scan):
     functions = (Q0_NAME,)
 
     def __init__(self, runtime, problem):
-        super().__init__(problem)
+        super().__init__(runtime, problem)
         self.jax, self.device = runtime.jax, runtime.device
         self.functions_of = native.jax_functions(self.jax)
         self.q0 = self.jax.jit(self.functions_of["q0_and_grad"])
         self.expected_compiles = 1 + len(SPLITS)
 
     def engine_for(self, m):
-        arrays = engines.dense_inputs(self.binned(m))[1]
-        return [self.jax.device_put(a, self.device) for a in arrays]
+        """The binning's arrays on the device, and the function that evaluates them."""
+        return self.runtime.put(engines.inputs_for(self.runtime, self.binned(m))), self.q0
 
-    def evaluate(self, inputs, signal):
+    def evaluate(self, engine, signal):
+        inputs, function = engine
         arrays, e = engines.split_native(inputs)
-        q0, grad, *_ = self.q0(e["init"], e["free"], e["lower"], e["upper"], self.jax.numpy.asarray(signal), arrays)
-        return np.asarray(q0), np.asarray(grad)
+        q0, grad, *_ = function(e["init"], e["free"], e["lower"], e["upper"], self.jax.numpy.asarray(signal), arrays)
+        return q0, grad
 
 
 class _JaxBatchedScan(_JaxScan):
@@ -150,23 +147,9 @@ class _JaxBatchedScan(_JaxScan):
         ]
         self.labels = [label for label, _m, _t in self.plan]
 
-    def evaluate(self, inputs, signal):
-        if np.ndim(signal) == 1:
-            return super().evaluate(inputs, signal)
-        arrays, e = engines.split_native(inputs)
-        q0, grad, *_ = self.batched(e["init"], e["free"], e["lower"], e["upper"], self.jax.numpy.asarray(signal), arrays)
-        return np.asarray(q0), np.asarray(grad)
-
-    def iteration(self, index):
-        if index == 0:
-            self.engines = {}
-        _label, m, template = self.plan[index]
-        if np.ndim(template) != 2:
-            return super().iteration(index)
-        if m not in self.engines:
-            self.engines[m] = self.engine_for(m)
-        q0, grad = self.evaluate(self.engines[m], template)
-        return np.concatenate([np.concatenate([[a], b]) for a, b in zip(np.asarray(q0), np.asarray(grad))])
+    def evaluate(self, engine, signal):
+        inputs, function = engine
+        return super().evaluate((inputs, self.batched if np.ndim(signal) == 2 else function), signal)
 
 
 class _JaxAheadOfTimeScan(_JaxScan):
@@ -174,66 +157,29 @@ class _JaxAheadOfTimeScan(_JaxScan):
 
     def __init__(self, runtime, problem):
         super().__init__(runtime, problem)
-        self.directory = os.environ.get("TTFR_AOT_DIR") or None
         self.executables = {}
         self.splits = sorted({m for _l, m, _t in self.plan})
         self.prepare_label = f"ahead of time: {len(self.splits)} binning(s) compiled or loaded"
 
-    def _path(self, m):
-        import jaxlib
-
-        runtime = f"jax{self.jax.__version__}-jaxlib{jaxlib.__version__}-{self.device.platform}"
-        digest = problems.dataset_sha256(self.problem)[:16]
-        return os.path.join(self.directory, f"hf_q0-{runtime}-{digest}-split{m}.xla")
-
     def prepare(self):
-        import pickle
-
-        from jax.experimental import serialize_executable
-
-        jnp = self.jax.numpy
-        # A deserialised executable that calls LAPACK (the fits' solve) crashes the process
-        # (SIGSEGV, jaxlib 0.10.2 on CPU) unless LAPACK's kernels were registered first, which
-        # the first linalg call does: one tiny solve before any load.
-        jnp.linalg.solve(jnp.eye(2), jnp.ones(2)).block_until_ready()
+        digest = problems.dataset_sha256(self.problem)[:16]
+        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}")
         for m in self.splits:
-            inputs = self.engine_for(m)
-            arrays, e = engines.split_native(inputs)
-            path = self._path(m) if self.directory else None
-            executable = None
-            if path and os.path.exists(path):
-                try:
-                    with open(path, "rb") as blob:  # this case's own earlier run wrote it (its cache directory)
-                        executable = serialize_executable.deserialize_and_load(*pickle.load(blob))
-                    self.loaded += 1
-                except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
-                    executable = None
-            if executable is None:
-                executable = self.q0.trace(e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays).lower().compile()
-                if path:
-                    os.makedirs(self.directory, exist_ok=True)
-                    with open(path + ".tmp", "wb") as blob:
-                        pickle.dump(serialize_executable.serialize(executable), blob)
-                    os.replace(path + ".tmp", path)
-            self.executables[m] = executable
+            arrays, e = engines.split_native(self.engine_for(m)[0])
+            traced = self.q0.trace(e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays)
+            self.executables[m] = store.get(f"split{m}", traced.lower().compile)
+        self.loaded = store.loaded
         self.expected_compiles = len(self.splits) - self.loaded
 
-    def iteration(self, index):
-        self._m = self.plan[index][1]
-        return super().iteration(index)
-
-    def evaluate(self, inputs, signal):
-        arrays, e = engines.split_native(inputs)
-        q0, grad, *_ = self.executables[self._m](e["init"], e["free"], e["lower"], e["upper"],
-                                                  self.jax.numpy.asarray(signal), arrays)  # fmt: skip
-        return np.asarray(q0), np.asarray(grad)
+    def engine_for(self, m):
+        return super().engine_for(m)[0], self.executables.get(m)
 
 
 class _TorchScan(_Scan):
     """Native torch: an engine per binning, its kernels compiled (torch.compile) or eager."""
 
     def __init__(self, runtime, problem):
-        super().__init__(problem)
+        super().__init__(runtime, problem)
         self.torch, self.device = runtime.torch, runtime.device
         self.kernels = loop_strategies.CalledKernels(runtime.torch, runtime.compiles)
 
@@ -241,15 +187,9 @@ class _TorchScan(_Scan):
     def expected_compiles(self):  # one graph per compiled kernel called (static shapes)
         return self.kernels.expected()
 
-    @expected_compiles.setter
-    def expected_compiles(self, _value):
-        pass
-
     def engine_for(self, m):
-        torch = self.torch
-        inputs = [torch.from_numpy(np.asarray(a)).to(self.device) for a in engines.dense_inputs(self.binned(m))[1]]
-        arrays, e = engines.split_native(inputs)
-        return native.TorchEngine(torch, self.kernels.compile_fn, arrays), e
+        arrays, e = engines.split_native(self.runtime.put(engines.inputs_for(self.runtime, self.binned(m))))
+        return native.TorchEngine(self.torch, self.kernels.compile_fn, arrays), e
 
     def evaluate(self, engine_and_extras, signal):
         engine, e = engine_and_extras
@@ -274,12 +214,7 @@ def build_loop(runtime, job, problem):
 
 def check(runtime, problem, host_problem, host_first, job):
     """Parity at the workspace's binning, then every iteration against naive on this engine."""
-    probe_inputs = engines.dense_inputs(problem)[1] if runtime.framework in ("jax", "torch") else None
-    if runtime.framework == "jax":
-        probe_inputs = [runtime.jax.device_put(a, runtime.device) for a in probe_inputs]
-    elif runtime.framework == "torch":
-        probe_inputs = [runtime.torch.from_numpy(np.asarray(a)).to(runtime.device) for a in probe_inputs]
-    probe = native.probe(runtime, probe_inputs) if probe_inputs is not None else engines.inputs_for(runtime, problem)
+    probe = native.probe(runtime, runtime.put(engines.inputs_for(runtime, problem)))
     result = gate.gate(probe, problem, job.reference or None)
     naive = build_loop(runtime, job.replace(strategy="naive"), problem)
     expected = naive.output([naive.iteration(i) for i in range(len(naive.labels))])[0]

@@ -34,9 +34,13 @@ class _Training:
 
     def __init__(self, functions, expected_compiles, new_trainer, reset=None):
         self.labels = [f"step {i + 1}" for i in range(train.STEPS)]
-        self.functions, self.expected_compiles = functions, expected_compiles
+        self.functions, self._expected = functions, expected_compiles
         self.new_trainer, self.reset = new_trainer, reset
         self.trainer = None
+
+    @property
+    def expected_compiles(self):
+        return self._expected
 
     def iteration(self, index):
         if index == 0:
@@ -62,10 +66,6 @@ class _TorchTraining(_Training):
     @property
     def expected_compiles(self):
         return self.kernels.expected()
-
-    @expected_compiles.setter
-    def expected_compiles(self, _value):
-        pass  # derived from the kernels called
 
     def _new_trainer(self):
         trainer = hf_train_loop.native_torch_trainer(self.torch, self.kernels.compile_fn, self.inputs, self.variant)

@@ -169,6 +169,58 @@ class _JaxExported(_JaxSequential):
         return self.exported.call
 
 
+class JaxExecutables:
+    """Compiled JAX executables kept in the AOT directory (TTFR_AOT_DIR, one of the case's
+    cache directories, so the cache policies empty or fill it): `get(key, compile)` loads the
+    one stored under `key`, or compiles and stores it. Files are named for the JAX, jaxlib and
+    platform they were compiled for; one that cannot be loaded costs a compile, never the run."""
+
+    def __init__(self, jax, device, stem: str):
+        import jaxlib
+
+        self.jax = jax
+        self.directory = os.environ.get("TTFR_AOT_DIR") or None
+        self.stem = f"{stem}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}"
+        self.loaded = 0
+        self._lapack_ready = False
+
+    def get(self, key: str, compile):
+        path = os.path.join(self.directory, f"{self.stem}-{key}.xla") if self.directory else None
+        executable = self._load(path) if path and os.path.exists(path) else None
+        if executable is not None:
+            self.loaded += 1
+            return executable
+        executable = compile()
+        if path:
+            import pickle
+
+            from jax.experimental import serialize_executable
+
+            os.makedirs(self.directory, exist_ok=True)
+            with open(path + ".tmp", "wb") as blob:
+                pickle.dump(serialize_executable.serialize(executable), blob)
+            os.replace(path + ".tmp", path)
+        return executable
+
+    def _load(self, path):
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        if not self._lapack_ready:
+            # A deserialised executable that calls LAPACK (a solve, say) crashes the process
+            # (SIGSEGV, jaxlib 0.10.2 on CPU) unless LAPACK's kernels were registered first,
+            # which the first linalg call does.
+            jnp = self.jax.numpy
+            jnp.linalg.solve(jnp.eye(2), jnp.ones(2)).block_until_ready()
+            self._lapack_ready = True
+        try:
+            with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
+                return serialize_executable.deserialize_and_load(*pickle.load(blob))
+        except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
+            return None
+
+
 class _JaxAheadOfTime(_JaxSequential):
     """Every distinct shape compiled before the loop, or loaded from the AOT directory."""
 
@@ -176,49 +228,16 @@ class _JaxAheadOfTime(_JaxSequential):
         self.shapes = sorted({s.shape() for s in segments})
         super().__init__(runtime, segments, len(self.shapes))
         self.dtype = segments[0].x.dtype
-        self.directory = os.environ.get("TTFR_AOT_DIR") or None
         self.executables = {}
         self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) compiled or loaded"
 
-    def _path(self, width, batch):
-        import jaxlib
-
-        # An executable is only valid for the JAX, jaxlib and device it was compiled for.
-        runtime = f"jax{self.jax.__version__}-jaxlib{jaxlib.__version__}-{self.device.platform}"
-        return os.path.join(self.directory, f"{STEP_NAME}-{runtime}-{self.dtype}-w{width}-b{batch}.xla")
-
-    def _load(self, path):
-        """The executable serialised at `path`; None when it cannot be loaded (then it is compiled)."""
-        import pickle
-
-        from jax.experimental import serialize_executable
-
-        try:
-            with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
-                return serialize_executable.deserialize_and_load(*pickle.load(blob))
-        except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
-            return None
-
     def prepare(self):
-        import pickle
-
-        from jax.experimental import serialize_executable
-
         step = self.jax.jit(loop_mlp.jax_step(self.jax, masked=False))
+        store = JaxExecutables(self.jax, self.device, f"{STEP_NAME}-{self.dtype}")
         for width, batch in self.shapes:
-            path = self._path(width, batch) if self.directory else None
-            loaded = self._load(path) if path and os.path.exists(path) else None
-            if loaded is not None:
-                self.executables[(width, batch)] = loaded
-                self.loaded += 1
-                continue
-            compiled = step.trace(*_jax_specs(self.jax, self.dtype, width, batch)).lower().compile()
-            self.executables[(width, batch)] = compiled
-            if path:
-                os.makedirs(self.directory, exist_ok=True)
-                with open(path + ".tmp", "wb") as blob:
-                    pickle.dump(serialize_executable.serialize(compiled), blob)
-                os.replace(path + ".tmp", path)
+            specs = _jax_specs(self.jax, self.dtype, width, batch)
+            self.executables[(width, batch)] = store.get(f"w{width}-b{batch}", step.trace(*specs).lower().compile)
+        self.loaded = store.loaded
         self.expected_compiles = len(self.shapes) - self.loaded
 
     def call_for(self, index):
