@@ -85,17 +85,25 @@ def test_report_and_plot_ready_scaling_data(hf_suite):
     assert all(r["ttfr_cold_cache_s"] == "" for r in rows if r["status"] == "warn")  # empty, never 0
 
 
+def loop_run(case, policy):
+    """A run's own loop figures (counters, timeline): the policy summary is left null when a
+    busy machine set the runs aside, the runs keep them."""
+    (run,) = [r for r in case["policies"][policy]["runs"] if r["outcome"] == "ok"]
+    return run["loop"]
+
+
 def test_the_training_loop_end_to_end_per_engine(hf_suite):
     """hf_train20: the whole 20-step loop is the timed unit; native JAX builds exactly one
     executable (in step 1), every engine's 20 losses are finite and repeat run after run."""
     suite, by_case = cases(hf_suite)
-    rows = {r["backend"]: r for r in suite["loops"] if r["loop"] == "hf_train20" and r["policy"].endswith("cold-cache")}
+    rows = {c["backend"]: c for c in by_case.values() if c["workload"] == "hf_train20" and c["status"] != "warn"}
     assert set(rows) == {"jax_jit_cpu", "nextstat", "torch_eager_cpu"}
+    assert {r["backend"] for r in suite["loops"] if r["loop"] == "hf_train20"} <= set(rows)
     jax_case = by_case["jax_jit_cpu_hf_train20_8_f64"]
-    summary = jax_case["policies"]["cold-process/cold-cache"]["loop_summary"]
+    summary = loop_run(jax_case, "cold-process/cold-cache")
     assert summary["compiles"] == summary["expected_compiles"] == 1
-    assert [e["compiles"] for e in summary["timeline"]] == [1] + [0] * 19
-    assert rows["torch_eager_cpu"]["compiles"] is None  # eager: nothing compiles, nothing to count
+    assert [e["compiles"] for e in summary["iterations"]] == [1] + [0] * 19
+    assert loop_run(rows["torch_eager_cpu"], "cold-process/cold-cache")["compiles"] is None  # eager: nothing to count
     for backend in rows:
         case = by_case[f"{backend}_hf_train20_8_f64"]
         assert case["status"] == "ok", case["reason"]
@@ -118,13 +126,13 @@ def test_the_mass_scan_compiles_once_per_binning_and_every_strategy_agrees_with_
         case = by_case[f"jax_jit_cpu_hf_mass_scan_{strategy}_8_f64"]
         assert case["status"] == "ok", case["reason"]
         assert case["correctness"]["scan"]["max_normalised_error_vs_naive"] <= 1e-6
-        cold = case["policies"]["cold-process/cold-cache"]["loop_summary"]
+        cold = loop_run(case, "cold-process/cold-cache")
         assert cold["compiles"] == cold["expected_compiles"] == 4, strategy
-    naive = by_case["jax_jit_cpu_hf_mass_scan_naive_8_f64"]["policies"]["cold-process/cold-cache"]["loop_summary"]
-    assert [e["compiles"] for e in naive["timeline"]] == [1, 0, 0, 0, 0, 0, 1, 1, 1]
-    vmapped = by_case["jax_jit_cpu_hf_mass_scan_vmapped_8_f64"]["policies"]["cold-process/cold-cache"]["loop_summary"]
-    assert len(vmapped["timeline"]) == 4  # the six hypotheses in one batched call, then the binnings
-    warm = by_case["jax_jit_cpu_hf_mass_scan_aot_8_f64"]["policies"]["cold-process/warm-cache"]["loop_summary"]
+    naive = loop_run(by_case["jax_jit_cpu_hf_mass_scan_naive_8_f64"], "cold-process/cold-cache")
+    assert [e["compiles"] for e in naive["iterations"]] == [1, 0, 0, 0, 0, 0, 1, 1, 1]
+    vmapped = loop_run(by_case["jax_jit_cpu_hf_mass_scan_vmapped_8_f64"], "cold-process/cold-cache")
+    assert len(vmapped["iterations"]) == 4  # the six hypotheses in one batched call, then the binnings
+    warm = loop_run(by_case["jax_jit_cpu_hf_mass_scan_aot_8_f64"], "cold-process/warm-cache")
     assert warm["compiles"] == warm["expected_compiles"] == 0 and warm["loaded"] == 4
     for backend in ("nextstat", "torch_eager_cpu"):
         case = by_case[f"{backend}_hf_mass_scan_naive_8_f64"]

@@ -267,7 +267,15 @@ def test_a_compile_count_off_its_expectation_flags_the_case(tmp_path):
     assert flags and flags[0]["expected"] == 2 and flags[0]["observed"] == [3]
     assert "3 (expected 2) **mismatch**" in (root / "report.md").read_text()
     assert validate_dir(root) == []
-    lines = terminal.loop_lines(json.loads((root / "suite.json").read_text())["loops"])
+    rows = json.loads((root / "suite.json").read_text())["loops"]
+    lines = terminal.loop_lines(rows)
+    assert any(text.startswith("loop sweep_mlp 4 on jax_jit_cpu float32, cold-process/cold-cache: best ") for text, _ in lines)
+    for row in rows:  # no totals (every run failed or was set aside): said, not skipped
+        row["vs_naive"] = None
+    assert (
+        "loop sweep_mlp 4 on jax_jit_cpu float32, cold-process/cold-cache: no totals to compare (see Loops in report.md)",
+        "yellow",
+    ) in terminal.loop_lines(rows)
     assert ("compile count off: jax_jit_cpu_sweep_mlp_bucketed_4_f32 cold-process/cold-cache: 3 compiles, "
             "bucketed expects 2", "yellow") in lines  # fmt: skip
 

@@ -120,7 +120,7 @@ def test_live_progress_display_runs_each_backend_family_on_a_terminal(family, tm
 
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
     """Loop workloads (every strategy of sweep_mlp on JAX, K = 2): the live bar, and the
-    summary's line naming the strategy with the lowest total against naive's."""
+    summary's line per loop (the strategy with the lowest total against naive's)."""
     argv = [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--workloads", "sweep_mlp",
             "--backends", "jax_jit_cpu", "--sizes", "2", "--cache-policy", "cold-cache", "--cold-runs", "1"]  # fmt: skip
     status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
@@ -129,7 +129,8 @@ def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_
     assert status == 0, text[-4000:]
     assert "ETA" in text and "\x1b[?25l" in raw, text[-4000:]
     flat = " ".join(text.split())
-    assert "loop sweep_mlp 2 on jax_jit_cpu float32, cold-process/cold-cache: best" in flat, text[-4000:]
+    # "best ..." or, when a busy machine set the runs aside, "no totals to compare": never absent
+    assert "loop sweep_mlp 2 on jax_jit_cpu float32, cold-process/cold-cache:" in flat, text[-4000:]
     assert "compile count off" not in flat, text[-4000:]
     assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
