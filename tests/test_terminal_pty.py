@@ -199,6 +199,13 @@ def test_selftest_and_the_ab_note_it_leads_to_on_a_terminal(tmp_path, monkeypatc
     text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
     assert "Traceback" not in text and status in (0, 3), text[-4000:]
     flat = " ".join(text.split())
-    # 2 rounds are below any answer (a signed-rank test needs 8 to reach p < 0.01 at all)
-    assert "note: ttfr selftest found that detecting +10% with 80% power here takes more than --rounds 2" in flat
+    # 2 rounds are below any answer (a signed-rank test needs 8 to reach p < 0.01 at all); a self-test on a
+    # busy machine may have found no answer (no δ): then no note, so what is expected comes from the stored file
+    from ttfr.commands import selftest
+
+    note = selftest.rounds_advice(selftest.load_stored(), 2, None)
+    if note is not None:
+        assert " ".join(note.split()) in flat, text[-4000:]
+    else:
+        assert "note: ttfr selftest found" not in flat, text[-4000:]
     assert "ETA" in text, text[-4000:]  # the live bar ran after the note
