@@ -139,6 +139,113 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
     assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
+@pytest.mark.parametrize("name", ["complex8p", "thu184p", "every_modifier"])
+def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework(name):
+    """The fits' Jacobian is written by hand (every interpolation branch, every linear
+    factor's product rule, the scatter into (bin, parameter)): reverse-mode autodiff of the
+    expected bins is the reference, and NumPy, JAX and torch must all agree with it."""
+    import jax
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
+    spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=2)
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    n = len(model.names)
+    signal = model.signal_nominal()
+    jops = dense.Ops("jax", jax.numpy)
+    arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
+    arrays_t = {k: torch.from_numpy(v) for k, v in model.arrays.items()}
+    for seed in range(3):  # _perturbed: |alpha| > 1 and < 1 on both sides, linear factors != 1
+        point = _perturbed(model, seed)
+        reference = np.asarray(jax.jacrev(lambda p: dense.expected_bins(jops, p, signal, arrays_j))(point))
+        assert np.count_nonzero(reference) > n  # a real Jacobian, not a few columns
+        expected = np.asarray(dense.expected_bins(jops, point, signal, arrays_j))
+        residual = np.asarray(model.arrays["observed"]) / expected - 1.0
+        nll_signal = np.asarray(jax.grad(dense.nll, argnums=2)(jops, point, signal, arrays_j))
+        for ops, arrays, as_array in (
+            (dense.Ops("numpy", np), model.arrays, np.asarray),
+            (jops, arrays_j, jax.numpy.asarray),
+            (dense.Ops("torch", torch), arrays_t, torch.from_numpy),
+        ):
+            index = dense.jacobian_index(ops, arrays, n)
+            nu, jac = dense.expected_and_jacobian(ops, as_array(point), as_array(signal), arrays, index)
+            assert np.allclose(np.asarray(nu), expected, rtol=1e-13, atol=0)
+            assert np.allclose(np.asarray(jac), reference, rtol=1e-12, atol=1e-12), ops.framework
+            gradient = dense.signal_gradient(ops, as_array(point), nu, arrays, signal.size)
+            assert np.allclose(np.asarray(gradient), nll_signal, rtol=1e-12, atol=1e-14), ops.framework
+        assert np.abs(residual).max() > 0  # the signal gradient test is not 0 == 0
+
+
+@pytest.mark.parametrize("name", ["simple", "complex8p", "thu184p", "every_modifier"])
+def test_newton_step_through_the_bins_equals_the_dense_solve(name):
+    """_newton_direction eliminates the constrained parameters through the bins; the step
+    must be the one the parameters x parameters Gauss-Newton system gives, with parameters
+    held at a bound (outward gradient) and fixed ones not moving."""
+    from ttfr.child.workloads.histfactory import native
+
+    spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=2)
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    ops, arrays = dense.Ops("numpy", np), model.arrays
+    n = len(model.names)
+    assert sorted(np.concatenate([arrays["cons_idx"], arrays["unc_idx"]])) == list(range(n))
+    bounds = model.bounds()
+    point = _perturbed(model, 0)
+    nu, jac = dense.expected_and_jacobian(ops, point, model.signal_nominal(), arrays, dense.jacobian_index(ops, arrays, n))
+    c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
+    gradient = -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad
+    free = ~model.fixed()
+    held = int(arrays["unc_idx"][-1])  # an unconstrained one at its bound, pushed outwards
+    point[held] = bounds[held, 0] if gradient[held] > 0 else bounds[held, 1]
+    lam = 1e-3
+    g, step = native._newton_direction(ops, point, nu, jac, free, bounds[:, 0], bounds[:, 1], lam, arrays)
+    c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
+    gradient = -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad
+    active = free & ~((point <= bounds[:, 0]) & (gradient > 0)) & ~((point >= bounds[:, 1]) & (gradient < 0))
+    assert not active[held] and active.sum() < n
+    a = np.flatnonzero(active)
+    hessian = jac.T @ ((arrays["observed"] / nu**2)[:, None] * jac) + np.diag(curvature)
+    expected_step = np.zeros(n)
+    expected_step[a] = np.linalg.solve(hessian[np.ix_(a, a)] + lam * np.eye(a.size), gradient[a])
+    assert np.allclose(g, np.where(active, gradient, 0.0), rtol=0, atol=1e-12)
+    assert np.allclose(step, expected_step, rtol=1e-9, atol=1e-12)
+    assert np.all(step[~active] == 0.0)
+    structured = len(arrays["observed"]) + len(arrays["unc_idx"]) < n
+    assert structured == (name != "simple")  # both paths of _newton_direction are covered
+
+
+@pytest.mark.skipif(not have("jax"), reason="needs jax")
+def test_fits_stop_at_the_nll_resolution_and_warm_starts_converge_to_the_same_point():
+    """At 184 parameters the conditional fit reaches the NLL's rounding before a 1e-9
+    gradient: a fit that then only rejects steps runs to 35 iterations (the old stop); it
+    must stop by its step size instead. From the previous template's optima (a training
+    step's warm start) the fits land on the same q0 and gradient in fewer iterations."""
+    import jax
+
+    from ttfr.child.workloads.histfactory import native
+
+    jax.config.update("jax_enable_x64", True)
+    spec = hf_workspace.preset("thu184p", seed=0)
+    model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
+    arrays = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
+    b = model.bounds()
+    q0_fn = jax.jit(native.jax_functions(jax)["q0_and_grad"])
+
+    def q0(signal, starts=None):
+        return q0_fn(model.inits(), ~model.fixed(), b[:, 0], b[:, 1], signal, arrays, starts)
+
+    first = q0(model.signal_nominal())
+    assert bool(first[4]) and int(first[3]) <= 20
+    moved = model.signal_nominal() * np.linspace(0.9, 1.1, model.signal_nominal().size)
+    cold, warm = q0(moved), q0(moved, first[5])
+    assert bool(cold[4]) and bool(warm[4])
+    assert int(warm[3]) < int(cold[3])
+    assert abs(float(warm[0]) - float(cold[0])) <= 1e-9
+    assert np.allclose(np.asarray(warm[1]), np.asarray(cold[1]), rtol=1e-7, atol=1e-10)
+    for a, c in zip(warm[5], cold[5]):
+        assert np.allclose(np.asarray(a), np.asarray(c), rtol=0, atol=1e-7)
+
+
 @pytest.mark.slow  # pyhf's and our fits, and finite differences through a jitted fit
 @pytest.mark.skipif(not have("jax"), reason="needs jax")
 @pytest.mark.parametrize("name", ["complex8p", "every_modifier"])
@@ -157,7 +264,7 @@ def test_native_q0_matches_pyhf_and_its_gradient_matches_finite_differences(name
     b = model.bounds()
     arrays = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
     q0_fn = jax.jit(lambda s: functions["q0_and_grad"](model.inits(), ~model.fixed(), b[:, 0], b[:, 1], s, arrays))
-    q0, grad, muhat, _iterations, converged = q0_fn(model.signal_nominal())
+    q0, grad, muhat, _iterations, converged, _optima = q0_fn(model.signal_nominal())
     assert bool(converged) and float(muhat) > 0
     assert abs(float(q0) - reference) <= 1e-4
     fd = gate.central_differences(lambda s: float(q0_fn(s)[0]), model.signal_nominal(), 1e-4)
@@ -255,6 +362,9 @@ def test_user_workspace_size_becomes_the_histfactory_case_size(tmp_path):
         build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", sizes="77")
 
 
+FIT_INPUTS = ("init", "free", "lower", "upper")
+
+
 @pytest.mark.slow  # JAX and torch training loops through the profiled fit
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 def test_training_loops_agree_across_frameworks():
@@ -267,14 +377,14 @@ def test_training_loops_agree_across_frameworks():
     spec = hf_workspace.preset("complex8p", seed=3)
     problem = _problem(spec)
     _model, native_inputs = engines.dense_inputs(problem)
-    state_inputs = train.native_state_inputs(0)
+    state_inputs = train.native_state_inputs(0, engines.split_native(native_inputs)[1]["init"])
     jax_trainer = train.JaxTrainer(jax, [jax.numpy.asarray(x) for x in native_inputs + state_inputs], "sigmoid")
     arrays, extra = engines.split_native([torch.as_tensor(x) for x in native_inputs])
     engine = native.TorchEngine(torch, lambda fn: fn, arrays)
     signal = extra["signal"].numpy()
     torch_trainer = train.TorchTrainer(
         torch, train.initial_state(0), signal.size, float(signal.sum()), "sigmoid",
-        q0_and_grad=lambda t: engine.q0_and_grad(extra["init"], extra["free"], extra["lower"], extra["upper"], t)[:2],
+        q0_and_grad=train.WarmStarted(lambda t, starts: engine.q0_and_grad(*(extra[k] for k in FIT_INPUTS), t, starts)),
     )  # fmt: skip
     jax_losses = [jax_trainer.step() for _ in range(5)]
     torch_losses = [float(torch_trainer.step()) for _ in range(5)]

@@ -81,8 +81,9 @@ def test_report_and_plot_ready_scaling_data(hf_suite):
     assert "3.66 ms" in report and "measured elsewhere" in report
     rows = list(csv.DictReader((hf_suite / "scaling.csv").open()))
     assert {r["engine"] for r in rows} >= {"jax_jit_cpu", "nextstat", "torch_eager_cpu"}
-    assert all(float(r["ttfr_cold_cache_s"]) > 0 for r in rows if r["status"] == "ok")
-    assert all(r["ttfr_cold_cache_s"] == "" for r in rows if r["status"] == "warn")  # empty, never 0
+    # A figure is positive or empty (a warned case, or runs a busy machine set aside), never 0.
+    assert all(r["ttfr_cold_cache_s"] == "" or float(r["ttfr_cold_cache_s"]) > 0 for r in rows)
+    assert all(r["ttfr_cold_cache_s"] == "" for r in rows if r["status"] == "warn")
 
 
 def loop_run(case, policy):

@@ -18,9 +18,7 @@ def jax_fn(jax):
 
     def hf_profiled_q0(*inputs):
         arrays, e = engines.split_native(inputs)
-        q0, grad, muhat, _iterations, _converged = functions["q0_and_grad"](
-            e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays
-        )
+        q0, grad, muhat, *_rest = functions["q0_and_grad"](e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays)
         return q0, grad, muhat
 
     return hf_profiled_q0
@@ -31,7 +29,7 @@ def torch_build(torch, compile_fn, inputs):
     engine = native.TorchEngine(torch, compile_fn, arrays)
 
     def hf_profiled_q0():
-        q0, grad, muhat, _iterations, _converged = engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], e["signal"])
+        q0, grad, muhat, *_rest = engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], e["signal"])
         return q0, grad, muhat
 
     return hf_profiled_q0, ()

@@ -28,7 +28,8 @@ dataset_sha256 = problems.dataset_sha256
 
 class _Training:
     """One training run per loop run: `reset()` at step 1 puts the weights (and Adam's
-    state) back where they started, keeping whatever the engine compiled."""
+    state, and the fits' warm starts) back where they started, keeping whatever the engine
+    compiled."""
 
     loaded = 0
 
@@ -78,6 +79,7 @@ class _TorchTraining(_Training):
             for p, first in zip(trainer.params, self.first):
                 p.copy_(first)
         trainer.optimizer = torch.optim.Adam(trainer.params, lr=train.LEARNING_RATE, betas=train.BETAS, eps=train.ADAM_EPS)
+        trainer.q0_and_grad.reset()  # the fits start from the initial values again
 
 
 def build_loop(runtime, job, inputs):

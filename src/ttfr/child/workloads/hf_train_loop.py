@@ -19,7 +19,8 @@ dataset_sha256 = problems.dataset_sha256
 def inputs_for(runtime, problem):
     prepared = engines.inputs_for(runtime, problem)
     if runtime.framework in ("jax", "torch"):
-        return prepared + train.native_state_inputs(problem.seed)
+        _arrays, extra = engines.split_native(prepared)
+        return prepared + train.native_state_inputs(problem.seed, extra["init"])
     return prepared
 
 
@@ -34,10 +35,10 @@ def native_torch_trainer(torch, compile_fn, inputs, variant, engine=None):
     engine = engine or native.TorchEngine(torch, compile_fn, arrays)
     signal = e["signal"].cpu().numpy()
 
-    def q0_and_grad(template):
-        q0, grad, *_ = engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], template)
-        return q0, grad
+    def q0_and_grad_from(template, starts):
+        return engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], template, starts)
 
+    q0_and_grad = train.WarmStarted(q0_and_grad_from)
     trainer = train.TorchTrainer(torch, state, signal.size, float(signal.sum()), variant, q0_and_grad=q0_and_grad,
                                  compile_fn=compile_fn)  # fmt: skip
     trainer.engine = engine

@@ -9,6 +9,11 @@ histogram (NextStat's definitions, so its own `SoftHistogram` can be used for it
 bandwidth 0.5 x the bin width. The template keeps the nominal's total yield.
 dq0/d(template) comes from the engine (envelope theorem, or NextStat's q0_like), and
 the chain rule to the weights from the framework's autodiff.
+
+The native engines warm-start: each step's two fits start from the previous step's optima
+(the first from the model's initial values). Adam moves the template a little per step, so
+the free fit needs a few Newton steps instead of a fit from scratch, and the conditional
+fit (mu = 0: the template does not enter it) one step to confirm its optimum.
 """
 
 from __future__ import annotations
@@ -81,19 +86,42 @@ def run_loop(step, steps: int = STEPS) -> dict:
 
 
 # ------------------------------------------------------------------ native JAX (pure step)
-TRAIN_INPUTS = PARAMS + tuple(f"m_{p}" for p in PARAMS) + tuple(f"v_{p}" for p in PARAMS) + ("t", "events")
+# The carried state, then the events (fixed); start_*: where the next step's fits start.
+TRAIN_INPUTS = (
+    PARAMS + tuple(f"m_{p}" for p in PARAMS) + tuple(f"v_{p}" for p in PARAMS) + ("t", "start_free", "start_cond", "events")
+)
 
 
-def native_state_inputs(seed: int) -> list:
+def native_state_inputs(seed: int, init) -> list:
+    """The training state's first values; `init`: the model's initial parameter values."""
     state = initial_state(seed)
     zeros = {f"{kind}_{p}": np.zeros_like(state[p]) for kind in ("m", "v") for p in PARAMS}
-    values = {**state, **zeros, "t": np.zeros(())}
+    starts = {"start_free": np.array(init, dtype=float), "start_cond": np.array(init, dtype=float)}
+    values = {**state, **zeros, "t": np.zeros(()), **starts}
     return [values[name] for name in TRAIN_INPUTS]
 
 
+class WarmStarted:
+    """q0_and_grad(template) -> (q0, grad) from `q0_and_grad_from(template, starts)` (a native
+    engine's, returning the optima last), each call's fits starting at the last call's
+    optima; `reset()` goes back to the model's initial values (a new training run)."""
+
+    def __init__(self, q0_and_grad_from):
+        self.q0_and_grad_from = q0_and_grad_from
+        self.starts = None
+
+    def __call__(self, template):
+        q0, grad, *_rest, self.starts = self.q0_and_grad_from(template, self.starts)
+        return q0, grad
+
+    def reset(self):
+        self.starts = None
+
+
 def jax_step(jax, variant: str):
-    """The whole step as one pure function of (*native inputs, *TRAIN_INPUTS); the bin
-    count and the template's total come from the signal input (static shape, traced sum)."""
+    """The whole step as one pure function of (*native inputs, *TRAIN_INPUTS) returning
+    (-Z0, *the next state without the events); the bin count and the template's total come
+    from the signal input (static shape, traced sum)."""
     jnp = jax.numpy
     functions = native.jax_functions(jax)
     b1, b2 = BETAS
@@ -106,7 +134,10 @@ def jax_step(jax, variant: str):
         bin_edges = jnp.linspace(0.0, 1.0, e["signal"].shape[0] + 1)
         total = jnp.sum(e["signal"])
         signal, pullback = jax.vjp(lambda ps: template(jnp, ps, s["events"], bin_edges, total, variant), params)
-        q0, dq0, _muhat, _it, _ok = functions["q0_and_grad"](e["init"], e["free"], e["lower"], e["upper"], signal, arrays)
+        starts = (s["start_free"], s["start_cond"])
+        q0, dq0, _muhat, _it, _ok, optima = functions["q0_and_grad"](
+            e["init"], e["free"], e["lower"], e["upper"], signal, arrays, starts
+        )
         z0 = jnp.sqrt(q0 + Z0_EPS)
         (grads,) = pullback(-0.5 / z0 * dq0)
         t = s["t"] + 1.0
@@ -115,7 +146,7 @@ def jax_step(jax, variant: str):
         new = tuple(
             w - LEARNING_RATE * (mi / (1 - b1**t)) / (jnp.sqrt(vi / (1 - b2**t)) + ADAM_EPS) for w, mi, vi in zip(params, m, v)
         )
-        return (-z0, *new, *m, *v, t)
+        return (-z0, *new, *m, *v, t, *optima)
 
     return step
 
