@@ -66,3 +66,25 @@ def test_torch_cache_counters_verify_both_cold_policies(torch_suite):
     assert warm["metrics"]["first_call_s"] < cold["metrics"]["first_call_s"]
     eager = case(torch_suite, "torch_eager_cpu_mlp_train_step_8_f32")["policies"]
     assert eager["cold-process/cold-cache"]["cache_verification"]["verdict"] == "not_applicable"
+
+
+@pytest.mark.skipif(not have("pyhf"), reason="the HistFactory gate needs pyhf")
+def test_histfactory_fit_kernels_compile_and_come_back_whole_from_a_warm_cache(tmp_path):
+    """The native fits' torch.compile kernels (expected bins with their Jacobian, the Newton
+    step with its Cholesky) must pass the gate and be cacheable: an error-checking linalg op
+    becomes an effectful node that Inductor's FX graph cache refuses ("Can't cache
+    HigherOrderOperator: with_effects"), which leaves a warm cache with misses."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ttfr", "run", "--out", str(tmp_path), "--backends", "torch_compile_cpu",
+         "--workloads", "hf_profiled_q0", "--workspace-preset", "complex8p", "--cold-runs", "1", "--warm-procs", "1",
+         "--warm-samples", "3", "--cache-policy", "cold-cache,warm-cache", "--seed", "1"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    result = case(root, "torch_compile_cpu_hf_profiled_q0_8_f64")
+    assert result["status"] == "ok", result["reason"]
+    assert result["correctness"]["passed"] and result["correctness"]["fd"]["passed"]
+    (warm,) = result["policies"]["cold-process/warm-cache"]["runs"]
+    assert warm["cache"]["hits"] > 0 and warm["cache"]["misses"] == 0, warm["cache"]
+    assert warm["cache"]["verdict"] == "verified" and not warm["cache"].get("flags")

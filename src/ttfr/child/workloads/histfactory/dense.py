@@ -283,8 +283,9 @@ def _apply_overrides(parameters: list[Parameter], overrides: dict) -> None:
 
 
 class Ops:
-    """The few operations that differ between NumPy, jax.numpy and torch (`spd_solve`: a
-    symmetric positive definite system, (n, n) x (n, k), by Cholesky where there is one)."""
+    """The few operations that differ between NumPy, jax.numpy and torch (`solve`: a linear
+    system, (n, n) x (n, k); `spd_solve`: a symmetric positive definite one, by Cholesky
+    where there is one)."""
 
     def __init__(self, framework: str, module):
         self.framework = framework
@@ -299,18 +300,23 @@ class Ops:
             from jax.scipy.linalg import cho_factor, cho_solve
 
             self.spd_solve = lambda matrix, rhs: cho_solve(cho_factor(matrix, lower=True), rhs)
+            self.solve = module.linalg.solve
         elif framework == "torch":
             self.segment_sum = lambda data, ids, n: module.zeros(n, dtype=data.dtype, device=data.device).index_add(0, ids, data)
             self.concat = module.cat
             self.ones1 = lambda like: module.ones(1, dtype=like.dtype, device=like.device)
             self.zeros = lambda n, like: module.zeros(n, dtype=like.dtype, device=like.device)
-            self.spd_solve = lambda matrix, rhs: module.cholesky_solve(rhs, module.linalg.cholesky(matrix))
+            # The _ex forms: no error check, which torch.compile turns into an effectful op
+            # that keeps the graph out of Inductor's FX graph cache. A failed factorisation
+            # gives NaN, as in JAX, and the fit rejects that step.
+            self.spd_solve = lambda matrix, rhs: module.cholesky_solve(rhs, module.linalg.cholesky_ex(matrix)[0])
+            self.solve = lambda matrix, rhs: module.linalg.solve_ex(matrix, rhs)[0]
         else:
             self.segment_sum = lambda data, ids, n: np.bincount(ids, weights=data, minlength=n)
             self.concat = np.concatenate
             self.ones1 = lambda like: np.ones(1, dtype=like.dtype)
             self.zeros = lambda n, like: np.zeros(n, dtype=like.dtype)
-            self.spd_solve = np.linalg.solve
+            self.spd_solve = self.solve = np.linalg.solve
 
 
 def _with_sentinel(ops: Ops, pars):

@@ -81,7 +81,7 @@ def _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays):
     u_u = rows[:, unc]  # the POI at least: never empty
     solved = ops.spd_solve(bins_block, ops.concat([u_u, (scaled @ g_c)[:, None]], 1))  # M^-1 [U_u, U_c D_c^-1 g_c]
     schur = xp.diag(diagonal[unc]) + u_u.T @ solved[:, :n_unc]
-    step_u = xp.linalg.solve(schur, (g[unc] - u_u.T @ solved[:, n_unc])[:, None])[:, 0]
+    step_u = ops.solve(schur, (g[unc] - u_u.T @ solved[:, n_unc])[:, None])[:, 0]
     r = solved[:, :n_unc] @ step_u + solved[:, n_unc]
     step_c = (g_c - u_c.T @ r) / d_c
     # Back to parameter order: the two index sets are a partition, so the scatter-add sets.
