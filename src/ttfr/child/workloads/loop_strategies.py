@@ -172,7 +172,8 @@ class _JaxExported(_JaxSequential):
 class JaxExecutables:
     """Compiled JAX executables kept in the AOT directory (TTFR_AOT_DIR, one of the case's
     cache directories, so the cache policies empty or fill it): `get(key, compile)` loads the
-    one stored under `key`, or compiles and stores it. Files are named for the JAX, jaxlib and
+    one stored under `key`, or calls `compile()` (trace, lower, compile: nothing of it is
+    needed for a load) and stores the result. Files are named for the JAX, jaxlib and
     platform they were compiled for; one that cannot be loaded costs a compile, never the run."""
 
     def __init__(self, jax, device, stem: str):
@@ -236,7 +237,11 @@ class _JaxAheadOfTime(_JaxSequential):
         store = JaxExecutables(self.jax, self.device, f"{STEP_NAME}-{self.dtype}")
         for width, batch in self.shapes:
             specs = _jax_specs(self.jax, self.dtype, width, batch)
-            self.executables[(width, batch)] = store.get(f"w{width}-b{batch}", step.trace(*specs).lower().compile)
+
+            def compile_ahead(specs=specs):  # traced only when not loaded
+                return step.trace(*specs).lower().compile()
+
+            self.executables[(width, batch)] = store.get(f"w{width}-b{batch}", compile_ahead)
         self.loaded = store.loaded
         self.expected_compiles = len(self.shapes) - self.loaded
 
