@@ -177,41 +177,80 @@ def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework
         assert np.abs(residual).max() > 0  # the signal gradient test is not 0 == 0
 
 
-@pytest.mark.parametrize("name", ["simple", "complex8p", "thu184p", "every_modifier"])
+@pytest.mark.parametrize("name", ["simple", "complex8p", "thu184p", "every_modifier", "thu184p_all_constrained"])
 def test_newton_step_through_the_bins_equals_the_dense_solve(name):
     """_newton_direction eliminates the constrained parameters through the bins; the step
     must be the one the parameters x parameters Gauss-Newton system gives, with parameters
-    held at a bound (outward gradient) and fixed ones not moving."""
+    held at a bound (outward gradient: an unconstrained and a constrained one) and a fixed
+    one not moving; `all_constrained` takes the path with no unconstrained parameter."""
     from ttfr.child.workloads.histfactory import native
 
-    spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=2)
+    preset = name.removesuffix("_all_constrained")
+    spec = WITH_EVERY_MODIFIER if preset == "every_modifier" else hf_workspace.preset(preset, seed=2)
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
-    ops, arrays = dense.Ops("numpy", np), model.arrays
+    ops, arrays = dense.Ops("numpy", np), dict(model.arrays)
     n = len(model.names)
     assert sorted(np.concatenate([arrays["cons_idx"], arrays["unc_idx"]])) == list(range(n))
+    if preset != name:  # as if every parameter had a constraint term (the POI's curvature stays 0)
+        arrays["cons_idx"], arrays["unc_idx"] = np.arange(n), np.arange(0)
     bounds = model.bounds()
     point = _perturbed(model, 0)
     nu, jac = dense.expected_and_jacobian(ops, point, model.signal_nominal(), arrays, dense.jacobian_index(ops, arrays, n))
-    c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
-    gradient = -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad
+
+    def gradient_at(point):
+        c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
+        return -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad, curvature
+
+    def hold(i) -> bool:  # put parameter i at a bound where its gradient pushes outwards
+        original = point[i]
+        for side, outwards in ((0, 1.0), (1, -1.0)):
+            point[i] = bounds[i, side]
+            if outwards * gradient_at(point)[0][i] > 0:
+                return True
+        point[i] = original
+        return False
+
     free = ~model.fixed()
-    held = int(arrays["unc_idx"][-1])  # an unconstrained one at its bound, pushed outwards
-    point[held] = bounds[held, 0] if gradient[held] > 0 else bounds[held, 1]
+    held = [int(model.arrays["unc_idx"][-1])]
+    assert hold(held[0])
+    constrained = [int(i) for i in model.arrays["cons_idx"] if free[i]]
+    held += [i for i in constrained[:-1] if hold(i)][:1]  # a constrained one too, where one can be
+    free[constrained[-1]] = False  # a fixed parameter inside the structured elimination
+    assert len(held) == 2 or preset != "thu184p"  # thu184p has a constrained one that can be held
     lam = 1e-3
-    g, step = native._newton_direction(ops, point, nu, jac, free, bounds[:, 0], bounds[:, 1], lam, arrays)
-    c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
-    gradient = -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad
+    g, step, damping = native._newton_direction(ops, point, nu, jac, free, bounds[:, 0], bounds[:, 1], lam, arrays)
+    gradient, curvature = gradient_at(point)
     active = free & ~((point <= bounds[:, 0]) & (gradient > 0)) & ~((point >= bounds[:, 1]) & (gradient < 0))
-    assert not active[held] and active.sum() < n
+    assert not active[held].any() and active.sum() < n
     a = np.flatnonzero(active)
     hessian = jac.T @ ((arrays["observed"] / nu**2)[:, None] * jac) + np.diag(curvature)
     expected_step = np.zeros(n)
     expected_step[a] = np.linalg.solve(hessian[np.ix_(a, a)] + lam * np.eye(a.size), gradient[a])
     assert np.allclose(g, np.where(active, gradient, 0.0), rtol=0, atol=1e-12)
-    assert np.allclose(step, expected_step, rtol=1e-9, atol=1e-12)
+    assert np.allclose(step, expected_step, rtol=1e-8, atol=1e-12)
     assert np.all(step[~active] == 0.0)
+    diagonal = np.diag(hessian)[a]
+    assert damping == pytest.approx(lam / diagonal[diagonal > 0].min(), rel=1e-12)
     structured = len(arrays["observed"]) + len(arrays["unc_idx"]) < n
     assert structured == (name != "simple")  # both paths of _newton_direction are covered
+
+
+@pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
+def test_a_failed_factorisation_gives_nan_in_jax_and_torch_alike():
+    """The fits reject a step that is not finite; torch's _ex solves (used so compiled
+    kernels stay cacheable) must give NaN on failure, as JAX does, not a finite wrong step."""
+    import jax
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
+    not_positive, singular, rhs = -np.eye(3), np.zeros((3, 3)), np.ones((3, 1))
+    jops, tops = dense.Ops("jax", jax.numpy), dense.Ops("torch", torch)
+    assert np.isnan(np.asarray(jops.spd_solve(jax.numpy.asarray(not_positive), jax.numpy.asarray(rhs)))).all()
+    assert np.isnan(tops.spd_solve(torch.from_numpy(not_positive), torch.from_numpy(rhs)).numpy()).all()
+    assert np.isnan(tops.solve(torch.from_numpy(singular), torch.from_numpy(rhs)).numpy()).all()
+    good = np.diag([2.0, 4.0, 8.0])
+    assert np.allclose(tops.spd_solve(torch.from_numpy(good), torch.from_numpy(rhs)).numpy(), [[0.5], [0.25], [0.125]])
+    assert np.allclose(tops.solve(torch.from_numpy(good), torch.from_numpy(rhs)).numpy(), [[0.5], [0.25], [0.125]])
 
 
 @pytest.mark.skipif(not have("jax"), reason="needs jax")

@@ -163,7 +163,7 @@ class _JaxAheadOfTimeScan(_JaxScan):
 
     def prepare(self):
         digest = problems.dataset_sha256(self.problem)[:16]
-        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}")
+        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}", sources=(native, dense))
         for m in self.splits:
             arrays, e = engines.split_native(self.engine_for(m)[0])
 

@@ -169,6 +169,18 @@ class _JaxExported(_JaxSequential):
         return self.exported.call
 
 
+def _code_digest(modules) -> str:
+    """The modules whose code the executables compile, hashed: an edit to them makes new file
+    names, so an executable of older code is never loaded."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for module in modules:
+        with open(module.__file__, "rb") as source:
+            digest.update(source.read())
+    return digest.hexdigest()[:12]
+
+
 class JaxExecutables:
     """Compiled JAX executables kept in the AOT directory (TTFR_AOT_DIR, one of the case's
     cache directories, so the cache policies empty or fill it): `get(key, compile)` loads the
@@ -176,12 +188,13 @@ class JaxExecutables:
     needed for a load) and stores the result. Files are named for the JAX, jaxlib and
     platform they were compiled for; one that cannot be loaded costs a compile, never the run."""
 
-    def __init__(self, jax, device, stem: str):
+    def __init__(self, jax, device, stem: str, sources=()):
         import jaxlib
 
         self.jax = jax
         self.directory = os.environ.get("TTFR_AOT_DIR") or None
-        self.stem = f"{stem}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}"
+        code = _code_digest(sources)
+        self.stem = f"{stem}-{code}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}"
         self.loaded = 0
         self._lapack_ready = False
 
@@ -234,7 +247,7 @@ class _JaxAheadOfTime(_JaxSequential):
 
     def prepare(self):
         step = self.jax.jit(loop_mlp.jax_step(self.jax, masked=False))
-        store = JaxExecutables(self.jax, self.device, f"{STEP_NAME}-{self.dtype}")
+        store = JaxExecutables(self.jax, self.device, f"{STEP_NAME}-{self.dtype}", sources=(loop_mlp,))
         for width, batch in self.shapes:
             specs = _jax_specs(self.jax, self.dtype, width, batch)
 

@@ -306,17 +306,32 @@ class Ops:
             self.concat = module.cat
             self.ones1 = lambda like: module.ones(1, dtype=like.dtype, device=like.device)
             self.zeros = lambda n, like: module.zeros(n, dtype=like.dtype, device=like.device)
-            # The _ex forms: no error check, which torch.compile turns into an effectful op
-            # that keeps the graph out of Inductor's FX graph cache. A failed factorisation
-            # gives NaN, as in JAX, and the fit rejects that step.
-            self.spd_solve = lambda matrix, rhs: module.cholesky_solve(rhs, module.linalg.cholesky_ex(matrix)[0])
-            self.solve = lambda matrix, rhs: module.linalg.solve_ex(matrix, rhs)[0]
+            self.spd_solve, self.solve = _torch_spd_solve(module), _torch_solve(module)
         else:
             self.segment_sum = lambda data, ids, n: np.bincount(ids, weights=data, minlength=n)
             self.concat = np.concatenate
             self.ones1 = lambda like: np.ones(1, dtype=like.dtype)
             self.zeros = lambda n, like: np.zeros(n, dtype=like.dtype)
             self.spd_solve = self.solve = np.linalg.solve
+
+
+# torch's _ex forms: no error check, which torch.compile would turn into an effectful node
+# that keeps the graph out of Inductor's FX graph cache. A failed factorisation (info != 0)
+# gives NaN, as in JAX, and the fit rejects that step.
+def _torch_spd_solve(torch):
+    def spd_solve(matrix, rhs):
+        factor, info = torch.linalg.cholesky_ex(matrix)
+        return torch.where(info == 0, torch.cholesky_solve(rhs, factor), torch.nan)
+
+    return spd_solve
+
+
+def _torch_solve(torch):
+    def solve(matrix, rhs):
+        result, info = torch.linalg.solve_ex(matrix, rhs)
+        return torch.where(info == 0, result, torch.nan)
+
+    return solve
 
 
 def _with_sentinel(ops: Ops, pars):

@@ -46,13 +46,14 @@ MAX_ITERATIONS = 100
 GRADIENT_TOL = 1e-9
 STEP_TOL = 1e-8
 F_NOISE = 1e-13  # the NLL's rounding, relative to max(1, |NLL|)
-CONVERGED_DAMPING = 1e-3  # a step damped harder than this is too short to say the fit converged
+CONVERGED_DAMPING = 1e-3  # damping / smallest curvature above which a step is too short to say the fit converged
 INITIAL_DAMPING = 1e-6
 POI = 0
 
 
 def _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays):
-    """The damped Gauss-Newton step over the active parameters: (projected gradient, step).
+    """The damped Gauss-Newton step over the active parameters: (projected gradient, step,
+    damping relative to the smallest positive curvature of an active parameter).
 
     Solves (U^T U + D) delta = g with U = diag(sqrt(n)/nu) J (bins x parameters) and D the
     constraints' curvature + damping (held parameters: a unit diagonal, zero column and
@@ -71,26 +72,36 @@ def _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays):
     g = g * mask
     rows = (xp.sqrt(observed) / expected)[:, None] * jac * mask[None, :]
     diagonal = curvature * mask + (1.0 - mask) + lam
+    # How hard the step is damped: lam against the smallest curvature (Gauss-Newton diagonal)
+    # of a parameter that can move; a step damped well below its Newton length says nothing
+    # about convergence.
+    hessian_diagonal = xp.sum(rows * rows, 0) + curvature * mask
+    movable = active & (hessian_diagonal > 0)
+    relative_damping = lam / xp.min(xp.where(movable, hessian_diagonal, xp.inf + 0.0 * p))
     cons, unc = arrays["cons_idx"], arrays["unc_idx"]
     n_bins, n_unc = observed.shape[0], unc.shape[0]
     if n_bins + n_unc >= p.shape[0]:  # static: few parameters, the dense system is the smaller
-        return g, ops.spd_solve(rows.T @ rows + xp.diag(diagonal), g[:, None])[:, 0]
+        return g, ops.spd_solve(rows.T @ rows + xp.diag(diagonal), g[:, None])[:, 0], relative_damping
     u_c, d_c, g_c = rows[:, cons], diagonal[cons], g[cons]
     scaled = u_c / d_c[None, :]
     bins_block = xp.diag(xp.ones_like(observed)) + scaled @ u_c.T
-    u_u = rows[:, unc]  # the POI at least: never empty
+    if n_unc == 0:  # static: every parameter constrained (a POI with a constraint term)
+        r = ops.spd_solve(bins_block, (scaled @ g_c)[:, None])[:, 0]
+        return g, ops.segment_sum((g_c - u_c.T @ r) / d_c, cons, p.shape[0]), relative_damping
+    u_u = rows[:, unc]
     solved = ops.spd_solve(bins_block, ops.concat([u_u, (scaled @ g_c)[:, None]], 1))  # M^-1 [U_u, U_c D_c^-1 g_c]
     schur = xp.diag(diagonal[unc]) + u_u.T @ solved[:, :n_unc]
     step_u = ops.solve(schur, (g[unc] - u_u.T @ solved[:, n_unc])[:, None])[:, 0]
     r = solved[:, :n_unc] @ step_u + solved[:, n_unc]
     step_c = (g_c - u_c.T @ r) / d_c
     # Back to parameter order: the two index sets are a partition, so the scatter-add sets.
-    return g, ops.segment_sum(ops.concat([step_c, step_u], 0), ops.concat([cons, unc], 0), p.shape[0])
+    return g, ops.segment_sum(ops.concat([step_c, step_u], 0), ops.concat([cons, unc], 0), p.shape[0]), relative_damping
 
 
-def _converged(xp, g, p, trial, accept, lam):
+def _converged(xp, g, p, trial, accept, relative_damping):
     small_gradient = xp.max(xp.abs(g)) < GRADIENT_TOL
-    small_step = accept & (lam <= CONVERGED_DAMPING) & (xp.max(xp.abs(trial - p) / (1.0 + xp.abs(p))) <= STEP_TOL)
+    barely_damped = relative_damping <= CONVERGED_DAMPING
+    small_step = accept & barely_damped & (xp.max(xp.abs(trial - p) / (1.0 + xp.abs(p))) <= STEP_TOL)
     return small_gradient | small_step
 
 
@@ -123,11 +134,11 @@ def jax_functions(jax):
 
         def step(state):
             p, f, expected, jac, lam, it, _done = state
-            g, delta = _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays)
+            g, delta, damping = _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays)
             trial = jnp.clip(p - delta, lower, upper)
             f_trial, expected_trial, jac_trial = evaluate(trial)
             accept = jnp.isfinite(f_trial) & (f_trial <= f + F_NOISE * jnp.maximum(1.0, jnp.abs(f)))
-            done = _converged(jnp, g, p, trial, accept, lam)
+            done = _converged(jnp, g, p, trial, accept, damping)
 
             def pick(new, old):
                 return jnp.where(accept, new, old)
@@ -147,7 +158,7 @@ def jax_functions(jax):
         """(q0, dq0/ds, mu_hat, iterations of both fits, both converged, (free optimum,
         conditional optimum)); `starts`: the fits' starting points, else `init`."""
         init, free = jnp.asarray(init), jnp.asarray(free)
-        start_free, start_cond = (init, init) if starts is None else starts
+        start_free, start_cond = (init, init) if starts is None else (jnp.asarray(x) for x in starts)
         free_fit = fit(start_free, free, lower, upper, signal, arrays)
         cond_fit = fit(start_cond.at[POI].set(0.0), free.at[POI].set(False), lower, upper, signal, arrays)
         muhat, raw, positive = _q0_from_fits(free_fit, cond_fit)
@@ -215,11 +226,11 @@ class TorchEngine:
         while iterations < MAX_ITERATIONS:
             iterations += 1
             lam_t = torch.tensor(lam, dtype=p.dtype, device=p.device)
-            g, delta = self.direction(p, expected, jac, free, lower, upper, lam_t)
+            g, delta, damping = self.direction(p, expected, jac, free, lower, upper, lam_t)
             trial = torch.clamp(p - delta, lower, upper)
             f_trial, expected_trial, jac_trial = self.evaluate(trial, signal)
             accept = bool(torch.isfinite(f_trial)) and float(f_trial) <= float(f) + F_NOISE * max(1.0, abs(float(f)))
-            done = bool(_converged(torch, g, p, trial, torch.tensor(accept), lam_t))
+            done = bool(_converged(torch, g, p, trial, torch.tensor(accept), damping))
             if accept:
                 p, f, expected, jac, lam = trial, f_trial, expected_trial, jac_trial, lam * 0.2
             else:
