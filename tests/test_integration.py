@@ -59,11 +59,13 @@ def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
         assert case["status"] == "ok", case["reason"]
         assert set(case["policies"]) == {"cold-process/cold-cache", "cold-process/warm-cache", "warm-process"}
         assert case["correctness"]["passed"]
+        # The runs' own figures: a busy machine may set runs aside and leave the summaries null.
         for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
-            summary = case["policies"][policy]["summary"]
-            assert summary["ttfr_s"]["n"] == 2
-            assert summary["ttfr_s"]["median"] > summary["import_s"]["median"] > 0
-        assert case["policies"]["warm-process"]["summary"]["call_s"]["median"] > 0
+            runs = [r for r in case["policies"][policy]["runs"] if r["outcome"] == "ok"]
+            assert len(runs) == 2
+            assert all(r["metrics"]["ttfr_s"] > r["metrics"]["import_s"] > 0 for r in runs)
+        procs = [p for p in case["policies"]["warm-process"]["procs"] if p["outcome"] == "ok"]
+        assert procs and all(p["median_s"] > 0 for p in procs)
 
 
 def test_gpu_cases_degrade_to_warn_on_a_cpu_machine(small_suite):
@@ -88,8 +90,7 @@ def test_jax_cache_policies_are_verified_by_counters(small_suite):
         assert run["cache"]["hits"] >= 1 and run["cache"]["entries_before"] > 0
     assert jax["cold-process/cold-cache"]["cache_verification"]["verdict"] == "verified"
     assert jax["cold-process/warm-cache"]["cache_verification"]["verdict"] == "verified"
-    cold_compile = jax["cold-process/cold-cache"]["stages_summary"]["compile_s"]["median"]
-    assert cold_compile > 0
+    assert all(run["stages"]["compile_s"] > 0 for run in jax["cold-process/cold-cache"]["runs"])
 
 
 def test_report_shows_components_and_break_even(small_suite):
