@@ -117,11 +117,17 @@ def _contention_flags(views: list[dict], key: str, noun: str) -> list[dict]:
     return flags
 
 
+def _cold_metrics(views: list[dict]) -> tuple[str, ...]:
+    """The cold metrics a policy's runs have (a user's case also times its own import)."""
+    extra = any(runs.USER_IMPORT in v["metrics"] for v in views)
+    return runs.COLD_METRICS + ((runs.USER_IMPORT,) if extra else ())
+
+
 def cold_summaries(views: list[dict]) -> dict:
     """A cold policy's `summary` and `stages_summary`, from its clean runs."""
     chosen = headline_runs(views)  # none: could not measure cleanly, every figure null
     result = {
-        "summary": _summaries(chosen, runs.COLD_METRICS, "metrics"),
+        "summary": _summaries(chosen, _cold_metrics(views), "metrics"),
         "stages_summary": {k: s for k, s in _summaries(chosen, runs.STAGE_METRICS, "stages").items() if s},
     }
     if any(v.get("loop") for v in views):  # a loop workload: its timeline and compile counts

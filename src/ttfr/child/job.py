@@ -31,6 +31,8 @@ FIELDS = (
     ("point", str, ""),
     ("signal", str, ""),
     ("reference", str, ""),
+    ("case_source", str, ""),  # a user's case: its file (or `module:<name>`), loaded in its own timed phase
+    ("case_name", str, ""),
     ("fd", int, -1),  # the pipe the record is written to (set by the parent when it spawns)
 )
 _TYPES = {name: kind for name, kind, _default in FIELDS}

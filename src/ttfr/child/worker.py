@@ -46,6 +46,11 @@ def _run_phases(job, marks, record):
         runtime.import_stack()
         marks["imported"] = _now()
 
+        if job.case_source:  # the user's own module, timed apart from the runtime stack
+            phase = "user_import"
+            _import("ttfr.child.workloads." + job.workload).load(job.case_source, job.case_name)
+            marks["user_imported"] = _now()
+
         phase = "setup"
         workload = _import("ttfr.child.workloads." + job.workload)
         # Workloads that read their inputs from disk (HistFactory) and build per-engine

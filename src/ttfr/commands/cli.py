@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     _list_arg(run, "--workspace-preset", "HistFactory presets: simple, complex8p, thu184p, ladder500/1000/2000")
     run.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
     run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
+    run.add_argument("--case-file", action="append", default=[], metavar="FILE",
+                     help="your own cases (ttfr.cases.Case objects in a Python file); repeatable. "
+                     "Without --workloads/--cases, only these cases run")  # fmt: skip
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
     run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
     run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
@@ -144,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     test_self.set_defaults(handler=_selftest)
 
     listing = commands.add_parser("list", help="backends, workloads and case ids, with availability here")
+    listing.add_argument("--case-file", action="append", default=[], metavar="FILE", help="also your cases in FILE")
     listing.set_defaults(handler=_list)
 
     env = commands.add_parser("env", help="print the environment manifest a run would record")
@@ -168,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
                   "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
-                  "signal", "precision", "budget")  # fmt: skip
+                  "signal", "precision", "budget", "case_file")  # fmt: skip
 
 
 def _run(args, console: Console) -> int:
@@ -183,7 +187,7 @@ def _run(args, console: Console) -> int:
             warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
             deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
             python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
-            precision=args.precision, budget=args.budget,
+            precision=args.precision, budget=args.budget, case_files=args.case_file,
         )  # fmt: skip
     from ttfr.commands import run as suite_run  # the analysis stack, once the input is known good
     from ttfr.report import terminal
@@ -268,9 +272,11 @@ def _selftest(args, console: Console) -> int:
     return 0
 
 
-def _list(_args, console: Console) -> int:
+def _list(args, console: Console) -> int:
+    from ttfr.measure import user_cases
     from ttfr.report import terminal
 
+    user_cases.register(args.case_file)
     terminal.print_catalog(console)
     return 0
 

@@ -84,6 +84,7 @@ class Workload:
     loop: str = ""
     strategy: str = ""
     needs_compiler: bool = False  # a compiler's strategy (padded or dynamic shapes, AOT): compiling backends only
+    source: str = ""  # a user's case: its case file (absolute) or `module:<name>` (measure/user_cases.py)
 
     @property
     def child_module(self) -> str:
@@ -223,6 +224,19 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
 LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
 LOOP_FAMILIES["hf_train20"] = ("hf_train20",)
 LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in WORKLOADS.items() if w.loop == "hf_mass_scan")
+
+
+USER_CASE_MODULE = "user_case"  # the worker's module for every user case
+
+
+def register_user_workload(workload: Workload) -> None:
+    """Add a user's case (measure/user_cases.py) to the catalogue of this process; its name
+    must not be a built-in workload's or another source's case."""
+    known = WORKLOADS.get(workload.name)
+    if workload.name in LOOP_FAMILIES or (known is not None and known.source != workload.source):
+        where = f"a case in {known.source}" if known is not None and known.source else "a built-in workload"
+        raise UsageError(f"case {workload.name!r} from {workload.source} has the name of {where}: rename it")
+    WORKLOADS[workload.name] = workload
 
 
 def expand_workloads(names) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
-from ttfr.measure import catalog, datasets
+from ttfr.measure import catalog, datasets, user_cases
 from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
@@ -79,17 +79,21 @@ class RunSpec:
     custom_size: int | None = None  # its parameter count
     precision: float | None = None  # --precision: relative 95% CI half-width every statistic should reach
     budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
+    case_files: tuple[str, ...] = ()  # --case-file: the users' case files (absolute paths)
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["cases"] = [c.id for c in self.cases]
         data["policies"] = list(self.policies)
         data["shard"] = list(self.shard) if self.shard else None
+        data["case_files"] = list(self.case_files)
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> RunSpec:
         data = dict(data)
+        data["case_files"] = tuple(data.get("case_files") or ())
+        user_cases.register(data["case_files"])  # their workloads, before their case ids are read
         extra = (data["custom_size"],) if data.get("custom_size") else ()
         data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
         data["policies"] = tuple(data["policies"])
@@ -384,10 +388,18 @@ def build_spec(
     signal=None,
     precision=None,
     budget=None,
+    case_files=(),
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
+    case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
+    if any(not str(f).strip() for f in case_files):
+        raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
+    from_files = [c for c in user_cases.register(case_files) if c.from_file]
+    if case_files and not (cases or workloads):  # your files' cases, not the default suite
+        workloads = [c.name for c in from_files]
+    case_files = tuple(dict.fromkeys(c.source for c in from_files))
     for option, value in (("--workspace", workspace), ("--signal", signal)):
         if value is not None and not str(value).strip():
             raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")
@@ -424,6 +436,7 @@ def build_spec(
     if python is not None:
         check_worker_python(python)
     return RunSpec(
+        case_files=tuple(f for f in case_files if any(c.workload_info.source == f for c in chosen)),
         cases=chosen,
         policies=chosen_policies,
         profile=profile,

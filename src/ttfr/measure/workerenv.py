@@ -67,6 +67,8 @@ def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
         check=task.runs_check,
         **(dataset or {}),
     )
+    if case.workload_info.source:
+        job = job.replace(case_source=case.workload_info.source, case_name=case.workload)
     if task.kind == WARM:
         job = job.replace(samples=spec.warm_samples, min_sample_s=spec.min_sample_s, max_warmup_s=spec.max_warmup_s)
     return job

@@ -82,21 +82,26 @@ def _summary_section(cases: list[dict]) -> list[str]:
 
 
 def _components_section(cases: list[dict], policy: str) -> list[str]:
+    # A user's case times its own import apart (after the runtime stack): a column when any has it.
+    user = any("user_import_s" in (_policy(c, policy).get("summary") or {}) for c in cases)
+    components = _COMPONENTS[:2] + (("user_import_s",) if user else ()) + _COMPONENTS[2:]
     rows = []
     for case in cases:
         block = _policy(case, policy)
-        summary = block.get("summary") or {}
-        if not any(summary.values()):
+        if not block or case.get("status") == "warn":
             continue
+        # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
+        summary = block.get("summary") or {}
         stages = block.get("stages_summary") or {}
         split = ", ".join(
             f"{name[:-2].replace('_', ' ')} {fmt_seconds(stages[name]['median'])}" for name in _STAGE_ORDER if name in stages
         )
-        rows.append([f"`{case['case']}`"] + [fmt_summary(summary.get(m), with_ci=False) for m in _COMPONENTS] + [split or DASH])
+        rows.append([f"`{case['case']}`"] + [fmt_summary(summary.get(m), with_ci=False) for m in components] + [split or DASH])
     if not rows:
         return []
-    header = ["case", "interpreter", "import", "setup", "first call", "second call", "TTFR", "process", "first call split"]
-    return [f"## Cold start components ({policy})", "", "Medians over fresh processes.", "",
+    header = ["case", "interpreter", "import", *(["your import"] if user else []), "setup", "first call", "second call",
+              "TTFR", "process", "first call split"]  # fmt: skip
+    return [f"## Cold start components ({policy})", "", "Medians over fresh processes (—: no figure; see Flags).", "",
             *table(header, rows), ""]  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import statistics
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -185,10 +186,10 @@ def loop_lines(rows: list[dict]) -> list[tuple[str, str | None]]:
     for (loop, size, backend, dtype, policy), members in groups.items():
         naive = next((r for r in members if r["strategy"] == "naive"), None)
         others = [r for r in members if r["strategy"] != "naive"]
-        if not naive or not others:
+        if not others:
             continue
         head = f"loop {loop} {size} on {backend} {dtype}, {policy}: "
-        compared = [r for r in others if r["vs_naive"] is not None]
+        compared = [r for r in others if r["vs_naive"] is not None] if naive else []
         if not compared:  # naive's or every strategy's total missing: failed, or runs set aside as contended
             lines.append((head + "no totals to compare (see Loops in report.md)", "yellow"))
             continue
@@ -223,12 +224,13 @@ def print_catalog(console: Console) -> None:
             sizes = f"presets {presets}; or --workspace FILE"
         else:
             sizes = ", ".join(map(str, workload.sizes)) + f" (any of {low}..{high})"
+        kind = " (yours)" if workload.source else (" (diagnostic)" if workload.diagnostic else "")
         workloads.add_row(
-            workload.name + (" (diagnostic)" if workload.diagnostic else "") + ("" if workload.default else " (opt-in)"),
+            workload.name + kind + ("" if workload.default or workload.source else " (opt-in)"),
             sizes,
             workload.size_meaning,
             ", ".join(catalog.DTYPE_SHORT[d] for d in workload.dtypes),
-            workload.description,
+            escape(workload.description),  # a user's case describes itself: text, not markup
         )
     console.print(workloads)
 

@@ -1,0 +1,230 @@
+"""Users' own cases (`ttfr.cases.Case` in a `--case-file`): declaration checks, discovery
+errors (exit 2 before anything runs, with the user's traceback tail), and real runs of a
+case file in fresh processes under the same protocol as the built-ins."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import have
+
+from ttfr.artifacts.reader import validate_dir
+from ttfr.cases import Case, CaseError
+from ttfr.errors import UsageError
+from ttfr.measure import catalog, spec, user_cases
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+GOOD = """
+import numpy as np
+from ttfr.cases import Case
+
+case = Case("{name}", sizes=(64, 256), dtypes=("float64",))
+
+@case.inputs
+def inputs(size, dtype, seed):
+    return [np.random.default_rng(seed).standard_normal(size).astype(dtype)]
+
+@case.reference
+def reference(x):
+    return [{reference}]
+
+@case.numpy
+def build(np):
+    return lambda x: np.cumsum(x)
+
+@case.jax
+def build_jax(jax):
+    {jax_body}
+"""
+
+
+def case_file(tmp_path, name="my_cumsum", reference="np.cumsum(x)", jax_body="return lambda x: jax.numpy.cumsum(x)",
+              file="cases_mine.py"):  # fmt: skip
+    path = tmp_path / file
+    path.write_text(textwrap.dedent(GOOD.format(name=name, reference=reference, jax_body=jax_body)))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog():
+    """Each test registers its own cases; the catalogue is this process's, so put it back."""
+    saved = dict(catalog.WORKLOADS)
+    yield
+    catalog.WORKLOADS.clear()
+    catalog.WORKLOADS.update(saved)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"name": "Bad-Name", "sizes": (1,)}, "lower-case"),
+        ({"name": "x", "sizes": ()}, "sizes"),
+        ({"name": "x", "sizes": (0,)}, "sizes"),
+        ({"name": "x", "sizes": (1.5,)}, "sizes"),
+        ({"name": "x", "sizes": (8,), "dtypes": ("int8",)}, "dtypes"),
+        ({"name": "x", "sizes": (8,), "tolerance": {"float16": 1e-3}}, "tolerance"),
+        ({"name": "x", "sizes": (8,), "tolerance": {"float32": -1}}, "tolerance"),
+    ],
+)
+def test_a_case_declared_wrongly_says_what_is_wrong(kwargs, match):
+    name = kwargs.pop("name")
+    with pytest.raises(CaseError, match=match):
+        Case(name, **kwargs)
+
+
+def test_decorators_register_builders_and_refuse_what_is_not_callable():
+    case = Case("c", sizes=(4,))
+    case.jax(lambda jax: None)
+    assert set(case.builders) == {"jax"}
+    with pytest.raises(CaseError, match="decorates a function"):
+        case.torch(42)
+    with pytest.raises(CaseError, match="no framework 'tensorflow'"):
+        case.builder("tensorflow")
+
+
+def test_a_case_file_becomes_workloads_with_its_frameworks_sizes_and_source(tmp_path):
+    path = case_file(tmp_path)
+    (found,) = user_cases.register([path], installed=False)
+    assert (found.name, found.frameworks, found.sizes, found.dtypes) == ("my_cumsum", ("numpy", "jax"), (64, 256), ("float64",))
+    workload = catalog.WORKLOADS["my_cumsum"]
+    assert workload.source == str(path.resolve()) and workload.child_module == catalog.USER_CASE_MODULE
+    assert catalog.make_case("jax_jit_cpu", "my_cumsum", 64, "f64").id == "jax_jit_cpu_my_cumsum_64_f64"
+    with pytest.raises(UsageError, match="does not run workload"):
+        catalog.make_case("torch_eager_cpu", "my_cumsum", 64, "f64")  # no torch builder
+
+
+def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(tmp_path):
+    path = case_file(tmp_path)
+    chosen = spec.build_spec(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1)
+    assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
+    assert chosen.case_files == (str(path.resolve()),)
+    stored = json.loads(json.dumps(chosen.to_json()))
+    catalog.WORKLOADS.pop("my_cumsum")  # a new process: the case is known again only from the file
+    assert spec.RunSpec.from_json(stored) == chosen
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("def broken(:\n    pass\n", r"could not be imported:(.|\n)*SyntaxError"),
+        ("import numpy\nraise RuntimeError('no licence server')\n", r"could not be imported:(.|\n)*no licence server"),
+        ("from ttfr.cases import Case\nCase('x', sizes=(0,))\n", r"could not be imported:(.|\n)*CaseError: case 'x': sizes"),
+        ("X = 1\n", "defines no case"),
+        ("from ttfr.cases import Case\nc = Case('lonely', sizes=(8,))\n", "'lonely' has no builder"),
+        ("from ttfr.cases import Case\nc = Case('matmul', sizes=(8,))\nc.numpy(lambda np: np.sum)\n",
+         "has the name of a built-in workload"),
+        ("from ttfr.cases import Case\nc = Case('sweep_mlp', sizes=(8,))\nc.numpy(lambda np: np.sum)\n",
+         "has the name of a built-in workload"),
+    ],
+)  # fmt: skip
+def test_a_bad_case_file_is_a_usage_error_with_the_users_traceback(tmp_path, content, match):
+    path = tmp_path / "bad.py"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=match):
+        user_cases.register([path], installed=False)
+
+
+def test_missing_files_other_suffixes_and_duplicate_names_are_refused(tmp_path):
+    with pytest.raises(UsageError, match="no such file"):
+        user_cases.register([tmp_path / "absent.py"], installed=False)
+    (tmp_path / "cases.txt").write_text("")
+    with pytest.raises(UsageError, match="not a .py file"):
+        user_cases.register([tmp_path / "cases.txt"], installed=False)
+    one = case_file(tmp_path, file="one.py")
+    two = case_file(tmp_path, file="two.py")
+    with pytest.raises(UsageError, match="is defined in .*one.py and in .*two.py"):
+        user_cases.register([one, two], installed=False)
+    with pytest.raises(UsageError, match="empty value"):
+        spec.build_spec(case_files=[""])
+
+
+def test_the_cli_refuses_a_bad_case_file_with_exit_2_before_any_run(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise ValueError('broken on purpose')\n")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--case-file", str(bad), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert "broken on purpose" in done.stderr and "bad.py" in done.stderr
+    assert not out.exists()  # nothing half-written
+
+
+def test_ttfr_list_shows_a_case_files_cases_with_their_availability(tmp_path):
+    path = case_file(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "ttfr", "list", "--case-file", str(path)], capture_output=True,
+                          text=True, timeout=120, env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "my_cumsum (yours)" in done.stdout
+    assert "numpy_my_cumsum_64_f64" in done.stdout and "jax_jit_cpu_my_cumsum_256_f64" in done.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="needs jax")
+def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_check(tmp_path):
+    """The README's promise: a case file gets the built-ins' treatment. A builder that
+    raises fails its case with the phase and the user's message; a wrong reference fails
+    the check; a good case is ok with `user_import_s` in every run."""
+    good = case_file(tmp_path, file="good.py")
+    wrong = case_file(tmp_path, name="wrong_ref", reference="np.cumsum(x) + 1.0", file="wrong.py")
+    raising = case_file(tmp_path, name="raising", jax_body="raise RuntimeError('builder exploded')", file="raising.py")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--case-file", str(good), "--case-file", str(wrong),
+            "--case-file", str(raising), "--backends", "numpy,jax_jit_cpu", "--sizes", "64", "--cold-runs", "1",
+            "--warm-procs", "1", "--warm-samples", "3", "--cache-policy", "cold-cache,warm", "--seed", "3"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr  # a failed case: exit 1
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+    stored = json.loads((root / "plan.json").read_text())["spec"]["case_files"]
+    assert stored == [str(p.resolve()) for p in (good, wrong, raising)]
+
+    def case(case_id):
+        return json.loads((root / "cases" / f"{case_id}.json").read_text())
+
+    for backend in ("numpy", "jax_jit_cpu"):
+        result = case(f"{backend}_my_cumsum_64_f64")
+        assert result["status"] == "ok", result["reason"]
+        assert result["correctness"]["passed"] and result["correctness"]["max_normalised_error"] < 1e-12
+        (run,) = result["policies"]["cold-process/cold-cache"]["runs"]
+        assert run["metrics"]["user_import_s"] > 0 and run["metrics"]["setup_s"] > 0
+        wrong_result = case(f"{backend}_wrong_ref_64_f64")
+        assert wrong_result["status"] == "failed" and not wrong_result["correctness"]["passed"]
+    jax_run = case("jax_jit_cpu_my_cumsum_64_f64")["policies"]["cold-process/cold-cache"]["runs"][0]
+    assert {"trace_s", "lower_s", "compile_s"} <= set(jax_run["stages"])  # the AOT stage split
+    exploded = case("jax_jit_cpu_raising_64_f64")
+    assert exploded["status"] == "failed" and "builder exploded" in exploded["reason"]
+    assert case("numpy_raising_64_f64")["status"] == "ok"  # only its jax builder raises
+
+
+def test_the_report_gives_a_users_import_its_own_column_only_where_a_case_has_one():
+    from ttfr.analyse import stats
+    from ttfr.report import markdown
+
+    policy = "cold-process/cold-cache"
+    summary = {m: stats.summarize([0.1, 0.2]) for m in ("interpreter_s", "import_s", "setup_s", "first_call_s", "ttfr_s")}
+    builtin = {"case": "numpy_matmul_64_f32", "policies": {policy: {"summary": summary, "stages_summary": {}}}}
+    mine = {"case": "numpy_mine_64_f32", "policies": {policy: {"summary": {**summary, "user_import_s": stats.summarize(
+        [0.25, 0.25])}, "stages_summary": {}}}}  # fmt: skip
+    assert "your import" not in "\n".join(markdown._components_section([builtin], policy))
+    lines = markdown._components_section([builtin, mine], policy)
+    header = next(line for line in lines if line.startswith("| case"))
+    assert header.split(" | ")[:4] == ["| case", "interpreter", "import", "your import"]
+    row = next(line for line in lines if "numpy_mine_64_f32" in line)
+    assert "250 ms" in row
+
+
+@pytest.mark.integration
+def test_the_readme_example_case_file_runs(tmp_path):
+    """examples/jax_softplus.py, as the README shows it, on NumPy (the example must not rot)."""
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--case-file", str(EXAMPLES / "jax_softplus.py"),
+                           "--backends", "numpy", "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3",
+                           "--cache-policy", "cold-cache,warm", "--seed", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    result = json.loads((root / "cases" / "numpy_softplus_sum_1000_f32.json").read_text())
+    assert result["status"] == "ok" and result["correctness"]["passed"]
