@@ -153,6 +153,14 @@ def test_the_cli_refuses_a_bad_case_file_with_exit_2_before_any_run(tmp_path):
     assert not out.exists()  # nothing half-written
 
 
+def test_ttfr_ab_reads_case_files_too(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise ValueError('ab saw it')\n")
+    done = subprocess.run([sys.executable, "-m", "ttfr", "ab", "--case-file", str(bad), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "ab saw it" in done.stderr
+
+
 def test_ttfr_list_shows_a_case_files_cases_with_their_availability(tmp_path):
     path = case_file(tmp_path)
     done = subprocess.run([sys.executable, "-m", "ttfr", "list", "--case-file", str(path)], capture_output=True,
@@ -173,7 +181,7 @@ def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_c
     raising = case_file(tmp_path, name="raising", jax_body="raise RuntimeError('builder exploded')", file="raising.py")
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--case-file", str(good), "--case-file", str(wrong),
-            "--case-file", str(raising), "--backends", "numpy,jax_jit_cpu", "--sizes", "64", "--cold-runs", "1",
+            "--case-file", str(raising), "--backends", "numpy,jax_jit_cpu,jax_jit_gpu", "--sizes", "64", "--cold-runs", "1",
             "--warm-procs", "1", "--warm-samples", "3", "--cache-policy", "cold-cache,warm", "--seed", "3"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr  # a failed case: exit 1
@@ -198,6 +206,18 @@ def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_c
     exploded = case("jax_jit_cpu_raising_64_f64")
     assert exploded["status"] == "failed" and "builder exploded" in exploded["reason"]
     assert case("numpy_raising_64_f64")["status"] == "ok"  # only its jax builder raises
+    if catalog.gpu_present():
+        return
+    # A case that never ran (no GPU) still exports with the hash of the inputs it would have
+    # used: the exporter, a fresh process, knows the case from the plan's case files.
+    assert case("jax_jit_gpu_my_cumsum_64_f64")["status"] == "warn"
+    dest = tmp_path / "nextstat"
+    exported = subprocess.run([sys.executable, "-m", "ttfr", "export", "--format", "nextstat-v1", str(root), str(dest)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    never_ran = json.loads((dest / "jax_jit_gpu_my_cumsum_64_f64.json").read_text())["dataset"]["sha256"]
+    ran = json.loads((dest / "jax_jit_cpu_my_cumsum_64_f64.json").read_text())["dataset"]["sha256"]
+    assert never_ran == ran and len(ran) == 64
 
 
 def test_the_report_gives_a_users_import_its_own_column_only_where_a_case_has_one():
@@ -218,13 +238,48 @@ def test_the_report_gives_a_users_import_its_own_column_only_where_a_case_has_on
 
 
 @pytest.mark.integration
-def test_the_readme_example_case_file_runs(tmp_path):
-    """examples/jax_softplus.py, as the README shows it, on NumPy (the example must not rot)."""
-    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--case-file", str(EXAMPLES / "jax_softplus.py"),
-                           "--backends", "numpy", "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3",
-                           "--cache-policy", "cold-cache,warm", "--seed", "1", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+@pytest.mark.torch_compile
+@pytest.mark.skipif(not (have("torch") and have("pyhf")), reason="needs torch and pyhf")
+def test_the_examples_run(tmp_path):
+    """examples/: a JAX (and NumPy) function, a torch model under torch.compile, a pyhf fit,
+    run small as the README shows them, so they never rot."""
+    files = [str(EXAMPLES / name) for name in ("jax_softplus.py", "torch_mlp.py", "pyhf_fit.py")]
+    argv = [sys.executable, "-m", "ttfr", "run", *[a for f in files for a in ("--case-file", f)], "--backends",
+            "numpy,jax_jit_cpu,torch_eager_cpu,torch_compile_cpu", "--cold-runs", "1", "--warm-procs", "1",
+            "--warm-samples", "3", "--cache-policy", "cold-cache,warm", "--seed", "1", "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    result = json.loads((root / "cases" / "numpy_softplus_sum_1000_f32.json").read_text())
-    assert result["status"] == "ok" and result["correctness"]["passed"]
+    expected = ["jax_jit_cpu_softplus_sum_1000_f32", "numpy_softplus_sum_1000_f32", "torch_eager_cpu_softplus_sum_1000_f32",
+                "torch_compile_cpu_softplus_sum_1000_f32", "torch_eager_cpu_torch_mlp_forward_256_f32",
+                "torch_compile_cpu_torch_mlp_forward_256_f32", "numpy_pyhf_mle_fit_4_f64"]  # fmt: skip
+    assert sorted(p.stem for p in (root / "cases").glob("*.json")) == sorted(expected)
+    for case_id in expected:
+        result = json.loads((root / "cases" / f"{case_id}.json").read_text())
+        assert result["status"] == "ok" and result["correctness"]["passed"], (case_id, result["reason"])
+    compiled = json.loads((root / "cases" / "torch_compile_cpu_torch_mlp_forward_256_f32.json").read_text())
+    (run,) = compiled["policies"]["cold-process/cold-cache"]["runs"]
+    assert run["stages"]["inductor_s"] > 0  # the model really went through torch.compile
+
+
+def test_installed_packages_publish_cases_through_the_entry_point_group(tmp_path, monkeypatch):
+    """A package's `ttfr.cases` entry point names a module; its cases join the catalogue
+    with a `module:` source the worker imports by name."""
+    package = tmp_path / "site"
+    (package / "mycases").mkdir(parents=True)
+    (package / "mycases" / "__init__.py").write_text(textwrap.dedent(GOOD.format(
+        name="pkg_cumsum", reference="np.cumsum(x)", jax_body="return lambda x: jax.numpy.cumsum(x)")))  # fmt: skip
+    info = package / "mycases-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mycases\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[ttfr.cases]\nmine = mycases\n")
+    monkeypatch.syspath_prepend(str(package))
+    (found,) = [c for c in user_cases.installed_cases() if c.name == "pkg_cumsum"]
+    assert found.source == "module:mycases" and not found.from_file
+    user_cases.register([], installed=True)
+    assert catalog.WORKLOADS["pkg_cumsum"].source == "module:mycases"
+    # A broken installed module is the same exit-2 error as a broken file, naming the entry point.
+    (package / "mycases" / "__init__.py").write_text("raise ImportError('half installed')\n")
+    sys.modules.pop("mycases", None)
+    with pytest.raises(UsageError, match=r"entry point 'mine' \(mycases\) could not be imported(.|\n)*half installed"):
+        user_cases.installed_cases()

@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("--cases", "--backends", "--workloads", "--sizes", "--dtypes", "--cache-policy", "--workspace-preset"):
         _list_arg(compare_ab, name, f"as for `ttfr run {name}`")
     compare_ab.add_argument("--workspace", metavar="FILE")
+    compare_ab.add_argument("--case-file", action="append", default=[], metavar="FILE", help="your cases (see `run`)")
     compare_ab.add_argument("--profile", default="quick", choices=sorted(PROFILES))
     compare_ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
     compare_ab.add_argument("--min-rounds", type=int, default=10)
@@ -219,7 +220,7 @@ def _ab(args, console: Console) -> int:
     run_spec = build_spec(
         profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
-        seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset,
+        seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset, case_files=args.case_file,
     )  # fmt: skip
     spec = ab.AbSpec(
         run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),

@@ -15,15 +15,16 @@ warm distribution is every sample of every warm process, as NextStat's `calls_s`
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
-from ttfr.child.workloads import dataset_sha256
+from ttfr.child.workloads import dataset_sha256, user_case
 from ttfr.errors import UsageError
-from ttfr.measure import catalog
+from ttfr.measure import catalog, user_cases
 from ttfr.measure.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
@@ -91,8 +92,10 @@ def _meta(manifest: dict, case: dict) -> dict:
 def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
     dataset = dict(case["dataset"])
     if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
-        module = catalog.WORKLOADS[case["workload"]].child_module
-        dataset["sha256"] = dataset_sha256(module, case["size"], case["dtype"], case["config"]["seed"])
+        info = catalog.WORKLOADS[case["workload"]]
+        if info.source:  # a user's case (registered from the plan's case files): its own inputs
+            user_case.load(info.source, info.name)
+        dataset["sha256"] = dataset_sha256(info.child_module, case["size"], case["dtype"], case["config"]["seed"])
     cold = _cold_timing(case, cold_policy)
     reason = case["reason"]
     failed_runs = [r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"]
@@ -143,6 +146,8 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
 def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest, cases = verified.suite, verified.manifest, verified.cases
+    # Users' cases are known from the files the plan names (and installed packages).
+    user_cases.register(json.loads(verified.result_dir.plan.read_text())["spec"].get("case_files") or ())
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None
