@@ -32,5 +32,5 @@ def build_jax(jax):
 
 
 @case.torch
-def build_torch(torch, compile):
+def build_torch(torch, compile, device):
     return compile(lambda x: torch.nn.functional.softplus(x).sum())

@@ -35,13 +35,13 @@ def reference(x):
 
 
 @case.torch
-def build(torch, compile):
+def build(torch, compile, device):
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(), torch.nn.Linear(HIDDEN, 1))
     with torch.no_grad():
         for layer, (w, b) in zip((model[0], model[2]), (("w1", "b1"), ("w2", "b2"))):
             layer.weight.copy_(torch.from_numpy(WEIGHTS[w]))
             layer.bias.copy_(torch.from_numpy(WEIGHTS[b]))
-    model.eval()
+    model.to(device).eval()
     forward = compile(model)
 
     def run(x):

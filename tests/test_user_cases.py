@@ -101,10 +101,60 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     path = case_file(tmp_path)
     chosen = spec.build_spec(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1)
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
-    assert chosen.case_files == (str(path.resolve()),)
+    assert chosen.case_files == ((str(path.resolve()), user_cases.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
     catalog.WORKLOADS.pop("my_cumsum")  # a new process: the case is known again only from the file
     assert spec.RunSpec.from_json(stored) == chosen
+    # A file edited (or gone) since the run started would mix two versions: --resume refuses it.
+    path.write_text(path.read_text() + "\n# edited\n")
+    with pytest.raises(UsageError, match="changed since this run started"):
+        spec.RunSpec.from_json(stored)
+    path.unlink()
+    with pytest.raises(UsageError, match="is gone"):
+        spec.RunSpec.from_json(stored)
+
+
+def test_names_that_would_make_unreadable_case_ids_and_edits_after_creation_are_refused(tmp_path):
+    with pytest.raises(CaseError, match="'custom' is reserved"):
+        Case("loss_custom", sizes=(8,))
+    with pytest.raises(CaseError, match="at most 64"):
+        Case("x" * 65, sizes=(8,))
+    path = tmp_path / "edited.py"
+    path.write_text("from ttfr.cases import Case\nc = Case('ok', sizes=(8,))\nc.numpy(lambda np: np.sum)\nc.sizes = (-1,)\n")
+    with pytest.raises(UsageError, match="sizes must be whole numbers"):
+        user_cases.register([path], installed=False)
+
+
+def test_an_alias_is_the_same_case_and_a_case_file_imports_its_neighbours(tmp_path):
+    (tmp_path / "helpers.py").write_text("def build(np):\n    return np.cumsum\n")
+    path = tmp_path / "aliased.py"
+    path.write_text("import helpers\nfrom ttfr.cases import Case\nc = Case('aliased', sizes=(8,))\n"
+                    "c.numpy(helpers.build)\nsame = c\n")  # fmt: skip
+    (found,) = user_cases.register([path], installed=False)
+    assert found.name == "aliased"
+
+
+def test_the_user_case_shim_makes_tuples_of_lists_and_arrays_of_inputs():
+    from ttfr.child.workloads import user_case
+
+    case = Case("shim", sizes=(3,))
+    case.inputs(lambda size, dtype, seed: [list(range(size))])
+    case.numpy(lambda np: lambda x: [x, x * 2])
+    case.make_reference = None
+    user_case._case = case
+
+    class NumpyRuntime:
+        framework = "numpy"
+        np = __import__("numpy")
+
+    inputs = user_case.make_inputs(3, "float32", 0)
+    assert inputs[0].tolist() == [0, 1, 2] and hasattr(inputs[0], "dtype")
+    user_case.inputs_for(NumpyRuntime(), inputs)
+    out = user_case.numpy_fn(None)(*inputs)
+    assert isinstance(out, tuple) and len(out) == 2  # a list of outputs is outputs, not one ragged array
+    case.inputs(lambda size, dtype, seed: NumpyRuntime.np.zeros(size))
+    with pytest.raises(TypeError, match="must return a list of arrays"):
+        user_case.make_inputs(3, "float32", 0)
 
 
 @pytest.mark.parametrize(
@@ -188,7 +238,8 @@ def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_c
     (root,) = [p for p in out.iterdir() if p.is_dir()]
     assert validate_dir(root) == []
     stored = json.loads((root / "plan.json").read_text())["spec"]["case_files"]
-    assert stored == [str(p.resolve()) for p in (good, wrong, raising)]
+    assert [f["path"] for f in stored] == [str(p.resolve()) for p in (good, wrong, raising)]
+    assert stored[0]["sha256"] == user_cases.file_sha256(good)
 
     def case(case_id):
         return json.loads((root / "cases" / f"{case_id}.json").read_text())
@@ -283,3 +334,8 @@ def test_installed_packages_publish_cases_through_the_entry_point_group(tmp_path
     sys.modules.pop("mycases", None)
     with pytest.raises(UsageError, match=r"entry point 'mine' \(mycases\) could not be imported(.|\n)*half installed"):
         user_cases.installed_cases()
+    catalog.WORKLOADS.pop("pkg_cumsum")
+    # ...but only for a run that asks for something only an installed package could provide.
+    assert spec.build_spec(workloads="matmul", backends="numpy", seed=1).cases
+    with pytest.raises(UsageError, match="half installed"):
+        spec.build_spec(workloads="pkg_cumsum", backends="numpy", seed=1)

@@ -33,6 +33,7 @@ FIELDS = (
     ("reference", str, ""),
     ("case_source", str, ""),  # a user's case: its file (or `module:<name>`), loaded in its own timed phase
     ("case_name", str, ""),
+    ("case_sha256", str, ""),  # what the case file held when the run was planned (checked after timing)
     ("fd", int, -1),  # the pipe the record is written to (set by the parent when it spawns)
 )
 _TYPES = {name: kind for name, kind, _default in FIELDS}

@@ -106,7 +106,7 @@ def _run_phases(job, marks, record):
         record["memory"] = runtime.memory()
         record["device"] = runtime.device_info()
         record["versions"] = runtime.versions()
-    except Exception as exc:  # noqa: BLE001 - every failure becomes data in the record
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure (a user's sys.exit too) becomes data
         raise _PhaseError(phase, exc) from exc
     return record
 
@@ -116,6 +116,17 @@ def _check_result(runtime, workload, inputs, host_inputs, host_first, job):
     if custom_check:
         return custom_check(runtime, inputs, host_inputs, host_first, job)
     return _check(workload, host_inputs, host_first, job.dtype)
+
+
+def _file_sha256(path):
+    """After every timed phase: what the user's case file holds now (None: gone)."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as source:
+            return hashlib.sha256(source.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _dataset_sha256(workload, host_inputs):
@@ -266,6 +277,9 @@ def main(argv=None):
         record["phase"] = err.phase
         if record["outcome"] != "unavailable":
             record["traceback"] = "".join(traceback.format_exception(err.error))[-4000:]
+    if job.case_sha256 and record["outcome"] == "ok" and _file_sha256(job.case_source) != job.case_sha256:
+        record["outcome"] = "invalid-measurement"
+        record["reason"] = f"the case file {job.case_source} changed since the run was planned"
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)

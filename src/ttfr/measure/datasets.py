@@ -44,7 +44,9 @@ def dataset_id(case: catalog.Case, seed: int) -> str:
     if case.uses_workspace:
         name = "custom" if case.custom else catalog.HF_PRESET_BY_SIZE[case.size]
         return f"histfactory-{name}-{case.size}p-seed{seed}"
-    return f"{case.workload_info.child_module}-{case.size}-{case.dtype}-seed{seed}"  # a loop's strategies share it
+    info = case.workload_info
+    module = info.name if info.source else info.child_module  # a loop's strategies share it; user cases do not
+    return f"{module}-{case.size}-{case.dtype}-seed{seed}"
 
 
 def preset_sizes(names) -> list[int]:

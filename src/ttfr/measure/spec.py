@@ -79,26 +79,44 @@ class RunSpec:
     custom_size: int | None = None  # its parameter count
     precision: float | None = None  # --precision: relative 95% CI half-width every statistic should reach
     budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
-    case_files: tuple[str, ...] = ()  # --case-file: the users' case files (absolute paths)
+    case_files: tuple[tuple[str, str], ...] = ()  # --case-file: (absolute path, sha256) of the users' case files
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["cases"] = [c.id for c in self.cases]
         data["policies"] = list(self.policies)
         data["shard"] = list(self.shard) if self.shard else None
-        data["case_files"] = list(self.case_files)
+        data["case_files"] = [{"path": path, "sha256": sha256} for path, sha256 in self.case_files]
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> RunSpec:
         data = dict(data)
-        data["case_files"] = tuple(data.get("case_files") or ())
-        user_cases.register(data["case_files"])  # their workloads, before their case ids are read
+        data["case_files"] = tuple((f["path"], f["sha256"]) for f in data.get("case_files") or ())
+        user_cases.register_recorded(data["case_files"])  # their workloads, before their case ids are read
         extra = (data["custom_size"],) if data.get("custom_size") else ()
+        _installed_cases_if_unknown((), data["cases"])
         data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
         data["policies"] = tuple(data["policies"])
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
         return cls(**data)
+
+
+def _installed_cases_if_unknown(workloads, case_ids) -> None:
+    """Installed packages' cases (entry-point group `ttfr.cases`) are imported only when a
+    run names a workload or case id that nothing else provides: a broken or heavy package
+    never touches a run that does not use it."""
+
+    def known(case_id):
+        try:
+            catalog.parse_case_id(case_id)
+        except UsageError:
+            return False
+        return True
+
+    names = set(catalog.WORKLOADS) | set(catalog.LOOP_FAMILIES)
+    if any(w not in names for w in workloads) or not all(known(c) for c in case_ids):
+        user_cases.register((), installed=True)
 
 
 def _split(values, option: str | None = None, choices=()):
@@ -396,10 +414,12 @@ def build_spec(
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    from_files = [c for c in user_cases.register(case_files) if c.from_file]
+    hashes = {str(Path(f).expanduser().resolve()): user_cases.file_sha256(f) for f in case_files if Path(f).is_file()}
+    from_files = [c for c in user_cases.register(case_files, installed=False) if c.from_file]
+    _installed_cases_if_unknown(_split(workloads), _split(cases))
     if case_files and not (cases or workloads):  # your files' cases, not the default suite
         workloads = [c.name for c in from_files]
-    case_files = tuple(dict.fromkeys(c.source for c in from_files))
+    case_files = tuple(dict.fromkeys((c.source, hashes[c.source]) for c in from_files))
     for option, value in (("--workspace", workspace), ("--signal", signal)):
         if value is not None and not str(value).strip():
             raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")
@@ -436,7 +456,7 @@ def build_spec(
     if python is not None:
         check_worker_python(python)
     return RunSpec(
-        case_files=tuple(f for f in case_files if any(c.workload_info.source == f for c in chosen)),
+        case_files=tuple(f for f in case_files if any(c.workload_info.source == f[0] for c in chosen)),
         cases=chosen,
         policies=chosen_policies,
         profile=profile,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from ttfr.cases import DTYPES, MAX_SIZE
+from ttfr.cases import MAX_SIZE, CaseError
 from ttfr.child.workloads import user_case
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
@@ -67,6 +67,10 @@ def _describe(module, source: str, label: str) -> list[UserCase]:
         raise UsageError(f"{label} defines no case: create one with `ttfr.cases.Case(...)` at its top level")
     described = []
     for case in found:
+        try:
+            case.validate()  # again: the module may have changed the case after creating it
+        except CaseError as exc:
+            raise UsageError(f"{label}: {exc}") from None
         if not case.builders:
             raise UsageError(f"{label}: case {case.name!r} has no builder: decorate a function with "
                              "@case.jax, @case.torch or @case.numpy (see `ttfr.cases`)")  # fmt: skip
@@ -100,6 +104,23 @@ def installed_cases() -> list[UserCase]:
     return out
 
 
+def file_sha256(path) -> str:
+    with open(path, "rb") as source:
+        return hashlib.sha256(source.read()).hexdigest()
+
+
+def register_recorded(recorded) -> list[UserCase]:
+    """The case files a plan records, `[(path, sha256)]`: each must still hold what the run
+    started with (a changed file would mix two versions of the code in one result)."""
+    for path, sha256 in recorded:
+        if not Path(path).is_file():
+            raise UsageError(f"case file {path}, which this run's plan.json names, is gone: put it back to go on")
+        if file_sha256(path) != sha256:
+            raise UsageError(f"case file {path} changed since this run started (sha256 {sha256[:12]}... in plan.json): "
+                             "restore it, or start a new run")  # fmt: skip
+    return register([path for path, _sha in recorded])
+
+
 def register(case_files=(), installed: bool = True) -> list[UserCase]:
     """Read the case files (and installed packages' cases) and add them to the catalogue;
     the cases, files first."""
@@ -113,7 +134,5 @@ def register(case_files=(), installed: bool = True) -> list[UserCase]:
         if case.name in seen and seen[case.name] != case.source:
             raise UsageError(f"case {case.name!r} is defined in {seen[case.name]} and in {case.source}: rename one")
         seen[case.name] = case.source
-        if set(case.dtypes) - set(DTYPES):  # ttfr.cases checks this too; a module could edit a Case afterwards
-            raise UsageError(f"case {case.name!r}: dtypes must be among {', '.join(DTYPES)}")
         catalog.register_user_workload(case.workload())
     return cases

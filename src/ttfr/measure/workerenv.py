@@ -67,8 +67,9 @@ def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
         check=task.runs_check,
         **(dataset or {}),
     )
-    if case.workload_info.source:
-        job = job.replace(case_source=case.workload_info.source, case_name=case.workload)
+    source = case.workload_info.source
+    if source:
+        job = job.replace(case_source=source, case_name=case.workload, case_sha256=dict(spec.case_files).get(source, ""))
     if task.kind == WARM:
         job = job.replace(samples=spec.warm_samples, min_sample_s=spec.min_sample_s, max_warmup_s=spec.max_warmup_s)
     return job

@@ -15,11 +15,11 @@ warm distribution is every sample of every warm process, as NextStat's `calls_s`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
 from ttfr.child.workloads import dataset_sha256, user_case
@@ -143,16 +143,25 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
                            "incomplete: fix that and export again") from None  # fmt: skip
 
 
+def _register_planned_cases(root: Path) -> None:
+    """The users' case files the verified plan names (each still holding what the run used)."""
+    plan, problems = reader.inspect(root, "plan.json", reader.PLAN_SCHEMA)
+    if plan is None or problems:
+        raise UsageError(f"{root}: plan.json does not verify: {'; '.join(problems)}")
+    user_cases.register_recorded([(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()])
+
+
 def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest, cases = verified.suite, verified.manifest, verified.cases
-    # Users' cases are known from the files the plan names (and installed packages).
-    user_cases.register(json.loads(verified.result_dir.plan.read_text())["spec"].get("case_files") or ())
+    if any(not c["dataset"]["sha256"] and c["workload"] not in catalog.WORKLOADS for c in cases):
+        _register_planned_cases(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
+    # Every record first: a case that cannot be exported stops the export before any file is written.
+    records = [(case, case_record(case, manifest, suite["deterministic"], cold_policy)) for case in cases]
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None
-    for case in cases:
-        record = case_record(case, manifest, suite["deterministic"], cold_policy)
+    for case, record in records:
         path = dest / f"{case['case']}.json"
         digest = write_json(path, record)
         written.append(path)

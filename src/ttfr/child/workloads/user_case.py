@@ -17,12 +17,17 @@ TOLERANCE: dict = {}
 
 
 def import_source(source: str, module_name: str):
-    """The module a case source names: a file path, or `module:<dotted name>`."""
+    """The module a case source names: a file path (its directory first on sys.path, so it
+    can import its neighbours, in the parent and in the worker alike), or `module:<name>`."""
     import importlib
     import importlib.util
+    import os
 
     if source.startswith(MODULE_PREFIX):
         return importlib.import_module(source[len(MODULE_PREFIX) :])
+    folder = os.path.dirname(os.path.abspath(source))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(module_name, source)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {source!r} as Python")
@@ -37,10 +42,15 @@ def import_source(source: str, module_name: str):
 
 
 def cases_of(module) -> list:
-    """The Case objects a module defines at its top level, in definition order."""
+    """The Case objects a module holds at its top level, in definition order, each once (an
+    alias is the same case)."""
     from ttfr.cases import Case
 
-    return [value for value in vars(module).values() if isinstance(value, Case)]
+    found = {}
+    for value in vars(module).values():
+        if isinstance(value, Case):
+            found.setdefault(id(value), value)
+    return list(found.values())
 
 
 def load(source: str, name: str) -> None:
@@ -56,13 +66,43 @@ def load(source: str, name: str) -> None:
 def _as_tuple(function):
     def call(*args):
         out = function(*args)
-        return out if isinstance(out, tuple) else (out,)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
     return call
 
 
 def make_inputs(size, dtype, seed):
-    return list(_case.make_inputs(size, dtype, seed)) if _case.make_inputs else []
+    if _case.make_inputs is None:
+        return []
+    import numpy as np
+
+    made = _case.make_inputs(size, dtype, seed)
+    if not isinstance(made, (list, tuple)):
+        raise TypeError(f"@case.inputs of {_case.name!r} must return a list of arrays, got {type(made).__name__}")
+    return [np.asarray(x) for x in made]
+
+
+def inputs_for(runtime, host_inputs):
+    """Build the case's function in the timed setup phase (a model's construction is setup,
+    not the first call); the runtime then calls it through the hooks below."""
+    global _built
+    framework = runtime.framework
+    builder = _case.builders[framework]
+    if framework == "torch":
+        torch = runtime.torch
+
+        def compile_fn(fn, **options):
+            return torch.compile(fn, **options) if runtime.compiles else fn
+
+        _built = builder(torch, compile_fn, runtime.device)
+    elif framework == "jax":
+        _built = builder(runtime.jax)
+    else:
+        _built = builder(runtime.np)
+    return host_inputs
+
+
+_built = None
 
 
 def reference(inputs):
@@ -74,13 +114,13 @@ def reference(inputs):
     return [np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (list, tuple)) else (out,))]
 
 
-def numpy_fn(np_module):
-    return _as_tuple(_case.builders["numpy"](np_module))
+def numpy_fn(_np_module):
+    return _as_tuple(_built)
 
 
-def jax_fn(jax):
-    return _as_tuple(_case.builders["jax"](jax))
+def jax_fn(_jax):
+    return _built  # any pytree out; an already jitted function keeps its own options
 
 
-def torch_build(torch, compile_fn, inputs):
-    return _as_tuple(_case.builders["torch"](torch, compile_fn)), inputs
+def torch_build(_torch, _compile_fn, inputs):
+    return _as_tuple(_built), inputs
