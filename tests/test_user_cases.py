@@ -339,3 +339,17 @@ def test_installed_packages_publish_cases_through_the_entry_point_group(tmp_path
     assert spec.build_spec(workloads="matmul", backends="numpy", seed=1).cases
     with pytest.raises(UsageError, match="half installed"):
         spec.build_spec(workloads="pkg_cumsum", backends="numpy", seed=1)
+
+
+def test_an_interpreter_whose_ttfr_worker_is_older_is_refused_up_front(tmp_path):
+    """`--python`/`ttfr ab` arms: a worker whose jobs lack fields this ttfr sends (a user's
+    case's, say) would fail every run; the interpreter check says so before anything runs."""
+    fake = tmp_path / "old"
+    (fake / "ttfr" / "child").mkdir(parents=True)
+    (fake / "ttfr" / "__init__.py").write_text("")
+    (fake / "ttfr" / "child" / "__init__.py").write_text("")
+    (fake / "ttfr" / "child" / "worker.py").write_text("")
+    (fake / "ttfr" / "child" / "job.py").write_text("FIELDS = (('mode', str, 'cold'), ('adapter', str, None))\n")
+    with pytest.raises(UsageError, match=r"older ttfr worker(.|\n)*case_source"):
+        spec.check_worker_python(sys.executable, {"PYTHONPATH": str(fake)}, option="--b")
+    spec.check_worker_python(sys.executable)  # this ttfr's own worker passes

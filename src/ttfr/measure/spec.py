@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
+from ttfr.child.job import FIELDS
 from ttfr.measure import catalog, datasets, user_cases
 from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
@@ -310,6 +311,17 @@ def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> float | 
     return parse_duration(budget, "--budget", MAX_AB_BUDGET_S)
 
 
+# Imports the worker and checks that its job takes every field this ttfr may send (a user's
+# case fields, say): an older ttfr there would fail every run instead of the check.
+_OLDER_WORKER = 3
+_WORKER_PROBE = (
+    "import sys, ttfr.child.worker\n"
+    "from ttfr.child.job import FIELDS\n"
+    f"missing = sorted(set({sorted(name for name, _kind, _default in FIELDS)!r}) - {{f[0] for f in FIELDS}})\n"
+    f"sys.exit(print(', '.join(missing), file=sys.stderr) or {_OLDER_WORKER} if missing else 0)\n"
+)
+
+
 def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
     """The interpreter given for workers must exist and import this ttfr's worker, in the
     environment its workers get (`env`: what is added to ours), within
@@ -325,7 +337,7 @@ def check_worker_python(python: str, env: dict | None = None, option: str = "--p
     sweeper.start()  # a no-op once it runs; when it cannot start, it has warned once
     with tempfile.TemporaryFile() as stderr:
         try:
-            proc = subprocess.Popen([python, "-c", "import ttfr.child.worker"], stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen([python, "-c", _WORKER_PROBE], stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})},
                                     start_new_session=True)  # fmt: skip
         except OSError as exc:
@@ -345,6 +357,11 @@ def check_worker_python(python: str, env: dict | None = None, option: str = "--p
         stderr.seek(0, os.SEEK_END)
         stderr.seek(max(0, stderr.tell() - 8192))
         last_lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode == _OLDER_WORKER:
+        raise UsageError(
+            f"{option} {python!r} has an older ttfr worker: its jobs lack fields this ttfr sends "
+            f"({(last_lines or ['?'])[-1]}); install this ttfr into that environment"
+        )
     if proc.returncode != 0:
         last = (last_lines or ["no output"])[-1]
         raise UsageError(
