@@ -517,7 +517,7 @@ def secrets_from_a_failing_worker(box: Sandbox):
     shim = box.root / "leaky-python"
     shim.write_text(
         "#!/bin/sh\n"
-        f'for a in "$@"; do [ "$a" = "import ttfr.child.worker" ] && exec {sys.executable} "$@"; done\n'
+        f'for a in "$@"; do case "$a" in *"import sys, ttfr.child.worker"*) exec {sys.executable} "$@";; esac; done\n'
         'echo "worker sees HF_TOKEN=$HF_TOKEN and ${HF_TOKEN}" >&2\nexit 3\n'
     )
     shim.chmod(0o755)

@@ -353,3 +353,15 @@ def test_an_interpreter_whose_ttfr_worker_is_older_is_refused_up_front(tmp_path)
     with pytest.raises(UsageError, match=r"older ttfr worker(.|\n)*case_source"):
         spec.check_worker_python(sys.executable, {"PYTHONPATH": str(fake)}, option="--b")
     spec.check_worker_python(sys.executable)  # this ttfr's own worker passes
+
+
+def test_the_interpreter_checks_message_is_redacted(tmp_path, monkeypatch):
+    """What a refused interpreter printed reaches the terminal through the one redaction."""
+    secret = "hf_" + "q" * 30
+    shim = tmp_path / "leaky"
+    shim.write_text('#!/bin/sh\necho "token HF_TOKEN=$HF_TOKEN" >&2\nexit 1\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("HF_TOKEN", secret)
+    with pytest.raises(UsageError) as refused:
+        spec.check_worker_python(str(shim))
+    assert secret not in str(refused.value) and "cannot import ttfr's worker" in str(refused.value)

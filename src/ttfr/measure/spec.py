@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
+from ttfr.redaction import redact_text
 from ttfr.child.job import FIELDS
 from ttfr.measure import catalog, datasets, user_cases
 from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
@@ -313,7 +314,7 @@ def check_ab_limits(rounds, min_rounds, precision=None, budget=None) -> float | 
 
 # Imports the worker and checks that its job takes every field this ttfr may send (a user's
 # case fields, say): an older ttfr there would fail every run instead of the check.
-_OLDER_WORKER = 3
+_OLDER_WORKER = 86  # an exit code no interpreter uses for anything else
 _WORKER_PROBE = (
     "import sys, ttfr.child.worker\n"
     "from ttfr.child.job import FIELDS\n"
@@ -356,7 +357,9 @@ def check_worker_python(python: str, env: dict | None = None, option: str = "--p
             )
         stderr.seek(0, os.SEEK_END)
         stderr.seek(max(0, stderr.tell() - 8192))
-        last_lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+        # The interpreter's own words, as any recorded output: through the one redaction.
+        text = redact_text(stderr.read().decode("utf-8", "replace"), {**os.environ, **(env or {})})
+        last_lines = text.strip().splitlines()
     if proc.returncode == _OLDER_WORKER:
         raise UsageError(
             f"{option} {python!r} has an older ttfr worker: its jobs lack fields this ttfr sends "
