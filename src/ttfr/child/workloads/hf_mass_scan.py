@@ -163,7 +163,8 @@ class _JaxAheadOfTimeScan(_JaxScan):
 
     def prepare(self):
         digest = problems.dataset_sha256(self.problem)[:16]
-        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}", sources=(native, dense))
+        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
+                                               sources=(native, dense, binnings, engines), needs_lapack=True)  # fmt: skip
         for m in self.splits:
             arrays, e = engines.split_native(self.engine_for(m)[0])
 

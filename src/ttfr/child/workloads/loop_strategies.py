@@ -181,39 +181,64 @@ def _code_digest(modules) -> str:
     return digest.hexdigest()[:12]
 
 
-class JaxExecutables:
-    """Compiled JAX executables kept in the AOT directory (TTFR_AOT_DIR, one of the case's
-    cache directories, so the cache policies empty or fill it): `get(key, compile)` loads the
-    one stored under `key`, or calls `compile()` (trace, lower, compile: nothing of it is
-    needed for a load) and stores the result. Files are named for the JAX, jaxlib and
-    platform they were compiled for; one that cannot be loaded costs a compile, never the run."""
+class AheadOfTimeStore:
+    """Compiled programs kept in the AOT directory (TTFR_AOT_DIR, one of the case's cache
+    directories, so the cache policies empty or fill it), one file per key:
+    `get(key, load, build)` returns `load(path)` for a stored one, or `build(tmp)`, which
+    compiles and writes the file at `tmp` (None: no directory, keep it in memory), then moves
+    it into place. File names carry `stem` (the runtime's versions and platform) and a hash
+    of `sources`, the modules whose code is compiled: an edit never loads an older program.
+    A file that cannot be loaded costs a compile, never the run."""
 
-    def __init__(self, jax, device, stem: str, sources=()):
+    def __init__(self, stem: str, suffix: str, sources=()):
+        self.directory = os.environ.get("TTFR_AOT_DIR") or None
+        self.stem, self.suffix = f"{stem}-{_code_digest(sources)}", suffix
+        self.loaded = 0
+
+    def get(self, key: str, load, build):
+        path = os.path.join(self.directory, f"{self.stem}-{key}{self.suffix}") if self.directory else None
+        if path and os.path.exists(path):
+            try:
+                program = load(path)
+            except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
+                program = None
+            if program is not None:
+                self.loaded += 1
+                return program
+        if not path:
+            return build(None)
+        os.makedirs(self.directory, exist_ok=True)
+        tmp = f"{path}.tmp{self.suffix}"
+        program = build(tmp)
+        os.replace(tmp, path)
+        return program
+
+
+class JaxExecutables(AheadOfTimeStore):
+    """Compiled JAX executables (`jax.experimental.serialize_executable`): `get(key, compile)`
+    loads the one stored under `key`, or calls `compile()` (trace, lower, compile: nothing of
+    it is needed for a load) and stores it; for the jax, jaxlib and platform compiled for.
+    `needs_lapack`: the executables call LAPACK (see _load)."""
+
+    def __init__(self, jax, device, stem: str, sources=(), needs_lapack: bool = False):
         import jaxlib
 
+        super().__init__(f"{stem}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}", ".xla", sources)
         self.jax = jax
-        self.directory = os.environ.get("TTFR_AOT_DIR") or None
-        code = _code_digest(sources)
-        self.stem = f"{stem}-{code}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}"
-        self.loaded = 0
-        self._lapack_ready = False
+        self._lapack_pending = needs_lapack
 
     def get(self, key: str, compile):
-        path = os.path.join(self.directory, f"{self.stem}-{key}.xla") if self.directory else None
-        executable = self._load(path) if path and os.path.exists(path) else None
-        if executable is not None:
-            self.loaded += 1
-            return executable
-        executable = compile()
-        if path:
+        return super().get(key, self._load, lambda tmp: self._store(compile(), tmp))
+
+    @staticmethod
+    def _store(executable, tmp):
+        if tmp:
             import pickle
 
             from jax.experimental import serialize_executable
 
-            os.makedirs(self.directory, exist_ok=True)
-            with open(path + ".tmp", "wb") as blob:
+            with open(tmp, "wb") as blob:
                 pickle.dump(serialize_executable.serialize(executable), blob)
-            os.replace(path + ".tmp", path)
         return executable
 
     def _load(self, path):
@@ -221,18 +246,15 @@ class JaxExecutables:
 
         from jax.experimental import serialize_executable
 
-        if not self._lapack_ready:
+        if self._lapack_pending:
             # A deserialised executable that calls LAPACK (a solve, say) crashes the process
             # (SIGSEGV, jaxlib 0.10.2 on CPU) unless LAPACK's kernels were registered first,
             # which the first linalg call does.
             jnp = self.jax.numpy
             jnp.linalg.solve(jnp.eye(2), jnp.ones(2)).block_until_ready()
-            self._lapack_ready = True
-        try:
-            with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
-                return serialize_executable.deserialize_and_load(*pickle.load(blob))
-        except Exception:  # noqa: BLE001 - a stale or damaged file costs a compile, never the run
-            return None
+            self._lapack_pending = False
+        with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
+            return serialize_executable.deserialize_and_load(*pickle.load(blob))
 
 
 class _JaxAheadOfTime(_JaxSequential):
@@ -397,15 +419,8 @@ class _TorchAheadOfTime(_Loop):
         super().__init__(segments, len(self.shapes))
         self.torch, self.device = runtime.torch, runtime.device
         self.dtype = segments[0].x.dtype
-        self.directory = os.environ.get("TTFR_AOT_DIR") or None
         self.runners, self.params = {}, None
         self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) packaged or loaded"
-
-    def _path(self, width, batch):
-        torch = self.torch
-        # A package is only valid for the torch build and device it was compiled for.
-        runtime = f"torch{torch.__version__}-{self.device.type}".replace("+", "_")
-        return os.path.join(self.directory, f"{STEP_NAME}-{runtime}-{self.dtype}-w{width}-b{batch}.pt2")
 
     def _example(self, width, batch):
         rng = np.random.default_rng(0)
@@ -414,30 +429,21 @@ class _TorchAheadOfTime(_Loop):
         arrays = [*params, x, y, np.ones((batch, 1), dtype=self.dtype), np.asarray(0.1, dtype=self.dtype)]
         return tuple(self.torch.from_numpy(a).to(self.device) for a in arrays)
 
-    def _load(self, path):
-        try:
-            return self.torch._inductor.aoti_load_package(path)
-        except Exception:  # noqa: BLE001 - a stale or damaged package costs a compile, never the run
-            return None
-
     def prepare(self):
         torch = self.torch
         step = loop_mlp.torch_explicit_step(torch)
+        # A package is only valid for the torch build and device it was compiled for.
+        runtime = f"torch{torch.__version__}-{self.device.type}".replace("+", "_")
+        store = AheadOfTimeStore(f"{STEP_NAME}-{runtime}-{self.dtype}", ".pt2", sources=(loop_mlp,))
         for width, batch in self.shapes:
-            path = self._path(width, batch) if self.directory else None
-            runner = self._load(path) if path and os.path.exists(path) else None
-            if runner is not None:
-                self.loaded += 1
-            else:
+
+            def build(tmp, width=width, batch=batch):
                 exported = torch.export.export(step, self._example(width, batch))
-                if path:
-                    os.makedirs(self.directory, exist_ok=True)
-                    torch._inductor.aoti_compile_and_package(exported, package_path=path + ".tmp.pt2")
-                    os.replace(path + ".tmp.pt2", path)
-                    runner = torch._inductor.aoti_load_package(path)
-                else:
-                    runner = torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(exported))
-            self.runners[(width, batch)] = runner
+                package = torch._inductor.aoti_compile_and_package(exported, **({"package_path": tmp} if tmp else {}))
+                return torch._inductor.aoti_load_package(package)
+
+            self.runners[(width, batch)] = store.get(f"w{width}-b{batch}", torch._inductor.aoti_load_package, build)
+        self.loaded = store.loaded
         self.expected_compiles = len(self.shapes) - self.loaded
 
     def iteration(self, index):
