@@ -14,6 +14,7 @@ from conftest import have
 from ttfr.artifacts.reader import validate_dir
 from ttfr.cases import Case, CaseError
 from ttfr.errors import UsageError
+from ttfr.child.workloads import user_case
 from ttfr.measure import catalog, spec, user_cases
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -101,7 +102,7 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     path = case_file(tmp_path)
     chosen = spec.build_spec(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1)
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
-    assert chosen.case_files == ((str(path.resolve()), user_cases.file_sha256(path)),)
+    assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
     catalog.WORKLOADS.pop("my_cumsum")  # a new process: the case is known again only from the file
     assert spec.RunSpec.from_json(stored) == chosen
@@ -239,7 +240,7 @@ def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_c
     assert validate_dir(root) == []
     stored = json.loads((root / "plan.json").read_text())["spec"]["case_files"]
     assert [f["path"] for f in stored] == [str(p.resolve()) for p in (good, wrong, raising)]
-    assert stored[0]["sha256"] == user_cases.file_sha256(good)
+    assert stored[0]["sha256"] == user_case.file_sha256(good)
 
     def case(case_id):
         return json.loads((root / "cases" / f"{case_id}.json").read_text())

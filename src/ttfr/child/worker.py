@@ -46,13 +46,15 @@ def _run_phases(job, marks, record):
         runtime.import_stack()
         marks["imported"] = _now()
 
+        workload = None  # a built-in's module is imported in setup, as it always was
         if job.case_source:  # the user's own module, timed apart from the runtime stack
             phase = "user_import"
-            _import("ttfr.child.workloads." + job.workload).load(job.case_source, job.case_name)
+            workload = _import("ttfr.child.workloads." + job.workload)
+            workload.load(job.case_source, job.case_name)
             marks["user_imported"] = _now()
 
         phase = "setup"
-        workload = _import("ttfr.child.workloads." + job.workload)
+        workload = workload or _import("ttfr.child.workloads." + job.workload)
         # Workloads that read their inputs from disk (HistFactory) and build per-engine
         # models have hooks; array workloads generate seeded arrays.
         load = getattr(workload, "load_inputs", None)
@@ -118,15 +120,11 @@ def _check_result(runtime, workload, inputs, host_inputs, host_first, job):
     return _check(workload, host_inputs, host_first, job.dtype)
 
 
-def _file_sha256(path):
-    """After every timed phase: what the user's case file holds now (None: gone)."""
-    import hashlib
+def _user_case_sha256(job):
+    """After every timed phase: what the user's case file holds now."""
+    from ttfr.child.workloads import user_case
 
-    try:
-        with open(path, "rb") as source:
-            return hashlib.sha256(source.read()).hexdigest()
-    except OSError:
-        return None
+    return user_case.file_sha256(job.case_source)
 
 
 def _dataset_sha256(workload, host_inputs):
@@ -277,7 +275,7 @@ def main(argv=None):
         record["phase"] = err.phase
         if record["outcome"] != "unavailable":
             record["traceback"] = "".join(traceback.format_exception(err.error))[-4000:]
-    if job.case_sha256 and record["outcome"] == "ok" and _file_sha256(job.case_source) != job.case_sha256:
+    if job.case_sha256 and record["outcome"] == "ok" and _user_case_sha256(job) != job.case_sha256:
         record["outcome"] = "invalid-measurement"
         record["reason"] = f"the case file {job.case_source} changed since the run was planned"
     import resource

@@ -10,10 +10,10 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ttfr.errors import UsageError, unknown_choice
-from ttfr.redaction import redact_text
 from ttfr.child.job import FIELDS
+from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog, datasets, user_cases
+from ttfr.redaction import redact_text
 from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
@@ -434,12 +434,11 @@ def build_spec(
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    hashes = {str(Path(f).expanduser().resolve()): user_cases.file_sha256(f) for f in case_files if Path(f).is_file()}
     from_files = [c for c in user_cases.register(case_files, installed=False) if c.from_file]
     _installed_cases_if_unknown(_split(workloads), _split(cases))
     if case_files and not (cases or workloads):  # your files' cases, not the default suite
         workloads = [c.name for c in from_files]
-    case_files = tuple(dict.fromkeys((c.source, hashes[c.source]) for c in from_files))
+    case_files = tuple(dict.fromkeys((c.source, c.sha256) for c in from_files))
     for option, value in (("--workspace", workspace), ("--signal", signal)):
         if value is not None and not str(value).strip():
             raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")

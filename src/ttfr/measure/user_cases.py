@@ -32,6 +32,7 @@ class UserCase:
     sizes: tuple[int, ...]
     dtypes: tuple[str, ...]
     description: str
+    sha256: str | None  # a case file's content when it was read (None: an installed module)
 
     @property
     def from_file(self) -> bool:
@@ -61,7 +62,7 @@ def _import(source: str, label: str):
         raise UsageError(f"{label} could not be imported:\n{_tail(exc)}") from None
 
 
-def _describe(module, source: str, label: str) -> list[UserCase]:
+def _describe(module, source: str, label: str, sha256: str | None = None) -> list[UserCase]:
     found = user_case.cases_of(module)
     if not found:
         raise UsageError(f"{label} defines no case: create one with `ttfr.cases.Case(...)` at its top level")
@@ -74,7 +75,7 @@ def _describe(module, source: str, label: str) -> list[UserCase]:
         if not case.builders:
             raise UsageError(f"{label}: case {case.name!r} has no builder: decorate a function with "
                              "@case.jax, @case.torch or @case.numpy (see `ttfr.cases`)")  # fmt: skip
-        described.append(UserCase(case.name, source, tuple(case.builders), case.sizes, case.dtypes, case.description))
+        described.append(UserCase(case.name, source, tuple(case.builders), case.sizes, case.dtypes, case.description, sha256))
     names = [c.name for c in described]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
@@ -90,7 +91,8 @@ def read_case_file(path) -> list[UserCase]:
     if file.suffix != ".py":
         raise UsageError(f"{label}: not a .py file")
     source = str(file.resolve())
-    return _describe(_import(source, label), source, label)
+    sha256 = user_case.file_sha256(source)
+    return _describe(_import(source, label), source, label, sha256)
 
 
 def installed_cases() -> list[UserCase]:
@@ -104,18 +106,14 @@ def installed_cases() -> list[UserCase]:
     return out
 
 
-def file_sha256(path) -> str:
-    with open(path, "rb") as source:
-        return hashlib.sha256(source.read()).hexdigest()
-
-
 def register_recorded(recorded) -> list[UserCase]:
     """The case files a plan records, `[(path, sha256)]`: each must still hold what the run
     started with (a changed file would mix two versions of the code in one result)."""
     for path, sha256 in recorded:
-        if not Path(path).is_file():
+        now = user_case.file_sha256(path)
+        if now is None:
             raise UsageError(f"case file {path}, which this run's plan.json names, is gone: put it back to go on")
-        if file_sha256(path) != sha256:
+        if now != sha256:
             raise UsageError(f"case file {path} changed since this run started (sha256 {sha256[:12]}... in plan.json): "
                              "restore it, or start a new run")  # fmt: skip
     return register([path for path, _sha in recorded])

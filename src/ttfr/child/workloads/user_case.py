@@ -12,8 +12,21 @@ import sys
 
 MODULE_PREFIX = "module:"  # a source naming an installed module (entry point), not a file
 
-_case = None
+_case = None  # the loaded Case
+_built = None  # its function for this runtime, built in setup
 TOLERANCE: dict = {}
+
+
+def file_sha256(path: str) -> str | None:
+    """What a case file holds (None: gone): its plan records it, and the parent and the worker
+    (after its timed phases) compare."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as source:
+            return hashlib.sha256(source.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def import_source(source: str, module_name: str):
@@ -100,9 +113,6 @@ def inputs_for(runtime, host_inputs):
     else:
         _built = builder(runtime.np)
     return host_inputs
-
-
-_built = None
 
 
 def reference(inputs):
