@@ -22,6 +22,7 @@ import pytest
 
 from ttfr.artifacts.reader import validate_dir
 from ttfr.measure import catalog
+from ttfr.report import terminal
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]
 
@@ -129,12 +130,51 @@ def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_
     assert status == 0, text[-4000:]
     assert "ETA" in text and "\x1b[?25l" in raw, text[-4000:]
     flat = " ".join(text.split())
-    # "best ..." or, when a busy machine set the runs aside, "no totals to compare": never absent
-    assert "loop sweep_mlp 2 on jax_jit_cpu float32, cold-process/cold-cache:" in flat, text[-4000:]
     assert "compile count off" not in flat, text[-4000:]
     assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert validate_dir(root) == []
+    # Exactly the lines the suite's loop rows give ("best ..." or, where a busy machine set the
+    # runs aside, "no totals to compare"), whichever way contention fell: never absent.
+    lines = terminal.loop_lines(json.loads((root / "suite.json").read_text())["loops"])
+    assert [line for line, _style in lines if line.startswith("loop sweep_mlp 2 on jax_jit_cpu float32")], lines
+    for line, _style in lines:
+        assert " ".join(line.split()) in flat, (line, text[-4000:])
+
+
+def test_a_case_file_lists_and_runs_on_a_terminal(tmp_path):
+    """A user's case file: `ttfr list --case-file` lays its table out for the terminal, and
+    `ttfr run --case-file` drives the live bar to the end; a broken file is one clear error."""
+    case_file = tmp_path / "mine.py"
+    case_file.write_text(
+        "import numpy as np\nfrom ttfr.cases import Case\n"
+        "case = Case('pty_cumsum', sizes=(64,), dtypes=('float64',), description='a [bold]cumsum[/bold]')\n"
+        "case.inputs(lambda size, dtype, seed: [np.random.default_rng(seed).standard_normal(size).astype(dtype)])\n"
+        "case.numpy(lambda np: np.cumsum)\n"
+    )  # fmt: skip
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "list", "--case-file", str(case_file)], RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert status == 0 and "Traceback" not in text, text[-4000:]
+    flat = " ".join(text.split())
+    assert "pty_cumsum (yours)" in flat and "numpy_pty_cumsum_64_f64" in flat, text[-4000:]
+    assert "[bold]cumsum[/bold]" in flat  # the user's text shown as written, not as markup
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--case-file", str(case_file), "--backends", "numpy",
+            "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert status == 0 and "Traceback" not in text, text[-4000:]
+    assert "ETA" in text and "\x1b[?25l" in raw and "\x1b[?25h" in raw, text[-4000:]
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    runs = len((root / "journal.jsonl").read_text().splitlines())
+    assert f"{runs}/{runs}" in text and "numpy_pty_cumsum_64_f64" in text, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    case_file.write_text("raise RuntimeError('my setup is broken')\n")
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = _ANSI.sub("", raw)
+    assert status == 2 and "my setup is broken" in text and "mine.py" in text, text[-4000:]
+    assert "ttfr: error:" in text, text[-4000:]  # one error, with the user's traceback tail under it
 
 
 def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):
