@@ -5,12 +5,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from ttfr.measure import catalog
 from ttfr.measure.spawn import RunResult
 
 # The NextStat contracts are AGPL: read from beside the checkout (or $TTFR_NEXTSTAT_SCHEMAS), never copied in.
 SHARED_SCHEMAS = Path(
     os.environ.get("TTFR_NEXTSTAT_SCHEMAS") or Path(__file__).resolve().parents[2] / "shared" / "reference" / "nextstat-schemas"
 )
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog():
+    """Users' cases and commands are added to this process's catalogue: every test gets it back
+    as it was (a registered command would otherwise show up in later tests' catalogued cases)."""
+    saved = dict(catalog.WORKLOADS)
+    yield
+    catalog.WORKLOADS.clear()
+    catalog.WORKLOADS.update(saved)
 
 
 def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None, warm=None, cache=None, digest=None):

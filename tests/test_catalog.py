@@ -24,6 +24,9 @@ FACTS = {
     "pyhf_jax": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
     "pyhf_pytorch": (False, None, {}),
     "nextstat": (False, None, {}),
+    # a user's program: no counters to read, its cache directories' files instead; its Python
+    # prints reach the --first-result scanner line by line
+    "command": (False, catalog.DIRECTORY_ENTRIES, {"PYTHONUNBUFFERED": "1"}),
 }
 
 
@@ -37,10 +40,13 @@ def test_barrier_counters_and_worker_environment(name, monkeypatch):
     backend = catalog.BACKENDS[name]
     barrier, counters, env = FACTS[name]
     assert (backend.barrier, backend.cache_counters) == (barrier, counters)
-    case = next(c for c in catalog.catalogued_cases() if c.backend == name)
-    spec = (
-        build_spec(cases=[case.id]) if not case.uses_workspace else build_spec(cases=[case.id], workspace_presets=["complex8p"])
-    )
+    if name == catalog.COMMAND:
+        spec = build_spec(commands=["true"])
+        case = spec.cases[0]
+    else:
+        case = next(c for c in catalog.catalogued_cases() if c.backend == name)
+        presets = ["complex8p"] if case.uses_workspace else []
+        spec = build_spec(cases=[case.id], workspace_presets=presets)
     assert build_env(case, spec, {}, base={}) == env
     # a user's own platform choice is kept
     assert build_env(case, spec, {}, base={"JAX_PLATFORMS": "cuda"}).get("JAX_PLATFORMS") == "cuda"

@@ -13,7 +13,7 @@ BUILDER = {"python": "python_fn", "numpy": "numpy_fn", "jax": "jax_fn", "torch":
            "pyhf": "engine_build", "nextstat": "engine_build"}  # fmt: skip
 
 
-@pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)
+@pytest.mark.parametrize("backend", [b for b in catalog.BACKENDS.values() if b.in_process], ids=lambda b: b.name)
 def test_every_adapter_is_a_runtime_adapter(backend):
     module = importlib.import_module(f"ttfr.child.backends.{backend.adapter}")
     job = Job(adapter=backend.adapter, device=backend.device, compile=backend.compiles, variant=backend.variant,

@@ -50,15 +50,6 @@ def case_file(tmp_path, name="my_cumsum", reference="np.cumsum(x)", jax_body="re
     return path
 
 
-@pytest.fixture(autouse=True)
-def fresh_catalog():
-    """Each test registers its own cases; the catalogue is this process's, so put it back."""
-    saved = dict(catalog.WORKLOADS)
-    yield
-    catalog.WORKLOADS.clear()
-    catalog.WORKLOADS.update(saved)
-
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -237,6 +237,9 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
         "unmeasured_runs": [],
         "limitations": [*cache.LIMITATIONS, *backend.limitations],
     }
+    if case.workload_info.command:  # what the case ran: the program, as plan.json records it (redacted)
+        recorded = spec.command(case.workload).to_json()
+        base["command"] = {key: recorded[key] for key in ("argv", "cwd", "first_result", "mark", "prepare")}
     if case.id in plan.unavailable:
         base.update(status="warn", reason=plan.unavailable[case.id])
         return base

@@ -90,12 +90,15 @@ def run_view(entry: dict, case: catalog.Case, reference_digest: dict | None) -> 
             counts,
             entry["cache_dir"]["entries_before"],
             entry["cache_dir"]["entries_after"],
+            backend.cache_counters,
         ),  # fmt: skip
         "host": entry.get("host"),
         "exit_code": entry.get("exit_code"),
     }
     if counts:
         view["cache"]["counters"] = counts
+    if backend.cache_counters == catalog.DIRECTORY_ENTRIES and entry["cache_dir"].get("by_directory"):
+        view["cache"]["by_directory"] = entry["cache_dir"]["by_directory"]
     loop = loops.run_loop(record.get("loop"))
     if loop is not None:
         view["loop"] = loop

@@ -1,6 +1,8 @@
 """`ttfr ab`: the same cases under two arms, interleaved in one session.
 
-An arm is an interpreter (or a virtualenv) plus environment overrides. Both arms get the
+An arm is an interpreter (or a virtualenv) plus environment overrides; for commands
+(`--command`), the program's environment with that interpreter's directory first on PATH, or
+an arm's own program (`--a-command` / `--b-command`, one case). Both arms get the
 same plan (same seed, cases, policies); each is an ordinary result directory (`A/`, `B/`,
 with its own journal, caches and artifacts). They run task by task: for each (case,
 policy) stream, round j runs A's and B's j-th run back to back, in ABBA order across rounds
@@ -34,7 +36,10 @@ from ttfr.measure.journal import Journal
 from ttfr.measure.plan import PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
+from ttfr.measure import user_commands
 from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.measure.user_commands import UserCommand
+from ttfr import cases as cases_api
 
 
 @dataclass(frozen=True)
@@ -42,14 +47,33 @@ class Arm:
     name: str
     python: str
     env: tuple[tuple[str, str], ...] = ()
+    # Commands (`ttfr ab --command`): the arm's own program (--a-command / --b-command), and the
+    # directory put first on PATH for its commands (--a/--b given: as if that venv were activated).
+    command: UserCommand | None = None
+    path_first: str | None = None
 
     @property
     def environment(self) -> dict:
         return dict(self.env)
 
+    def command_env(self, base: dict) -> dict:
+        """`base` with this arm's interpreter directory first on PATH (commands only)."""
+        if not self.path_first:
+            return base
+        env = {**base, "PATH": os.pathsep.join(p for p in (self.path_first, base.get("PATH")) if p)}
+        venv = Path(self.path_first).parent
+        if (venv / "pyvenv.cfg").is_file():
+            env["VIRTUAL_ENV"] = str(venv)
+        return env
+
     def to_json(self) -> dict:
         """The arm as recorded (plan, manifests, comparison): secrets keep their names only."""
-        return {"name": self.name, "python": self.python, "env": redact_env(self.environment)}
+        out = {"name": self.name, "python": self.python, "env": redact_env(self.environment)}
+        if self.command is not None:
+            out["command"] = self.command.text
+        if self.path_first:
+            out["path_first"] = self.path_first
+        return out
 
 
 def resolve_python(value: str | None) -> str:
@@ -76,10 +100,34 @@ def parse_env(items, option: str = "--a-env/--b-env") -> tuple[tuple[str, str], 
     return tuple(pairs)
 
 
-def make_arm(name: str, python: str | None, env_items) -> Arm:
-    arm = Arm(name, resolve_python(python), parse_env(env_items, f"--{name.lower()}-env"))
-    check_worker_python(arm.python, arm.environment, option=f"--{name.lower()}")
+def make_arm(name: str, python: str | None, env_items, commands: bool = False, command: UserCommand | None = None) -> Arm:
+    """An arm; `commands`: the run measures commands, whose programs the arm's interpreter
+    does not run (it goes first on PATH instead, and need not have ttfr)."""
+    arm = Arm(name, resolve_python(python), parse_env(env_items, f"--{name.lower()}-env"), command)
+    if not commands:
+        check_worker_python(arm.python, arm.environment, option=f"--{name.lower()}")
+    elif python:
+        if not os.access(arm.python, os.X_OK) or Path(arm.python).is_dir():
+            raise UsageError(f"--{name.lower()} {python}: not an interpreter or a virtualenv")
+        arm = replace(arm, path_first=str(Path(arm.python).parent))
     return arm
+
+
+def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, prepare=()) -> tuple:
+    """`--a-command X --b-command Y`: one case whose program differs by arm; its name is
+    --command-name, else the programs' common script name, else `<a>_vs_<b>`."""
+    if bool(a_command) != bool(b_command):
+        raise UsageError("--a-command and --b-command go together: give both (or --command for the same program in "
+                         "both arms)")  # fmt: skip
+    if len(names) > 1:
+        raise UsageError("--a-command/--b-command make one case: give at most one --command-name")
+    a_argv, b_argv = user_commands.split(a_command, "--a-command"), user_commands.split(b_command, "--b-command")
+    if not names:
+        a_name, b_name = user_commands.slug(a_argv), user_commands.slug(b_argv)
+        name = a_name if a_name == b_name else f"{a_name}_vs_{b_name}"[: cases_api.MAX_NAME].strip("_")
+        names = [name]
+    a, b = (user_commands.parse([text], names, first_result, mark, prepare) for text in (a_command, b_command))
+    return a[0], b[0]
 
 
 @dataclass(frozen=True)
@@ -97,7 +145,11 @@ class AbSpec:
 
 def validate(ab: AbSpec) -> None:
     (a, b) = ab.arms
-    if (a.python, a.env) == (b.python, b.env):
+
+    def identity(arm):
+        return arm.python, arm.env, arm.command and arm.command.argv, arm.path_first
+
+    if identity(a) == identity(b):
         raise UsageError(
             "the two arms are identical: give --a/--b interpreters or --a-env/--b-env settings that differ "
             "(`ttfr selftest` runs A/A comparisons)"
@@ -147,10 +199,12 @@ def min_rounds_for(min_rounds: int, max_rounds: int, precision: float | None) ->
 class _Arm:
     def __init__(self, arm: Arm, root: Path, spec: RunSpec, session: str, command_line, progress, executor):
         self.arm = arm
-        self.spec = replace(spec, python=arm.python)
+        self.spec = replace(spec, python=arm.python, commands=(arm.command,) if arm.command else spec.commands)
         self.dir = suite_run.start(self.spec, root, command_line, name=arm.name, session_id=session, arm=arm.to_json())
 
         base_env = {**os.environ, **arm.environment}
+        if self.spec.commands:
+            base_env = arm.command_env(base_env)
         self.plan = build_plan(self.spec)
         self.scheduler = Scheduler(self.plan, Journal(self.dir.journal), self.dir.scratch, executor, progress=progress,
                                    base_env=base_env, dataset_fields=dataset_fields(self.dir))  # fmt: skip

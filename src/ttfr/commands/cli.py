@@ -14,7 +14,9 @@ import contextlib
 import difflib
 import json
 import re
+import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -60,6 +62,32 @@ def _list_arg(parser, name, help_text):
     parser.add_argument(name, action="append", default=[], metavar="A,B", help=help_text)
 
 
+def _command_args(parser, arms: bool = False) -> None:
+    parser.add_argument("--command", action="append", default=[], metavar="CMD",
+                        help="measure a program's time to first result, e.g. \"python train.py --epochs 1\" (split like a "
+                        "shell would, run without one); repeatable. Policies: cold-cache, warm-cache")  # fmt: skip
+    if arms:
+        parser.add_argument("--a-command", metavar="CMD", help="arm A's program (with --b-command: two commands, one case)")
+        parser.add_argument("--b-command", metavar="CMD", help="arm B's program")
+    parser.add_argument("--command-name", action="append", default=[], metavar="NAME",
+                        help="the case name of each --command, in order (default: its script's name)")  # fmt: skip
+    parser.add_argument(
+        "--first-result",
+        metavar="REGEX",
+        help="a command's first result is its first output line matching REGEX (default: its exit)",
+    )
+    parser.add_argument(
+        "--first-result-mark", action="store_true", help="a command's first result is its call of ttfr_mark.first_result()"
+    )
+    parser.add_argument(
+        "--prepare",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="run before every run of a command, untimed (once for all, or once per --command)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ttfr", description="Time to first result: cold-start and warm-throughput benchmarks.")
     parser.add_argument("--version", action="version", version=f"ttfr {__version__}")
@@ -78,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--case-file", action="append", default=[], metavar="FILE",
                      help="your own cases (ttfr.cases.Case objects in a Python file); repeatable. "
                      "Without --workloads/--cases, only these cases run")  # fmt: skip
+    _command_args(run)
     run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
     run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
     run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
@@ -109,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         _list_arg(compare_ab, name, f"as for `ttfr run {name}`")
     compare_ab.add_argument("--workspace", metavar="FILE")
     compare_ab.add_argument("--case-file", action="append", default=[], metavar="FILE", help="your cases (see `run`)")
+    _command_args(compare_ab, arms=True)
     compare_ab.add_argument("--profile", default="quick", choices=sorted(PROFILES))
     compare_ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
     compare_ab.add_argument("--min-rounds", type=int, default=10)
@@ -173,12 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 _RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
                   "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
-                  "signal", "precision", "budget", "case_file")  # fmt: skip
+                  "signal", "precision", "budget", "case_file", "command", "command_name", "first_result",
+                  "first_result_mark", "prepare")  # fmt: skip
 
 
 def _run(args, console: Console) -> int:
     if args.resume:
-        chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [])]
+        chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [], False)]
         if chosen or args.deterministic:
             raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
     else:
@@ -188,7 +219,7 @@ def _run(args, console: Console) -> int:
             warm_procs=args.warm_procs, warm_samples=args.warm_samples, timeout=args.timeout,
             deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
             python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
-            precision=args.precision, budget=args.budget, case_files=args.case_file,
+            precision=args.precision, budget=args.budget, case_files=args.case_file, **_command_options(args),
         )  # fmt: skip
     from ttfr.commands import run as suite_run  # the analysis stack, once the input is known good
     from ttfr.report import terminal
@@ -212,18 +243,43 @@ def _run(args, console: Console) -> int:
     return outcome.exit_code
 
 
+def _command_options(args) -> dict:
+    return {
+        "commands": args.command,
+        "command_names": args.command_name,
+        "first_result": args.first_result,
+        "first_result_mark": args.first_result_mark,
+        "prepare": args.prepare,
+    }
+
+
 def _ab(args, console: Console) -> int:
     from ttfr.commands import ab, selftest
     from ttfr.report import terminal
 
     budget_s = check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
+    own = (None, None)
+    if args.a_command is not None or args.b_command is not None:
+        if args.command:
+            raise UsageError("--command runs the same program in both arms; --a-command/--b-command give each arm its "
+                             "own: choose one")  # fmt: skip
+        own = ab.arm_commands(args.a_command, args.b_command, args.command_name, args.first_result,
+                              args.first_result_mark, args.prepare)  # fmt: skip
+    options = _command_options(args)
+    if own[0]:  # the case of the two programs, under A's program until each arm brings its own
+        options.update(commands=[shlex.join(own[0].argv)], command_names=[own[0].name])
     run_spec = build_spec(
         profile=args.profile, cases=args.cases, backends=args.backends, workloads=args.workloads, sizes=args.sizes,
         dtypes=args.dtypes, policies=args.cache_policy, timeout=args.timeout, deterministic=args.deterministic,
         seed=args.seed, workspace=args.workspace, workspace_presets=args.workspace_preset, case_files=args.case_file,
+        **options,
     )  # fmt: skip
+    if own[0]:
+        run_spec = replace(run_spec, commands=())  # each arm brings its own program
+    measured = bool(run_spec.commands or own[0])
     spec = ab.AbSpec(
-        run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env), ab.make_arm("B", args.b, args.b_env)),
+        run=run_spec, arms=(ab.make_arm("A", args.a, args.a_env, measured, own[0]),
+                            ab.make_arm("B", args.b, args.b_env, measured, own[1])),
         min_rounds=ab.min_rounds_for(args.min_rounds, args.rounds, args.precision), max_rounds=args.rounds,
         precision=args.precision, budget_s=budget_s, correction=args.correction, fail_on=args.fail_on,
         noise_floor=selftest.load_noise_floor(),

@@ -28,6 +28,7 @@ from ttfr.artifacts.store import (
     write_bytes_atomic,
     write_json,
 )
+from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ttfr.measure import datasets
 from ttfr.measure.journal import Journal
@@ -156,6 +157,10 @@ def _resumable_spec(result_dir: ResultDir) -> RunSpec:
         shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
         raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
     spec = RunSpec.from_json(plan["spec"])
+    redacted = [c.name for c in spec.commands if c.redacted]
+    if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
+        raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
+                         "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
     if spec.python is not None:
         check_worker_python(spec.python, option="plan.json's python")

@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ttfr.measure.catalog import JAX_MONITORING, TORCH_COUNTERS
+from ttfr.measure.catalog import DIRECTORY_ENTRIES, JAX_MONITORING, TORCH_COUNTERS
 from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
 
 CACHE_SUBDIRS = {
@@ -24,6 +24,10 @@ CACHE_SUBDIRS = {
     "TRITON_CACHE_DIR": "triton",
     "CUDA_CACHE_PATH": "cuda",
     "TTFR_AOT_DIR": "aot",  # executables a loop's AOT strategy serialised (sweep_mlp_aot)
+    # Other runtimes' caches a user's command may use (ttfr's own workloads do not).
+    "NUMBA_CACHE_DIR": "numba",
+    "CUPY_CACHE_DIR": "cupy",
+    "PYTORCH_KERNEL_CACHE_PATH": "torch_kernels",
 }
 # JAX writes nothing to its persistent cache on CPU without these (default minimum 1 s).
 JAX_CACHE_SETTINGS = {
@@ -78,6 +82,13 @@ class CacheDirs:
             total += len(filenames)
         return total
 
+    def count_by_directory(self) -> dict[str, int]:
+        """Files under each cache variable's directory (`jax`, `inductor`, ...)."""
+        counts = {}
+        for sub in CACHE_SUBDIRS.values():
+            counts[sub] = sum(len(files) for _dirpath, _dirnames, files in os.walk(self.root / sub))
+        return counts
+
 
 def _count(table: dict, group: str, name: str) -> int:
     return int(table.get(group, {}).get(name, 0))
@@ -110,9 +121,13 @@ def hit_miss(kind: str | None, counters: dict | None) -> dict | None:
     return None
 
 
-def verify(policy: str | None, compiles: bool, counts: dict | None, entries_before: int, entries_after: int) -> dict:
-    """State what the run's cache really was, and flag a policy that did not hold."""
+def verify(policy: str | None, compiles: bool, counts: dict | None, entries_before: int, entries_after: int,
+           kind: str | None = None) -> dict:  # fmt: skip
+    """State what the run's cache really was, and flag a policy that did not hold; `kind`: how
+    the backend's cache is read (catalog: JAX_MONITORING, TORCH_COUNTERS, DIRECTORY_ENTRIES)."""
     result = {"entries_before": entries_before, "entries_after": entries_after, "flags": []}
+    if compiles and kind == DIRECTORY_ENTRIES:
+        return _verify_by_entries(policy, result)
     if not compiles:
         result["verdict"] = "not_applicable"
         result["note"] = "this runtime has no persistent compilation cache"
@@ -149,4 +164,33 @@ def verify(policy: str | None, compiles: bool, counts: dict | None, entries_befo
         elif counts["misses"]:
             flags.append("warm_cache_partial_hits")
     result["verdict"] = "flagged" if flags else "verified"
+    return result
+
+
+def _verify_by_entries(policy: str | None, result: dict) -> dict:
+    """A program without counters (a user's command): its cache is what its directories hold.
+    Cold cache: they were empty and it wrote into them. Warm cache: they held the template and it
+    wrote nothing new (a compile it had to do would have been stored: a miss)."""
+    before, after = result["entries_before"], result["entries_after"]
+    flags = result["flags"]
+    result["written"] = max(after - before, 0)
+    if policy == COLD_CACHE:
+        if before:
+            flags.append("cold_cache_not_empty")
+        if not after:
+            flags.append("cache_not_written")
+            result["note"] = ("the program wrote nothing into the cache directories ttfr set: it compiles nothing, "
+                              "or keeps its cache elsewhere")  # fmt: skip
+    elif policy == WARM_CACHE:
+        if not before:
+            flags.append("warm_cache_empty")
+        elif after > before:
+            flags.append("warm_cache_grew")
+            result["note"] = f"the program stored {after - before} new cache file(s): it compiled what the cache lacked"
+    else:
+        result["verdict"] = "not_applicable"
+        result["note"] = "an unmeasured run: its cache state is not a policy's"
+        return result
+    result["verdict"] = "flagged" if flags else "verified"
+    result.setdefault("note", "verified by the files in the cache directories (a program has no counters ttfr reads)")
     return result

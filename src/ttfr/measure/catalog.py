@@ -24,6 +24,8 @@ DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 # How a backend's persistent-cache counters are read (measure/cache.py verifies them).
 JAX_MONITORING = "jax_monitoring"  # jax.monitoring compilation-cache events
 TORCH_COUNTERS = "torch_dynamo_counters"  # torch._dynamo.utils.counters (fxgraph / autograd cache)
+# No counters: the files in the cache directories before and after a run (a command's program).
+DIRECTORY_ENTRIES = "cache_directory_entries"
 
 _SYNCHRONOUS = "synchronous: the call returns its finished result"
 _JAX_SYNC = "jax.block_until_ready on every result, inside the timed region"
@@ -61,6 +63,9 @@ class Backend:
     xla_gpu_toolkit: bool = False  # point XLA at a CUDA toolkit's ptxas when one is installed
     limitations: tuple[str, ...] = ()  # declared in every case of this backend
     diagnostic: bool = False  # measures the harness; chosen only by name
+    # ttfr's worker calls the workload in its own process (warm regime, result check). False for
+    # a command: the program is a black box that starts, gives its first result and exits.
+    in_process: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class Workload:
     strategy: str = ""
     needs_compiler: bool = False  # a compiler's strategy (padded or dynamic shapes, AOT): compiling backends only
     source: str = ""  # a user's case: its case file (absolute) or `module:<name>` (measure/user_cases.py)
+    command: bool = False  # a user's command (`ttfr run --command`): its program is in the run's spec
 
     @property
     def child_module(self) -> str:
@@ -116,6 +122,15 @@ _TORCH = dict(framework="torch", adapter="torch_backend", requires=("torch",), c
 _TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
 _TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
 _PYHF = dict(framework="pyhf", adapter="pyhf_backend", device="cpu")
+COMMAND = "command"  # the backend and framework of `ttfr run --command` cases
+_COMMAND_SYNC = "the program's own: its first result is the line it prints (--first-result), its mark, or its exit"
+_COMMAND_LIMITATIONS = (
+    "A command is a black box: ttfr times its process from spawn to its first result and exit; the import, "
+    "setup and compile stages inside it are not split, and there is no warm regime or result check.",
+    "Its cache policy is verified by the files in the cache directories ttfr points JAX_COMPILATION_CACHE_DIR, "
+    "TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and the like at (no runtime counters): a program that keeps its "
+    "cache elsewhere is flagged.",
+)
 BACKENDS = {
     b.name: b
     for b in (
@@ -141,6 +156,9 @@ BACKENDS = {
                 variant="jax", env_defaults=_JAX_CPU["env_defaults"], **_PYHF),
         Backend("pyhf_pytorch", compiles=False, requires=("pyhf", "torch"), description="pyhf 0.7, PyTorch backend (eager)",
                 sync_policy=_TORCH_CPU_SYNC, cost_prior_s=(6.0, 6.0), variant="pytorch", **_PYHF),
+        Backend(COMMAND, COMMAND, "", "cpu", True, (), "any program, started as a command (ttfr run --command)",
+                _COMMAND_SYNC, cost_prior_s=(5.0, 5.0), cache_counters=DIRECTORY_ENTRIES, in_process=False,
+                env_defaults=(("PYTHONUNBUFFERED", "1"),), limitations=_COMMAND_LIMITATIONS),
         Backend("nextstat", "nextstat", "nextstat_backend", "cpu", False, ("nextstat",),
                 "NextStat's Rust core (PyPI CPU wheel) and its torch layer",
                 "synchronous: NextStat's Rust core returns finished Python floats/lists", cost_prior_s=(2.0, 2.0)),
@@ -229,13 +247,22 @@ LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in WORKLOADS.items() if w
 USER_CASE_MODULE = "user_case"  # the worker's module for every user case
 
 
+def command_workload(name: str, description: str) -> Workload:
+    """The workload of a user's command `name` (its program and options are in the run's spec)."""
+    return Workload(name, (COMMAND,), (1,), (1, 1), ("float64",), "unused (1)", description, default=False,
+                    source=COMMAND, command=True)  # fmt: skip
+
+
 def register_user_workload(workload: Workload) -> None:
     """Add a user's case (measure/user_cases.py) to the catalogue of this process; its name
     must not be a built-in workload's or another source's case."""
     known = WORKLOADS.get(workload.name)
     if workload.name in LOOP_FAMILIES or (known is not None and known.source != workload.source):
         where = f"a case in {known.source}" if known is not None and known.source else "a built-in workload"
-        raise UsageError(f"case {workload.name!r} from {workload.source} has the name of {where}: rename it")
+        where = "another command" if known is not None and known.command else where
+        what = f"command {workload.name!r}" if workload.command else f"case {workload.name!r} from {workload.source}"
+        fix = "name it with --command-name" if workload.command else "rename it"
+        raise UsageError(f"{what} has the name of {where}: {fix}")
     WORKLOADS[workload.name] = workload
 
 

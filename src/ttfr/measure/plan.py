@@ -75,7 +75,8 @@ class Plan:
 
 
 def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task | None, list[list[Task]]]:
-    """(template producer, gate, remaining streams) of one case, rounds not yet assigned."""
+    """(template producer, gate, remaining streams) of one case, rounds not yet assigned (a
+    command's spec has no warm-process policy: measure/spec.py refuses it)."""
     needs_template = case.backend_info.compiles and any(p in spec.policies for p in (WARM_CACHE, WARM_PROCESS))
     producer = None
     streams = []
@@ -87,6 +88,8 @@ def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task 
         producer = Task(PRIME, case, None, 0, 0, makes_template=True)
     if WARM_CACHE in spec.policies:
         streams.append([Task(COLD, case, WARM_CACHE, i, -1) for i in range(spec.cold_runs)])
+    if not case.backend_info.in_process:  # a command: nothing to call in a warm process, no result to check
+        return producer, None, streams
     if WARM_PROCESS in spec.policies:
         warm = [Task(WARM, case, WARM_PROCESS, i, -1) for i in range(spec.warm_procs)]
         gate, streams = warm[0], streams + [warm[1:]]
@@ -106,7 +109,8 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
         producer, gate, case_streams = _case_streams(case, spec)
         if producer:
             producers.append(producer)
-        gates.append(gate)
+        if gate:
+            gates.append(gate)
         streams.extend(s for s in case_streams if s)
 
     rounds = [producers, gates]

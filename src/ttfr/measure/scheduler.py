@@ -1,18 +1,21 @@
 """Execute a plan's tasks in order: set up each run's cache state, run it through an
 executor (a real process, or a fake in tests), journal it, and stop a case early when it
-cannot produce trustworthy figures (unavailable, failed template producer or check)."""
+cannot produce trustworthy figures (unavailable, failed template producer or check).
+A user's command runs through the command executor, after its untimed --prepare."""
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ttfr.child import hostinfo
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
+from ttfr.measure.command_run import run_command, run_prepare
 from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
-from ttfr.measure.spawn import RunResult, run_worker
+from ttfr.measure.spawn import ERROR, RunResult, run_worker
 from ttfr.measure.workerenv import build_env, build_job
 
 Executor = Callable[..., RunResult]
@@ -34,11 +37,14 @@ def _host_reading():
 
 class Scheduler:
     def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
-                 progress=None, base_env: dict | None = None, dataset_fields: dict | None = None):  # fmt: skip
+                 progress=None, base_env: dict | None = None, dataset_fields: dict | None = None,
+                 command_executor: Executor = run_command, prepare_executor=run_prepare):  # fmt: skip
         self.plan = plan
         self.journal = journal
         self.scratch = Path(scratch)
         self.executor = executor
+        self.command_executor = command_executor
+        self.prepare_executor = prepare_executor
         self.progress = progress or NullProgress()
         self.base_env = base_env
         self.dataset_fields = dataset_fields or {}
@@ -92,6 +98,8 @@ class Scheduler:
         primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
         cache = CacheDirs(self.scratch, task.case.id)
         cache.make_empty()
+        if self._prepare_failure(primer, cache, self._timeout(primer)):
+            return
         result = self._spawn(primer, cache, self._timeout(primer))
         if result.outcome == "ok":
             cache.save_template()
@@ -100,21 +108,36 @@ class Scheduler:
         factor = task.case.workload_info.check_timeout_factor if task.runs_check else 1.0
         return self.plan.spec.timeout_s * factor
 
+    def _env(self, task: Task, cache: CacheDirs) -> dict:
+        return build_env(task.case, self.plan.spec, cache.env(), self.base_env)
+
+    def _prepare_failure(self, task: Task, cache: CacheDirs, timeout_s: float) -> str | None:
+        """A command's --prepare, run before the run (and before the host readings around it)."""
+        if task.case.backend_info.in_process:
+            return None
+        return self.prepare_executor(self.plan.spec.command(task.case.workload), self._env(task, cache), timeout_s)
+
     def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
         spec = self.plan.spec
-        env = build_env(task.case, spec, cache.env(), self.base_env)
+        env = self._env(task, cache)
+        if not task.case.backend_info.in_process:
+            return self.command_executor(spec.command(task.case.workload), env, timeout_s)
         job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
         return self.executor(job, env, timeout_s, spec.python)
 
     def _execute(self, task: Task) -> dict:
         cache = CacheDirs(self.scratch, task.case.id)
         restored = self._prepare_cache(task, cache)
-        before = cache.count_entries()
+        timeout_s = self._timeout(task)
+        unprepared = self._prepare_failure(task, cache, timeout_s)
+        before, by_directory = cache.count_entries(), cache.count_by_directory()
         load = hostinfo.load_average()
         pressure_before, times_before, runnable_start = _host_reading()
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        timeout_s = self._timeout(task)
-        result = self._spawn(task, cache, timeout_s)
+        if unprepared:  # the program does not run: its run fails with why
+            result = RunResult(ERROR, unprepared, None, time.monotonic_ns(), None, None)
+        else:
+            result = self._spawn(task, cache, timeout_s)
         pressure_after, times_after, runnable_end = _host_reading()
         stall = steal = busy = None
         if pressure_before and pressure_after:
@@ -124,6 +147,8 @@ class Scheduler:
             steal = (times_after["steal"] - times_before["steal"]) / total if total > 0 else None
             busy = (times_after["busy"] - times_before["busy"]) * times_after["tick_s"]
         after = cache.count_entries()
+        after_by_directory = cache.count_by_directory()
+        by_directory = {sub: [n, after_by_directory.get(sub, 0)] for sub, n in by_directory.items()}
         if task.makes_template and result.outcome == "ok":
             cache.save_template()
         entry = {
@@ -136,7 +161,13 @@ class Scheduler:
             "measured": task.measured,
             "makes_template": task.makes_template,
             "timeout_s": timeout_s,
-            "cache_dir": {"entries_before": before, "entries_after": after, "restored_template": restored},
+            "cache_dir": {
+                "entries_before": before,
+                "entries_after": after,
+                "restored_template": restored,
+                # per cache variable's directory (jax, inductor, ...): files before and after
+                "by_directory": {sub: n for sub, n in by_directory.items() if any(n)},
+            },
             "host": {
                 "load_average": load,
                 "cpu_pressure_avg10": pressure_before["avg10"] if pressure_before else None,

@@ -203,63 +203,103 @@ def _oom_note(oom: OomCheck | None) -> str:
     return f"; the kernel's OOM killer killed {oom.kills} process(es) {oom.scope} meanwhile ({oom.source})"
 
 
+@dataclass
+class _Ended:
+    """How one supervised process group ended."""
+
+    spawn_ns: int
+    exited_ns: int | None  # when the leader exited (None: killed at the timeout)
+    exit_code: int | None
+    rusage: dict
+    timed_out: bool
+    oom: OomCheck | None
+
+
+def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=()) -> _Ended | str:
+    """Start `argv` in a session of its own with stdout and stderr to `output` (a file, or a
+    pipe's write end, closed here once the child has it), wait for it at most `timeout_s`,
+    kill its group, reap it; each of `readers`, (fd, function(fd)), runs in a thread from the
+    spawn until its pipe closes. `pass_fds` are the child's ends of those pipes (closed here
+    once it started). A str: why it did not start."""
+    sweeper.start()  # before the clock starts: a no-op once the sweeper runs
+    counter = find_oom_counter()
+    oom_before = counter.read() if counter else None
+    exited: dict = {}  # when the process exited (seen by the waiter thread, which does not reap it)
+    reaped: dict = {}  # its wait status and rusage, once reaped
+    spawn_ns = time.monotonic_ns()
+    try:
+        proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            pass_fds=tuple(pass_fds), start_new_session=True,
+        )  # fmt: skip
+    except (OSError, ValueError) as exc:  # no such program or directory; a NUL byte in an argument
+        for fd, _function in readers:
+            os.close(fd)
+        return f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}"
+    finally:
+        for fd in (*pass_fds, *([output] if isinstance(output, int) else [])):
+            os.close(fd)  # the child's ends: the readers see their pipes close when the child's do
+    sweeper.watch(proc.pid)  # the child leads its own group: pgid == pid
+
+    def wait_exit():
+        # Exited, not reaped (WNOWAIT): the leader stays a zombie, so its pid and group id
+        # cannot be reused before the group is killed below. The time is the process's exit.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        exited["ns"] = time.monotonic_ns()
+
+    threads = [threading.Thread(target=function, args=(fd,), daemon=True) for fd, function in readers]
+    waiter = threading.Thread(target=wait_exit, daemon=True)
+    for thread in threads:
+        thread.start()
+    waiter.start()
+    timed_out = False
+    try:
+        waiter.join(timeout_s)
+        if waiter.is_alive():
+            timed_out = True
+            _kill_group(proc.pid)
+            waiter.join()
+    except BaseException:  # Ctrl-C: leave nothing running behind us
+        _kill_group(proc.pid)
+        waiter.join()
+        raise
+    finally:
+        _kill_group(proc.pid)  # stragglers holding the pipes (forked compile workers); the leader is unreaped
+        if exited:
+            sweeper.release(proc.pid)  # the group is dead: never kill that number later
+            _pid, status, usage = os.wait4(proc.pid, 0)  # reap now; rusage covers it and its reaped children
+            reaped.update(status=status, usage=usage)
+        for thread in threads:
+            thread.join()
+    exit_code = os.waitstatus_to_exitcode(reaped["status"])
+    proc.returncode = exit_code  # we reaped it; keep Popen from trying again
+    oom_after = counter.read() if oom_before is not None else None
+    usage = reaped["usage"]
+    return _Ended(
+        spawn_ns=spawn_ns,
+        exited_ns=None if timed_out else exited["ns"],
+        exit_code=exit_code,
+        rusage={
+            "user_s": usage.ru_utime,
+            "sys_s": usage.ru_stime,
+            "max_rss_bytes": usage.ru_maxrss * 1024,
+            "involuntary_switches": usage.ru_nivcsw,
+        },
+        timed_out=timed_out,
+        oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
+    )
+
+
 def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
     read_fd, write_fd = os.pipe()
     words = job.replace(fd=write_fd).to_words()
     argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
-    exited: dict = {}  # when the worker exited (seen by the waiter thread, which does not reap it)
-    reaped: dict = {}  # its wait status and rusage, once reaped
-    sweeper.start()  # before the clock starts: a no-op once the sweeper runs
-    counter = find_oom_counter()
-    oom_before = counter.read() if counter else None
     with tempfile.TemporaryFile() as log:
-        spawn_ns = time.monotonic_ns()
-        try:
-            proc = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                pass_fds=(write_fd,), start_new_session=True,
-            )  # fmt: skip
-        except OSError as exc:
-            os.close(read_fd)
-            return RunResult(ERROR, f"could not start the worker: {exc}", None, spawn_ns, None, None)
-        finally:
-            os.close(write_fd)
-        sweeper.watch(proc.pid)  # the worker leads its own group: pgid == pid
-
-        def wait_exit():
-            # Exited, not reaped (WNOWAIT): the leader stays a zombie, so its pid and group id
-            # cannot be reused before the group is killed below. The time is the worker's exit.
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            exited["ns"] = time.monotonic_ns()
-
-        reader = threading.Thread(target=_read_all, args=(read_fd, chunks), daemon=True)
-        waiter = threading.Thread(target=wait_exit, daemon=True)
-        reader.start()
-        waiter.start()
-        timed_out = False
-        try:
-            waiter.join(timeout_s)
-            if waiter.is_alive():
-                timed_out = True
-                _kill_group(proc.pid)
-                waiter.join()
-        except BaseException:  # Ctrl-C: leave nothing running behind us
-            _kill_group(proc.pid)
-            waiter.join()
-            raise
-        finally:
-            _kill_group(proc.pid)  # stragglers holding the pipe (forked compile workers); the leader is unreaped
-            if exited:
-                sweeper.release(proc.pid)  # the group is dead: never kill that number later
-                _pid, status, usage = os.wait4(proc.pid, 0)  # reap now; rusage covers the worker and its reaped children
-                reaped.update(status=status, usage=usage)
-            reader.join()
-        exit_code = os.waitstatus_to_exitcode(reaped["status"])
-        proc.returncode = exit_code  # we reaped it; keep Popen from trying again
-        oom_after = counter.read() if oom_before is not None else None
-        oom = None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope)
-
+        ended = _supervise(argv, env, cwd, timeout_s, log, (write_fd,),
+                           [(read_fd, lambda fd: _read_all(fd, chunks))])  # fmt: skip
+        if isinstance(ended, str):
+            return RunResult(ERROR, f"could not start the worker: {ended}", None, time.monotonic_ns(), None, None)
         record = None
         raw = b"".join(chunks)
         if raw:
@@ -273,22 +313,16 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             for key, value in record.items():
                 if isinstance(value, str) and key not in _RECORD_WORDS:
                     record[key] = redact_text(value, env)
-        outcome, reason = classify(record, exit_code, timed_out, timeout_s, oom)
-        if record is None and not timed_out and raw:
+        outcome, reason = classify(record, ended.exit_code, ended.timed_out, timeout_s, ended.oom)
+        if record is None and not ended.timed_out and raw:
             reason = f"{reason}; the worker's record was unreadable"
-        usage = reaped["usage"]
         return RunResult(
             outcome=outcome,
             reason=redact_text(reason, env),  # free text from the worker: it may quote its environment
             record=record,
-            spawn_ns=spawn_ns,
-            reaped_ns=None if timed_out else exited["ns"],
-            exit_code=exit_code,
-            rusage={
-                "user_s": usage.ru_utime,
-                "sys_s": usage.ru_stime,
-                "max_rss_bytes": usage.ru_maxrss * 1024,
-                "involuntary_switches": usage.ru_nivcsw,
-            },
+            spawn_ns=ended.spawn_ns,
+            reaped_ns=ended.exited_ns,
+            exit_code=ended.exit_code,
+            rusage=ended.rusage,
             output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ttfr.child.job import FIELDS
 from ttfr.errors import UsageError, unknown_choice
-from ttfr.measure import catalog, datasets, user_cases
+from ttfr.measure import catalog, datasets, user_cases, user_commands
 from ttfr.redaction import redact_text
 from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
@@ -82,6 +82,10 @@ class RunSpec:
     precision: float | None = None  # --precision: relative 95% CI half-width every statistic should reach
     budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
     case_files: tuple[tuple[str, str], ...] = ()  # --case-file: (absolute path, sha256) of the users' case files
+    commands: tuple[user_commands.UserCommand, ...] = ()  # --command: the programs of the `command` cases
+
+    def command(self, name: str) -> user_commands.UserCommand:
+        return next(c for c in self.commands if c.name == name)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -89,12 +93,15 @@ class RunSpec:
         data["policies"] = list(self.policies)
         data["shard"] = list(self.shard) if self.shard else None
         data["case_files"] = [{"path": path, "sha256": sha256} for path, sha256 in self.case_files]
+        data["commands"] = [c.to_json() for c in self.commands]
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> RunSpec:
         data = dict(data)
         data["case_files"] = tuple((f["path"], f["sha256"]) for f in data.get("case_files") or ())
+        data["commands"] = tuple(user_commands.UserCommand.from_json(c) for c in data.get("commands") or ())
+        user_commands.register(data["commands"])
         user_cases.register_recorded(data["case_files"])  # their workloads, before their case ids are read
         extra = (data["custom_size"],) if data.get("custom_size") else ()
         _installed_cases_if_unknown((), data["cases"])
@@ -403,6 +410,21 @@ def _kill_group(proc) -> None:
     proc.wait()
 
 
+def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[str, ...]]:
+    """The case ids and policies of a run of `--command`s. Such a run measures its commands only,
+    under the cold policies (a program has no warm regime: ttfr cannot call into it)."""
+    chosen = [f"--{name.replace('_', '-')}" for name, value in others.items() if value not in (None, (), [], "")]
+    if chosen:
+        raise UsageError(f"--command measures programs, not ttfr's cases: drop {', '.join(chosen)} (run those "
+                         "separately; --threads, --cache-policy and the run counts apply to commands)")  # fmt: skip
+    user_commands.register(commands)
+    chosen_policies = parse_policies(policies) if policies else COLD_POLICIES
+    if WARM_PROCESS in chosen_policies:  # asked for by name (or `all`)
+        raise UsageError(f"--cache-policy {WARM_PROCESS}: a command has no warm regime (ttfr cannot call into a "
+                         f"program); choose from {', '.join(COLD_POLICIES)}")  # fmt: skip
+    return [user_commands.case_of(c).id for c in commands], chosen_policies
+
+
 def build_spec(
     *,
     profile="quick",
@@ -427,10 +449,21 @@ def build_spec(
     precision=None,
     budget=None,
     case_files=(),
+    commands=(),
+    command_names=(),
+    first_result=None,
+    first_result_mark=False,
+    prepare=(),
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
+    user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare)
+    if user_command_list:
+        cases, policies = _command_selection(
+            user_command_list, policies, cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,
+            case_files=case_files, workspace=workspace, workspace_presets=workspace_presets, signal=signal, python=python,
+        )  # fmt: skip
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
@@ -475,6 +508,7 @@ def build_spec(
     if python is not None:
         check_worker_python(python)
     return RunSpec(
+        commands=tuple(c for c in user_command_list if any(case.workload == c.name for case in chosen)),
         case_files=tuple(f for f in case_files if any(c.workload_info.source == f[0] for c in chosen)),
         cases=chosen,
         policies=chosen_policies,

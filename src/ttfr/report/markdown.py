@@ -88,7 +88,7 @@ def _components_section(cases: list[dict], policy: str) -> list[str]:
     rows = []
     for case in cases:
         block = _policy(case, policy)
-        if not block or case.get("status") == "warn":
+        if not block or case.get("status") == "warn" or case.get("command"):  # a command: the Commands section
             continue
         # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
         summary = block.get("summary") or {}
@@ -397,12 +397,13 @@ def render(result: VerifiedResult) -> str:
     for policy in POLICIES:
         if policy != WARM_PROCESS:
             lines += _components_section(cases, policy)
+    from ttfr.report import commands_md, loops_md  # format with this module's helpers
+
+    lines += commands_md.section(cases)
     lines += _warm_section(cases)
     lines += _memory_section(cases)
     lines += _histfactory_section(suite.get("scaling", []))
     lines += _break_even_section(suite["break_even"])
-    from ttfr.report import loops_md  # formats with this module's helpers
-
     lines += loops_md.section(suite.get("loops", []), cases)
     lines += _precision_section(suite)
     lines += _flags_section(cases)

@@ -1,0 +1,190 @@
+"""Users' commands (`ttfr run --command "python train.py"`): any program's time to first
+result under the cache policies, read and checked before anything runs.
+
+A command is split like a shell would (shlex) and started without a shell; its program must
+be found now. Its first result is the first output line matching `--first-result REGEX`,
+the moment it calls `ttfr_mark.first_result()` (`--first-result-mark`), or its exit. Each
+command becomes a workload of the `command` backend, case id `command_<name>_1_f64`.
+
+What plan.json records passes through the one redaction: a command with a secret in it is
+stored with `<redacted>` in its place and marked so, and a `--resume` of it is refused
+(the stored command is not the one that ran).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttfr.cases import MAX_NAME, NAME
+from ttfr.errors import UsageError
+from ttfr.measure import catalog
+from ttfr.redaction import redact_argv
+
+_SCRIPT_SUFFIXES = (".py", ".sh", ".jl", ".r", ".js", ".rb", ".pl", ".ipynb")
+_SLUG_LENGTH = 40
+
+
+@dataclass(frozen=True)
+class UserCommand:
+    name: str
+    argv: tuple[str, ...]
+    cwd: str  # where it runs: the directory `ttfr run` was started in
+    first_result: str | None = None  # a regex on its output (stdout and stderr, line by line)
+    mark: bool = False  # it calls ttfr_mark.first_result()
+    prepare: tuple[str, ...] | None = None  # run before each of its runs, untimed (hyperfine's --prepare)
+    redacted: bool = False  # read back from plan.json with a secret replaced: it cannot run again
+
+    @property
+    def text(self) -> str:
+        """The command as a person reads it (redacted)."""
+        return shlex.join(redact_argv(self.argv))
+
+    @property
+    def first_result_by(self) -> str:
+        return "output" if self.first_result is not None else "mark" if self.mark else "exit"
+
+    def describe(self) -> str:
+        ends = {"output": f"first output line matching /{self.first_result}/", "mark": "ttfr_mark.first_result()",
+                "exit": "its exit"}[self.first_result_by]  # fmt: skip
+        return f"`{self.text}` (first result: {ends})"
+
+    def to_json(self) -> dict:
+        argv, prepare = redact_argv(self.argv), redact_argv(self.prepare) if self.prepare else None
+        return {
+            "name": self.name,
+            "argv": argv,
+            "cwd": self.cwd,
+            "first_result": self.first_result,
+            "mark": self.mark,
+            "prepare": prepare,
+            "redacted": self.redacted or argv != list(self.argv) or (prepare or []) != list(self.prepare or []),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> UserCommand:
+        prepare = data.get("prepare")
+        return cls(data["name"], tuple(data["argv"]), data["cwd"], data.get("first_result"), bool(data.get("mark")),
+                   tuple(prepare) if prepare else None, bool(data.get("redacted")))  # fmt: skip
+
+    def workload(self) -> catalog.Workload:
+        return catalog.command_workload(self.name, f"your command {self.describe()}")
+
+
+def split(text, option: str = "--command") -> tuple[str, ...]:
+    """A command line split like a shell would, its program found (no shell runs it)."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"{option} was given an empty value: name a program and its arguments, e.g. "
+                         f"{option} \"python train.py --epochs 1\"")  # fmt: skip
+    try:
+        argv = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"{option} {shlex.quote(text)}: {exc} (it is split like a shell would)") from None
+    if not argv:
+        raise UsageError(f"{option} {text!r} names no program")
+    program = argv[0]
+    if "/" in program:
+        path = Path(program).expanduser()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise UsageError(f"{option}: {program} is not an executable file")
+    elif shutil.which(program) is None:
+        raise UsageError(f"{option}: program {program!r} is not on PATH (no shell runs the command: pipes, "
+                         f"redirections and shell built-ins need `bash -c '...'`)")  # fmt: skip
+    if "\0" in text:
+        raise UsageError(f"{option} holds a NUL byte")
+    return argv
+
+
+def slug(argv) -> str:
+    """A case name from a command: its script's stem (`python fit_v2.py` -> `fit_v2`), the module
+    of `python -m pkg.mod` (`mod`), else its program's name."""
+    chosen = Path(argv[0]).name
+    words = list(argv[1:])
+    if "-m" in words[:-1]:
+        chosen = words[words.index("-m") + 1].rpartition(".")[2]
+    else:
+        for word in words:
+            if not word.startswith("-") and word.lower().endswith(_SCRIPT_SUFFIXES):
+                chosen = Path(word).stem
+                break
+    name = re.sub(r"[^a-z0-9]+", "_", chosen.lower()).strip("_")
+    name = "_".join(w for w in name.split("_") if w != "custom")[:_SLUG_LENGTH].strip("_")
+    if not name or not name[0].isalpha():
+        name = f"cmd_{name}".strip("_")
+    return name
+
+
+def check_name(name) -> str:
+    if not isinstance(name, str) or not NAME.match(name) or len(name) > MAX_NAME:
+        raise UsageError(f"--command-name {name!r}: lower-case letters, digits and single underscores, starting with "
+                         f"a letter, at most {MAX_NAME} characters (it becomes the case id command_<name>_1_f64)")  # fmt: skip
+    if "custom" in name.split("_"):
+        raise UsageError(f"--command-name {name!r}: the word 'custom' is reserved in case ids")
+    return name
+
+
+def check_pattern(pattern) -> str:
+    if not isinstance(pattern, str) or not pattern:
+        raise UsageError("--first-result was given an empty pattern: give a regular expression its first result's "
+                         "output line matches, e.g. --first-result 'loss='")  # fmt: skip
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--first-result {pattern!r} is not a regular expression: {exc}") from None
+    if compiled.search(""):
+        raise UsageError(f"--first-result {pattern!r} matches an empty line, so any output would end the timing: "
+                         "give the text of the first result's line")  # fmt: skip
+    return pattern
+
+
+def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=None) -> tuple[UserCommand, ...]:
+    """Check and name the commands of `--command` (with their options); nothing runs."""
+    commands = [commands] if isinstance(commands, str) else list(commands or ())
+    names = [names] if isinstance(names, str) else list(names or ())
+    prepare = [prepare] if isinstance(prepare, str) else list(prepare or ())
+    if not commands:
+        used = [o for o, v in (("--command-name", names), ("--first-result", first_result is not None),
+                               ("--first-result-mark", mark), ("--prepare", prepare)) if v]  # fmt: skip
+        if used:
+            raise UsageError(f'{", ".join(used)} describe(s) a command: give the command with --command "..."')
+        return ()
+    if first_result is not None and mark:
+        raise UsageError("--first-result (a line of output) and --first-result-mark (ttfr_mark.first_result()) are two "
+                         "ways to end the timing: choose one")  # fmt: skip
+    if first_result is not None:
+        check_pattern(first_result)
+    if len(names) > len(commands):
+        raise UsageError(f"{len(names)} --command-name for {len(commands)} --command: give at most one name per command, "
+                         "in the same order")  # fmt: skip
+    if len(prepare) not in (0, 1, len(commands)):
+        raise UsageError(f"{len(prepare)} --prepare for {len(commands)} --command: give one for every command, or one "
+                         "for all")  # fmt: skip
+    prepares = [split(p, "--prepare") for p in prepare]
+    prepares = prepares * len(commands) if len(prepares) == 1 else prepares or [None] * len(commands)
+    cwd = str(Path(cwd or os.getcwd()).resolve())
+    out, seen = [], {}
+    for position, text in enumerate(commands):
+        argv = split(text)
+        name = check_name(names[position]) if position < len(names) else slug(argv)
+        if position >= len(names) and name in seen:  # `python a/run.py` and `python b/run.py`
+            name = next(f"{name}_{n}" for n in range(2, len(commands) + 2) if f"{name}_{n}" not in seen)
+        if name in seen:
+            raise UsageError(f"--command-name {name!r} is given to two commands ({seen[name]!r} and {text!r}): "
+                             "names make the case ids, so each must differ")  # fmt: skip
+        seen[name] = text
+        out.append(UserCommand(name, argv, cwd, first_result, bool(mark), prepares[position]))
+    return tuple(out)
+
+
+def register(commands) -> None:
+    """Add the commands' workloads to this process's catalogue (before their case ids are read)."""
+    for command in commands:
+        catalog.register_user_workload(command.workload())
+
+
+def case_of(command: UserCommand) -> catalog.Case:
+    return catalog.Case(catalog.COMMAND, command.name, 1, "float64")

@@ -1,0 +1,72 @@
+"""The report's Commands section: each `ttfr run --command` program, how its first result was
+taken, its time to first result per cache policy, what it did after that, and what it wrote
+into the cache directories ttfr pointed it at."""
+
+from __future__ import annotations
+
+import shlex
+
+from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
+from ttfr.report.markdown import DASH, fmt_seconds, fmt_summary, table
+
+
+def _first_result(command: dict) -> str:
+    if command["first_result"] is not None:
+        return f"output line matching `{command['first_result']}`"
+    return "`ttfr_mark.first_result()`" if command["mark"] else "process exit"
+
+
+def _after_first(summary: dict) -> str:
+    """Median process time minus median TTFR: what the program did after its first result."""
+    ttfr, process = summary.get("ttfr_s"), summary.get("process_s")
+    if not ttfr or not process:
+        return DASH
+    return fmt_seconds(max(process["median"] - ttfr["median"], 0.0))
+
+
+def _written(block: dict) -> str:
+    """The cache files the policy's runs found and left, per directory (medians over ok runs)."""
+    runs = [r for r in block.get("runs", []) if r["outcome"] == "ok"]
+    if not runs:
+        return DASH
+    parts = []
+    for name in sorted({d for r in runs for d in (r["cache"].get("by_directory") or {})}):
+        pairs = sorted(tuple(r["cache"]["by_directory"].get(name, (0, 0))) for r in runs)
+        before, after = pairs[len(pairs) // 2]
+        parts.append(f"{name} {before}→{after}")
+    verification = block.get("cache_verification") or {}
+    verdict = verification.get("verdict", DASH)
+    flags = verification.get("flags") or []
+    return f"{verdict}{' (' + ', '.join(flags) + ')' if flags else ''}: " + (", ".join(parts) or "no files")
+
+
+def section(cases: list[dict]) -> list[str]:
+    commands = [c for c in cases if c.get("command")]
+    if not commands:
+        return []
+    rows, caches = [], []
+    for case in commands:
+        command = case["command"]
+        cold = case["policies"].get(COLD_CACHE) or {}
+        warm = case["policies"].get(WARM_CACHE) or {}
+        rows.append([
+            f"`{case['case']}`",
+            f"`{shlex.join(command['argv'])}`",
+            _first_result(command),
+            fmt_summary((cold.get("summary") or {}).get("ttfr_s")),
+            fmt_summary((warm.get("summary") or {}).get("ttfr_s")),
+            _after_first(cold.get("summary") or warm.get("summary") or {}),
+        ])  # fmt: skip
+        caches.append([f"`{case['case']}`", *(_written(b) if b else DASH for b in (cold, warm))])
+    header = ["case", "command", "first result", "TTFR, cold cache", "TTFR, warm cache", "after first result"]
+    return [
+        "## Commands", "",
+        "Each program started fresh per run, timed from its spawn to its first result (medians with their 95% "
+        "order-statistic CI); *after first result* is the rest of its process life. Its compile and import stages "
+        "are not split: a command is a black box.", "",
+        *table(header, rows), "",
+        "Cache directories ttfr set (JAX_COMPILATION_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, ...): "
+        "files before→after a run (median run). Cold cache is verified when they start empty and the program "
+        "writes into them; warm cache when they start from the template and it writes nothing new.", "",
+        *table(["case", "cold cache", "warm cache"], caches), "",
+    ]  # fmt: skip
