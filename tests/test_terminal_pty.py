@@ -47,11 +47,12 @@ _RICH_OVERRIDES = ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBL
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>78]")
 
 
-def run_on_a_pty(argv, timeout_s):
-    """Run argv with a pty as stdin/stdout/stderr; return (exit status, everything it wrote)."""
+def run_on_a_pty(argv, timeout_s, env=None):
+    """Run argv with a pty as stdin/stdout/stderr (`env`: variables added); return (exit
+    status, everything it wrote)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in _RICH_OVERRIDES}
+    env = {**{k: v for k, v in os.environ.items() if k not in _RICH_OVERRIDES}, **(env or {})}
     env["TERM"] = "xterm-256color"
     try:
         proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
@@ -175,6 +176,32 @@ def test_a_case_file_lists_and_runs_on_a_terminal(tmp_path):
     text = _ANSI.sub("", raw)
     assert status == 2 and "my setup is broken" in text and "mine.py" in text, text[-4000:]
     assert "ttfr: error:" in text, text[-4000:]  # one error, with the user's traceback tail under it
+
+
+def test_commands_run_on_a_terminal(tmp_path):
+    """`ttfr run --command`: the live bar over two programs (one that fails, whose output holds
+    rich markup and a secret), the summary with its reason, and a mistyped program's one error."""
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("print('[bold]fit:[/bold] 0.5')\n")
+    bad.write_text("import os, sys\nprint('[red]token', os.environ['PTY_API_TOKEN'])\nsys.exit(7)\n")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--command", f"{sys.executable} {good}",
+            "--command", f"{sys.executable} {bad}", "--first-result", "fit:", "--cold-runs", "1"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S, env={"PTY_API_TOKEN": "s3cr3t-value"})
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert status == 1 and "Traceback" not in text, text[-4000:]  # a case failed: exit 1
+    assert "ETA" in text and "\x1b[?25l" in raw and "\x1b[?25h" in raw, text[-4000:]
+    flat = " ".join(text.split())
+    assert "command_good_1_f64" in flat and "command_bad_1_f64" in flat, text[-4000:]
+    assert "exited with code 7" in flat and "s3cr3t-value" not in raw, text[-4000:]
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    # 2 commands x 2 policies: the failed one's warm-cache run is skipped, and counted as done
+    assert "4/4" in text and len((root / "journal.jsonl").read_text().splitlines()) == 3, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    assert validate_dir(root) == []
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "run", "--command", "pyhton3 x.py"], RUN_TIMEOUT_S)
+    text = _ANSI.sub("", raw)
+    assert status == 2 and "ttfr: error:" in text and "'pyhton3' is not on PATH" in " ".join(text.split()), text[-4000:]
 
 
 def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):

@@ -143,10 +143,12 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
     by = command.first_result_by
     line = None
     if by == "output":
-        first = watch.matched_ns
         line = watch.line
-        if first is None:
+        if watch.matched_ns is None:
             return ERROR, f"the command exited (code 0) without an output line matching /{command.first_result}/", None
+        # The line was written before the exit, however late ttfr's reader got to it (a last line
+        # read just after the process ended: the two threads race by microseconds).
+        first = min(watch.matched_ns, ended.exited_ns)
     elif by == "mark":
         first = marks.mark_ns
         if first is None:

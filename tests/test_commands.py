@@ -1,0 +1,272 @@
+"""`ttfr run --command`: real programs through the command executor and the whole CLI.
+
+The programs are small Python scripts (a few ms each) and one JAX script for the cache
+policies; nothing here asserts a timing, only which moment the first result is and what
+the runs record."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from ttfr.commands import cli
+from ttfr.measure import command_run, user_commands
+
+PY = sys.executable
+
+
+def _command(tmp_path, source: str, **options) -> user_commands.UserCommand:
+    script = tmp_path / "prog.py"
+    script.write_text(source)
+    (command,) = user_commands.parse([f"{PY} {script}"], cwd=str(tmp_path), **options)
+    return command
+
+
+def _env(**extra) -> dict:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
+
+
+def test_the_first_matching_output_line_ends_the_timing_not_the_exit(tmp_path):
+    printed = tmp_path / "printed_ns"
+    source = (
+        "import time\nprint('warming up')\ntime.sleep(0.05)\n"
+        f"open({str(printed)!r}, 'w').write(str(time.monotonic_ns()))\n"
+        "print('loss=0.5')\nprint('loss=0.4')\ntime.sleep(0.3)\n"
+    )
+    result = command_run.run_command(_command(tmp_path, source, first_result=r"^loss="), _env(), 30.0)
+    assert result.outcome == "ok", result.reason
+    first = result.record["marks_ns"]["first"]
+    # read after the program printed it (never earlier), and no later than its exit
+    assert int(printed.read_text()) <= first <= result.reaped_ns
+    assert result.record["first_result"] == {"by": "output", "line": "loss=0.5"}
+
+
+def test_stderr_and_carriage_return_lines_are_matched_too(tmp_path):
+    source = "import sys\nsys.stderr.write('step 1\\rstep 2\\rdone: 7\\n')\n"
+    command = _command(tmp_path, source, first_result=r"^done: \d+$")
+    result = command_run.run_command(command, _env(), 30.0)
+    assert result.outcome == "ok", result.reason
+    assert result.record["first_result"]["line"] == "done: 7"
+
+
+def test_a_program_that_never_prints_the_line_fails_with_its_output_tail(tmp_path):
+    command = _command(tmp_path, "print('nothing here')\n", first_result="^loss=")
+    result = command_run.run_command(command, _env(), 30.0)
+    assert result.outcome == "error"
+    assert "without an output line matching /^loss=/" in result.reason
+    assert "nothing here" in result.output_tail and result.record is None
+
+
+def test_the_mark_is_the_programs_own_clock_reading(tmp_path):
+    source = ("import time, ttfr_mark\ntime.sleep(0.05)\nassert ttfr_mark.first_result()\n"
+              "assert not ttfr_mark.first_result()\ntime.sleep(0.4)\n")  # fmt: skip
+    command = _command(tmp_path, source, mark=True)
+    result = command_run.run_command(command, _env(), 30.0)
+    assert result.outcome == "ok", (result.reason, result.output_tail)
+    first = result.record["marks_ns"]["first"]
+    assert result.spawn_ns + 0.05e9 <= first <= result.reaped_ns - 0.4e9
+    assert result.record["first_result"] == {"by": "mark", "line": None}
+
+
+def test_ttfr_mark_outside_ttfr_does_nothing(monkeypatch):
+    import ttfr_mark
+
+    monkeypatch.delenv("TTFR_MARK_FD", raising=False)
+    monkeypatch.setattr(ttfr_mark, "_sent", False)
+    assert ttfr_mark.first_result() is False
+    monkeypatch.setenv("TTFR_MARK_FD", "987")  # leaked into a program ttfr did not start: no such descriptor
+    assert ttfr_mark.first_result() is False
+
+
+def test_a_missing_or_foreign_mark_fails_the_run(tmp_path):
+    missing = command_run.run_command(_command(tmp_path, "print('hi')\n", mark=True), _env(), 30.0)
+    assert missing.outcome == "error" and "without calling ttfr_mark.first_result()" in missing.reason
+    # a wall-clock time instead of CLOCK_MONOTONIC: outside the process's life, never a figure
+    source = "import os, time\nos.write(int(os.environ['TTFR_MARK_FD']), b'first_result %d\\n' % time.time_ns())\n"
+    foreign = command_run.run_command(_command(tmp_path, source, mark=True), _env(), 30.0)
+    assert foreign.outcome == "invalid-measurement" and "outside the command's life" in foreign.reason
+    garbage = "import os\nos.write(int(os.environ['TTFR_MARK_FD']), b'hello\\n')\n"
+    malformed = command_run.run_command(_command(tmp_path, garbage, mark=True), _env(), 30.0)
+    assert malformed.outcome == "error" and "'hello'" in malformed.reason
+
+
+def test_without_a_marker_the_exit_is_the_first_result(tmp_path):
+    result = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
+    assert result.outcome == "ok"
+    assert result.record["marks_ns"]["first"] == result.reaped_ns
+    assert result.record["rusage_self"]["max_rss_bytes"] > 0
+
+
+def test_a_failing_program_fails_its_run_with_its_exit_code_and_redacted_output(tmp_path):
+    source = "import os, sys\nprint('token is', os.environ['HF_TOKEN'])\nsys.exit(3)\n"
+    result = command_run.run_command(_command(tmp_path, source), _env(HF_TOKEN="hunter2-secret"), 30.0)
+    assert (result.outcome, result.exit_code) == ("error", 3)
+    assert result.reason == "the command exited with code 3"
+    assert "token is <redacted>" in result.output_tail and "hunter2-secret" not in result.output_tail
+
+
+def test_a_program_killed_by_a_signal_is_a_signal_outcome(tmp_path):
+    result = command_run.run_command(_command(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"),
+                                     _env(), 30.0)  # fmt: skip
+    assert result.outcome == "signal" and "SIGSEGV" in result.reason
+
+
+def test_a_timeout_kills_the_program_and_what_it_started(tmp_path):
+    marker = tmp_path / "child.pid"
+    source = (
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    result = command_run.run_command(_command(tmp_path, source, first_result="never"), _env(), 2.0)
+    assert result.outcome == "timeout" and time.monotonic() - started < 30
+    pid = int(marker.read_text())
+    for _ in range(100):  # the grandchild was in the killed group: it is gone (or a zombie of init)
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(") ")[1].startswith("Z"):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the command's child {pid} survived the timeout")
+
+
+def test_prepare_runs_before_and_its_failure_says_why(tmp_path):
+    stamp = tmp_path / "prepared"
+    ok_prepare = f"{PY} -c \"open({str(stamp)!r}, 'w').write('x')\""
+    (command,) = user_commands.parse([f"{PY} -c pass"], prepare=[ok_prepare], cwd=str(tmp_path))
+    assert command_run.run_prepare(command, _env(), 30.0) is None and stamp.exists()
+    (failing,) = user_commands.parse([f"{PY} -c pass"], prepare=[f"{PY} -c \"print('disk full'); raise SystemExit(4)\""])
+    why = command_run.run_prepare(failing, _env(), 30.0)
+    assert why.startswith("--prepare exited with code 4") and "disk full" in why
+
+
+def _run_cli(*args) -> int:
+    return cli.main(["run", *args])
+
+
+def _case(out) -> dict:
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    (case_file,) = (root / "cases").iterdir()
+    return json.loads(case_file.read_text())
+
+
+@pytest.mark.integration
+def test_a_jax_script_gets_cold_and_warm_cache_ttfr_with_verified_cache_entries(tmp_path, capsys):
+    pytest.importorskip("jax")
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "f = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())\n"
+        "print('result', float(f(jnp.ones((32, 32)))))\n"
+    )
+    code = _run_cli("--command", f"{PY} {script}", "--first-result", "^result", "--cold-runs", "2", "--seed", "1",
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 0, capsys.readouterr()
+    case = _case(tmp_path / "out")
+    assert case["case"] == "command_fit_1_f64" and case["status"] == "ok"
+    assert case["command"]["first_result"] == "^result"
+    cold = case["policies"]["cold-process/cold-cache"]
+    warm = case["policies"]["cold-process/warm-cache"]
+    for run in cold["runs"]:  # an empty JAX cache directory that the script filled
+        assert run["cache"]["verdict"] == "verified"
+        before, after = run["cache"]["by_directory"]["jax"]
+        assert before == 0 and after > 0
+    for run in warm["runs"]:  # started from the template, nothing new written: every compile was a hit
+        assert run["cache"]["verdict"] == "verified"
+        before, after = run["cache"]["by_directory"]["jax"]
+        assert before == after > 0
+    assert cold["cache_verification"]["verdict"] == warm["cache_verification"]["verdict"] == "verified"
+    for run in cold["runs"] + warm["runs"]:
+        assert run["metrics"]["ttfr_s"] <= run["metrics"]["process_s"]
+    report = next((tmp_path / "out").iterdir()) / "report.md"
+    assert "## Commands" in report.read_text() and "jax 0→" in report.read_text()
+
+
+@pytest.mark.integration
+def test_a_program_that_keeps_its_cache_elsewhere_is_flagged(tmp_path, capsys):
+    pytest.importorskip("jax")
+    script = tmp_path / "own_cache.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        f"jax.config.update('jax_compilation_cache_dir', {str(tmp_path / 'mine')!r})\n"
+        "print(float(jax.jit(lambda x: x.sum() * 2)(jnp.ones(3))))\n"
+    )
+    assert _run_cli("--command", f"{PY} {script}", "--cold-runs", "1", "--out", str(tmp_path / "out")) == 0
+    case = _case(tmp_path / "out")
+    assert "cache_not_written" in case["policies"]["cold-process/cold-cache"]["cache_verification"]["flags"]
+    assert "warm_cache_empty" in case["policies"]["cold-process/warm-cache"]["cache_verification"]["flags"]
+    assert case["status"] == "ok"  # measured; the flags say what the cache policy was not
+
+
+@pytest.mark.integration
+def test_the_command_example_runs_as_the_readme_shows(tmp_path):
+    """examples/command_jax_fit.py marks its first result; the rest of the script comes after."""
+    import subprocess
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "command_jax_fit.py"
+    argv = [PY, "-m", "ttfr", "run", "--command", f"{PY} {example} --points 32 --steps 50", "--first-result-mark",
+            "--cold-runs", "1", "--seed", "1", "--out", str(tmp_path / "out")]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    case = _case(tmp_path / "out")
+    assert case["case"] == "command_command_jax_fit_1_f64" and case["status"] == "ok", case["reason"]
+    assert case["command"]["mark"] is True
+    for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
+        (run,) = case["policies"][policy]["runs"]
+        assert run["cache"]["verdict"] == "verified", run["cache"]
+        assert run["metrics"]["ttfr_s"] < run["metrics"]["process_s"]  # marked before its last 50 steps and print
+
+
+def test_a_failing_command_fails_its_case_and_the_run(tmp_path, capsys):
+    code = _run_cli("--command", f"{PY} -c \"raise SystemExit(5)\"", "--command-name", "broken",
+                    "--cache-policy", "cold-cache", "--cold-runs", "1", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 1
+    case = _case(tmp_path / "out")
+    assert case["status"] == "failed" and "exited with code 5" in case["reason"]
+    run = case["policies"]["cold-process/cold-cache"]["runs"][0]
+    assert run["metrics"]["ttfr_s"] is None and run["exit_code"] == 5
+
+
+def test_bad_command_options_exit_2_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "out"
+    for args in (
+        ["--command", "no-such-program-xyz --flag"],
+        ["--command", "python3 'unbalanced"],
+        ["--command", "true", "--first-result", "("],
+        ["--command", "true", "--cache-policy", "warm-process"],
+        ["--command", "true", "--workloads", "matmul"],
+        ["--first-result", "x"],
+    ):
+        assert _run_cli(*args, "--out", str(out)) == 2, args
+        assert not out.exists()
+    err = capsys.readouterr().err
+    assert "'no-such-program-xyz' is not on PATH" in err and "warm regime" in err
+
+
+def test_ab_of_two_programs_runs_each_arms_own_command(tmp_path, capsys):
+    fast, slow = tmp_path / "v1.py", tmp_path / "v2.py"
+    fast.write_text("print('result 1')\n")
+    slow.write_text("print('result 2')\n")
+    code = cli.main(["ab", "--a-command", f"{PY} {fast}", "--b-command", f"{PY} {slow}", "--first-result", "^result",
+                     "--cache-policy", "cold-cache", "--rounds", "2", "--min-rounds", "2",
+                     "--out", str(tmp_path / "out")])  # fmt: skip
+    assert code in (0, 3), capsys.readouterr()
+    (root,) = (tmp_path / "out").iterdir()
+    for arm, script, line in (("A", fast, "result 1"), ("B", slow, "result 2")):
+        plan = json.loads((root / arm / "plan.json").read_text())
+        assert plan["spec"]["commands"][0]["argv"] == [PY, str(script)]
+        assert plan["spec"]["cases"] == ["command_v1_vs_v2_1_f64"]
+        journal = [json.loads(x) for x in (root / arm / "journal.jsonl").read_text().splitlines()]
+        assert {e["record"]["first_result"]["line"] for e in journal} == {line}
+    comparison = json.loads((root / "comparison.json").read_text())
+    assert {c["case"] for c in comparison["comparisons"]} == {"command_v1_vs_v2_1_f64"}
