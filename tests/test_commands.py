@@ -270,3 +270,25 @@ def test_ab_of_two_programs_runs_each_arms_own_command(tmp_path, capsys):
         assert {e["record"]["first_result"]["line"] for e in journal} == {line}
     comparison = json.loads((root / "comparison.json").read_text())
     assert {c["case"] for c in comparison["comparisons"]} == {"command_v1_vs_v2_1_f64"}
+
+
+def test_a_daemon_that_escapes_the_group_kill_cannot_hang_ttfr(tmp_path, monkeypatch):
+    """A program that starts a process in a session of its own (setsid) which keeps its output
+    open: ttfr stops waiting for the pipe and says what happened, instead of hanging."""
+    from ttfr.measure import spawn
+
+    monkeypatch.setattr(spawn, "READER_GRACE_S", 0.5)
+    monkeypatch.setattr(command_run, "READER_GRACE_S", 0.5)
+    pid_file = tmp_path / "daemon.pid"
+    source = (
+        "import os, subprocess, sys\n"
+        "d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(d.pid))\n"
+        "print('result')\n"
+    )
+    try:
+        result = command_run.run_command(_command(tmp_path, source, first_result="^result"), _env(), 30.0)
+        assert result.outcome == "invalid-measurement" and "escaped ttfr's kill" in result.reason
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), 9)

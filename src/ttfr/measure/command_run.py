@@ -21,7 +21,7 @@ import tempfile
 import time
 
 import ttfr_mark
-from ttfr.measure.spawn import ERROR, TIMEOUT, RunResult, _oom_note, _supervise, _tail, classify
+from ttfr.measure.spawn import ERROR, ESCAPED, READER_GRACE_S, TIMEOUT, RunResult, _oom_note, _supervise, _tail, classify
 from ttfr.measure.user_commands import UserCommand
 from ttfr.redaction import redact_text
 
@@ -159,6 +159,8 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
     record = {"outcome": "ok", "reason": None, "marks_ns": {"first": first},
               "rusage_self": {"max_rss_bytes": ended.rusage["max_rss_bytes"]},
               "first_result": {"by": by, "line": line}}  # fmt: skip
+    if ended.escaped:  # what it left running competes with the next runs for the machine
+        return INVALID, "the command: " + ESCAPED.format(grace=READER_GRACE_S), record
     if not ended.spawn_ns <= first <= ended.exited_ns:
         # A mark from another clock (time.time_ns) or another run: never a figure.
         record["marks_ns"] = {}

@@ -32,6 +32,9 @@ from ttfr.measure import sweeper
 
 WORKER_BOOT = "from ttfr.child.worker import main; main()"
 STDERR_TAIL_CHARS = 2000
+READER_GRACE_S = 5.0  # how long a pipe may stay open after its process group was killed
+ESCAPED = ("a process it started in a session of its own still held its pipe {grace:g} s after its process group "
+           "was killed: it escaped ttfr's kill and may still be running")  # fmt: skip
 
 # Worker outcomes (ok, unavailable, error, oom, invalid-measurement) pass through;
 # these are added by the parent.
@@ -213,6 +216,9 @@ class _Ended:
     rusage: dict
     timed_out: bool
     oom: OomCheck | None
+    # A pipe still open READER_GRACE_S after the group was killed: a process it started in a
+    # session of its own (a daemon) escaped the kill and holds it; its reader is abandoned.
+    escaped: bool = False
 
 
 def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=()) -> _Ended | str:
@@ -269,8 +275,9 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
             sweeper.release(proc.pid)  # the group is dead: never kill that number later
             _pid, status, usage = os.wait4(proc.pid, 0)  # reap now; rusage covers it and its reaped children
             reaped.update(status=status, usage=usage)
+        deadline = time.monotonic() + READER_GRACE_S
         for thread in threads:
-            thread.join()
+            thread.join(max(deadline - time.monotonic(), 0.0))
     exit_code = os.waitstatus_to_exitcode(reaped["status"])
     proc.returncode = exit_code  # we reaped it; keep Popen from trying again
     oom_after = counter.read() if oom_before is not None else None
@@ -287,6 +294,7 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
         },
         timed_out=timed_out,
         oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
+        escaped=any(thread.is_alive() for thread in threads),
     )
 
 
@@ -316,6 +324,8 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
         outcome, reason = classify(record, ended.exit_code, ended.timed_out, timeout_s, ended.oom)
         if record is None and not ended.timed_out and raw:
             reason = f"{reason}; the worker's record was unreadable"
+        if ended.escaped and outcome == "ok":  # its record may be cut short, and a stray process runs on
+            outcome, reason = "invalid-measurement", "the worker: " + ESCAPED.format(grace=READER_GRACE_S)
         return RunResult(
             outcome=outcome,
             reason=redact_text(reason, env),  # free text from the worker: it may quote its environment
