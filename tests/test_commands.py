@@ -235,6 +235,10 @@ def test_a_failing_command_fails_its_case_and_the_run(tmp_path, capsys):
     assert case["status"] == "failed" and "exited with code 5" in case["reason"]
     run = case["policies"]["cold-process/cold-cache"]["runs"][0]
     assert run["metrics"]["ttfr_s"] is None and run["exit_code"] == 5
+    # NextStat's ml contract has no place for a program: refused, nothing written
+    (root,) = (tmp_path / "out").iterdir()
+    assert cli.main(["export", "--format", "nextstat-v1", str(root), str(tmp_path / "export")]) == 2
+    assert "holds only command cases" in capsys.readouterr().err and not (tmp_path / "export").exists()
 
 
 def test_bad_command_options_exit_2_before_anything_is_written(tmp_path, capsys):

@@ -385,9 +385,14 @@ def _validate(args, console: Console) -> int:
 
 def _export(args, console: Console) -> int:
     from ttfr.artifacts.export import nextstat
+    from ttfr.artifacts.reader import load_finished
 
     with _rendering(args.dir):
         written = nextstat.export(args.dir, args.dest, args.cold_policy)
+    left_out = nextstat.commands_left_out(load_finished(args.dir).cases)
+    if left_out:
+        print(f"ttfr: warning: left out command case(s) {', '.join(left_out)}: NextStat's ml contract describes a "
+              "workload on a dataset, which a program is not", file=sys.stderr)  # fmt: skip
     console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
     return 0
 

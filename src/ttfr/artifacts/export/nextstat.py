@@ -151,9 +151,20 @@ def _register_planned_cases(root: Path) -> None:
     user_cases.register_recorded([(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()])
 
 
+def commands_left_out(cases: list[dict]) -> list[str]:
+    """Command cases (`ttfr run --command`): NextStat's ml contract describes a workload on a
+    dataset, and a program has neither, so they are not exported."""
+    return [c["case"] for c in cases if c.get("command")]
+
+
 def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     # Every file name comes from a case id, each checked by the reader against the id grammar.
-    suite, manifest, cases = verified.suite, verified.manifest, verified.cases
+    suite, manifest = verified.suite, verified.manifest
+    left_out = commands_left_out(verified.cases)
+    cases = [c for c in verified.cases if c["case"] not in left_out]
+    if not cases:
+        raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(left_out)}): NextStat's ml "
+                         "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
     if any(not c["dataset"]["sha256"] and c["workload"] not in catalog.WORKLOADS for c in cases):
         _register_planned_cases(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
     # Every record first: a case that cannot be exported stops the export before any file is written.
@@ -182,7 +193,7 @@ def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
         "meta": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
         "cases": refs,
         "summary": {
-            "n_cases": len(suite["cases"]),
+            "n_cases": len(cases),
             "n_ok": counts["ok"],
             "n_warn": counts["warn"],
             "n_failed": counts["failed"],
