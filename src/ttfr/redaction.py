@@ -103,7 +103,8 @@ def redact_env(environment: dict) -> dict:
 
 def redact_argv(argv) -> list[str]:
     """A command line as it may be recorded: `NAME=value` words, `--secret value`,
-    `--secret=value`, and pairs or URLs inside any other word."""
+    `--secret=value`, and pairs or URLs inside any other word; a word that is itself a
+    command line (`--command "python t.py --token X"`, `bash -c "..."`) is redacted as one."""
     out: list[str] = []
     hide_next = False
     for word in map(str, argv):
@@ -112,14 +113,28 @@ def redact_argv(argv) -> list[str]:
             hide_next = False
             continue
         name, sep, value = word.partition("=")
-        if sep:
-            out.append(f"{name}={redact_value(name, value)}")
+        if sep and not any(c.isspace() for c in name):
+            value = redact_value(name, value)
+            out.append(f"{name}={_redact_words(value) if any(c.isspace() for c in value) else value}")
         elif word.startswith("-") and is_secret_name(word.lstrip("-")):
             out.append(word)
             hide_next = True
         else:
-            out.append(redact_value("", word))
+            out.append(_redact_words(word) if any(c.isspace() for c in word) else redact_value("", word))
     return out
+
+
+def _redact_words(text: str) -> str:
+    """A word holding a command line: its words redacted as a command line's, joined again
+    the way a shell would read them (kept as it is when nothing in it is a secret)."""
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError:  # not a command line (unbalanced quotes): free text
+        return redact_value("", text)
+    redacted = redact_argv(words)
+    return redact_value("", text) if redacted == words else shlex.join(redacted)
 
 
 def redact_text(text: str | None, environment: dict | None = None) -> str | None:

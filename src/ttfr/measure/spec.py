@@ -413,7 +413,9 @@ def _kill_group(proc) -> None:
 def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[str, ...]]:
     """The case ids and policies of a run of `--command`s. Such a run measures its commands only,
     under the cold policies (a program has no warm regime: ttfr cannot call into it)."""
-    chosen = [f"--{name.replace('_', '-')}" for name, value in others.items() if value not in (None, (), [], "")]
+    options = {"case_files": "--case-file", "workspace_presets": "--workspace-preset"}  # the CLI's own names
+    given = [name for name, value in others.items() if value not in (None, (), [], "")]
+    chosen = [options.get(name, f"--{name.replace('_', '-')}") for name in given]
     if chosen:
         raise UsageError(f"--command measures programs, not ttfr's cases: drop {', '.join(chosen)} (run those "
                          "separately; --threads, --cache-policy and the run counts apply to commands)")  # fmt: skip

@@ -86,9 +86,10 @@ def split(text, option: str = "--command") -> tuple[str, ...]:
         raise UsageError(f"{option} {shlex.quote(text)}: {exc} (it is split like a shell would)") from None
     if not argv:
         raise UsageError(f"{option} {text!r} names no program")
-    program = argv[0]
+    program = os.path.expanduser(argv[0])  # no shell will expand `~` for it
+    argv = (program, *argv[1:])
     if "/" in program:
-        path = Path(program).expanduser()
+        path = Path(program)
         if not path.is_file() or not os.access(path, os.X_OK):
             raise UsageError(f"{option}: {program} is not an executable file")
     elif shutil.which(program) is None:
@@ -104,13 +105,13 @@ def slug(argv) -> str:
     of `python -m pkg.mod` (`mod`), else its program's name."""
     chosen = Path(argv[0]).name
     words = list(argv[1:])
-    if "-m" in words[:-1]:
-        chosen = words[words.index("-m") + 1].rpartition(".")[2]
-    else:
-        for word in words:
-            if not word.startswith("-") and word.lower().endswith(_SCRIPT_SUFFIXES):
-                chosen = Path(word).stem
-                break
+    for position, word in enumerate(words):  # the first of `-m module` and a script decides
+        if word == "-m" and position + 1 < len(words):
+            chosen = words[position + 1].rpartition(".")[2]
+            break
+        if not word.startswith("-") and word.lower().endswith(_SCRIPT_SUFFIXES):
+            chosen = Path(word).stem
+            break
     name = re.sub(r"[^a-z0-9]+", "_", chosen.lower()).strip("_")
     name = "_".join(w for w in name.split("_") if w != "custom")[:_SLUG_LENGTH].strip("_")
     if not name or not name[0].isalpha():
