@@ -22,14 +22,13 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr import __version__
+from ttfr.artifacts.export.formats import FORMATS as EXPORT_FORMATS
 from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
 from ttfr.measure.policies import COLD_POLICIES, POLICIES
 from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
-
-EXPORT_FORMATS = ("nextstat-v1",)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,11 +191,17 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("dir", type=Path)
     validate.set_defaults(handler=_validate)
 
-    export = commands.add_parser("export", help="write artifacts in another contract")
-    export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
-    export.add_argument("--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES)
+    export = commands.add_parser("export", help="write a result directory's figures in another format")
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS,
+                        help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus (text "
+                        "exposition for scrapers and node_exporter's textfile collector), csv (a row per run and metric)")  # fmt: skip
+    export.add_argument(
+        "--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES, help="nextstat-v1: the cold policy a case carries"
+    )
     export.add_argument("dir", type=Path)
-    export.add_argument("dest", type=Path)
+    export.add_argument(
+        "dest", type=Path, help="a directory (nextstat-v1; the others write <snapshot>.prom/.csv in it) or a file"
+    )
     export.set_defaults(handler=_export)
     return parser
 
@@ -384,16 +389,17 @@ def _validate(args, console: Console) -> int:
 
 
 def _export(args, console: Console) -> int:
-    from ttfr.artifacts.export import nextstat
+    from ttfr.artifacts.export import formats, nextstat
     from ttfr.artifacts.reader import load_finished
 
     with _rendering(args.dir):
-        written = nextstat.export(args.dir, args.dest, args.cold_policy)
-    left_out = nextstat.commands_left_out(load_finished(args.dir).cases)
+        written = formats.export(args.format, args.dir, args.dest, args.cold_policy)
+    left_out = nextstat.commands_left_out(load_finished(args.dir).cases) if args.format == "nextstat-v1" else []
     if left_out:
         print(f"ttfr: warning: left out command case(s) {', '.join(left_out)}: NextStat's ml contract describes a "
               "workload on a dataset, which a program is not", file=sys.stderr)  # fmt: skip
-    console.print(f"wrote {len(written)} files to {args.dest}", markup=False, highlight=False)
+    shown = written[0] if len(written) == 1 else f"{len(written)} files to {args.dest}"
+    console.print(f"wrote {shown}", markup=False, highlight=False)
     return 0
 
 

@@ -1,0 +1,106 @@
+"""`ttfr export --format openmetrics DIR DEST` (and `--format prometheus`): a result
+directory's figures for dashboards, through prometheus_client's own exposition writers.
+
+- `openmetrics`: OpenMetrics 1.0 text (`# EOF`, a stateset for the case status, an info
+  metric for the snapshot), for a Prometheus or Grafana Agent that scrapes OpenMetrics;
+- `prometheus`: the classic text format 0.0.4, which node_exporter's textfile collector reads
+  (write DEST into its `--collector.textfile.directory`, with a `.prom` name).
+
+Gauges per case (labels case, backend, workload, size, dtype; cold figures also policy):
+`ttfr_ttfr_seconds{quantile}` and `ttfr_compile_seconds{quantile}` over a policy's headline
+runs (quantile 0 and 1: the fastest and slowest, 0.5: the median, 0.95), `ttfr_runs`,
+`ttfr_compile_cache_hit_ratio`, `ttfr_warm_call_seconds{quantile}` over the warm processes'
+medians, `ttfr_peak_rss_bytes` (median), `ttfr_case_status{status}`. A figure that does not
+exist is left out, never written as 0. No timestamps: the textfile collector refuses them;
+the snapshot's time is in `ttfr_snapshot_info`'s labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import exposition
+from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, InfoMetricFamily, StateSetMetricFamily
+from prometheus_client.openmetrics import exposition as openmetrics_exposition
+
+from ttfr.analyse import case_result, stats
+from ttfr.artifacts.export import tidy
+from ttfr.artifacts.reader import VerifiedResult
+from ttfr.artifacts.store import write_bytes_atomic
+from ttfr.measure.policies import WARM_PROCESS
+
+FORMATS = ("openmetrics", "prometheus")
+_CASE_LABELS = ["case", "backend", "workload", "size", "dtype"]
+_QUANTILES = (("0", "min"), ("0.5", "median"), ("0.95", "p95"), ("1", "max"))
+_STATUSES = ("ok", "warn", "failed")
+
+
+def _labels(case: dict) -> list[str]:
+    return [case["case"], case["backend"], case["workload"], str(case["size"]), case["dtype"]]
+
+
+class _Snapshot:
+    """A prometheus_client collector over one verified result directory."""
+
+    def __init__(self, verified: VerifiedResult):
+        self.verified = verified
+
+    def collect(self):
+        suite, cases = self.verified.suite, self.verified.cases
+        info = InfoMetricFamily("ttfr_snapshot", "the ttfr snapshot these figures come from")
+        info.add_metric([], {"snapshot_id": suite["snapshot_id"], "created_at": suite["created_at"],
+                             "ttfr_version": suite["ttfr_version"], "profile": suite["profile"],
+                             "state": suite["state"]})  # fmt: skip
+        yield info
+        ttfr = GaugeMetricFamily("ttfr_ttfr_seconds", "time to first result of fresh processes (spawn to first result)",
+                                 labels=[*_CASE_LABELS, "policy", "quantile"])  # fmt: skip
+        compile_s = GaugeMetricFamily("ttfr_compile_seconds", "compile stages of the first call (trace, lower, compile; "
+                                      "dynamo, AOTAutograd, Inductor)", labels=[*_CASE_LABELS, "policy", "quantile"])  # fmt: skip
+        runs = GaugeMetricFamily("ttfr_runs", "fresh processes a cold policy's figures come from (contended runs set aside)",
+                                 labels=[*_CASE_LABELS, "policy"])  # fmt: skip
+        hit_ratio = GaugeMetricFamily("ttfr_compile_cache_hit_ratio", "persistent compilation cache hits / requests "
+                                      "over a policy's runs", labels=[*_CASE_LABELS, "policy"])  # fmt: skip
+        warm = GaugeMetricFamily("ttfr_warm_call_seconds", "steady-state seconds per call (over warm processes' medians)",
+                                 labels=[*_CASE_LABELS, "quantile"])  # fmt: skip
+        rss = GaugeMetricFamily("ttfr_peak_rss_bytes", "peak resident memory of a cold run (median)", labels=_CASE_LABELS)
+        status = StateSetMetricFamily("ttfr_case_status", "the case's status", labels=_CASE_LABELS)
+        for case in cases:
+            labels = _labels(case)
+            status.add_metric(labels, {name: case["status"] == name for name in _STATUSES})
+            peak = (case.get("memory") or {}).get("peak_rss_bytes")
+            if peak:
+                rss.add_metric(labels, peak["median"])
+            for policy, block in case["policies"].items():
+                if policy == WARM_PROCESS:
+                    _quantiles(warm, labels, (block.get("summary") or {}).get("call_s"))
+                    continue
+                summary = (block.get("summary") or {}).get("ttfr_s")
+                _quantiles(ttfr, [*labels, policy], summary)
+                if summary:
+                    runs.add_metric([*labels, policy], summary["n"])
+                if case["status"] != "failed":  # a failed case has no figures (its summaries are null)
+                    chosen = case_result.headline_runs(block.get("runs", []))
+                    _quantiles(compile_s, [*labels, policy], stats.summarize([tidy.compile_seconds(r) for r in chosen]))
+                verification = block.get("cache_verification") or {}
+                hits, misses = verification.get("hits_total"), verification.get("misses_total")
+                if hits is not None and misses is not None and hits + misses > 0:
+                    hit_ratio.add_metric([*labels, policy], hits / (hits + misses))
+        yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
+
+
+def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: dict | None) -> None:
+    if summary:
+        for quantile, key in _QUANTILES:
+            family.add_metric([*labels, quantile], summary[key])
+
+
+def render(verified: VerifiedResult, fmt: str = "openmetrics") -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Snapshot(verified))
+    writer = openmetrics_exposition if fmt == "openmetrics" else exposition
+    return writer.generate_latest(registry)
+
+
+def export(verified: VerifiedResult, dest: Path, fmt: str = "openmetrics") -> Path:
+    write_bytes_atomic(dest, render(verified, fmt))  # atomic: a collector never reads half a file
+    return dest
