@@ -193,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="write a result directory's figures in another format")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS,
-                        help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus (text "
-                        "exposition for scrapers and node_exporter's textfile collector), csv (a row per run and metric)")  # fmt: skip
+                        help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus "
+                        "(for scrapers and node_exporter's textfile collector), csv (a row per run and metric)")  # fmt: skip
     export.add_argument(
         "--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES, help="nextstat-v1: the cold policy a case carries"
     )
