@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,5 +336,19 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     if suite["scaling"]:
         write_scaling_csv(result_dir, suite["scaling"])
-    markdown.write(load_finished(result_dir.root))  # rendered from the files, as `ttfr report` would
+    verified = load_finished(result_dir.root)
+    markdown.write(verified)  # rendered from the files, as `ttfr report` would
+    write_html(verified)
     return suite, cases
+
+
+def write_html(verified) -> None:
+    """report.html beside report.md. A figure that cannot be drawn must not cost the run its
+    results: every JSON artifact and report.md are written by then, so it is a warning."""
+    from ttfr.report import html
+
+    try:
+        html.write(verified)
+    except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the run's data is safe
+        print(f"ttfr: warning: {verified.result_dir.root / 'report.html'} could not be rendered "
+              f"({type(exc).__name__}: {exc}); the JSON artifacts and report.md are complete", file=sys.stderr)  # fmt: skip

@@ -1,0 +1,167 @@
+"""report.html (and comparison.html): a self-contained page of a result directory, rendered
+from its verified artifacts only — CSS inline, figures as inline SVG (report/plots.py), no
+script and nothing fetched from the network. Every figure has the table of its numbers beside
+it. Every text that comes from a run (case ids, commands, reasons) is escaped."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from ttfr.artifacts.reader import VerifiedResult
+from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
+from ttfr.measure.policies import COLD_POLICIES, WARM_PROCESS
+from ttfr.report import markdown
+
+_CSS = """
+:root { color-scheme: light; --fg: #1b2631; --muted: #5d6d7e; --line: #d5d8dc; --ok: #1e8449; --warn: #b7950b;
+        --failed: #c0392b; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); margin: 0 auto;
+       max-width: 1280px; padding: 1.5rem; background: #fff; }
+h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid var(--line); }
+.meta { color: var(--muted); margin: 0 0 1rem; }
+table { border-collapse: collapse; font-size: 12px; margin: .4rem 0; }
+th, td { border: 1px solid var(--line); padding: 2px 6px; text-align: left; vertical-align: top; }
+th { background: #f4f6f7; }
+code { font-size: 12px; }
+.status-ok { color: var(--ok); } .status-warn { color: var(--warn); } .status-failed { color: var(--failed); font-weight: 600; }
+figure.plot { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1rem; margin: 1rem 0;
+              align-items: start; }
+figure.plot svg { max-width: 100%; height: auto; }
+figure.plot figcaption { grid-column: 1 / -1; font-weight: 600; }
+.note { color: var(--muted); font-size: 12px; }
+.data { overflow-x: auto; }
+@media (max-width: 900px) { figure.plot { grid-template-columns: 1fr; } }
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th scope=col>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure(plot) -> str:
+    note = f"<p class=note>{_e(plot.note)}</p>" if plot.note else ""
+    return (f"<figure class=plot><figcaption>{_e(plot.title)}</figcaption><div class=svg role=img "
+            f"aria-label=\"{_e(plot.title)}\">{plot.svg}</div><div class=data>{_table(plot.header, plot.rows)}{note}"
+            "</div></figure>")  # fmt: skip
+
+
+def _page(title: str, meta: list[str], sections: list[str]) -> str:
+    lines = "".join(f"<p class=meta>{_e(m)}</p>" for m in meta)
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport "
+            f"content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title><style>{_CSS}</style></head>"
+            f"<body><h1>{_e(title)}</h1>{lines}{''.join(sections)}</body></html>\n")  # fmt: skip
+
+
+def _section(title: str, parts: list[str], intro: str = "") -> str:
+    parts = [p for p in parts if p]
+    if not parts:
+        return ""
+    text = f"<p>{_e(intro)}</p>" if intro else ""
+    return f"<section><h2>{_e(title)}</h2>{text}{''.join(parts)}</section>"
+
+
+def _metric(case: dict, policy: str, name: str) -> dict | None:
+    return ((case["policies"].get(policy) or {}).get("summary") or {}).get(name)
+
+
+def _summary(cases: list[dict]) -> str:
+    rows = []
+    for case in cases:
+        rows.append([case["case"], case["status"] + (f": {case['reason']}" if case["reason"] else ""),
+                     markdown.fmt_summary(_metric(case, COLD_POLICIES[0], "ttfr_s")),
+                     markdown.fmt_summary(_metric(case, COLD_POLICIES[1], "ttfr_s")),
+                     markdown.fmt_summary(_metric(case, WARM_PROCESS, "call_s"))])  # fmt: skip
+    table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call"], rows)
+    # colour the status cells: the text is escaped, the class is ours
+    for status in ("ok", "warn", "failed"):
+        table = table.replace(f"<td>{status}", f"<td class=status-{status}>{status}")
+    return table
+
+
+def _commands(cases: list[dict]) -> str:
+    rows = [[c["case"], " ".join(c["command"]["argv"]), markdown.fmt_summary(
+        ((c["policies"].get(COLD_POLICIES[0]) or {}).get("summary") or {}).get("ttfr_s"))]
+        for c in cases if c.get("command")]  # fmt: skip
+    return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
+
+
+def _flags(cases: list[dict]) -> str:
+    rows = []
+    for case in cases:
+        for flag in case["flags"]:
+            detail = {k: v for k, v in flag.items() if k not in ("flag", "policy")}
+            rows.append([case["case"], flag.get("policy", ""), flag["flag"], "; ".join(f"{k}: {v}" for k, v in detail.items())])
+    return _table(["case", "policy", "flag", "detail"], rows) if rows else "<p>None.</p>"
+
+
+_ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
+
+
+def render(result: VerifiedResult) -> str:
+    from ttfr.report import plots  # matplotlib: only when a page is made
+
+    suite, manifest, cases = result.suite, result.manifest, result.cases
+    cpu = manifest.get("cpu") or {}
+    machine = (f"{cpu.get('model')}, {cpu.get('usable_cores')} usable cores, "
+               f"{markdown.fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
+               f"{(manifest.get('os') or {}).get('platform', '')}")  # fmt: skip
+    meta = [f"State: {suite['state']}; {suite['summary']['n_ok']} ok, {suite['summary']['n_warn']} warn, "
+            f"{suite['summary']['n_failed']} failed; profile {suite['profile']}, seed {suite['seed']}; "
+            f"ttfr {suite['ttfr_version']}; created {suite['created_at']}", f"Machine: {machine}"]  # fmt: skip
+    sections = [
+        _section("Summary", [_summary(cases)], "Medians with their 95% order-statistic CI."),
+        _section(
+            "Amortisation: after how many calls does the slower starter catch up?",
+            [_figure(p) for p in plots.amortisation(cases, suite["break_even"])],
+        ),  # fmt: skip
+        _section("Cold-start components", [_figure(p) for p in (plots.components(cases, pol) for pol in COLD_POLICIES) if p]),
+        _section("Run distributions", [_figure(p) for p in (plots.distributions(cases, pol) for pol in _ALL_POLICIES) if p]),
+        _section(
+            "HistFactory",
+            [_figure(p) for p in plots.scaling(suite.get("scaling", []))]
+            + [_figure(p) for p in [plots.training_losses(cases)] if p],
+        ),  # fmt: skip
+        _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.get("loops", []))]),
+        _section("Commands", [_commands(cases)]),
+        _section("Flags", [_flags(cases)]),
+        _section("Limitations", ["<ul>" + "".join(f"<li>{_e(t)}</li>" for t in manifest["limitations"]) + "</ul>"]),
+    ]
+    return _page(f"ttfr snapshot {suite['snapshot_id']}", meta, sections)
+
+
+def write(result: VerifiedResult) -> Path:
+    path = result.result_dir.root / "report.html"
+    try:
+        write_bytes_atomic(path, render(result).encode("utf-8"))
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot be written ({exc.strerror})") from None
+    return path
+
+
+def render_comparison(document: dict) -> str:
+    from ttfr.report import comparison_md, plots
+
+    summary = document["summary"]
+    plot = plots.forest(document)
+    rows = [comparison_md.row(r) for r in document["comparisons"]]
+    arms = [f"{a['name']}: {a.get('command') or a['python']}" for a in document["arms"]]
+    meta = [f"gate {summary['gate']}; " + ", ".join(f"{n} {name}" for name, n in sorted(summary["counts"].items())),
+            *arms, *( [f"Warning: {document['warning']}"] if document.get("warning") else [])]  # fmt: skip
+    header = ["case", "policy", "A median", "B median", "B/A", "95% CI", "p (gate)", "verdict", "why"]
+    sections = [
+        _section("B against A", [_figure(plot) if plot else "", _table(header, [[c.strip("`") for c in r] for r in rows])]),
+    ]
+    return _page("ttfr comparison: B vs A", meta, sections)
+
+
+def write_comparison(root: Path, document: dict) -> Path:
+    path = Path(root) / "comparison.html"
+    write_bytes_atomic(path, render_comparison(document).encode("utf-8"))
+    return path
