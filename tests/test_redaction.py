@@ -128,3 +128,17 @@ def test_free_text_keeps_what_only_looks_like_an_item():
     text = ("KeyError: 'HF_TOKEN'\nat 12:30:00 see https://example.org:8080/x, PYTHONPATH=/a:/b\n"
             'File "/x/y.py", line 3, in <module>\n{"passed": true, "user": "me"} PWD=/home/me')  # fmt: skip
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize("name", ["--tokenizer", "TOKENIZERS_PARALLELISM", "max_new_tokens", "--max-tokens", "--pin-memory",
+                                  "--num-sessions", "--key-size", "--sig", "TOKEN_LIMIT", "KEY_FILE"])  # fmt: skip
+def test_ml_options_that_merely_contain_a_secret_word_stay_readable(name):
+    """`--tokenizer gpt2` or `--key-size 256` hidden would make a command's record unreadable
+    (and, for a command, unresumable); their values are not secrets."""
+    assert not is_secret_name(name)
+    assert redact_argv(["python", "t.py", name, "gpt2"]) == ["python", "t.py", name, "gpt2"]
+
+
+@pytest.mark.parametrize("name", ["apiToken", "GH_TOKEN", "AWS_SESSION_TOKEN", "--access-token", "SESSION"])
+def test_tokens_and_sessions_are_still_secrets(name):
+    assert is_secret_name(name)

@@ -1,10 +1,12 @@
 """The one redaction of every environment value and command line that ttfr records or prints.
 
 A secret keeps its name and reads `<redacted>`: a reader still sees that `HF_TOKEN` was set
-for arm B, never its value. A name is a secret when it contains a secret word (`TOKEN`,
-`SECRET`, `PASSWORD`, `AUTHORIZATION`, `SESSION`, ...) or has a secret component (`PAT`,
-`KEY`, `CERT`, `PWD`, ... between separators, so `PATH` and `MKL_...` stay readable). `PWD`
-itself is the shell's current directory, not a secret; `MYSQL_PWD` is one. Values of other
+for arm B, never its value. A name is a secret when it contains a secret word (`SECRET`,
+`PASSWORD`, `AUTHORIZATION`, ...), has a component ending in `TOKEN` or `SESSION`, or a secret
+component (`PAT`, `KEY`, `CERT`, `PWD`, ... between separators, so `PATH` and `MKL_...` stay
+readable) — unless a descriptor follows it (`--key-size`, `TOKEN_LIMIT`), and never for ML
+options that merely contain the letters (`--tokenizer`, `max_new_tokens`, `--num-sessions`).
+`PWD` itself is the shell's current directory, not a secret; `MYSQL_PWD` is one. Values of other
 names are searched for `name=value` pairs and `name: value` / `"name": "value"` items with a
 secret name (`XLA_FLAGS=--x_token=...`, `{"password": "..."}`), for credentials in URLs and
 for HTTP credentials (`Authorization: Basic ...`, `Bearer ...`).
@@ -15,11 +17,18 @@ from __future__ import annotations
 import re
 
 REDACTED = "<redacted>"
-# Anywhere in a name.
-_SECRET_PARTS = ("TOKEN", "SECRET", "PASSW", "PASSPHRASE", "PRIVATE", "CREDENTIAL", "APIKEY", "COOKIE", "SIGNATURE",
-                 "AUTHORIZATION", "BEARER", "JWT", "SESSION", "ACCESSKEY")  # fmt: skip
-# As a whole component of a name (split on anything but letters and digits).
-_SECRET_COMPONENTS = frozenset({"PASS", "PAT", "KEY", "CERT", "AUTH", "DSN", "SIG", "PIN", "OTP", "PWD"})
+# Anywhere in a name: words an ordinary option or variable does not contain by chance.
+_SECRET_PARTS = ("SECRET", "PASSW", "PASSPHRASE", "PRIVATE", "CREDENTIAL", "APIKEY", "COOKIE", "SIGNATURE",
+                 "AUTHORIZATION", "BEARER", "JWT", "ACCESSKEY")  # fmt: skip
+# A component (split on anything but letters and digits) that is one of these or ends with one
+# (`GHTOKEN`, `accessToken`); not `TOKENIZER`, `max_tokens`, `num_sessions`.
+_SECRET_ENDINGS = ("TOKEN", "SESSION", "SESSIONID")
+# As a whole component of a name, so `PATH`, `MKL_...` and `KEYBOARD` stay readable.
+_SECRET_COMPONENTS = frozenset({"PASS", "PAT", "KEY", "CERT", "AUTH", "DSN", "OTP", "PWD"})
+# A component after the secret word that makes the name describe it rather than hold it:
+# `--key-size 256`, `TOKEN_LIMIT`, `KEY_FILE` (a path) are readable.
+_DESCRIPTORS = frozenset({"SIZE", "SIZES", "LEN", "LENGTH", "BITS", "TYPE", "TYPES", "NAME", "NAMES", "FILE", "PATH",
+                          "DIR", "COUNT", "NUM", "DIM", "LIMIT", "MAX", "MIN", "BUDGET", "PARALLELISM", "FORMAT"})  # fmt: skip
 # Names that match a rule above but are not secrets: the shell's current directory.
 _NOT_SECRET = frozenset({"PWD"})
 _QUOTED = r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
@@ -42,7 +51,13 @@ def is_secret_name(name: str) -> bool:
     upper = name.upper()
     if any(part in upper for part in _SECRET_PARTS):
         return True
-    return any(component in _SECRET_COMPONENTS for component in re.split(r"[^A-Z0-9]+", upper))
+    components = [c for c in re.split(r"[^A-Z0-9]+", upper) if c]
+    for position, component in enumerate(components):
+        if component in _SECRET_COMPONENTS or component.endswith(_SECRET_ENDINGS):
+            following = components[position + 1] if position + 1 < len(components) else None
+            if following not in _DESCRIPTORS:
+                return True
+    return False
 
 
 def redact_value(name: str, value: str) -> str:
