@@ -384,6 +384,8 @@ def test_run_spec_round_trips_its_commands():
         "mark": False,
         "prepare": ["true"],
         "redacted": False,
+        # the interpreter is hashed (train.py does not exist here, so it is not)
+        "files": [{"path": str(Path(sys.executable).resolve()), "sha256": data["commands"][0]["files"][0]["sha256"]}],
     }
     assert data["cases"] == ["command_eval_1_f64", "command_fit_1_f64"]
     for name in ("fit", "eval"):  # another process reads plan.json: nothing registered yet

@@ -98,15 +98,62 @@ def test_without_a_marker_the_exit_is_the_first_result(tmp_path):
     result = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
     assert result.outcome == "ok"
     assert result.record["marks_ns"]["first"] == result.reaped_ns
-    assert result.record["rusage_self"]["max_rss_bytes"] > 0
+
+
+def test_a_programs_peak_memory_is_its_own_never_the_forked_parents(tmp_path):
+    """A child's ru_maxrss starts at the parent's peak (the memory it held between fork and
+    exec): a small program's figure is unknown (None), never ttfr's size; a larger one's is its own."""
+    from ttfr.measure import spawn
+
+    floor = spawn.inherited_rss_floor()
+    small = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
+    assert small.outcome == "ok" and small.record["rusage_self"]["max_rss_bytes"] is None
+    assert small.rusage["rss_floor_bytes"] == floor
+    grow = floor + (96 << 20)
+    big = command_run.run_command(_command(tmp_path, f"b = bytearray({grow})\nfor i in range(0, {grow}, 4096): b[i] = 1\n"),
+                                  _env(), 60.0)  # fmt: skip
+    assert big.outcome == "ok" and big.record["rusage_self"]["max_rss_bytes"] >= grow
 
 
 def test_a_failing_program_fails_its_run_with_its_exit_code_and_redacted_output(tmp_path):
     source = "import os, sys\nprint('token is', os.environ['HF_TOKEN'])\nsys.exit(3)\n"
     result = command_run.run_command(_command(tmp_path, source), _env(HF_TOKEN="hunter2-secret"), 30.0)
     assert (result.outcome, result.exit_code) == ("error", 3)
-    assert result.reason == "the command exited with code 3"
+    # the reason says why (its last line of output), redacted like the tail
+    assert result.reason == "the command exited with code 3; its output ends: token is <redacted>"
     assert "token is <redacted>" in result.output_tail and "hunter2-secret" not in result.output_tail
+
+
+def test_a_secret_on_the_command_line_is_hidden_in_what_the_program_prints(tmp_path):
+    source = "import sys\nprint('using', sys.argv[2])\nprint('result ok', sys.argv[2])\nsys.exit(2)\n"
+    script = tmp_path / "echo.py"
+    script.write_text(source)
+    (command,) = user_commands.parse([f"{PY} {script} --api-token Arg5ecret77"], first_result="^result", cwd=str(tmp_path))
+    result = command_run.run_command(command, _env(), 30.0)
+    assert result.outcome == "error"
+    for text in (result.reason, result.output_tail):
+        assert "Arg5ecret77" not in text and "<redacted>" in text
+
+
+def test_a_half_written_line_is_not_a_match(tmp_path):
+    """Unbuffered, `print("done", "loading")` arrives in pieces: "done" alone must not match ^done$."""
+    source = ("import sys, time\nsys.stdout.write('done'); sys.stdout.flush(); time.sleep(0.3)\n"
+              "print(' loading data')\ntime.sleep(0.3)\nprint('done')\n")  # fmt: skip
+    result = command_run.run_command(_command(tmp_path, source, first_result="^done$"), _env(), 30.0)
+    assert result.outcome == "ok" and result.record["first_result"]["line"] == "done"
+    assert result.record["marks_ns"]["first"] - result.spawn_ns >= 0.6e9  # the second, complete line
+    last = command_run.run_command(_command(tmp_path, "import sys\nsys.stdout.write('final 3')\n", first_result="^final"),
+                                   _env(), 30.0)  # fmt: skip
+    assert last.outcome == "ok" and last.record["first_result"]["line"] == "final 3"  # an unended last line counts at the end
+
+
+def test_a_program_changed_during_its_run_is_an_invalid_measurement(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("import pathlib, sys\npathlib.Path(sys.argv[0]).write_text('print(2)\\n')\n")
+    (command,) = user_commands.parse([f"{PY} {script}"], cwd=str(tmp_path))
+    assert str(script.resolve()) in dict(command.files)
+    result = command_run.run_command(command, _env(), 30.0)
+    assert result.outcome == "invalid-measurement" and "prog.py changed or disappeared" in result.reason
 
 
 def test_a_program_killed_by_a_signal_is_a_signal_outcome(tmp_path):
@@ -209,17 +256,17 @@ def test_a_program_that_keeps_its_cache_elsewhere_is_flagged(tmp_path, capsys):
 
 @pytest.mark.integration
 def test_the_command_example_runs_as_the_readme_shows(tmp_path):
-    """examples/command_jax_fit.py marks its first result; the rest of the script comes after."""
+    """examples/line_fit_script.py marks its first result; the rest of the script comes after."""
     import subprocess
     from pathlib import Path
 
-    example = Path(__file__).resolve().parents[1] / "examples" / "command_jax_fit.py"
+    example = Path(__file__).resolve().parents[1] / "examples" / "line_fit_script.py"
     argv = [PY, "-m", "ttfr", "run", "--command", f"{PY} {example} --points 32 --steps 50", "--first-result-mark",
             "--cold-runs", "1", "--seed", "1", "--out", str(tmp_path / "out")]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     case = _case(tmp_path / "out")
-    assert case["case"] == "command_command_jax_fit_1_f64" and case["status"] == "ok", case["reason"]
+    assert case["case"] == "command_line_fit_script_1_f64" and case["status"] == "ok", case["reason"]
     assert case["command"]["mark"] is True
     for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
         (run,) = case["policies"][policy]["runs"]
@@ -296,3 +343,44 @@ def test_a_daemon_that_escapes_the_group_kill_cannot_hang_ttfr(tmp_path, monkeyp
     finally:
         if pid_file.exists():
             os.kill(int(pid_file.read_text()), 9)
+
+
+def test_a_resume_refuses_a_program_that_changed_since_the_run_started(tmp_path, capsys):
+    from ttfr.commands import run as suite_run
+    from ttfr.measure.spec import build_spec
+
+    script = tmp_path / "fit.py"
+    script.write_text("print('v1')\n")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        spec = build_spec(commands=[f"{PY} fit.py"], cold_runs=1)
+    finally:
+        os.chdir(here)
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    result_dir.unlock()
+    plan = json.loads(result_dir.plan.read_text())
+    assert {f["path"] for f in plan["spec"]["commands"][0]["files"]} >= {str(script.resolve())}
+    script.write_text("print('v2')\n")
+    assert cli.main(["run", "--resume", str(result_dir.root)]) == 2
+    assert "fit.py changed or is gone since the run started" in capsys.readouterr().err
+    script.write_text("print('v1')\n")  # restored: the resume goes on
+    assert cli.main(["run", "--resume", str(result_dir.root)]) == 0
+
+
+def test_a_programs_words_cannot_break_the_report(tmp_path, capsys):
+    """A failing program's last line (in the case's reason) with a table pipe, a heading and a
+    terminal escape: report.md keeps its tables and headings, the escape is gone."""
+    source = "import sys\nprint('x | y')\nprint('\\x1b]0;pwned\\x07## Injected | heading')\nsys.exit(4)\n"
+    script = tmp_path / "loud.py"
+    script.write_text(source)
+    code = _run_cli("--command", f"{PY} {script}", "--cache-policy", "cold-cache", "--cold-runs", "1",
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 1
+    (root,) = (tmp_path / "out").iterdir()
+    report = (root / "report.md").read_text()
+    assert "\x1b" not in report and not any(line.startswith("## Injected") for line in report.splitlines())
+    summary = report.split("## Summary")[1].split("\n## ")[0]
+    rows = [line for line in summary.splitlines() if line.startswith("|")]
+    assert len({line.replace("\\|", "").count("|") for line in rows}) == 1  # every row has the header's columns
+    assert "Injected \\| heading" in summary

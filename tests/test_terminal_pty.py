@@ -194,6 +194,7 @@ def test_commands_run_on_a_terminal(tmp_path):
     flat = " ".join(text.split())
     assert "command_good_1_f64" in flat and "command_bad_1_f64" in flat, text[-4000:]
     assert "exited with code 7" in flat and "s3cr3t-value" not in raw, text[-4000:]
+    assert "[red]token" in flat, text[-4000:]  # the program's words, shown as written, not as markup
     (root,) = [p for p in out.iterdir() if p.is_dir()]
     # 2 commands x 2 policies: the failed one's warm-cache run is skipped, and counted as done
     assert "4/4" in text and len((root / "journal.jsonl").read_text().splitlines()) == 3, text[-4000:]

@@ -162,3 +162,20 @@ def redact_text(text: str | None, environment: dict | None = None) -> str | None
         if is_secret_name(name) and len(str(value)) >= 4:
             text = text.replace(str(value), REDACTED)
     return redact_value("", text)
+
+
+def argv_secrets(argv) -> list[str]:
+    """The values `redact_argv` hides in a command line, to hunt for in free text (a program
+    that prints its own `--api-token` argument): whole hidden words, and the pieces of a word
+    that its redacted form lost (at least 4 characters, like redact_text's)."""
+    pieces = re.compile(r"[\s=:'\"@/]+")
+    found = []
+    for word, shown in zip(map(str, argv), redact_argv(argv)):
+        if word == shown:
+            continue
+        if shown == REDACTED:
+            found.append(word)
+            continue
+        kept = set(pieces.split(shown))
+        found += [piece for piece in pieces.split(word) if len(piece) >= 4 and piece not in kept]
+    return sorted(set(found), key=len, reverse=True)  # longest first: no secret is left half replaced

@@ -113,7 +113,13 @@ def make_arm(name: str, python: str | None, env_items, commands: bool = False, c
     return arm
 
 
-def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, prepare=()) -> tuple:
+def arms_path(*pythons) -> str:
+    """PATH with the given arms' interpreter directories first (where a command's `python` is found)."""
+    dirs = [str(Path(resolve_python(p)).parent) for p in pythons if p]
+    return os.pathsep.join([*dirs, os.environ.get("PATH", "")])
+
+
+def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, prepare=(), path_env=None) -> tuple:
     """`--a-command X --b-command Y`: one case whose program differs by arm; its name is
     --command-name, else the programs' common script name, else `<a>_vs_<b>`."""
     if bool(a_command) != bool(b_command):
@@ -121,12 +127,13 @@ def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, 
                          "both arms)")  # fmt: skip
     if len(names) > 1:
         raise UsageError("--a-command/--b-command make one case: give at most one --command-name")
-    a_argv, b_argv = user_commands.split(a_command, "--a-command"), user_commands.split(b_command, "--b-command")
+    a_argv = user_commands.split(a_command, "--a-command", path_env)
+    b_argv = user_commands.split(b_command, "--b-command", path_env)
     if not names:
         a_name, b_name = user_commands.slug(a_argv), user_commands.slug(b_argv)
         name = a_name if a_name == b_name else f"{a_name}_vs_{b_name}"[: cases_api.MAX_NAME].strip("_")
         names = [name]
-    a, b = (user_commands.parse([text], names, first_result, mark, prepare) for text in (a_command, b_command))
+    a, b = (user_commands.parse([text], names, first_result, mark, prepare, path_env=path_env) for text in (a_command, b_command))
     return a[0], b[0]
 
 
@@ -151,7 +158,8 @@ def validate(ab: AbSpec) -> None:
 
     if identity(a) == identity(b):
         raise UsageError(
-            "the two arms are identical: give --a/--b interpreters or --a-env/--b-env settings that differ "
+            "the two arms are identical: give --a/--b interpreters, --a-env/--b-env settings or --a-command/--b-command "
+            "programs that differ "
             "(`ttfr selftest` runs A/A comparisons)"
         )
     if not 2 <= ab.min_rounds <= ab.max_rounds:

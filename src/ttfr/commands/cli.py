@@ -264,13 +264,15 @@ def _ab(args, console: Console) -> int:
 
     budget_s = check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
     own = (None, None)
+    options = _command_options(args)
+    if args.a or args.b:  # `python` in a command is each arm's: find programs on the arms' PATH too
+        options["command_path"] = ab.arms_path(args.a, args.b)
     if args.a_command is not None or args.b_command is not None:
         if args.command:
             raise UsageError("--command runs the same program in both arms; --a-command/--b-command give each arm its "
                              "own: choose one")  # fmt: skip
         own = ab.arm_commands(args.a_command, args.b_command, args.command_name, args.first_result,
-                              args.first_result_mark, args.prepare)  # fmt: skip
-    options = _command_options(args)
+                              args.first_result_mark, args.prepare, options.get("command_path"))  # fmt: skip
     if own[0]:  # the case of the two programs, under A's program until each arm brings its own
         options.update(commands=[shlex.join(own[0].argv)], command_names=[own[0].name])
     run_spec = build_spec(

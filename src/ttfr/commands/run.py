@@ -37,6 +37,7 @@ from ttfr.measure.plan import Plan, added_tasks, build_plan, pending_cases
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
 from ttfr.measure.spec import MAX_WORKER_PROCESSES, RunSpec, check_worker_python
+from ttfr.measure.user_commands import changed_files
 from ttfr.report import markdown
 
 
@@ -162,6 +163,11 @@ def _resumable_spec(result_dir: ResultDir) -> RunSpec:
     if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
         raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
                          "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
+    for command in spec.commands:
+        changed = changed_files(command)
+        if changed:
+            raise UsageError(f"{result_dir.plan}: command {command.name}'s {changed[0]} changed or is gone since the run "
+                             "started (sha256 in plan.json): restore it, or start a new run")  # fmt: skip
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
     if spec.python is not None:
         check_worker_python(spec.python, option="plan.json's python")

@@ -17,46 +17,71 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 
 import ttfr_mark
-from ttfr.measure.spawn import ERROR, ESCAPED, READER_GRACE_S, TIMEOUT, RunResult, _oom_note, _supervise, _tail, classify
-from ttfr.measure.user_commands import UserCommand
-from ttfr.redaction import redact_text
+from ttfr.measure.spawn import (ERROR, ESCAPED, READER_GRACE_S, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note,
+                                _supervise, classify)  # fmt: skip
+from ttfr.measure.user_commands import UserCommand, changed_files
+from ttfr.redaction import argv_secrets, redact_text
 
-_MAX_LINE = 1 << 16  # the part of an unfinished output line kept for matching
+_MAX_LINE = 4096  # characters of a line the regex sees (a long line is matched on its start)
+_TAIL_BYTES = 16 * 1024  # of the program's output kept for a failed run's tail (no file: output can be huge)
+_MARK_BYTES = 64 * 1024  # of the mark descriptor read (a program writing garbage cannot exhaust memory)
 _LINE_SHOWN = 200  # characters of the matching line kept in the record
 _LINE_BREAK = re.compile(rb"[\r\n]")  # progress bars rewrite their line with \r
 INVALID = "invalid-measurement"
 
 
 class _OutputWatch:
-    """Copies the program's output to the log and finds the first line matching a regex."""
+    """Reads the program's stdout and stderr (one pipe), keeps their tail, and finds the first
+    complete line matching the regex, timed when ttfr read the line's end. An unfinished line
+    is not matched (a print's pieces arrive apart without a buffer): only at the end of the
+    output is the last one, timed when its last piece arrived."""
 
-    def __init__(self, pattern: str, log):
-        self.regex = re.compile(pattern)
-        self.log = log
+    def __init__(self, pattern: str | None):
+        self.regex = re.compile(pattern) if pattern is not None else None
         self.matched_ns: int | None = None
         self.line: str | None = None
+        self.tail = bytearray()
         self._partial = b""
+        self._partial_ns = 0
 
     def read(self, fd: int) -> None:
         with os.fdopen(fd, "rb", buffering=0) as pipe:
             while chunk := pipe.read(1 << 16):
                 now = time.monotonic_ns()
-                self.log.write(chunk)
-                if self.matched_ns is None:
+                self.tail += chunk
+                del self.tail[:-_TAIL_BYTES]
+                if self.regex is not None and self.matched_ns is None:
                     self._scan(chunk, now)
+        if self.regex is not None and self.matched_ns is None and self._partial:
+            self._match(self._partial, self._partial_ns)
 
     def _scan(self, chunk: bytes, now: int) -> None:
         lines = _LINE_BREAK.split(self._partial + chunk)
-        self._partial = lines[-1][-_MAX_LINE:]  # unfinished: scanned now, and again once it grows
+        self._partial, self._partial_ns = lines.pop()[-4 * _MAX_LINE :], now
         for raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if self.regex.search(line):
-                self.matched_ns, self.line = now, line[:_LINE_SHOWN]
+            if self._match(raw, now):
                 return
+
+    def _match(self, raw: bytes, when: int) -> bool:
+        line = raw[: 4 * _MAX_LINE].decode("utf-8", "replace")[:_MAX_LINE]
+        if self.regex.search(line):
+            self.matched_ns, self.line = when, line[:_LINE_SHOWN]
+            return True
+        return False
+
+    def last_line(self) -> str | None:
+        """The last non-empty line of the output (a failure's usual explanation)."""
+        for raw in reversed(_LINE_BREAK.split(bytes(self.tail))):
+            text = raw.decode("utf-8", "replace").strip()
+            if text:
+                return text[:_LINE_SHOWN]
+        return None
+
+    def text(self) -> str:
+        return bytes(self.tail).decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
 
 
 class _MarkReader:
@@ -67,12 +92,12 @@ class _MarkReader:
         self.malformed: str | None = None
 
     def read(self, fd: int) -> None:
-        data = b""
+        data = bytearray()
         with os.fdopen(fd, "rb", buffering=0) as pipe:
             while chunk := pipe.read(4096):
-                if len(data) < 4096:
-                    data += chunk
-        for line in data.decode("ascii", "replace").splitlines():
+                if len(data) < _MARK_BYTES:
+                    data += chunk[: _MARK_BYTES - len(data)]
+        for line in bytes(data).decode("ascii", "replace").splitlines():
             word, _, value = line.partition(" ")
             if word == "first_result" and value.strip().isdigit():
                 self.mark_ns = int(value)
@@ -84,14 +109,15 @@ def run_prepare(command: UserCommand, env: dict, timeout_s: float) -> str | None
     """Run the command's --prepare program (untimed); None when it succeeded, else why not."""
     if not command.prepare:
         return None
-    with tempfile.TemporaryFile() as log:
-        ended = _supervise(list(command.prepare), env, command.cwd, timeout_s, log)
-        if isinstance(ended, str):
-            return f"--prepare {ended}"
-        if ended.timed_out or ended.exit_code != 0:
-            how = f"timed out after {timeout_s:g} s" if ended.timed_out else _exit_words(ended.exit_code)
-            tail = redact_text(_tail(log), env).strip()
-            return f"--prepare {how}" + (f"; its output ends: {tail[-300:]}" if tail else "")
+    watch = _OutputWatch(None)
+    read_fd, output = os.pipe()
+    ended = _supervise(list(command.prepare), env, command.cwd, timeout_s, output, readers=[(read_fd, watch.read)])
+    if isinstance(ended, str):
+        return f"--prepare {ended}"
+    if ended.timed_out or ended.exit_code != 0:
+        how = f"timed out after {timeout_s:g} s" if ended.timed_out else _exit_words(ended.exit_code)
+        last = watch.last_line()
+        return redact_text(f"--prepare {how}" + (f"; its output ends: {last}" if last else ""), _redaction_env(command, env))
     return None
 
 
@@ -100,8 +126,16 @@ def _exit_words(exit_code: int) -> str:
     return reason if exit_code < 0 else f"exited with code {exit_code}"
 
 
+def _redaction_env(command: UserCommand, env: dict) -> dict:
+    """`env` plus the secrets of the command line itself, for redact_text: a program that prints
+    its `--api-token` argument has it hidden like an environment secret."""
+    secrets = argv_secrets([*command.argv, *(command.prepare or ())])
+    return {**env, **{f"TTFR_COMMAND_SECRET_{i}": value for i, value in enumerate(secrets)}}
+
+
 def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     env = dict(env)
+    hidden = _redaction_env(command, env)
     pass_fds, readers = [], []
     marks = _MarkReader() if command.mark else None
     if marks:
@@ -109,26 +143,29 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         env[ttfr_mark.FD_VARIABLE] = str(write_fd)
         pass_fds.append(write_fd)
         readers.append((read_fd, marks.read))
-    with tempfile.TemporaryFile() as log:
-        watch = _OutputWatch(command.first_result, log) if command.first_result is not None else None
-        output = log
-        if watch:
-            read_fd, output = os.pipe()
-            readers.append((read_fd, watch.read))
-        ended = _supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers)
-        if isinstance(ended, str):
-            return RunResult(ERROR, f"could not start the command: {ended}", None, time.monotonic_ns(), None, None)
-        outcome, reason, record = _judge(command, ended, marks, watch, timeout_s)
-        return RunResult(
-            outcome=outcome,
-            reason=redact_text(reason, env),
-            record=_redacted(record, env),
-            spawn_ns=ended.spawn_ns,
-            reaped_ns=ended.exited_ns,
-            exit_code=ended.exit_code,
-            rusage=ended.rusage,
-            output_tail=None if outcome == "ok" else redact_text(_tail(log), env),
-        )
+    # Output always goes through a pipe: its tail is kept in memory, and a process that escaped
+    # the group kill still holding it is seen in every mode.
+    watch = _OutputWatch(command.first_result)
+    read_fd, output = os.pipe()
+    readers.append((read_fd, watch.read))
+    ended = _supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers)
+    if isinstance(ended, str):
+        return RunResult(ERROR, f"could not start the command: {ended}", None, time.monotonic_ns(), None, None)
+    outcome, reason, record = _judge(command, ended, marks, watch, timeout_s)
+    if outcome == "ok":
+        changed = changed_files(command)
+        if changed:  # the program that ran is not the one the run started with
+            outcome, reason = INVALID, f"{changed[0]} changed or disappeared during the run (sha256 recorded in plan.json)"
+    return RunResult(
+        outcome=outcome,
+        reason=redact_text(reason, hidden),
+        record=_redacted(record, hidden),
+        spawn_ns=ended.spawn_ns,
+        reaped_ns=ended.exited_ns,
+        exit_code=ended.exit_code,
+        rusage=ended.rusage,
+        output_tail=None if outcome == "ok" else redact_text(watch.text(), hidden),
+    )
 
 
 def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple[str, str | None, dict | None]:
@@ -139,7 +176,9 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
         if ended.exit_code < 0:
             outcome, reason = classify(None, ended.exit_code, False, timeout_s, ended.oom)
             return outcome, f"the command was {reason}", None
-        return ERROR, f"the command exited with code {ended.exit_code}" + _oom_note(ended.oom), None
+        last = watch.last_line()
+        said = f"; its output ends: {last}" if last else ""
+        return ERROR, f"the command exited with code {ended.exit_code}" + _oom_note(ended.oom) + said, None
     by = command.first_result_by
     line = None
     if by == "output":
@@ -157,6 +196,7 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
     else:
         first = ended.exited_ns
     record = {"outcome": "ok", "reason": None, "marks_ns": {"first": first},
+              # the process tree's largest peak; None when it is not above ttfr's own (see spawn)
               "rusage_self": {"max_rss_bytes": ended.rusage["max_rss_bytes"]},
               "first_result": {"by": by, "line": line}}  # fmt: skip
     if ended.escaped:  # what it left running competes with the next runs for the machine

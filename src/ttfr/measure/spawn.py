@@ -141,6 +141,18 @@ def find_oom_counter(proc: str = "/proc", cgroup_fs: str = "/sys/fs/cgroup") -> 
     return next((counter for counter in candidates if counter.read() is not None), None)
 
 
+def inherited_rss_floor() -> int | None:
+    """This process's peak RSS (VmHWM): what a child's ru_maxrss cannot go below."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -230,6 +242,7 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
     sweeper.start()  # before the clock starts: a no-op once the sweeper runs
     counter = find_oom_counter()
     oom_before = counter.read() if counter else None
+    floor = inherited_rss_floor()
     exited: dict = {}  # when the process exited (seen by the waiter thread, which does not reap it)
     reaped: dict = {}  # its wait status and rusage, once reaped
     spawn_ns = time.monotonic_ns()
@@ -289,7 +302,10 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
         rusage={
             "user_s": usage.ru_utime,
             "sys_s": usage.ru_stime,
-            "max_rss_bytes": usage.ru_maxrss * 1024,
+            # The child's ru_maxrss starts at this process's peak (its memory, held between fork
+            # and exec): at or below that floor the figure says nothing about the child.
+            "max_rss_bytes": usage.ru_maxrss * 1024 if floor is None or usage.ru_maxrss * 1024 > floor else None,
+            "rss_floor_bytes": floor,
             "involuntary_switches": usage.ru_nivcsw,
         },
         timed_out=timed_out,

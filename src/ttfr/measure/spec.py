@@ -456,15 +456,18 @@ def build_spec(
     first_result=None,
     first_result_mark=False,
     prepare=(),
+    command_path=None,
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
-    user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare)
+    user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare,
+                                            path_env=command_path)  # fmt: skip
     if user_command_list:
         cases, policies = _command_selection(
             user_command_list, policies, cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,
             case_files=case_files, workspace=workspace, workspace_presets=workspace_presets, signal=signal, python=python,
+            warm_procs=warm_procs, warm_samples=warm_samples,
         )  # fmt: skip
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):

@@ -38,6 +38,9 @@ class UserCommand:
     mark: bool = False  # it calls ttfr_mark.first_result()
     prepare: tuple[str, ...] | None = None  # run before each of its runs, untimed (hyperfine's --prepare)
     redacted: bool = False  # read back from plan.json with a secret replaced: it cannot run again
+    # (absolute path, sha256) of its program and of the files its arguments name (its script):
+    # a resume, or a run, of a program that changed since the run started is refused / invalid
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def text(self) -> str:
@@ -63,19 +66,68 @@ class UserCommand:
             "mark": self.mark,
             "prepare": prepare,
             "redacted": self.redacted or argv != list(self.argv) or (prepare or []) != list(self.prepare or []),
+            "files": [{"path": path, "sha256": sha256} for path, sha256 in self.files],
         }
 
     @classmethod
     def from_json(cls, data: dict) -> UserCommand:
         prepare = data.get("prepare")
+        files = tuple((f["path"], f["sha256"]) for f in data.get("files") or ())
         return cls(data["name"], tuple(data["argv"]), data["cwd"], data.get("first_result"), bool(data.get("mark")),
-                   tuple(prepare) if prepare else None, bool(data.get("redacted")))  # fmt: skip
+                   tuple(prepare) if prepare else None, bool(data.get("redacted")), files)  # fmt: skip
 
     def workload(self) -> catalog.Workload:
         return catalog.command_workload(self.name, f"your command {self.describe()}")
 
 
-def split(text, option: str = "--command") -> tuple[str, ...]:
+_MAX_FILES = 16
+_MAX_HASHED_BYTES = 512 << 20  # a larger file (a dataset named on the command line) is not hashed
+
+
+def _sha256(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_HASHED_BYTES:
+            return None
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def program_files(argv, cwd: str, path_env: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(path, sha256) of the program (found on PATH) and of every argument naming a file in
+    `cwd` (`train.py`, `config.yaml`), at most 16; what a resume checks is unchanged."""
+    found = []
+    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=path_env)
+    candidates = [Path(program)] if program else []
+    for word in argv[1:]:
+        value = word.partition("=")[2] if word.startswith("-") and "=" in word else word
+        if value and not value.startswith("-"):
+            candidates.append(Path(cwd) / Path(value).expanduser())
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        digest = _sha256(resolved)
+        if digest and str(resolved) not in dict(found):
+            found.append((str(resolved), digest))
+        if len(found) == _MAX_FILES:
+            break
+    return tuple(found)
+
+
+def changed_files(command: UserCommand) -> list[str]:
+    """The recorded files of the command that are gone or hold something else now."""
+    return [path for path, sha256 in command.files if _sha256(Path(path)) != sha256]
+
+
+def split(text, option: str = "--command", path_env: str | None = None) -> tuple[str, ...]:
     """A command line split like a shell would, its program found (no shell runs it)."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError(f"{option} was given an empty value: name a program and its arguments, e.g. "
@@ -92,7 +144,7 @@ def split(text, option: str = "--command") -> tuple[str, ...]:
         path = Path(program)
         if not path.is_file() or not os.access(path, os.X_OK):
             raise UsageError(f"{option}: {program} is not an executable file")
-    elif shutil.which(program) is None:
+    elif shutil.which(program, path=path_env) is None:
         raise UsageError(f"{option}: program {program!r} is not on PATH (no shell runs the command: pipes, "
                          f"redirections and shell built-ins need `bash -c '...'`)")  # fmt: skip
     if "\0" in text:
@@ -103,7 +155,7 @@ def split(text, option: str = "--command") -> tuple[str, ...]:
 def slug(argv) -> str:
     """A case name from a command: its script's stem (`python fit_v2.py` -> `fit_v2`), the module
     of `python -m pkg.mod` (`mod`), else its program's name."""
-    chosen = Path(argv[0]).name
+    chosen = Path(argv[0]).stem if argv[0].lower().endswith(_SCRIPT_SUFFIXES) else Path(argv[0]).name
     words = list(argv[1:])
     for position, word in enumerate(words):  # the first of `-m module` and a script decides
         if word == "-m" and position + 1 < len(words):
@@ -136,14 +188,17 @@ def check_pattern(pattern) -> str:
         compiled = re.compile(pattern)
     except re.error as exc:
         raise UsageError(f"--first-result {pattern!r} is not a regular expression: {exc}") from None
+    if "\n" in pattern or "\r" in pattern:
+        raise UsageError(f"--first-result {pattern!r} holds a line break: it is matched against one line at a time")
     if compiled.search(""):
         raise UsageError(f"--first-result {pattern!r} matches an empty line, so any output would end the timing: "
                          "give the text of the first result's line")  # fmt: skip
     return pattern
 
 
-def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=None) -> tuple[UserCommand, ...]:
-    """Check and name the commands of `--command` (with their options); nothing runs."""
+def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=None, path_env=None) -> tuple[UserCommand, ...]:
+    """Check and name the commands of `--command` (with their options); nothing runs.
+    `path_env`: the PATH the programs will be found on (an ab arm's, with its venv first)."""
     commands = [commands] if isinstance(commands, str) else list(commands or ())
     names = [names] if isinstance(names, str) else list(names or ())
     prepare = [prepare] if isinstance(prepare, str) else list(prepare or ())
@@ -164,12 +219,12 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
     if len(prepare) not in (0, 1, len(commands)):
         raise UsageError(f"{len(prepare)} --prepare for {len(commands)} --command: give one for every command, or one "
                          "for all")  # fmt: skip
-    prepares = [split(p, "--prepare") for p in prepare]
+    prepares = [split(p, "--prepare", path_env) for p in prepare]
     prepares = prepares * len(commands) if len(prepares) == 1 else prepares or [None] * len(commands)
     cwd = str(Path(cwd or os.getcwd()).resolve())
     out, seen = [], {}
     for position, text in enumerate(commands):
-        argv = split(text)
+        argv = split(text, path_env=path_env)
         name = check_name(names[position]) if position < len(names) else slug(argv)
         if position >= len(names) and name in seen:  # `python a/run.py` and `python b/run.py`
             name = next(f"{name}_{n}" for n in range(2, len(commands) + 2) if f"{name}_{n}" not in seen)
@@ -177,7 +232,8 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
             raise UsageError(f"--command-name {name!r} is given to two commands ({seen[name]!r} and {text!r}): "
                              "names make the case ids, so each must differ")  # fmt: skip
         seen[name] = text
-        out.append(UserCommand(name, argv, cwd, first_result, bool(mark), prepares[position]))
+        files = program_files(argv, cwd, path_env)
+        out.append(UserCommand(name, argv, cwd, first_result, bool(mark), prepares[position], files=files))
     return tuple(out)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from ttfr.child import job as child_job
 from ttfr.child.job import Job
 from ttfr.measure import catalog
+from ttfr.measure.cache import JAX_CACHE_SETTINGS
 from ttfr.measure.plan import CHECK, WARM, Task
 from ttfr.measure.spec import RunSpec
 
@@ -29,8 +30,11 @@ def toolkit_ptxas(environ=os.environ) -> Path | None:
 
 def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> dict:
     env = dict(os.environ if base is None else base)
+    user = dict(env)
     env.update(cache_env)
     backend = case.backend_info
+    if not backend.in_process:  # a user's program keeps the JAX cache thresholds it was given
+        env.update({name: user[name] for name in JAX_CACHE_SETTINGS if name in user})
     for name, value in backend.env_defaults:
         env.setdefault(name, value)
     if backend.xla_gpu_toolkit:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import shlex
 
 from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
-from ttfr.report.markdown import DASH, fmt_seconds, fmt_summary, table
+from ttfr.report.markdown import DASH, code, fmt_seconds, fmt_summary, table
 
 
 def _first_result(command: dict) -> str:
     if command["first_result"] is not None:
-        return f"output line matching `{command['first_result']}`"
+        return f"output line matching {code(command['first_result'])}"
     return "`ttfr_mark.first_result()`" if command["mark"] else "process exit"
 
 
@@ -51,7 +51,7 @@ def section(cases: list[dict]) -> list[str]:
         warm = case["policies"].get(WARM_CACHE) or {}
         rows.append([
             f"`{case['case']}`",
-            f"`{shlex.join(command['argv'])}`",
+            code(shlex.join(command["argv"])),
             _first_result(command),
             fmt_summary((cold.get("summary") or {}).get("ttfr_s")),
             fmt_summary((warm.get("summary") or {}).get("ttfr_s")),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ttfr.analyse import comparison_stats as comparison
-from ttfr.report.markdown import fmt_seconds
+from ttfr.report.markdown import code, fmt_seconds
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "equivalent": "⚪", "inconclusive": "🟡", "not_compared": "⚫"}
 
@@ -38,8 +38,12 @@ def render(document: dict) -> str:
     if document.get("warning"):
         lines += [f"> **Warning:** {document['warning']}", ""]
     lines += [
-        f"- A: `{arms[0]['python']}`" + "".join(f" `{k}={v}`" for k, v in arms[0]["env"].items()),
-        f"- B: `{arms[1]['python']}`" + "".join(f" `{k}={v}`" for k, v in arms[1]["env"].items()),
+        f"- {name}: {code(arm.get('command') or arm['python'])}"
+        + "".join(f" {code(f'{k}={v}')}" for k, v in arm["env"].items())
+        + (f" (PATH first: {code(arm['path_first'])})" if arm.get("path_first") else "")
+        for name, arm in zip("AB", arms)
+    ]
+    lines += [
         f"- {'Paired rounds, interleaved in one session' if document['paired'] else 'Unpaired (separate sessions)'}; "
         f"correction: {document['correction']}; verdicts: {counts or 'none'}",
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ttfr.analyse import contention
@@ -47,9 +48,26 @@ def fmt_summary(summary: dict | None, with_ci: bool = True) -> str:
     return text
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def one_line(text) -> str:
+    """Free text (a reason, a program's output) as one line of Markdown: control characters
+    (terminal escapes) dropped, line breaks folded, so it cannot break a table or add a heading."""
+    return " ".join(_CONTROL.sub("", str(text)).split())
+
+
+def code(text) -> str:
+    """`text` as one inline code span, whatever backticks it holds."""
+    text = one_line(text)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(one_line(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -418,8 +436,8 @@ def render(result: VerifiedResult) -> str:
 
 def summary_problems(suite: dict) -> list[str]:
     summary = suite["summary"]
-    items = [f"- failed `{x['case']}`: {x['reason']}" for x in summary["failed"]]
-    items += [f"- warn `{x['case']}`: {x['reason']}" for x in summary["warned"]]
+    items = [f"- failed `{x['case']}`: {one_line(x['reason'])}" for x in summary["failed"]]
+    items += [f"- warn `{x['case']}`: {one_line(x['reason'])}" for x in summary["warned"]]
     items += [f"- pending `{case}`" for case in suite["pending"]]
     return items
 

@@ -7,6 +7,7 @@ so the ETA sums per-kind estimates, replaced by the mean of observed runs of tha
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import time
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ttfr.analyse import contention
 from ttfr.analyse.figures import headline
@@ -114,7 +116,7 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.update(self.bar, advance=1, eta=self._eta())
         elif entry is not None:
-            detail = entry["outcome"] + (f" ({entry['reason']})" if entry["reason"] else "")
+            detail = entry["outcome"] + (f" ({printable(entry['reason'])})" if entry["reason"] else "")
             line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
             self.console.print(line, markup=False, highlight=False)
 
@@ -124,6 +126,13 @@ class ProgressDisplay:
 
 
 _STATUS_STYLE = {"ok": "green", "warn": "yellow", "failed": "bold red"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Free text for the terminal: without control characters (escape sequences that would
+    move the cursor, retitle the window or hide what follows)."""
+    return _CONTROL.sub("", text)
 
 
 def print_summary(console: Console, suite: dict, cases: list[dict], result_path) -> None:
@@ -140,7 +149,7 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
             fmt_seconds(figures["ttfr_warm_cache_median_s"]),
             fmt_seconds(figures["warm_call_median_s"]),
             ", ".join(verdicts) or "—",
-            case["reason"] or "",
+            Text(printable(case["reason"] or "")),  # free text (a program's output): never markup
         )
     console.print(table)
     summary = suite["summary"]

@@ -1,6 +1,6 @@
 """A whole analysis script, measured as a command:
 
-    ttfr run --command "python examples/command_jax_fit.py --points 64" --first-result-mark
+    ttfr run --command "python examples/line_fit_script.py --points 64" --first-result-mark
 
 It fits a straight line with JAX (least squares by gradient descent, one jitted step) and
 calls `ttfr_mark.first_result()` once its first fitted value exists: ttfr's time to first
