@@ -384,6 +384,7 @@ def test_run_spec_round_trips_its_commands():
         "mark": False,
         "prepare": ["true"],
         "redacted": False,
+        "stop_at_first_result": False,
         # the interpreter is hashed (train.py does not exist here, so it is not)
         "files": [{"path": str(Path(sys.executable).resolve()), "sha256": data["commands"][0]["files"][0]["sha256"]}],
     }
@@ -803,7 +804,7 @@ def test_a_command_case_result_has_its_command_and_validates():
     assert result["case"] == "command_train_1_f64"
     assert result["backend"] == "command" and result["workload"] == "train"
     assert result["command"] == {"argv": [sys.executable, "train.py"], "cwd": str(Path.cwd().resolve()), "first_result": "loss=",
-                                 "mark": False, "prepare": None}  # fmt: skip
+                                 "mark": False, "prepare": None, "stop_at_first_result": False}  # fmt: skip
     assert result["status"] == "ok" and result["reason"] is None
     assert set(result["policies"]) == {COLD_CACHE, WARM_CACHE}
     assert any("black box" in text for text in result["limitations"])

@@ -42,7 +42,7 @@ def test_the_first_matching_output_line_ends_the_timing_not_the_exit(tmp_path):
     first = result.record["marks_ns"]["first"]
     # read after the program printed it (never earlier), and no later than its exit
     assert int(printed.read_text()) <= first <= result.reaped_ns
-    assert result.record["first_result"] == {"by": "output", "line": "loss=0.5"}
+    assert result.record["first_result"] == {"by": "output", "line": "loss=0.5", "stopped": False}
 
 
 def test_stderr_and_carriage_return_lines_are_matched_too(tmp_path):
@@ -69,7 +69,7 @@ def test_the_mark_is_the_programs_own_clock_reading(tmp_path):
     assert result.outcome == "ok", (result.reason, result.output_tail)
     first = result.record["marks_ns"]["first"]
     assert result.spawn_ns + 0.05e9 <= first <= result.reaped_ns - 0.4e9
-    assert result.record["first_result"] == {"by": "mark", "line": None}
+    assert result.record["first_result"] == {"by": "mark", "line": None, "stopped": False}
 
 
 def test_ttfr_mark_outside_ttfr_does_nothing(monkeypatch):
@@ -384,3 +384,21 @@ def test_a_programs_words_cannot_break_the_report(tmp_path, capsys):
     rows = [line for line in summary.splitlines() if line.startswith("|")]
     assert len({line.replace("\\|", "").count("|") for line in rows}) == 1  # every row has the header's columns
     assert "Injected \\| heading" in summary
+
+
+def test_stop_at_first_result_ends_a_server_at_its_first_line(tmp_path):
+    """A program that never exits by itself (a server): ttfr ends it at its first result."""
+    source = "import time\nprint('Listening on :8080')\ntime.sleep(60)\n"
+    for options in ({"first_result": "^Listening on"}, {"mark": True}):
+        script = tmp_path / "server.py"
+        marking = "import time, ttfr_mark\nttfr_mark.first_result()\ntime.sleep(60)\n"
+        script.write_text(source if "first_result" in options else marking)
+        (command,) = user_commands.parse([f"{PY} {script}"], cwd=str(tmp_path), stop_at_first_result=True, **options)
+        started = time.monotonic()
+        result = command_run.run_command(command, _env(), 30.0)
+        assert result.outcome == "ok", (result.reason, result.output_tail)
+        assert time.monotonic() - started < 25  # not its 60 s, nor the 30 s timeout
+        assert result.record["first_result"]["stopped"] is True and result.exit_code == -9
+        assert result.spawn_ns < result.record["marks_ns"]["first"] <= result.reaped_ns
+    with pytest.raises(Exception, match="--first-result REGEX or --first-result-mark"):
+        user_commands.parse([f"{PY} -c pass"], stop_at_first_result=True)

@@ -239,7 +239,8 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
     }
     if case.workload_info.command:  # what the case ran: the program, as plan.json records it (redacted)
         recorded = spec.command(case.workload).to_json()
-        base["command"] = {key: recorded[key] for key in ("argv", "cwd", "first_result", "mark", "prepare")}
+        keys = ("argv", "cwd", "first_result", "mark", "prepare", "stop_at_first_result")
+        base["command"] = {key: recorded[key] for key in keys}
     if case.id in plan.unavailable:
         base.update(status="warn", reason=plan.unavailable[case.id])
         return base

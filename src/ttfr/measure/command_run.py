@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 
 import ttfr_mark
@@ -39,8 +40,9 @@ class _OutputWatch:
     is not matched (a print's pieces arrive apart without a buffer): only at the end of the
     output is the last one, timed when its last piece arrived."""
 
-    def __init__(self, pattern: str | None):
+    def __init__(self, pattern: str | None, on_first=None):
         self.regex = re.compile(pattern) if pattern is not None else None
+        self.on_first = on_first  # called once the line is found (--stop-at-first-result)
         self.matched_ns: int | None = None
         self.line: str | None = None
         self.tail = bytearray()
@@ -69,6 +71,8 @@ class _OutputWatch:
         line = raw[: 4 * _MAX_LINE].decode("utf-8", "replace")[:_MAX_LINE]
         if self.regex.search(line):
             self.matched_ns, self.line = when, line[:_LINE_SHOWN]
+            if self.on_first:
+                self.on_first()
             return True
         return False
 
@@ -85,24 +89,37 @@ class _OutputWatch:
 
 
 class _MarkReader:
-    """The first `first_result <ns>` line the program wrote to its mark descriptor."""
+    """The first `first_result <ns>` line the program wrote to its mark descriptor, parsed as
+    it arrives (its first _MARK_BYTES; the rest is drained)."""
 
-    def __init__(self):
+    def __init__(self, on_first=None):
+        self.on_first = on_first
         self.mark_ns: int | None = None
         self.malformed: str | None = None
 
     def read(self, fd: int) -> None:
-        data = bytearray()
+        pending, seen = b"", 0
         with os.fdopen(fd, "rb", buffering=0) as pipe:
             while chunk := pipe.read(4096):
-                if len(data) < _MARK_BYTES:
-                    data += chunk[: _MARK_BYTES - len(data)]
-        for line in bytes(data).decode("ascii", "replace").splitlines():
-            word, _, value = line.partition(" ")
-            if word == "first_result" and value.strip().isdigit():
-                self.mark_ns = int(value)
-                return
-            self.malformed = self.malformed or line[:80]
+                if self.mark_ns is not None or seen >= _MARK_BYTES:
+                    continue
+                seen += len(chunk)
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    if self._line(line.decode("ascii", "replace")):
+                        break
+        if self.mark_ns is None and pending:
+            self._line(pending.decode("ascii", "replace"))
+
+    def _line(self, line: str) -> bool:
+        word, _, value = line.partition(" ")
+        if word == "first_result" and value.strip().isdigit():
+            self.mark_ns = int(value)
+            if self.on_first:
+                self.on_first()
+            return True
+        self.malformed = self.malformed or line[:80]
+        return False
 
 
 def run_prepare(command: UserCommand, env: dict, timeout_s: float) -> str | None:
@@ -137,7 +154,9 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     env = dict(env)
     hidden = _redaction_env(command, env)
     pass_fds, readers = [], []
-    marks = _MarkReader() if command.mark else None
+    stop = threading.Event() if command.stop_at_first_result else None
+    on_first = stop.set if stop else None
+    marks = _MarkReader(on_first) if command.mark else None
     if marks:
         read_fd, write_fd = os.pipe()
         env[ttfr_mark.FD_VARIABLE] = str(write_fd)
@@ -145,10 +164,10 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         readers.append((read_fd, marks.read))
     # Output always goes through a pipe: its tail is kept in memory, and a process that escaped
     # the group kill still holding it is seen in every mode.
-    watch = _OutputWatch(command.first_result)
+    watch = _OutputWatch(command.first_result, on_first if command.first_result is not None else None)
     read_fd, output = os.pipe()
     readers.append((read_fd, watch.read))
-    ended = _supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers)
+    ended = _supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop)
     if isinstance(ended, str):
         return RunResult(ERROR, f"could not start the command: {ended}", None, time.monotonic_ns(), None, None)
     outcome, reason, record = _judge(command, ended, marks, watch, timeout_s)
@@ -172,7 +191,7 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
     """Outcome, reason and record of a finished command run."""
     if ended.timed_out:
         return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)", None
-    if ended.exit_code != 0:
+    if ended.exit_code != 0 and not ended.stopped:  # ttfr's own kill at the first result is no failure
         if ended.exit_code < 0:
             outcome, reason = classify(None, ended.exit_code, False, timeout_s, ended.oom)
             return outcome, f"the command was {reason}", None
@@ -198,7 +217,7 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
     record = {"outcome": "ok", "reason": None, "marks_ns": {"first": first},
               # the process tree's largest peak; None when it is not above ttfr's own (see spawn)
               "rusage_self": {"max_rss_bytes": ended.rusage["max_rss_bytes"]},
-              "first_result": {"by": by, "line": line}}  # fmt: skip
+              "first_result": {"by": by, "line": line, "stopped": ended.stopped}}  # fmt: skip
     if ended.escaped:  # what it left running competes with the next runs for the machine
         return INVALID, "the command: " + ESCAPED.format(grace=READER_GRACE_S), record
     if not ended.spawn_ns <= first <= ended.exited_ns:

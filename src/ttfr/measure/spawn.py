@@ -231,14 +231,16 @@ class _Ended:
     # A pipe still open READER_GRACE_S after the group was killed: a process it started in a
     # session of its own (a daemon) escaped the kill and holds it; its reader is abandoned.
     escaped: bool = False
+    stopped: bool = False  # killed on request (`stop`), not by the timeout
 
 
-def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=()) -> _Ended | str:
+def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=(), stop=None) -> _Ended | str:
     """Start `argv` in a session of its own with stdout and stderr to `output` (a file, or a
     pipe's write end, closed here once the child has it), wait for it at most `timeout_s`,
     kill its group, reap it; each of `readers`, (fd, function(fd)), runs in a thread from the
     spawn until its pipe closes. `pass_fds` are the child's ends of those pipes (closed here
-    once it started). A str: why it did not start."""
+    once it started). `stop`: a threading.Event whose setting ends the process group early
+    (`stopped`). A str: why it did not start."""
     sweeper.start()  # before the clock starts: a no-op once the sweeper runs
     counter = find_oom_counter()
     oom_before = counter.read() if counter else None
@@ -271,9 +273,19 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
     for thread in threads:
         thread.start()
     waiter.start()
-    timed_out = False
+    timed_out = stopped = False
     try:
-        waiter.join(timeout_s)
+        if stop is None:
+            waiter.join(timeout_s)
+        else:  # wake for the stop request too (a command's first result, with --stop-at-first-result)
+            deadline = time.monotonic() + timeout_s
+            while waiter.is_alive() and not stop.wait(min(max(deadline - time.monotonic(), 0.0), 0.05)):
+                if time.monotonic() >= deadline:
+                    break
+            stopped = stop.is_set() and waiter.is_alive()
+            if stopped:
+                _kill_group(proc.pid)
+                waiter.join()
         if waiter.is_alive():
             timed_out = True
             _kill_group(proc.pid)
@@ -311,6 +323,7 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
         timed_out=timed_out,
         oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
         escaped=any(thread.is_alive() for thread in threads),
+        stopped=stopped,
     )
 
 

@@ -457,12 +457,13 @@ def build_spec(
     first_result_mark=False,
     prepare=(),
     command_path=None,
+    stop_at_first_result=False,
 ) -> RunSpec:
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
     user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare,
-                                            path_env=command_path)  # fmt: skip
+                                            path_env=command_path, stop_at_first_result=stop_at_first_result)  # fmt: skip
     if user_command_list:
         cases, policies = _command_selection(
             user_command_list, policies, cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,

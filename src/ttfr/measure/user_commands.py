@@ -41,6 +41,7 @@ class UserCommand:
     # (absolute path, sha256) of its program and of the files its arguments name (its script):
     # a resume, or a run, of a program that changed since the run started is refused / invalid
     files: tuple[tuple[str, str], ...] = ()
+    stop_at_first_result: bool = False  # ttfr ends it (kills its group) at its first result
 
     @property
     def text(self) -> str:
@@ -48,7 +49,7 @@ class UserCommand:
         return shlex.join(redact_argv(self.argv))
 
     @property
-    def first_result_by(self) -> str:
+    def first_result_by(self) -> str:  # output | mark | exit
         return "output" if self.first_result is not None else "mark" if self.mark else "exit"
 
     def describe(self) -> str:
@@ -67,6 +68,7 @@ class UserCommand:
             "prepare": prepare,
             "redacted": self.redacted or argv != list(self.argv) or (prepare or []) != list(self.prepare or []),
             "files": [{"path": path, "sha256": sha256} for path, sha256 in self.files],
+            "stop_at_first_result": self.stop_at_first_result,
         }
 
     @classmethod
@@ -74,7 +76,8 @@ class UserCommand:
         prepare = data.get("prepare")
         files = tuple((f["path"], f["sha256"]) for f in data.get("files") or ())
         return cls(data["name"], tuple(data["argv"]), data["cwd"], data.get("first_result"), bool(data.get("mark")),
-                   tuple(prepare) if prepare else None, bool(data.get("redacted")), files)  # fmt: skip
+                   tuple(prepare) if prepare else None, bool(data.get("redacted")), files,
+                   bool(data.get("stop_at_first_result")))  # fmt: skip
 
     def workload(self) -> catalog.Workload:
         return catalog.command_workload(self.name, f"your command {self.describe()}")
@@ -196,7 +199,8 @@ def check_pattern(pattern) -> str:
     return pattern
 
 
-def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=None, path_env=None) -> tuple[UserCommand, ...]:
+def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=None, path_env=None,
+          stop_at_first_result=False) -> tuple[UserCommand, ...]:  # fmt: skip
     """Check and name the commands of `--command` (with their options); nothing runs.
     `path_env`: the PATH the programs will be found on (an ab arm's, with its venv first)."""
     commands = [commands] if isinstance(commands, str) else list(commands or ())
@@ -204,7 +208,8 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
     prepare = [prepare] if isinstance(prepare, str) else list(prepare or ())
     if not commands:
         used = [o for o, v in (("--command-name", names), ("--first-result", first_result is not None),
-                               ("--first-result-mark", mark), ("--prepare", prepare)) if v]  # fmt: skip
+                               ("--first-result-mark", mark), ("--prepare", prepare),
+                               ("--stop-at-first-result", stop_at_first_result)) if v]  # fmt: skip
         if used:
             raise UsageError(f'{", ".join(used)} describe(s) a command: give the command with --command "..."')
         return ()
@@ -213,6 +218,9 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
                          "ways to end the timing: choose one")  # fmt: skip
     if first_result is not None:
         check_pattern(first_result)
+    if stop_at_first_result and first_result is None and not mark:
+        raise UsageError("--stop-at-first-result ends each run at its first result: say what that is with "
+                         "--first-result REGEX or --first-result-mark (without either it is the exit)")  # fmt: skip
     if len(names) > len(commands):
         raise UsageError(f"{len(names)} --command-name for {len(commands)} --command: give at most one name per command, "
                          "in the same order")  # fmt: skip
@@ -233,7 +241,8 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
                              "names make the case ids, so each must differ")  # fmt: skip
         seen[name] = text
         files = program_files(argv, cwd, path_env)
-        out.append(UserCommand(name, argv, cwd, first_result, bool(mark), prepares[position], files=files))
+        out.append(UserCommand(name, argv, cwd, first_result, bool(mark), prepares[position], files=files,
+                               stop_at_first_result=bool(stop_at_first_result)))  # fmt: skip
     return tuple(out)
 
 
