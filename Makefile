@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: install run test test-fast bench lint clean
+.PHONY: install run test test-fast bench lint clean chromium
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/ttfr run $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Headless Chromium for the report.html test (Debian's package); the test skips, saying so,
+# where it cannot be installed (no root, no apt).
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
+		echo "make: chromium could not be installed: its report.html test will be skipped"
 
 # Unit and fake-executor tests only (no worker processes, no in-process engines or fits): < 1 min.
 test-fast: $(STAMP)

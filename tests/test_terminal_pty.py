@@ -205,6 +205,24 @@ def test_commands_run_on_a_terminal(tmp_path):
     assert status == 2 and "ttfr: error:" in text and "'pyhton3' is not on PATH" in " ".join(text.split()), text[-4000:]
 
 
+def test_report_on_a_terminal_shows_tables_with_component_bars(tmp_path):
+    """`ttfr report DIR` on a terminal: the summary with inline bars of the cold-start
+    components (piped, the Markdown); a command case, without components, keeps its row."""
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--cases", "numpy_matmul_64_f32",
+            "--cache-policy", "cold-cache,warm", "--cold-runs", "2", "--warm-procs", "1", "--warm-samples", "3"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    assert status == 0, _ANSI.sub("", raw)[-3000:]
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "report", str(root)], RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw))
+    assert status == 0 and "Traceback" not in text, text[-4000:]
+    assert "components (bar:" in text and "█" in text and "numpy_matmul_64_f32" in text, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    piped = subprocess.run([sys.executable, "-m", "ttfr", "report", str(root)], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and piped.stdout.startswith("# ttfr snapshot") and "█" not in piped.stdout
+
+
 def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):
     """The health line is a path of the terminal summary that only a busy machine takes: a
     CPU-bound loop pinned to every usable core makes the BLAS worker wait for a CPU."""

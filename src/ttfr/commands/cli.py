@@ -183,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     env = commands.add_parser("env", help="print the environment manifest a run would record")
     env.set_defaults(handler=_env)
 
-    report = commands.add_parser("report", help="render report.md for a result directory and print it")
+    report = commands.add_parser("report", help="render report.md (and report.html) for a result directory and print it")
     report.add_argument("dir", type=Path)
+    report.add_argument("--html", action="store_true", help="also (re)write report.html and print its path")
     report.set_defaults(handler=_report)
 
     validate = commands.add_parser("validate", help="check every artifact against its schema and hash")
@@ -364,7 +365,7 @@ def _rendering(*dirs):
                             f"({type(exc).__name__}: {exc}); if nobody edited them, this is a ttfr bug") from None  # fmt: skip
 
 
-def _report(args, _console: Console) -> int:
+def _report(args, console: Console) -> int:
     from ttfr.artifacts.reader import load_finished
     from ttfr.report import markdown
 
@@ -375,6 +376,18 @@ def _report(args, _console: Console) -> int:
         markdown.write(result)
     except ArtifactError as exc:  # a read-only result directory still gets its report printed
         print(f"ttfr: warning: {exc}; the report is printed only", file=sys.stderr)
+    if args.html:
+        from ttfr.report import html
+
+        with _rendering(args.dir):
+            page = html.write(result)
+        print(f"wrote {page}", file=sys.stderr)
+    if console.is_terminal:  # a person: the tables with inline bars; a pipe gets the Markdown
+        from ttfr.report import terminal
+
+        with _rendering(args.dir):
+            terminal.print_report(console, result)
+        return 0
     print(text, end="")
     return 0
 

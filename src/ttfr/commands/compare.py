@@ -130,7 +130,22 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
     }
     write_json(Path(root) / "comparison.json", document, SCHEMA)
     write_bytes_atomic(Path(root) / "comparison.md", comparison_md.render(document).encode())
+    _write_comparison_html(Path(root), document)
     return document
+
+
+def _write_comparison_html(root: Path, document: dict) -> None:
+    """comparison.html beside comparison.md; a figure that cannot be drawn is a warning (the
+    verdicts are written by then)."""
+    import sys
+
+    from ttfr.report import html
+
+    try:
+        html.write_comparison(root, document)
+    except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the verdicts are safe
+        print(f"ttfr: warning: {root / 'comparison.html'} could not be rendered ({type(exc).__name__}: {exc})",
+              file=sys.stderr)  # fmt: skip
 
 
 def _new_comparison_dir(parent: Path) -> Path:

@@ -322,3 +322,61 @@ def _rounds_text(need: dict) -> str:
         text += (f"; model check at +{check['injected_effect']:.1%}: modelled {check['modelled_power']:.0%}, "
                  f"measured {format_rate(check['measured'])}")  # fmt: skip
     return text
+
+
+_BAR_PARTS = (("interpreter_s", "interpreter", "grey50"), ("import_s", "import", "blue"),
+              ("user_import_s", "your import", "magenta"), ("setup_s", "setup", "cyan"),
+              ("first_call_s", "first call", "yellow"))  # fmt: skip
+_BAR_WIDTH = 32
+
+
+def component_bar(summary: dict, scale_s: float, width: int = _BAR_WIDTH) -> Text:
+    """One line of coloured blocks: the medians of a case's cold-start components, `scale_s`
+    seconds to the full width (so the bars of a table compare)."""
+    bar = Text()
+    if scale_s <= 0:
+        return bar
+    total = used = 0
+    for key, _label, colour in _BAR_PARTS:  # cumulative rounding: the bar's length is the sum's
+        value = (summary.get(key) or {}).get("median")
+        if not value:
+            continue
+        total += value
+        cells = min(round(width * total / scale_s), width) - used
+        if cells > 0:
+            bar.append("█" * cells, style=colour)
+            used += cells
+    return bar
+
+
+def print_report(console: Console, result) -> None:
+    """`ttfr report DIR` on a terminal: the summary with an inline bar of the cold-start
+    components per case and cold policy (report.md has the full account)."""
+    from ttfr.measure.policies import COLD_POLICIES, WARM_PROCESS
+
+    suite, cases = result.suite, result.cases
+    rows = []
+    for case in cases:
+        for policy in COLD_POLICIES:
+            summary = (case["policies"].get(policy) or {}).get("summary") or {}
+            if summary.get("ttfr_s"):
+                rows.append((case, policy, summary))
+    scale = max((s["ttfr_s"]["median"] for _c, _p, s in rows), default=0.0)
+    table = Table(title=f"ttfr {suite['snapshot_id']} ({suite['state']})")
+    for column in ("case", "status", "policy", "TTFR", "warm call", f"components (bar: {fmt_seconds(scale)})"):
+        table.add_column(column, overflow="fold")
+    for case, policy, summary in rows:
+        warm = ((case["policies"].get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
+        table.add_row(case["case"], Text(case["status"], style=_STATUS_STYLE[case["status"]]), policy.split("/")[-1],
+                      fmt_seconds(summary["ttfr_s"]["median"]), fmt_seconds(warm["median"]) if warm else "—",
+                      component_bar(summary, scale))  # fmt: skip
+    for case in cases:
+        if not any(r[0] is case for r in rows):
+            table.add_row(case["case"], Text(case["status"], style=_STATUS_STYLE[case["status"]]), "—", "—", "—",
+                          Text(printable(case["reason"] or "no figures")))  # fmt: skip
+    console.print(table)
+    legend = Text("components: ")
+    for _key, label, colour in _BAR_PARTS:
+        legend.append("█", style=colour).append(f" {label}  ")
+    console.print(legend)
+    console.print(f"full report: {result.result_dir.root / 'report.md'}", markup=False, highlight=False)

@@ -1,0 +1,153 @@
+"""report.html and comparison.html: self-contained pages whose figures have their numbers
+beside them; `ttfr report` on a terminal with inline bars; a headless Chromium renders the
+page without errors and not blank."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from fakes import FakeExecutor
+from rich.console import Console
+
+from conftest import fake_result
+from ttfr.artifacts.reader import load_finished, validate_dir
+from ttfr.commands import ab, cli
+from ttfr.commands import run as suite_run
+from ttfr.measure.spec import build_spec
+from ttfr.report import html, terminal
+
+HOSTILE = "<script>alert('x')</script> & \"quoted\" | ## heading"
+
+
+def _run(tmp_path, executor=None, **kwargs):
+    kwargs.setdefault("backends", "numpy,jax_jit_cpu")
+    spec = build_spec(workloads="matmul,fused_chain", sizes="64", cold_runs=3, warm_procs=2, seed=2, **kwargs)
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    suite_run.execute(result_dir, spec, executor or FakeExecutor())
+    return result_dir.root
+
+
+def _figures(page: str) -> list[str]:
+    return re.findall(r"<figure class=plot>.*?</figure>", page, flags=re.S)
+
+
+def test_every_run_writes_a_self_contained_page_whose_figures_have_their_tables(tmp_path):
+    root = _run(tmp_path)
+    page = (root / "report.html").read_text()
+    assert validate_dir(root) == []  # the page is beside the artifacts, not one of their problems
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    # nothing fetched: no script, no stylesheet link, no external source of any kind
+    assert not re.search(r"<script|<link|<iframe|src=\"?https?:|url\(https?:|@import", page)
+    figures = _figures(page)
+    titles = [re.search(r"<figcaption>(.*?)</figcaption>", f).group(1) for f in figures]
+    assert any(t.startswith("Amortisation: matmul 64") for t in titles)
+    assert any(t.startswith("Cold-start components") for t in titles) and any(t.startswith("Run distributions") for t in titles)
+    for figure in figures:  # each drawing with the table of what it draws
+        assert "<svg" in figure and "<table>" in figure and "<td>" in figure
+    amortisation = next(f for f in figures if "Amortisation: matmul" in f)
+    assert "numpy" in amortisation and "jax_jit_cpu" in amortisation and "break-even" in amortisation
+
+
+def test_text_from_a_run_is_escaped_never_markup(tmp_path):
+    def hostile(call):
+        if call["case"].startswith("numpy_fused"):
+            return fake_result(None, outcome="error", reason=HOSTILE)
+        return None
+
+    root = _run(tmp_path, FakeExecutor(decide=hostile))
+    page = (root / "report.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+
+
+def test_report_html_flag_rewrites_the_page_and_a_terminal_gets_bars(tmp_path, capsys, monkeypatch):
+    root = _run(tmp_path)
+    (root / "report.html").unlink()
+    assert cli.main(["report", str(root), "--html"]) == 0
+    assert (root / "report.html").is_file() and "wrote" in capsys.readouterr().err
+    console = Console(file=io.StringIO(), force_terminal=True, width=150, color_system=None)
+    terminal.print_report(console, load_finished(root))
+    text = console.file.getvalue()
+    assert "components (bar:" in text and "█" in text and "numpy_matmul_64_f32" in text
+    bars = {line.split("│")[1].strip(): line.count("█") for line in text.splitlines() if "_64_f32" in line and "│" in line}
+    assert max(bars.values()) == 32  # the slowest start fills the bar; the others are to scale
+
+
+def test_a_bar_is_its_components_to_scale():
+    summary = {"interpreter_s": {"median": 0.1}, "import_s": {"median": 0.5}, "setup_s": {"median": 0.001},
+               "first_call_s": {"median": 0.4}}  # fmt: skip
+    bar = terminal.component_bar(summary, 2.0, width=20)
+    assert bar.plain == "█" * 10  # 1.0 s of 2.0 s: half the width, the 1 ms setup too small to show
+    assert [span.style for span in bar.spans] == ["grey50", "blue", "yellow"]
+
+
+def test_ab_writes_a_comparison_page_with_a_forest_plot(tmp_path):
+    from test_ab import SlowerB, ab_spec
+
+    outcome = ab.execute(ab_spec(rounds=4), tmp_path, executor=SlowerB(factor=1.3, noise=0.01))
+    page = (outcome.root / "comparison.html").read_text()
+    (figure,) = _figures(page)
+    assert "B against A" in figure and "<svg" in figure
+    rows = re.findall(r"<tr><td>(numpy_[a-z_]+_64_f32)</td>", figure)
+    assert sorted(set(rows)) == ["numpy_fused_chain_64_f32", "numpy_matmul_64_f32"]
+    assert (outcome.root / "A" / "report.html").is_file() and (outcome.root / "B" / "report.html").is_file()
+
+
+def test_a_page_that_cannot_be_drawn_is_a_warning_not_a_lost_run(tmp_path, monkeypatch, capsys):
+    def broken(_result):
+        raise ValueError("no figure today")
+
+    monkeypatch.setattr(html, "write", broken)
+    root = _run(tmp_path)
+    assert "report.html could not be rendered (ValueError: no figure today)" in capsys.readouterr().err
+    assert validate_dir(root) == [] and (root / "report.md").is_file() and not (root / "report.html").exists()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium(page, tmp_path, name):
+    """A headless Chromium's screenshot of `page` and its console messages."""
+    shot = tmp_path / f"{name}.png"
+    argv = [CHROMIUM, "--headless", "--disable-gpu", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
+            "--window-size=1280,1800", "--hide-scrollbars", f"file://{page}"]  # fmt: skip
+    if os.geteuid() == 0:
+        argv.insert(1, "--no-sandbox")  # Chromium refuses to sandbox as root
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return shot, console
+
+
+def _ink(png) -> tuple[float, int]:
+    """The share of pixels that are not the background, and how many colours the image has."""
+    from PIL import Image
+
+    image = Image.open(png).convert("RGB")
+    pixels = list(getattr(image, "get_flattened_data", image.getdata)())
+    background = max(set(pixels[:5000]), key=pixels[:5000].count)
+    return sum(p != background for p in pixels) / len(pixels), len(set(pixels))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (`make test` installs Debian's package)")
+def test_headless_chromium_renders_the_page_without_errors_and_not_blank(tmp_path):
+    root = _run(tmp_path)
+    shot, console = _chromium(root / "report.html", tmp_path, "report")
+    assert shot.is_file() and console == [], console
+    ink, colours = _ink(shot)
+    assert ink > 0.05 and colours > 50, (ink, colours)  # text, tables and coloured figures
+    # the checks can fail: a page with a script error, and an empty page
+    (tmp_path / "broken.html").write_text("<!DOCTYPE html><html><body><script>undefinedFn()</script></body></html>")
+    _shot, console = _chromium(tmp_path / "broken.html", tmp_path, "broken")
+    assert any("undefinedFn" in line for line in console)
+    assert _ink(_shot)[0] < 0.001
+
+
+def test_matplotlib_is_not_loaded_by_the_markdown_report():
+    code = "import sys, ttfr.report.markdown, ttfr.report.html; print('matplotlib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "False"  # report/plots.py loads it when a page is made
