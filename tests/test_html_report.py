@@ -151,3 +151,33 @@ def test_matplotlib_is_not_loaded_by_the_markdown_report():
     code = "import sys, ttfr.report.markdown, ttfr.report.html; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"  # report/plots.py loads it when a page is made
+
+
+def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
+    from test_loops import LoopExecutor
+    from test_loops import _run as loop_run
+
+    outcome = loop_run(tmp_path, LoopExecutor(), backends="jax_jit_cpu")
+    page = (outcome.result_dir.root / "report.html").read_text()
+    (cold, *_others) = [f for f in _figures(page) if "Loop sweep_mlp: jax_jit_cpu float32 (cold cache)" in f]
+    rows = {cells[0]: cells for cells in (re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", cold)) if cells}
+    assert set(rows) == {"naive", "bucketed", "vmapped", "dynamic", "aot"}
+    assert rows["aot"][5] == "3" and rows["naive"][3] == "4"  # overtakes naive at k = 3; naive compiled 4 times
+    assert "per iteration (▲: compiled)" in cold and "total cost" in cold
+
+
+def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
+    from ttfr.report import plots
+
+    def row(engine, parameters, call):
+        return {"workload": "hf_nll_grad", "engine": engine, "parameters": parameters, "warm_call_s": call,
+                "warm_call_ci_low_s": call * 0.9, "warm_call_ci_high_s": call * 1.1, "ttfr_cold_cache_s": 2.0}  # fmt: skip
+
+    (plot,) = plots.scaling([row("jax_jit_cpu", 8, 1e-4), row("jax_jit_cpu", 184, 2e-3), row("nextstat", 8, 5e-5)])
+    assert "NextStat CUDA (measured elsewhere)" in plot.svg
+    elsewhere = [r for r in plot.rows if r[-1] == "measured elsewhere"]
+    assert [r[1] for r in elsewhere] == ["8", "184"] and len(plot.rows) == 5
+    case = {"case": "jax_jit_cpu_hf_train_loop_8_f64",
+            "correctness": {"train_loop": {"kde": {"losses": [-1.0, -1.5, -1.8]}}}}  # fmt: skip
+    losses = plots.training_losses([case, {"case": "numpy_matmul_64_f32", "correctness": None}])
+    assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8"]] and "<svg" in losses.svg
