@@ -160,7 +160,8 @@ def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
     outcome = loop_run(tmp_path, LoopExecutor(), backends="jax_jit_cpu")
     page = (outcome.result_dir.root / "report.html").read_text()
     (cold, *_others) = [f for f in _figures(page) if "Loop sweep_mlp: jax_jit_cpu float32 (cold cache)" in f]
-    rows = {cells[0]: cells for cells in (re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", cold)) if cells}
+    cells = (re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", cold))
+    rows = {row[0]: row for row in cells if row}
     assert set(rows) == {"naive", "bucketed", "vmapped", "dynamic", "aot"}
     assert rows["aot"][5] == "3" and rows["naive"][3] == "4"  # overtakes naive at k = 3; naive compiled 4 times
     assert "per iteration (▲: compiled)" in cold and "total cost" in cold
