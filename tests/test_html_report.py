@@ -182,3 +182,20 @@ def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
             "correctness": {"train_loop": {"kde": {"losses": [-1.0, -1.5, -1.8]}}}}  # fmt: skip
     losses = plots.training_losses([case, {"case": "numpy_matmul_64_f32", "correctness": None}])
     assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8"]] and "<svg" in losses.svg
+
+
+def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones():
+    from ttfr.report import plots
+
+    def run(index, value, contended=False):
+        return {"index": index, "outcome": "ok", "metrics": {"ttfr_s": value}, "contention": {"contended": contended}}
+
+    runs = [run(0, 5.0), run(1, 1.0), run(2, 1.1, contended=True), run(3, 0.9), {"index": 4, "outcome": "error", "metrics": {}}]
+    summary = {"median": 1.0, "median_ci": {"low": 0.9, "high": 1.1, "level": 0.9}, "n": 3}
+    case = {"case": "numpy_matmul_64_f32", "status": "ok",
+            "policies": {"cold-process/cold-cache": {"runs": runs, "summary": {"ttfr_s": summary},
+                                                     "flags": [{"flag": "first_run_outlier", "value": 5.0}]}}}  # fmt: skip
+    plot = plots.distributions([case], "cold-process/cold-cache")
+    (row,) = plot.rows
+    assert row[2:5] == ["3", "1", "1"]  # clean, contended, failed
+    assert "first-run outlier" in plot.svg and "contended (set aside)" in plot.svg

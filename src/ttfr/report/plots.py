@@ -199,7 +199,7 @@ def components(cases: list[dict], policy: str) -> Plot | None:
 # ------------------------------------------------------------------ run distributions
 def distributions(cases: list[dict], policy: str) -> Plot | None:
     """Every fresh process's TTFR (or every warm process's median call), the median and its CI;
-    contended runs (set aside from the figures) drawn as crosses."""
+    contended runs (set aside from the figures) drawn as crosses, a flagged first-run outlier ringed."""
     metric = "call_s" if policy == WARM_PROCESS else "ttfr_s"
     chosen = [c for c in cases if c["status"] != "warn" and (c["policies"].get(policy) or {})]
     if not chosen:
@@ -226,6 +226,9 @@ def distributions(cases: list[dict], policy: str) -> Plot | None:
             ci = _ci(summary)
             if ci:
                 ax.plot(ci, [row_index, row_index], color="black", linewidth=1, label="95% CI")
+        outlier = next((f for f in block.get("flags", []) if f["flag"] == "first_run_outlier"), None)
+        if outlier:  # flagged, never removed: ringed where it lies
+            ax.scatter([outlier["value"]], [row_index], s=70, facecolors="none", edgecolors="C1", label="first-run outlier")
         failed = len(runs) - len(ok)
         table.append([case["case"], _fmt(summary), str(len(clean)), str(len(busy)), str(failed),
                       ", ".join(fmt_seconds(v) for v, _ in values if v is not None)])  # fmt: skip
