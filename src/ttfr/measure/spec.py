@@ -422,8 +422,9 @@ def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[s
     user_commands.register(commands)
     chosen_policies = parse_policies(policies) if policies else COLD_POLICIES
     if WARM_PROCESS in chosen_policies:  # asked for by name (or `all`)
-        raise UsageError(f"--cache-policy {WARM_PROCESS}: a command has no warm regime (ttfr cannot call into a "
-                         f"program); choose from {', '.join(COLD_POLICIES)}")  # fmt: skip
+        given = ",".join(_split(policies))
+        raise UsageError(f"--cache-policy {given} includes {WARM_PROCESS}, but a command has no warm regime (ttfr "
+                         f"cannot call into a program); choose from {', '.join(COLD_POLICIES)}")  # fmt: skip
     return [user_commands.case_of(c).id for c in commands], chosen_policies
 
 
