@@ -108,7 +108,7 @@ def test_a_programs_peak_memory_is_its_own_never_the_forked_parents(tmp_path):
     floor = spawn.inherited_rss_floor()
     small = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
     assert small.outcome == "ok" and small.record["rusage_self"]["max_rss_bytes"] is None
-    assert small.rusage["rss_floor_bytes"] == floor
+    assert small.rusage["rss_floor_bytes"] >= floor  # this process's peak then (it only grows)
     grow = floor + (96 << 20)
     big = command_run.run_command(_command(tmp_path, f"b = bytearray({grow})\nfor i in range(0, {grow}, 4096): b[i] = 1\n"),
                                   _env(), 60.0)  # fmt: skip

@@ -135,3 +135,17 @@ def threadpools():
         return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
     except Exception:  # a library threadpoolctl cannot introspect must not fail a run
         return None
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory since its exec (VmHWM of /proc/self/status);
+    None where there is no such file. Unlike ru_maxrss, it does not start at the memory the
+    process held as its parent's fork before the exec."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -127,18 +127,6 @@ def _user_case_sha256(job):
     return user_case.file_sha256(job.case_source)
 
 
-def _own_peak_rss():
-    """VmHWM of /proc/self/status in bytes (None where there is no such file)."""
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _dataset_sha256(workload, host_inputs):
     from ttfr.child.workloads import inputs_sha256
 
@@ -292,17 +280,17 @@ def main(argv=None):
         record["reason"] = f"the case file {job.case_source} changed since the run was planned"
     import resource
 
+    from ttfr.child import hostinfo  # after every timed phase
+
     usage = resource.getrusage(resource.RUSAGE_SELF)
     record["rusage_self"] = {
         # This process's own peak (VmHWM of its memory after exec): ru_maxrss also counts the
         # parent's memory this process held between its fork and its exec, a floor of ttfr's size.
-        "max_rss_bytes": _own_peak_rss() or usage.ru_maxrss * 1024,
+        "max_rss_bytes": hostinfo.peak_rss_bytes() or usage.ru_maxrss * 1024,
         "user_s": usage.ru_utime,
         "sys_s": usage.ru_stime,
         "involuntary_switches": usage.ru_nivcsw,
     }
-    from ttfr.child import hostinfo  # after every timed phase
-
     sched = hostinfo.thread_schedstats()  # threads still alive (the main thread does the timed work)
     record["sched"] = {"on_cpu_s": sched[0] / 1e9, "runq_wait_s": sched[1] / 1e9} if sched else None
     record["threadpools"] = hostinfo.threadpools()  # the BLAS/OpenMP pools the run loaded

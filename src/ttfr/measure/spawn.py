@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ttfr.child import hostinfo
 from ttfr.child.job import Job
 from ttfr.redaction import redact_text
 from ttfr.measure import sweeper
@@ -142,15 +143,8 @@ def find_oom_counter(proc: str = "/proc", cgroup_fs: str = "/sys/fs/cgroup") -> 
 
 
 def inherited_rss_floor() -> int | None:
-    """This process's peak RSS (VmHWM): what a child's ru_maxrss cannot go below."""
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    """This process's peak RSS: what a child's ru_maxrss cannot go below."""
+    return hostinfo.peak_rss_bytes()
 
 
 def _kill_group(pgid: int) -> None:
