@@ -165,6 +165,8 @@ def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
     assert set(rows) == {"naive", "bucketed", "vmapped", "dynamic", "aot"}
     assert rows["aot"][5] == "3" and rows["naive"][3] == "4"  # overtakes naive at k = 3; naive compiled 4 times
     assert "per iteration (▲: compiled)" in cold and "total cost" in cold
+    assert rows["vmapped"][6].startswith("4: ")  # batched: one call for all 4 configurations, drawn at k = 4
+    assert rows["aot"][7].startswith("0: ")  # its ahead-of-time phase at iteration 0, its iterations from 1
 
 
 def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
@@ -181,7 +183,7 @@ def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
     case = {"case": "jax_jit_cpu_hf_train_loop_8_f64",
             "correctness": {"train_loop": {"kde": {"losses": [-1.0, -1.5, -1.8]}}}}  # fmt: skip
     losses = plots.training_losses([case, {"case": "numpy_matmul_64_f32", "correctness": None}])
-    assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8"]] and "<svg" in losses.svg
+    assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8", "-1, -1.5, -1.8"]] and "<svg" in losses.svg
 
 
 def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones():
@@ -197,5 +199,33 @@ def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones()
                                                      "flags": [{"flag": "first_run_outlier", "value": 5.0}]}}}  # fmt: skip
     plot = plots.distributions([case], "cold-process/cold-cache")
     (row,) = plot.rows
-    assert row[2:5] == ["3", "1", "1"]  # clean, contended, failed
-    assert "first-run outlier" in plot.svg and "contended (set aside)" in plot.svg
+    assert row[2:5] == ["3", "1", "1"]  # used, set aside (contended), failed
+    assert row[5] == "5 s, 1 s, 1.1 s*, 900 ms"
+    assert "first-run outlier" in plot.svg and "set aside (contended)" in plot.svg
+    # every run of a policy contended: none used, all drawn set aside; a failed case is left out
+    for one in runs[:4]:
+        one["contention"]["contended"] = True
+    (row,) = plots.distributions([case, {**case, "case": "x_1_f64", "status": "failed"}], "cold-process/cold-cache").rows
+    assert row[2:4] == ["0", "4"]
+    assert plots.distributions([{**case, "status": "failed"}], "cold-process/cold-cache") is None
+
+
+def test_a_run_whose_every_case_failed_still_gets_its_page(tmp_path, capsys):
+    def fail(_call):
+        return fake_result(None, outcome="error", reason="boom")
+
+    root = _run(tmp_path, FakeExecutor(decide=fail), backends="numpy")
+    page = (root / "report.html").read_text()
+    assert "could not be rendered" not in capsys.readouterr().err
+    assert "boom" in page and "status-failed" in page
+
+
+def test_the_terminal_report_has_a_row_for_every_case(tmp_path):
+    spec = build_spec(backends="numpy", workloads="matmul", sizes="64", policies="warm", warm_procs=2, seed=2)
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    suite_run.execute(result_dir, spec, FakeExecutor())
+    console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+    terminal.print_report(console, load_finished(result_dir.root))
+    text = console.file.getvalue()
+    (line,) = [line for line in text.splitlines() if "numpy_matmul_64_f32" in line]
+    assert "1.02 ms" in line and "no cold-start figures" in line  # its warm call, though it has no cold start

@@ -63,8 +63,8 @@ def sha256_of(root: Path, rel: str) -> str:
 
 # What a writer of the result directory must never follow out of it (a `--resume` of a
 # directory someone else prepared): each must be the directory's own file or folder.
-OWN_ENTRIES = (".lock", "journal.jsonl", "plan.json", "manifest.json", "suite.json", "report.md", "scaling.csv",
-               "cases", "workspaces", ".work")  # fmt: skip
+OWN_ENTRIES = (".lock", "journal.jsonl", "plan.json", "manifest.json", "suite.json", "report.md", "report.html",
+               "scaling.csv", "cases", "workspaces", ".work")  # fmt: skip
 
 
 def symlinked_entries(root: Path) -> list[str]:

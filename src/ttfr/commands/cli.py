@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("dir", type=Path)
     export.add_argument(
-        "dest", type=Path, help="a directory (nextstat-v1; the others write <snapshot>.prom/.csv in it) or a file"
+        "dest", type=Path, help="a directory (nextstat-v1; the others write ttfr.prom / <snapshot>.csv in it) or a file"
     )
     export.set_defaults(handler=_export)
     return parser

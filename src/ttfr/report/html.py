@@ -6,6 +6,7 @@ it. Every text that comes from a run (case ids, commands, reasons) is escaped.""
 from __future__ import annotations
 
 import html
+import shlex
 from pathlib import Path
 
 from ttfr.artifacts.reader import VerifiedResult
@@ -86,7 +87,7 @@ def _summary(cases: list[dict]) -> str:
 
 
 def _commands(cases: list[dict]) -> str:
-    rows = [[c["case"], " ".join(c["command"]["argv"]), markdown.fmt_summary(
+    rows = [[c["case"], shlex.join(c["command"]["argv"]), markdown.fmt_summary(
         ((c["policies"].get(COLD_POLICIES[0]) or {}).get("summary") or {}).get("ttfr_s"))]
         for c in cases if c.get("command")]  # fmt: skip
     return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
@@ -104,6 +105,17 @@ def _flags(cases: list[dict]) -> str:
 _ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
 
 
+def _health(cases: list[dict]) -> str:
+    """How many measured runs were contended (report.md's Machine health says more)."""
+    from ttfr.analyse import contention
+
+    views = [v for c in cases for p in c["policies"].values() for v in p.get("runs", p.get("procs", []))
+             if v["outcome"] == "ok"]  # fmt: skip
+    busy = sum(contention.is_contended(v) for v in views)
+    return (f"Machine health: {busy} of {len(views)} measured runs and warm processes were contended "
+            "(set aside from the figures when enough clean ones remain; see report.md)")  # fmt: skip
+
+
 def render(result: VerifiedResult) -> str:
     from ttfr.report import plots  # matplotlib: only when a page is made
 
@@ -112,9 +124,12 @@ def render(result: VerifiedResult) -> str:
     machine = (f"{cpu.get('model')}, {cpu.get('usable_cores')} usable cores, "
                f"{markdown.fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
                f"{(manifest.get('os') or {}).get('platform', '')}")  # fmt: skip
-    meta = [f"State: {suite['state']}; {suite['summary']['n_ok']} ok, {suite['summary']['n_warn']} warn, "
-            f"{suite['summary']['n_failed']} failed; profile {suite['profile']}, seed {suite['seed']}; "
-            f"ttfr {suite['ttfr_version']}; created {suite['created_at']}", f"Machine: {machine}"]  # fmt: skip
+    counts = suite["summary"]
+    pending = (f", {counts['n_pending']} pending — finish with `ttfr run --resume {result.result_dir.root}`"
+               if counts.get("n_pending") else "")  # fmt: skip
+    meta = [f"State: {suite['state']}; {counts['n_ok']} ok, {counts['n_warn']} warn, {counts['n_failed']} failed"
+            f"{pending}; profile {suite['profile']}, seed {suite['seed']}; ttfr {suite['ttfr_version']}; "
+            f"created {suite['created_at']}", f"Machine: {machine}", _health(cases)]  # fmt: skip
     sections = [
         _section("Summary", [_summary(cases)], "Medians with their 95% order-statistic CI."),
         _section(
@@ -151,9 +166,12 @@ def render_comparison(document: dict) -> str:
     summary = document["summary"]
     plot = plots.forest(document)
     rows = [comparison_md.row(r) for r in document["comparisons"]]
-    arms = [f"{a['name']}: {a.get('command') or a['python']}" for a in document["arms"]]
-    meta = [f"gate {summary['gate']}; " + ", ".join(f"{n} {name}" for name, n in sorted(summary["counts"].items())),
-            *arms, *( [f"Warning: {document['warning']}"] if document.get("warning") else [])]  # fmt: skip
+    meta = [
+        line.lstrip("- ").replace("`", "")
+        for line in comparison_md.render(document).splitlines()
+        if line.startswith(("- ", "> "))
+    ]  # comparison.md's header: arms, pairing, rounds, noise, warnings
+    meta.insert(0, f"gate {summary['gate']}")
     header = ["case", "policy", "A median", "B median", "B/A", "95% CI", "p (gate)", "verdict", "why"]
     sections = [
         _section("B against A", [_figure(plot) if plot else "", _table(header, [[c.strip("`") for c in r] for r in rows])]),

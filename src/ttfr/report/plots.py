@@ -9,18 +9,28 @@ Markdown report and the command line never load it (tests/test_layers.py).
 from __future__ import annotations
 
 import io
+import itertools
 import math
+import re
 from dataclasses import dataclass
 
 from ttfr.measure.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
-from ttfr.report.markdown import fmt_seconds
+from ttfr.report.markdown import fmt_seconds, fmt_summary
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
+_MAX_CALLS = 10**7  # the amortisation plots' reach
 _POLICY_LABEL = {COLD_CACHE: "cold cache", WARM_CACHE: "warm cache", WARM_PROCESS: "warm process"}
 _VERDICT_COLOUR = {"regression": "#c0392b", "improvement": "#1e8449", "equivalent": "#7f8c8d",
                    "inconclusive": "#d4ac0d", "not_compared": "#34495e"}  # fmt: skip
 _COMPONENTS = (("interpreter_s", "interpreter"), ("import_s", "import"), ("user_import_s", "your import"),
                ("setup_s", "setup"), ("first_call_s", "first call"))  # fmt: skip
+# One colour per component and stage (none repeats within a bar).
+_COLOURS = dict(zip(
+    ("interpreter_s", "import_s", "user_import_s", "setup_s", "first_call_s", "trace_s", "lower_s", "compile_s",
+     "dynamo_s", "aot_autograd_s", "inductor_s", "first_execute_s"),
+    ("#7f7f7f", "#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c", "#98df8a",
+     "#e377c2", "#8c564b"),
+))  # fmt: skip
 _STAGES = (("trace_s", "trace"), ("lower_s", "lower"), ("compile_s", "compile"), ("dynamo_s", "dynamo"),
            ("aot_autograd_s", "AOTAutograd"), ("inductor_s", "inductor"), ("first_execute_s", "first execute"))  # fmt: skip
 
@@ -51,13 +61,21 @@ def _pyplot():
     return plt
 
 
+_FIGURES = itertools.count(1)
+_ID = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
+
+
 def _svg(fig) -> str:
     plt = _pyplot()
     out = io.StringIO()
     fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": "ttfr"})
     plt.close(fig)
     text = out.getvalue()
-    return text[text.index("<svg") :]  # inline: no XML declaration or doctype
+    text = text[text.index("<svg") :]  # inline: no XML declaration or doctype
+    # Every figure names its elements figure_1, axes_1, ...: prefixed per figure, so the ids of a
+    # page with many inline figures are unique (and each reference finds its own figure's element).
+    prefix = f"f{next(_FIGURES)}-"
+    return _ID.sub(lambda m: m.group(1) + prefix + m.group(2), text)
 
 
 def _ci(summary: dict | None) -> tuple[float, float] | None:
@@ -66,10 +84,8 @@ def _ci(summary: dict | None) -> tuple[float, float] | None:
 
 
 def _fmt(summary: dict | None) -> str:
-    if not summary:
-        return "—"
-    ci = _ci(summary)
-    return fmt_seconds(summary["median"]) + (f" [{fmt_seconds(ci[0])}, {fmt_seconds(ci[1])}]" if ci else "")
+    """A median with its CI and the CI's level when below 95% (as every table of ttfr says it)."""
+    return fmt_summary(summary)
 
 
 def _metric(case: dict, policy: str, name: str) -> dict | None:
@@ -91,8 +107,8 @@ def amortisation(cases: list[dict], break_even: list[dict]) -> list[Plot]:
         groups.setdefault((case["workload"], case["size"], case["dtype"], case["dataset"]["id"]), []).append(case)
     plots = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        policies = [p for p in COLD_POLICIES if any(_metric(c, p, "ttfr_s") for c in members)]
-        if not policies:
+        policies = [p for p in COLD_POLICIES if sum(1 for c in members if _metric(c, p, "ttfr_s")) >= 2]
+        if not policies:  # one backend: nothing catches up with anything
             continue
         plots.append(_amortisation_plot(workload, size, dtype, dataset, members, policies, break_even))
     return plots
@@ -104,7 +120,7 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
     rows_here = [r for r in break_even if (r["workload"], r["size"], r["dtype"], r["dataset"]) == key]
     # far enough to see every break-even (and its CI range); without one, far enough to see the lines part
     reach = max([10_000] + [3 * max(r["calls"], *(c for c in r["calls_range"] if c)) for r in rows_here if r["calls"]])
-    reach = min(reach, 10**7)
+    reach = min(reach, _MAX_CALLS)
     fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
     table = []
     n = _call_grid(reach)
@@ -120,12 +136,12 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
                 ax.fill_between(n, [low[0] + (k - 1) * high[0] for k in n], [low[1] + (k - 1) * high[1] for k in n],
                                 color=colour, alpha=0.15, linewidth=0)  # fmt: skip
             table.append([case["backend"], _POLICY_LABEL[policy], _fmt(cold), _fmt(warm)])
-        for row in (r for r in rows_here if r["cold_policy"] == policy and r["calls"]):
-            calls = row["calls"]
+        for row in (r for r in rows_here if r["cold_policy"] == policy and r["calls"] and r["calls"] <= reach):
+            calls = row["calls"]  # (one beyond the plotted range is said in the table, not drawn off it)
             y = row["slow_start_ttfr_s"] + (calls - 1) * row["slow_start_call_s"]
             ax.plot([calls], [y], marker="o", markersize=7, markerfacecolor="none", markeredgecolor="black")
-            ax.annotate(f"{row['slow_start']} catches up\nat call {calls:,}", (calls, y), textcoords="offset points",
-                        xytext=(6, -18), fontsize=7)  # fmt: skip
+            ax.annotate(f"{row['slow_start']}\ncatches up at\ncall {calls:,}", (calls, y), textcoords="offset points",
+                        xytext=(-8, 10), ha="right", fontsize=7)  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("calls")
@@ -137,6 +153,8 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         span = row["calls_range"]
         shown = "never" if row["calls"] is None else f"{row['calls']:,}"
         rng = "" if row["calls"] is None else f" (CI range {_calls(span[0])}–{_calls(span[1])})"
+        if row["calls"] and row["calls"] > reach:
+            rng += f"; beyond the plotted {reach:,} calls"
         notes.append([f"{row['slow_start']} vs {row['fast_start']}", _POLICY_LABEL[row["cold_policy"]], "break-even",
                       shown + rng])  # fmt: skip
     note = "Lines: TTFR + (calls − 1) × warm call; bands: both medians' 95% CIs; circles: break-even."
@@ -156,7 +174,8 @@ def _call_grid(reach: int) -> list[int]:
 # ------------------------------------------------------------------ cold-start components
 def components(cases: list[dict], policy: str) -> Plot | None:
     """Median cold-start components stacked per case (the first call split by stage when known)."""
-    chosen = [c for c in cases if not c.get("command") and c["status"] != "warn" and _metric(c, policy, "ttfr_s")]
+    # warn cases with figures too (some runs failed); failed ones have none; commands are not split
+    chosen = [c for c in cases if not c.get("command") and _metric(c, policy, "ttfr_s")]
     if not chosen:
         return None
     plt = _pyplot()
@@ -168,20 +187,26 @@ def components(cases: list[dict], policy: str) -> Plot | None:
         stages = case["policies"][policy].get("stages_summary") or {}
         left = 0.0
         parts = []
-        for index, (key, label) in enumerate(_COMPONENTS):
+        for key, label in _COMPONENTS:
             value = (summary.get(key) or {}).get("median")
             if value is None:
                 continue
             if key == "first_call_s" and stages:
-                for s_index, (stage, stage_label) in enumerate(_STAGES):
+                start = left
+                for stage, stage_label in _STAGES:
                     if stage in stages:
                         width = stages[stage]["median"]
-                        ax.barh(row_index, width, left=left, color=f"C{(5 + s_index) % 10}", hatch="//", edgecolor="white",
+                        ax.barh(row_index, width, left=left, color=_COLOURS[stage], hatch="//", edgecolor="white",
                                 label=f"first call: {stage_label}")  # fmt: skip
                         left += width
                         parts.append(f"{stage_label} {fmt_seconds(width)}")
+                rest = value - (left - start)  # wrapping, dispatch: the part no stage accounts for
+                if rest > 0:
+                    ax.barh(row_index, rest, left=left, color=_COLOURS[key], label="first call: other")
+                    left += rest
+                parts.append(f"first call {fmt_seconds(value)}")
                 continue
-            ax.barh(row_index, value, left=left, color=f"C{index}", label=label)
+            ax.barh(row_index, value, left=left, color=_COLOURS[key], label=label)
             left += value
             parts.append(f"{label} {fmt_seconds(value)}")
         labels.append(case["case"])
@@ -191,7 +216,7 @@ def components(cases: list[dict], policy: str) -> Plot | None:
     ax.set_xlabel("seconds (medians over fresh processes)")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="lower right")
+    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Plot(f"Cold-start components ({_POLICY_LABEL[policy]})", _svg(fig), ["case", "TTFR [CI]", "components (medians)"],
                 table, "Medians do not add up exactly to the TTFR median: each is the median of its own component.")  # fmt: skip
 
@@ -199,48 +224,59 @@ def components(cases: list[dict], policy: str) -> Plot | None:
 # ------------------------------------------------------------------ run distributions
 def distributions(cases: list[dict], policy: str) -> Plot | None:
     """Every fresh process's TTFR (or every warm process's median call), the median and its CI;
-    contended runs (set aside from the figures) drawn as crosses, a flagged first-run outlier ringed."""
+    runs set aside from the figures (contended, or all of a policy that could not measure
+    cleanly) drawn as crosses, a flagged first-run outlier ringed. A failed case (no figures)
+    and a case without runs under the policy are left out; nothing is drawn on a log axis
+    without a positive value."""
+    from ttfr.analyse import case_result
+
     metric = "call_s" if policy == WARM_PROCESS else "ttfr_s"
-    chosen = [c for c in cases if c["status"] != "warn" and (c["policies"].get(policy) or {})]
+    key = "procs" if policy == WARM_PROCESS else "runs"
+
+    def value(run):
+        return run.get("median_s") if policy == WARM_PROCESS else run["metrics"].get("ttfr_s")
+
+    chosen = [c for c in cases if c["status"] != "failed" and any(
+        r["outcome"] == "ok" and (value(r) or 0) > 0 for r in (c["policies"].get(policy) or {}).get(key, []))]  # fmt: skip
     if not chosen:
         return None
-    from ttfr.analyse import contention  # pure Python, no numpy
-
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
     table = []
     for row_index, case in enumerate(chosen):
         block = case["policies"][policy]
-        runs = block.get("procs" if policy == WARM_PROCESS else "runs", [])
-        ok = [r for r in runs if r["outcome"] == "ok"]
-        values = [(r.get("median_s") if policy == WARM_PROCESS else r["metrics"].get("ttfr_s"), contention.is_contended(r))
-                  for r in ok]  # fmt: skip
-        clean = [v for v, contended in values if v is not None and not contended]
-        busy = [v for v, contended in values if v is not None and contended]
-        jitter = [row_index + 0.25 * ((i % 5) - 2) / 2 for i in range(len(clean))]
-        ax.scatter(clean, jitter, s=12, color="C0", alpha=0.7, label="run")
-        ax.scatter(busy, [row_index] * len(busy), s=24, color="C3", marker="x", label="contended (set aside)")
+        runs = block.get(key, [])
+        ok = [r for r in runs if r["outcome"] == "ok" and (value(r) or 0) > 0]
+        headline = {id(r) for r in case_result.headline_runs(runs)}
+        used = [value(r) for r in ok if id(r) in headline]
+        aside = [value(r) for r in ok if id(r) not in headline]
+        offsets = [0.0] if len(used) == 1 else [0.3 * (i / (len(used) - 1) - 0.5) for i in range(len(used))]
+        if used:
+            ax.scatter(used, [row_index + o for o in offsets], s=12, color="C0", alpha=0.7, label="run")
+        if aside:
+            ax.scatter(aside, [row_index] * len(aside), s=24, color="C3", marker="x", label="set aside (contended)")
         summary = (block.get("summary") or {}).get(metric)
         if summary:
             ax.plot([summary["median"]], [row_index], marker="|", markersize=16, color="black", label="median")
             ci = _ci(summary)
-            if ci:
-                ax.plot(ci, [row_index, row_index], color="black", linewidth=1, label="95% CI")
+            if ci and summary["n"] > 1:
+                ax.plot(ci, [row_index, row_index], color="black", linewidth=1, label="median's CI")
         outlier = next((f for f in block.get("flags", []) if f["flag"] == "first_run_outlier"), None)
-        if outlier:  # flagged, never removed: ringed where it lies
+        if outlier and outlier["value"] > 0:  # flagged, never removed: ringed where it lies
             ax.scatter([outlier["value"]], [row_index], s=70, facecolors="none", edgecolors="C1", label="first-run outlier")
-        failed = len(runs) - len(ok)
-        table.append([case["case"], _fmt(summary), str(len(clean)), str(len(busy)), str(failed),
-                      ", ".join(fmt_seconds(v) for v, _ in values if v is not None)])  # fmt: skip
+        shown = [fmt_seconds(value(r)) + ("" if id(r) in headline else "*") for r in ok]
+        table.append([case["case"], _fmt(summary), str(len(used)), str(len(aside)), str(len(runs) - len(ok)),
+                      ", ".join(shown)])  # fmt: skip
     ax.set_yticks(range(len(chosen)), [c["case"] for c in chosen], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("seconds per call (process medians)" if policy == WARM_PROCESS else "TTFR seconds (each fresh process)")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="best")
+    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Plot(f"Run distributions ({_POLICY_LABEL[policy]})", _svg(fig),
-                ["case", "median [CI]", "clean", "contended", "failed", "values"], table)  # fmt: skip
+                ["case", "median [CI]", "used", "set aside", "failed", "values (*: set aside)"], table,
+                "Failed runs have no figure and are counted only.")  # fmt: skip
 
 
 # ------------------------------------------------------------------ HistFactory
@@ -296,8 +332,10 @@ def training_losses(cases: list[dict]) -> Plot | None:
     ax.set_xlabel("training step")
     ax.set_ylabel("loss (−Z₀)")
     ax.legend(fontsize=6, frameon=False)
-    table = [[name, str(len(losses)), f"{losses[0]:.6g}", f"{losses[-1]:.6g}"] for name, losses in series]
-    return Plot("Training-loss trajectories (the checked 20-step loop)", _svg(fig), ["case", "steps", "first", "last"], table)
+    table = [[name, str(len(losses)), f"{losses[0]:.6g}", f"{losses[-1]:.6g}", ", ".join(f"{v:.4g}" for v in losses)]
+             for name, losses in series]  # fmt: skip
+    return Plot("Training-loss trajectories (the checked 20-step loop)", _svg(fig),
+                ["case", "steps", "first", "last", "every step"], table)  # fmt: skip
 
 
 # ------------------------------------------------------------------ loops
@@ -317,31 +355,42 @@ def loop_timelines(cases: list[dict], rows: list[dict]) -> list[Plot]:
             summary = ((by_id.get(row["case"]) or {}).get("policies", {}).get(policy) or {}).get("loop_summary") or {}
             colour = f"C{index % 10}"
             label = f"{row['strategy']} (size {row['size']})"
-            entries = [e for e in summary.get("timeline", []) if e.get("s")]
-            xs = list(range(1, len(entries) + 1))
-            timeline_ax.plot(xs, [e["s"]["median"] for e in entries], color=colour, label=label, linewidth=1)
-            compiled = [(x, e["s"]["median"]) for x, e in zip(xs, entries) if e.get("compiles")]
-            if compiled:
-                timeline_ax.scatter(*zip(*compiled), marker="^", color=colour, s=18)
+            # x: the iteration's own number (an ahead-of-time phase at 0, an entry without a time skipped
+            # without shifting the others)
+            points, k = [], 0
+            for entry in summary.get("timeline", []):
+                x = 0 if entry.get("ahead") else k + 1
+                k += 0 if entry.get("ahead") else 1
+                if entry.get("s") and entry["s"]["median"] > 0:
+                    points.append((x, entry["s"]["median"], bool(entry.get("compiles"))))
+            if points:
+                timeline_ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, label=label, linewidth=1)
+                compiled = [(x, y) for x, y, c in points if c]
+                if compiled:
+                    timeline_ax.scatter(*zip(*compiled), marker="^", color=colour, s=18)
             curve = row.get("cost_curve") or []
+            if len(curve) == 1 and row["size"] > 1:  # a batched loop: one call for all K, a point at k = K
+                curve = [{"k": row["size"], "s": curve[0]["s"]}]
             if curve:
-                marker = "." if len(curve) == 1 else None  # a batched loop: one point, at K
+                marker = "o" if len(curve) == 1 else None
                 cost_ax.plot([p["k"] for p in curve], [p["s"] for p in curve], color=colour, label=label, marker=marker)
             total = row["total_s"]
             table.append([row["strategy"], str(row["size"]), _fmt(total), str(row["compiles"]),
                           "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
-                          _calls(row["overtakes_naive_at_k"]) if row["strategy"] != "naive" else "—"])  # fmt: skip
+                          _calls(row["overtakes_naive_at_k"]) if row["strategy"] != "naive" else "—",
+                          ", ".join(f"{p['k']}: {fmt_seconds(p['s'])}" for p in curve) or "—",
+                          ", ".join(f"{x}: {fmt_seconds(y)}{' ▲' if c else ''}" for x, y, c in points) or "—"])  # fmt: skip
         timeline_ax.set_yscale("log")
-        timeline_ax.set_xlabel("iteration")
+        timeline_ax.set_xlabel("iteration (0: ahead of the loop)")
         timeline_ax.set_ylabel("seconds (median over runs)")
         timeline_ax.set_title("per iteration (▲: compiled)")
         cost_ax.set_xlabel("loop length k")
         cost_ax.set_ylabel("seconds from process start")
         cost_ax.set_title("total cost")
         cost_ax.legend(fontsize=7, frameon=False)
-        fig.suptitle(f"{loop}, {backend}, {dtype}, {_POLICY_LABEL.get(policy, policy)}", fontsize=10)
         plots.append(Plot(f"Loop {loop}: {backend} {dtype} ({_POLICY_LABEL.get(policy, policy)})", _svg(fig),
-                          ["strategy", "size", "total [CI]", "compiles", "vs naive", "overtakes naive at k"], table))  # fmt: skip
+                          ["strategy", "size", "total [CI]", "compiles", "vs naive", "overtakes naive at k",
+                           "total cost at k", "iteration medians (▲: compiled)"], table))  # fmt: skip
     return plots
 
 
@@ -353,10 +402,6 @@ def forest(document: dict) -> Plot | None:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(records) + 1.3))
-    deltas = {(r.get("effect") or {}).get("delta") for r in records} - {None}
-    delta = max(deltas) if deltas else None
-    if delta:
-        ax.axvspan(1 - delta, 1 + delta, color="#d5dbdb", alpha=0.6, label=f"±δ ({delta:.0%})")
     ax.axvline(1.0, color="black", linewidth=0.8)
     table = []
     from ttfr.analyse import comparison_stats
@@ -365,17 +410,23 @@ def forest(document: dict) -> Plot | None:
         effect = record["effect"]
         verdict = comparison_stats.base_verdict(record)
         colour = _VERDICT_COLOUR.get(verdict, "black")
+        delta = effect.get("delta")
+        if delta:  # each comparison's own ±δ (it differs by regime)
+            ax.fill_betweenx([index - 0.4, index + 0.4], 1 - delta, 1 + delta, color="#d5dbdb", alpha=0.8, linewidth=0,
+                             label="±δ (equivalence band)")  # fmt: skip
         ci = effect.get("ci")
         if ci:
             ax.plot(ci, [index, index], color=colour, linewidth=2)
         ax.plot([effect["ratio"]], [index], marker="D", color=colour, label=verdict)
+        level = f" ({effect['ci_level']:.0%})" if ci and effect.get("ci_level") is not None else ""
         table.append([record["case"], record["policy"], f"{effect['ratio']:.3f}",
-                      f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—", record["verdict"]])  # fmt: skip
+                      f"[{ci[0]:.3f}, {ci[1]:.3f}]{level}" if ci else "—", "—" if not delta else f"±{delta:.1%}",
+                      record["verdict"]])  # fmt: skip
     ax.set_yticks(range(len(records)), [f"{r['case']} ({_POLICY_LABEL.get(r['policy'], r['policy'])})" for r in records],
                   fontsize=7)  # fmt: skip
     ax.invert_yaxis()
-    ax.set_xlabel("B / A (median ratio, 95% CI)")
+    ax.set_xlabel("B / A (median ratio and its CI; levels in the table)")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
     ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="best")
-    return Plot("B against A", _svg(fig), ["case", "policy", "B/A", "CI", "verdict"], table)
+    return Plot("B against A", _svg(fig), ["case", "policy", "B/A", "CI (level)", "δ", "verdict"], table)

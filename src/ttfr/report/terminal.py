@@ -351,7 +351,8 @@ def component_bar(summary: dict, scale_s: float, width: int = _BAR_WIDTH) -> Tex
 
 def print_report(console: Console, result) -> None:
     """`ttfr report DIR` on a terminal: the summary with an inline bar of the cold-start
-    components per case and cold policy (report.md has the full account)."""
+    components per case and cold policy (report.md has the full account). Every case has a row:
+    one without cold figures shows its warm call, and why it has no more."""
     from ttfr.measure.policies import COLD_POLICIES, WARM_PROCESS
 
     suite, cases = result.suite, result.cases
@@ -362,18 +363,23 @@ def print_report(console: Console, result) -> None:
             if summary.get("ttfr_s"):
                 rows.append((case, policy, summary))
     scale = max((s["ttfr_s"]["median"] for _c, _p, s in rows), default=0.0)
+    # the bar never wraps: its cells shrink with the terminal (the other columns need ~90)
+    width = max(8, min(_BAR_WIDTH, console.width - 92))
     table = Table(title=f"ttfr {suite['snapshot_id']} ({suite['state']})")
-    for column in ("case", "status", "policy", "TTFR", "warm call", f"components (bar: {fmt_seconds(scale)})"):
+    for column in ("case", "status", "policy", "TTFR", "warm call"):
         table.add_column(column, overflow="fold")
-    for case, policy, summary in rows:
-        warm = ((case["policies"].get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
-        table.add_row(case["case"], Text(case["status"], style=_STATUS_STYLE[case["status"]]), policy.split("/")[-1],
-                      fmt_seconds(summary["ttfr_s"]["median"]), fmt_seconds(warm["median"]) if warm else "—",
-                      component_bar(summary, scale))  # fmt: skip
+    table.add_column(f"components (bar: {fmt_seconds(scale)})" if scale else "components", no_wrap=True, min_width=width)
     for case in cases:
-        if not any(r[0] is case for r in rows):
-            table.add_row(case["case"], Text(case["status"], style=_STATUS_STYLE[case["status"]]), "—", "—", "—",
-                          Text(printable(case["reason"] or "no figures")))  # fmt: skip
+        warm = ((case["policies"].get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
+        warm_text = fmt_seconds(warm["median"]) if warm else "—"
+        status = Text(case["status"], style=_STATUS_STYLE[case["status"]])
+        mine = [r for r in rows if r[0] is case]
+        for _case, policy, summary in mine:
+            table.add_row(case["case"], status, policy.split("/")[-1], fmt_seconds(summary["ttfr_s"]["median"]), warm_text,
+                          component_bar(summary, scale, width))  # fmt: skip
+        if not mine:
+            why = case["reason"] or next((f["reason"] for f in case["flags"] if f.get("reason")), None)
+            table.add_row(case["case"], status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
     console.print(table)
     legend = Text("components: ")
     for _key, label, colour in _BAR_PARTS:

@@ -1,6 +1,7 @@
 """`ttfr export --format F DIR DEST`: one verified result directory, one exporter per format
 (hyperfine's pattern). NextStat's contracts are a directory of files; the others are one
-file (DEST, or `<snapshot id>.<ext>` inside DEST when it is a directory)."""
+file: DEST, or inside DEST when it is a directory `ttfr.prom` (openmetrics, prometheus: the
+latest snapshot's figures) or `<snapshot id>.csv`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ def export(fmt: str, source: Path, dest: Path, cold_policy: str) -> list[Path]:
         return nextstat.export(source, dest, cold_policy)
     verified = load_finished(source)
     root, dest = verified.result_dir.root.resolve(), Path(dest)
-    target = dest / f"{verified.result_dir.root.name}{_SUFFIX[fmt]}" if dest.is_dir() else dest
+    # In a directory: a node_exporter textfile directory keeps one ttfr.prom (the latest export
+    # replaces it; one file per snapshot would expose the same series twice); a CSV per snapshot.
+    name = f"ttfr{_SUFFIX[fmt]}" if fmt != "csv" else f"{verified.result_dir.root.name}.csv"
+    target = dest / name if dest.is_dir() else dest
     if target.resolve() == root or root in target.resolve().parents:
         raise UsageError(f"export destination {dest} is inside the result directory {source}: the export is not one "
                          "of its artifacts; choose a path outside it")  # fmt: skip
