@@ -99,7 +99,14 @@ def test_report_shows_components_and_break_even(small_suite):
     for heading in ("## Summary", "## Cold start components (cold-process/cold-cache)", "## Warm throughput",
                     "## Memory", "## Break-even", "## Limitations"):  # fmt: skip
         assert heading in report
-    assert "`jax_jit_cpu_matmul_64_f32`" in report and "trace" in report
+    assert "`jax_jit_cpu_matmul_64_f32`" in report
+    # The stage split is in the components table when the runs were clean; on a busy machine
+    # (every run contended and set aside) the row keeps its dashes. Either way each run has it.
+    case = json.loads((root / "cases" / "jax_jit_cpu_matmul_64_f32.json").read_text())
+    cold = case["policies"]["cold-process/cold-cache"]
+    assert all("trace_s" in run["stages"] for run in cold["runs"] if run["outcome"] == "ok")
+    assert ("trace" in report) == bool(cold["stages_summary"])
+    assert (root / "report.html").is_file()
 
 
 def test_report_command_rerenders_and_validate_passes(small_suite):
