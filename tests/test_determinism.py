@@ -24,7 +24,8 @@ def test_deterministic_view_keeps_what_must_not_change():
     proc = view["policies"]["warm-process"]["procs"][0]
     assert proc["samples_s"] == "<2 samples>" and proc["median_s"] == proc["inner_loops"] == "<measured>"
     assert proc["metrics"] == {"ttfr_s": "<measured>"} and proc["sync_check"]["unsynchronised"] == "<measured>"
-    assert view["policies"]["warm-process"]["summary"]["call_s"] == {"n": 1, "median": "<measured>", "median_ci": "<measured>"}
+    # a summary, and how many clean runs it has, is measured: a busy machine sets contended runs aside
+    assert view["policies"]["warm-process"]["summary"]["call_s"] == "<measured>"
     assert view["flags"] == [{"policy": "cold-process/warm-cache", "flag": "warm_cache_no_hits"}]  # cache flags stay
     retimed = json.loads(json.dumps(case))
     retimed["policies"]["warm-process"]["procs"][0].update(samples_s=[5.0, 6.0], median_s=5.5, inner_loops=1)
