@@ -22,6 +22,9 @@ SCHEMA_FILES = {
     "ttfr.comparison.v1": "comparison.v1.schema.json",
     "ttfr.selftest.v1": "selftest.v1.schema.json",
     "ttfr.plan.v1": "plan.v1.schema.json",
+    "ttfr.snapshot_index.v1": "snapshot_index.v1.schema.json",
+    "ttfr.baseline_manifest.v1": "baseline_manifest.v1.schema.json",
+    "ttfr.validation.v1": "validation.v1.schema.json",
 }
 PLAN_SCHEMA = "ttfr.plan.v1"
 MANIFEST_SCHEMA = "ttfr.manifest.v1"

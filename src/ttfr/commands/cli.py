@@ -192,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("dir", type=Path)
     validate.set_defaults(handler=_validate)
 
+    publish = commands.add_parser("publish", help="an immutable, content-addressed snapshot of a finished result directory")
+    publish.add_argument("dir", type=Path)
+    publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
+    publish.set_defaults(handler=_publish)
+
     export = commands.add_parser("export", help="write a result directory's figures in another format")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS,
                         help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus "
@@ -393,14 +398,26 @@ def _report(args, console: Console) -> int:
 
 
 def _validate(args, console: Console) -> int:
+    from ttfr.artifacts import snapshot
     from ttfr.artifacts.reader import validate_dir
 
-    problems = validate_dir(args.dir)
+    # a published snapshot: its index (every file's hash, nothing extra) and the result inside it
+    problems = snapshot.verify(args.dir) if (args.dir / snapshot.INDEX).exists() else validate_dir(args.dir)
     for problem in problems:
         console.print(f"invalid: {problem}", markup=False, highlight=False)
     if not problems:
         console.print(f"ok: every artifact in {args.dir} matches its schema and hash", markup=False, highlight=False)
     return 1 if problems else 0
+
+
+def _publish(args, console: Console) -> int:
+    from ttfr.artifacts import snapshot
+
+    with _rendering(args.dir):
+        path, new = snapshot.publish(args.dir, args.out)
+    verdict = snapshot.read_validation(path)
+    console.print(f"{'published' if new else 'already published'}: {path} (gates: {verdict})", markup=False, highlight=False)
+    return 0
 
 
 def _export(args, console: Console) -> int:

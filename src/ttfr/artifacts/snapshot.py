@@ -1,0 +1,366 @@
+"""`ttfr publish DIR`: a finished result directory as an immutable, auditable snapshot.
+
+SNAPSHOTS/<id>/ holds the directory's own artifacts (plan, manifest, journal, case files,
+suite index, workspaces, reports) and:
+- baseline_manifest.json (ttfr.baseline_manifest.v1): harness version and commit, the lock
+  file's hash, runtimes, hardware, cache and sync policies;
+- validation.json (ttfr.validation.v1): every gate (result checks and HistFactory parity,
+  finite differences, cache verification, sync checks, contention) and its result;
+- rerun/: the exact command, the run's spec and seed, and the lock file, to run it again;
+- nextstat/: the same index and manifest in NextStat's snapshot_index_v1 and
+  baseline_manifest_v1 contracts, and the ML results (`ttfr export --format nextstat-v1`);
+- snapshot_index.json (ttfr.snapshot_index.v1): every other file with its size and sha256.
+The id is content-addressed (the sha256 of the artifacts' index), files and directories are
+read-only, and the snapshot appears whole or not at all (written beside, then renamed).
+Publishing refuses a directory that does not validate or is not complete.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import ttfr
+from ttfr.artifacts import reader
+from ttfr.artifacts.reader import load_finished, validate_dir
+from ttfr.artifacts.store import ArtifactError, read_json, write_bytes_atomic, write_json
+from ttfr.errors import UsageError
+from ttfr.measure.policies import WARM_PROCESS
+
+INDEX_SCHEMA = "ttfr.snapshot_index.v1"
+BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
+VALIDATION_SCHEMA = "ttfr.validation.v1"
+INDEX, BASELINE, VALIDATION = "snapshot_index.json", "baseline_manifest.json", "validation.json"
+_ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv")
+_ARTIFACT_DIRS = ("cases", "workspaces")
+LOCK_FILE = "requirements/cpu-lock.txt"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _artifacts(root: Path) -> list[str]:
+    """The result directory's own files, relative (no lock, no scratch); a symlink is refused."""
+    found = []
+    for name in _ARTIFACT_FILES:
+        if (root / name).is_file():
+            found.append(name)
+    for folder in _ARTIFACT_DIRS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.is_symlink():
+                raise UsageError(f"{path}: a symlink; a snapshot holds its own files")
+            if path.is_file():
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _entry(root: Path, rel: str) -> dict:
+    data = (root / rel).read_bytes()
+    return {"path": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
+
+
+def lock_file() -> Path | None:
+    """The pinned lock file of this ttfr's source checkout (None for an installed wheel)."""
+    candidate = Path(ttfr.__file__).resolve().parents[2] / LOCK_FILE
+    return candidate if candidate.is_file() else None
+
+
+def gates(cases: list[dict]) -> list[dict]:
+    """Every gate of a result and its outcome: pass, fail, flagged or not_applicable."""
+    out = []
+    for case in cases:
+        check = case.get("correctness")
+        if case["status"] == "warn" and not case["policies"]:
+            out.append({"case": case["case"], "gate": "availability", "result": "not_applicable", "detail": case["reason"]})
+            continue
+        if check is None:
+            out.append(
+                {
+                    "case": case["case"],
+                    "gate": "correctness",
+                    "result": "not_applicable",
+                    "detail": "no result check (a command's exit code is its check)" if case.get("command") else "no check ran",
+                }
+            )
+        else:
+            out.append(
+                {
+                    "case": case["case"],
+                    "gate": "correctness",
+                    "result": "pass" if check.get("passed") else "fail",
+                    "detail": check.get("detail") or f"max normalised error {check.get('max_normalised_error')}",
+                }
+            )
+            for name, parity in (check.get("parity") or {}).items():
+                out.append(
+                    {
+                        "case": case["case"],
+                        "gate": f"parity_{name}",
+                        "result": "pass" if parity["passed"] else "fail",
+                        "detail": f"against {check.get('reference')}",
+                    }
+                )
+            if check.get("fd"):
+                fd = check["fd"]
+                out.append(
+                    {
+                        "case": case["case"],
+                        "gate": "finite_differences",
+                        "result": "pass" if fd["passed"] else "fail",
+                        "detail": f"normalised error {fd.get('normalised_error')} (tolerance {fd.get('tolerance')})",
+                    }
+                )
+        for policy, block in case["policies"].items():
+            if policy == WARM_PROCESS:
+                procs = [p for p in block.get("procs", []) if p["outcome"] == "ok"]
+                unsynced = [p["index"] for p in procs if (p.get("sync_check") or {}).get("unsynchronised")]
+                out.append(
+                    {
+                        "case": case["case"],
+                        "gate": "sync_check",
+                        "policy": policy,
+                        "result": ("flagged" if unsynced else "pass") if procs else "not_applicable",
+                        "detail": f"unsynchronised processes {unsynced}" if unsynced else f"{len(procs)} processes",
+                    }
+                )
+            else:
+                verification = block.get("cache_verification") or {}
+                verdict = verification.get("verdict", "unverified")
+                result = {"verified": "pass", "flagged": "flagged", "not_applicable": "not_applicable"}.get(verdict, "fail")
+                out.append(
+                    {
+                        "case": case["case"],
+                        "gate": "cache_verification",
+                        "policy": policy,
+                        "result": result,
+                        "detail": ", ".join(verification.get("flags") or []) or verdict,
+                    }
+                )
+            contended = [f for f in block.get("flags", []) if f["flag"] in ("contended", "could_not_measure_cleanly")]
+            out.append(
+                {
+                    "case": case["case"],
+                    "gate": "contention",
+                    "policy": policy,
+                    "result": "flagged" if contended else "pass",
+                    "detail": "; ".join(f["flag"] for f in contended) or "no contended run",
+                }
+            )
+    return out
+
+
+def _baseline(verified, lock: Path | None) -> dict:
+    manifest = verified.manifest
+    policies = manifest["policies"]
+    return {
+        "schema": BASELINE_SCHEMA,
+        "harness": {
+            "name": "ttfr",
+            "version": manifest["ttfr"]["version"],
+            "git_commit": _commit(manifest),
+            "git_dirty": (manifest["ttfr"].get("git") or {}).get("dirty"),
+        },
+        "lock_file": {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock else None,
+        "python": manifest["python"],
+        "runtimes": manifest["runtimes"],
+        "hardware": {"cpu": manifest["cpu"], "memory": manifest["memory"], "gpu": manifest["gpu"], "os": manifest["os"]},
+        "cache_policies": policies["cache"],
+        "cache_settings": policies.get("cache_settings", {}),
+        "sync_policies": policies.get("sync", {}),
+        "seed": verified.suite["seed"],
+        "deterministic": verified.suite["deterministic"],
+    }
+
+
+def _commit(manifest: dict) -> str:
+    return (manifest["ttfr"].get("git") or {}).get("commit") or "unknown"
+
+
+def _nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: list[dict]) -> dict:
+    return {
+        "schema_version": "nextstat.snapshot_index.v1",
+        "generated_at": generated,
+        "snapshot_id": snapshot_id,
+        "suite": "ml",
+        "git": {"sha": _commit(manifest), "ref": "unknown", "repository": "ttfr"},
+        "workflow": {"harness": "ttfr", "harness_version": manifest["ttfr"]["version"], "command": "ttfr publish"},
+        "artifacts": entries,
+    }
+
+
+def _nextstat_baseline(snapshot_id: str, verified, results: list[dict]) -> dict:
+    manifest = verified.manifest
+    return {
+        "schema_version": "nextstat.baseline_manifest.v1",
+        "snapshot_id": snapshot_id,
+        "deterministic": verified.suite["deterministic"],
+        "harness": {"repo": "ttfr", "git_commit": _commit(manifest)},
+        "nextstat": {"version": manifest["runtimes"].get("nextstat") or "not installed"},
+        "environment": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
+        "datasets": [
+            {"id": c["dataset"]["id"], "sha256": c["dataset"]["sha256"]} for c in verified.cases if c["dataset"].get("sha256")
+        ],  # fmt: skip
+        "results": results,
+    }
+
+
+def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> tuple[Path, bool]:
+    """Publish DIR under OUT; (the snapshot's path, whether it was new)."""
+    source = Path(source)
+    problems = validate_dir(source)
+    if problems:
+        raise UsageError(
+            f"{source} does not validate, so it is not published: "
+            + "; ".join(problems[:3])
+            + (f" (and {len(problems) - 3} more; `ttfr validate {source}`)" if len(problems) > 3 else "")
+        )
+    verified = load_finished(source)
+    if verified.suite["state"] != "complete":
+        raise UsageError(f"{source} is incomplete ({len(verified.suite['pending'])} case(s) pending): finish it with "
+                         f"`ttfr run --resume {source}` before publishing")  # fmt: skip
+    root = verified.result_dir.root
+    entries = [_entry(root, rel) for rel in _artifacts(root)]
+    digest = sha256_bytes("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode())
+    snapshot_id = f"ttfr-{digest[:20]}"
+    out_parent = Path(out_parent)
+    final = out_parent / snapshot_id
+    if final.exists():
+        index = final / INDEX
+        if index.is_file() and read_json(index).get("content_sha256") == digest:
+            return final, False  # the same content is the same snapshot
+        raise UsageError(f"{final} exists and is not this snapshot: remove it or publish elsewhere")
+    try:
+        out_parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{snapshot_id}.", dir=out_parent))
+    except OSError as exc:
+        raise UsageError(f"--out {out_parent}: cannot be written ({exc.strerror})") from None
+    try:
+        _write(staging, root, verified, entries, snapshot_id, digest, generated_at)
+        _read_only(staging)
+        os.rename(staging, final)
+    except BaseException:
+        _writable(staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final, True
+
+
+def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, digest: str, generated_at) -> None:
+    for entry in entries:
+        target = staging / entry["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / entry["path"], target)
+        if sha256_bytes(target.read_bytes()) != entry["sha256"]:  # changed while we copied it
+            raise ArtifactError(f"{root / entry['path']} changed while it was published; publish again")
+    generated = generated_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    lock = lock_file()
+    write_json(staging / BASELINE, _baseline(verified, lock), BASELINE_SCHEMA)
+    checks = gates(verified.cases)
+    failed = [g for g in checks if g["result"] == "fail"]
+    write_json(
+        staging / VALIDATION,
+        {
+            "schema": VALIDATION_SCHEMA,
+            "snapshot_id": snapshot_id,
+            "summary": {
+                result: sum(g["result"] == result for g in checks) for result in ("pass", "fail", "flagged", "not_applicable")
+            },
+            "passed": not failed,
+            "gates": checks,
+        },
+        VALIDATION_SCHEMA,
+    )
+    rerun = staging / "rerun"
+    plan = read_json(root / "plan.json")
+    write_bytes_atomic(rerun / "command.txt", (" ".join(verified.manifest["command_line"]) + "\n").encode())
+    write_bytes_atomic(rerun / "spec.json", (json.dumps(plan["spec"], indent=2, sort_keys=True) + "\n").encode())
+    if lock:
+        shutil.copyfile(lock, rerun / "cpu-lock.txt")
+    from ttfr.artifacts.export import nextstat  # the ML results in NextStat's contract, where there are any
+
+    results = []
+    if nextstat.commands_left_out(verified.cases) != [c["case"] for c in verified.cases]:
+        for path in nextstat.export(root, staging / "nextstat" / "ml"):
+            rel = path.relative_to(staging).as_posix()
+            if path.name == nextstat.SUITE_FILE:
+                results.append({"suite": "ml", "path": rel, "sha256": sha256_bytes(path.read_bytes())})
+    added = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    all_entries = [_entry(staging, rel) for rel in added]
+    write_json(
+        staging / "nextstat" / "snapshot_index_v1.json", _nextstat_index(snapshot_id, generated, verified.manifest, all_entries)
+    )
+    write_json(staging / "nextstat" / "baseline_manifest_v1.json", _nextstat_baseline(snapshot_id, verified, results))
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    write_json(
+        staging / INDEX,
+        {
+            "schema": INDEX_SCHEMA,
+            "snapshot_id": snapshot_id,
+            "generated_at": generated,
+            "source": str(root),
+            "content_sha256": digest,
+            "artifacts": [_entry(staging, rel) for rel in files],
+        },
+        INDEX_SCHEMA,
+    )
+
+
+def _read_only(top: Path) -> None:
+    for dirpath, _dirnames, filenames in os.walk(top):
+        for name in filenames:
+            os.chmod(Path(dirpath) / name, 0o444)
+    for dirpath, dirnames, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+        for name in dirnames:
+            os.chmod(Path(dirpath) / name, 0o555)
+    os.chmod(top, 0o555)
+
+
+def _writable(top: Path) -> None:
+    if not top.exists():
+        return
+    os.chmod(top, 0o755)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames:
+            os.chmod(Path(dirpath) / name, 0o755)
+        for name in filenames:
+            os.chmod(Path(dirpath) / name, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def verify(snapshot: Path) -> list[str]:
+    """Problems of a published snapshot: its index against its files (every hash, nothing extra
+    or missing), its own schemas, and the result directory inside it (`ttfr validate`)."""
+    snapshot = Path(snapshot)
+    index, problems = reader.inspect(snapshot, INDEX, INDEX_SCHEMA)
+    if index is None or problems:
+        return problems or [f"{snapshot / INDEX}: unreadable"]
+    listed = {e["path"] for e in index["artifacts"]}
+    for entry in index["artifacts"]:
+        try:
+            payload = reader.read_bounded(reader.confined(snapshot, entry["path"]), entry["path"])
+        except ArtifactError as exc:
+            problems.append(str(exc))
+            continue
+        if sha256_bytes(payload) != entry["sha256"] or len(payload) != entry["bytes"]:
+            problems.append(f"{entry['path']}: does not match {INDEX} (changed after publishing)")
+    present = {p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file() or p.is_symlink()}
+    problems += [f"{p}: not in {INDEX}" for p in sorted(present - listed - {INDEX})]
+    for name, schema in ((BASELINE, BASELINE_SCHEMA), (VALIDATION, VALIDATION_SCHEMA)):
+        problems += reader.inspect(snapshot, name, schema)[1]
+    problems += validate_dir(snapshot)
+    return problems
+
+
+def read_validation(snapshot: Path) -> str:
+    """The validation pack's counts in words: `12 pass, 2 flagged, 0 fail, 3 not_applicable`."""
+    summary = read_json(Path(snapshot) / VALIDATION)["summary"]
+    return ", ".join(f"{n} {name}" for name, n in summary.items())
