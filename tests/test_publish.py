@@ -34,7 +34,8 @@ def test_a_snapshot_is_complete_read_only_and_named_for_its_content(tmp_path):
     listed = {e["path"] for e in index["artifacts"]}
     for name in ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html",
                  "baseline_manifest.json", "validation.json", "rerun/command.txt", "rerun/spec.json",
-                 "nextstat/snapshot_index_v1.json", "nextstat/baseline_manifest_v1.json", "nextstat/ml/suite_result.json"):  # fmt: skip
+                 "nextstat/snapshot_index_v1.json", "nextstat/baseline_manifest_v1.json",
+                 "nextstat/ml/suite_result.json"):  # fmt: skip
         assert name in listed, name
     assert any(p.startswith("cases/") for p in listed) and ".lock" not in listed
     for file in path.rglob("*"):
