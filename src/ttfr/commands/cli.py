@@ -192,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("dir", type=Path)
     validate.set_defaults(handler=_validate)
 
+    merging = commands.add_parser("merge", help="one result directory from the --shard K/N runs of one plan")
+    merging.add_argument("shards", type=Path, nargs="+", metavar="SHARD_DIR")
+    merging.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the merged directory")
+    merging.set_defaults(handler=_merge)
+
     publish = commands.add_parser("publish", help="an immutable, content-addressed snapshot of a finished result directory")
     publish.add_argument("dir", type=Path)
     publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
@@ -408,6 +413,15 @@ def _validate(args, console: Console) -> int:
     if not problems:
         console.print(f"ok: every artifact in {args.dir} matches its schema and hash", markup=False, highlight=False)
     return 1 if problems else 0
+
+
+def _merge(args, console: Console) -> int:
+    from ttfr.commands import merge
+
+    with _rendering(*args.shards):
+        root = merge.merge(args.shards, args.out, ["ttfr", *sys.argv[1:]])
+    console.print(f"merged {len(args.shards)} shards: {root}", markup=False, highlight=False)
+    return 0
 
 
 def _publish(args, console: Console) -> int:
