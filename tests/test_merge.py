@@ -49,7 +49,7 @@ def test_two_shards_merge_into_exactly_the_single_runs_cases_and_runs(tmp_path, 
 
 def test_shards_that_do_not_make_one_plan_are_refused_saying_why(tmp_path, capsys):
     one = _run(tmp_path, "a", shard="1/2")
-    other_seed = _run(tmp_path, "b", shard="2/2", seed=10)
+    other_seed = _run(tmp_path, "b", shard="2/2", seed=10)  # the other shards run with seed 9
     assert cli.main(["merge", str(one), str(other_seed), "--out", str(tmp_path / "m")]) == 2
     assert "spec.seed: 9" in capsys.readouterr().err
     assert cli.main(["merge", str(one), str(one), "--out", str(tmp_path / "m")]) == 2

@@ -84,9 +84,11 @@ def test_policies_accept_aliases_and_keep_canonical_order():
 
 def test_shards_partition_the_cases():
     full = build_spec(profile="publish").cases
-    shards = [build_spec(profile="publish", shard=f"{k}/3").cases for k in (1, 2, 3)]
+    shards = [build_spec(profile="publish", shard=f"{k}/3", seed=1).cases for k in (1, 2, 3)]
     assert sorted(c for s in shards for c in s) == sorted(full)
     assert not set(shards[0]) & set(shards[1])
+    with pytest.raises(UsageError, match="same --seed"):  # unmergeable: each shard would draw its own seed
+        build_spec(shard="1/3")
 
 
 def test_deterministic_spec_fixes_the_seed_and_random_specs_differ():
