@@ -496,7 +496,7 @@ def build_spec(
 
     if seed is None and shard_pair and not deterministic:
         raise UsageError(f"--shard {shard} runs one slice of a plan that other shards run too: give every shard the "
-                         "same --seed N (or --deterministic), so that they share its data and order and can be merged")  # fmt: skip
+                         "same --seed N (or --deterministic): they share its data and order, and can be merged")  # fmt: skip
     if seed is None:
         seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
     seed = whole(seed, "--seed", 0, SEED_LIMIT - 1)
