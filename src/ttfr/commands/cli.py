@@ -197,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     merging.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the merged directory")
     merging.set_defaults(handler=_merge)
 
+    again = commands.add_parser("replicate", help="run a published snapshot's plan again here and say what replicated")
+    again.add_argument("snapshot", type=Path)
+    again.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the replica's result directory")
+    again.set_defaults(handler=_replicate)
+
     publish = commands.add_parser("publish", help="an immutable, content-addressed snapshot of a finished result directory")
     publish.add_argument("dir", type=Path)
     publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
@@ -422,6 +427,23 @@ def _merge(args, console: Console) -> int:
         root = merge.merge(args.shards, args.out, ["ttfr", *sys.argv[1:]])
     console.print(f"merged {len(args.shards)} shards: {root}", markup=False, highlight=False)
     return 0
+
+
+def _replicate(args, console: Console) -> int:
+    from ttfr.commands import replicate
+    from ttfr.report import terminal
+
+    progress = terminal.ProgressDisplay(console)
+    try:
+        outcome, document = replicate.replicate(args.snapshot, args.out, ["ttfr", *sys.argv[1:]], progress=progress)
+    finally:
+        progress.stop()
+    if document is None:
+        console.print(f"interrupted: the replica is in {outcome.result_dir.root}", markup=False)
+        return outcome.exit_code
+    terminal.print_replication(console, document)
+    console.print(f"report: {outcome.result_dir.root / replicate.REPORT}", markup=False, highlight=False)
+    return document["summary"]["exit_code"]
 
 
 def _publish(args, console: Console) -> int:

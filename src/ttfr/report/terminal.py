@@ -386,3 +386,25 @@ def print_report(console: Console, result) -> None:
         legend.append("█", style=colour).append(f" {label}  ")
     console.print(legend)
     console.print(f"full report: {result.result_dir.root / 'report.md'}", markup=False, highlight=False)
+
+
+def print_replication(console: Console, document: dict) -> None:
+    """`ttfr replicate`: the verdict, what did not replicate, and what differs."""
+    summary = document["summary"]
+    style = "green" if summary["replicated"] else "bold red"
+    unequal = summary["datasets_unequal"]
+    console.print(Text(f"{'replicated' if summary['replicated'] else 'NOT replicated'}: "
+                       f"{summary['required_replicated']} of {summary['required_gates']} required gates; "
+                       f"schema {'valid' if document['schema_valid'] else 'INVALID'}; "
+                       f"datasets {'DIFFER: ' + ', '.join(unequal) if unequal else 'equal'}", style=style))  # fmt: skip
+    for line in summary["not_replicated"]:
+        console.print(Text(f"  not replicated: {printable(line)}", style="red"))
+    differences = document["differences"]
+    for kind in ("hardware", "runtimes", "harness"):
+        for item in differences[kind]:
+            console.print(Text(f"  {kind} differs: {item['what']}: {item['snapshot']} -> {item['replica']}", style="yellow"))
+    weak = document["timing"]["comparisons"]
+    if weak:
+        console.print(Text("timings (cross-session, weak): " + "; ".join(
+            f"{c['case']} {c['policy'].split('/')[-1]}: {c['verdict']}" for c in weak[:6])
+            + (f"; +{len(weak) - 6} more" if len(weak) > 6 else "")))  # fmt: skip
