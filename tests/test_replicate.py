@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakes import FakeExecutor
 
 from conftest import PASSED_CHECK, fake_record, fake_result
@@ -57,3 +59,25 @@ def test_a_snapshot_that_does_not_verify_is_refused_before_anything_runs(tmp_pat
     assert "does not verify" in capsys.readouterr().err and not (tmp_path / "again").exists()
     assert cli.main(["replicate", str(tmp_path / "out"), "--out", str(tmp_path / "again")]) == 2
     assert "not a published snapshot" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_a_real_snapshot_replicates_on_the_machine_it_was_measured_on(tmp_path):
+    """Real worker processes: run, publish, replicate: every gate replicates (exit 0)."""
+    import subprocess
+    import sys
+
+    def ttfr(*args):
+        return subprocess.run([sys.executable, "-m", "ttfr", *args], capture_output=True, text=True, timeout=600)
+
+    done = ttfr("run", "--cases", "numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32", "--cold-runs", "2", "--warm-procs", "1",
+                "--warm-samples", "3", "--seed", "3", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (root,) = (tmp_path / "out").iterdir()
+    done = ttfr("publish", str(root), "--out", str(tmp_path / "snaps"))
+    assert done.returncode == 0 and "published" in done.stdout, done.stderr
+    (snap,) = (tmp_path / "snaps").iterdir()
+    assert ttfr("validate", str(snap)).returncode == 0
+    done = ttfr("replicate", str(snap), "--out", str(tmp_path / "again"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "replicated:" in done.stdout and "NOT" not in done.stdout
