@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: install run test test-fast bench lint clean chromium
+.PHONY: install run test test-fast test-slurm bench lint clean chromium
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ chromium:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 		(apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
 		echo "make: chromium could not be installed: its report.html test will be skipped"
+
+# The Slurm path against a real single-node Slurm on localhost (installs slurm-wlm and munge, starts
+# munged, slurmctld and slurmd: needs root), then a 2-shard array merged and checked.
+test-slurm: $(STAMP)
+	bash scripts/slurm-local.sh
+	$(BIN)/python -m pytest -m slurm -ra $(PYTEST_ARGS)
 
 # Unit and fake-executor tests only (no worker processes, no in-process engines or fits): < 1 min.
 test-fast: $(STAMP)

@@ -402,3 +402,16 @@ def test_stop_at_first_result_ends_a_server_at_its_first_line(tmp_path):
         assert result.spawn_ns < result.record["marks_ns"]["first"] <= result.reaped_ns
     with pytest.raises(Exception, match="--first-result REGEX or --first-result-mark"):
         user_commands.parse([f"{PY} -c pass"], stop_at_first_result=True)
+
+
+def test_the_command_line_options_reach_the_plan(tmp_path):
+    script = tmp_path / "srv.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    code = _run_cli("--command", f"{PY} {script}", "--first-result", "^ready", "--stop-at-first-result", "--command-name",
+                    "srv", "--cache-policy", "cold-cache", "--cold-runs", "1", "--timeout", "30",
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 0
+    (root,) = (tmp_path / "out").iterdir()
+    (command,) = json.loads((root / "plan.json").read_text())["spec"]["commands"]
+    assert command["stop_at_first_result"] is True and command["first_result"] == "^ready" and command["name"] == "srv"
+    assert _case(tmp_path / "out")["command"]["stop_at_first_result"] is True

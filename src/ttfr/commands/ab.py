@@ -119,7 +119,8 @@ def arms_path(*pythons) -> str:
     return os.pathsep.join([*dirs, os.environ.get("PATH", "")])
 
 
-def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, prepare=(), path_env=None) -> tuple:
+def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, prepare=(), path_env=None,
+                 stop_at_first_result=False) -> tuple:  # fmt: skip
     """`--a-command X --b-command Y`: one case whose program differs by arm; its name is
     --command-name, else the programs' common script name, else `<a>_vs_<b>`."""
     if bool(a_command) != bool(b_command):
@@ -133,7 +134,8 @@ def arm_commands(a_command, b_command, names=(), first_result=None, mark=False, 
         a_name, b_name = user_commands.slug(a_argv), user_commands.slug(b_argv)
         name = a_name if a_name == b_name else f"{a_name}_vs_{b_name}"[: cases_api.MAX_NAME].strip("_")
         names = [name]
-    a, b = (user_commands.parse([text], names, first_result, mark, prepare, path_env=path_env) for text in (a_command, b_command))
+    a, b = (user_commands.parse([text], names, first_result, mark, prepare, path_env=path_env,
+                                stop_at_first_result=stop_at_first_result) for text in (a_command, b_command))  # fmt: skip
     return a[0], b[0]
 
 

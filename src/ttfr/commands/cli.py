@@ -78,6 +78,8 @@ def _command_args(parser, arms: bool = False) -> None:
     parser.add_argument(
         "--first-result-mark", action="store_true", help="a command's first result is its call of ttfr_mark.first_result()"
     )
+    parser.add_argument("--stop-at-first-result", action="store_true",
+                        help="end each run of a command at its first result (a server, a long training)")  # fmt: skip
     parser.add_argument(
         "--prepare",
         action="append",
@@ -126,6 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", metavar="DURATION", help="with --precision: wall-time limit of the run, e.g. 600, 10m, 1h")
     run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
     run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
+    run.add_argument(
+        "--executor",
+        choices=("local", "slurm"),
+        default="local",
+        help="slurm: run the plan as a Slurm job array of --shards N (one node each) and merge them",
+    )
+    run.add_argument("--shards", type=int, metavar="N", help="with --executor slurm: how many shards")
+    run.add_argument("--slurm-partition", metavar="P")
+    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00")
+    run.add_argument("--slurm-account", metavar="A")
     run.set_defaults(handler=_run)
 
     compare_ab = commands.add_parser("ab", help="measure the same cases under two arms, interleaved, and judge B vs A")
@@ -225,12 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
 _RUN_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
                   "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
                   "signal", "precision", "budget", "case_file", "command", "command_name", "first_result",
-                  "first_result_mark", "prepare")  # fmt: skip
+                  "first_result_mark", "prepare", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",
+                  "slurm_account")  # fmt: skip
 
 
 def _run(args, console: Console) -> int:
     if args.resume:
         chosen = [f"--{n.replace('_', '-')}" for n in _RUN_SELECTION if getattr(args, n) not in (None, [], False)]
+        chosen += ["--executor"] if args.executor != "local" else []
         if chosen or args.deterministic:
             raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
     else:
@@ -242,6 +256,8 @@ def _run(args, console: Console) -> int:
             python=args.python, workspace=args.workspace, workspace_presets=args.workspace_preset, signal=args.signal,
             precision=args.precision, budget=args.budget, case_files=args.case_file, **_command_options(args),
         )  # fmt: skip
+    if args.executor == "slurm" or args.shards is not None:
+        return _run_on_slurm(args, spec, console)
     from ttfr.commands import run as suite_run  # the analysis stack, once the input is known good
     from ttfr.report import terminal
 
@@ -264,11 +280,30 @@ def _run(args, console: Console) -> int:
     return outcome.exit_code
 
 
+def _run_on_slurm(args, spec, console: Console) -> int:
+    from ttfr.artifacts.reader import load_finished
+    from ttfr.commands import slurm
+    from ttfr.report import terminal
+
+    if args.executor != "slurm" or args.shards is None:
+        raise UsageError("--shards N goes with --executor slurm (and --executor slurm needs --shards N)")
+    if args.shard:
+        raise UsageError("--executor slurm cuts the plan into --shards N itself: drop --shard")
+    options = slurm.SlurmOptions(args.shards, args.slurm_partition, args.slurm_time, args.slurm_account)
+    slurm.check(options)
+    root = slurm.run(args.argv[1:], spec.seed, options, args.out, ["ttfr", *args.argv],
+                     say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
+    result = load_finished(root)
+    terminal.print_summary(console, result.suite, result.cases, root)
+    return 1 if result.suite["summary"]["n_failed"] else 0
+
+
 def _command_options(args) -> dict:
     return {
         "commands": args.command,
         "command_names": args.command_name,
         "first_result": args.first_result,
+        "stop_at_first_result": args.stop_at_first_result,
         "first_result_mark": args.first_result_mark,
         "prepare": args.prepare,
     }
@@ -288,7 +323,8 @@ def _ab(args, console: Console) -> int:
             raise UsageError("--command runs the same program in both arms; --a-command/--b-command give each arm its "
                              "own: choose one")  # fmt: skip
         own = ab.arm_commands(args.a_command, args.b_command, args.command_name, args.first_result,
-                              args.first_result_mark, args.prepare, options.get("command_path"))  # fmt: skip
+                              args.first_result_mark, args.prepare, options.get("command_path"),
+                              args.stop_at_first_result)  # fmt: skip
     if own[0]:  # the case of the two programs, under A's program until each arm brings its own
         options.update(commands=[shlex.join(own[0].argv)], command_names=[own[0].name])
     run_spec = build_spec(
@@ -473,6 +509,7 @@ def _export(args, console: Console) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for what re-runs it (Slurm shards)
     # Piped output (CI logs) would otherwise be wrapped at 80 columns, splitting case ids.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     try:

@@ -1,0 +1,156 @@
+"""`ttfr run --executor slurm --shards N`: the run's plan as a Slurm job array of N shards,
+one node each (`--exclusive`: shards never share a machine's cores), waited for with progress
+and merged (`ttfr merge`) into one result directory.
+
+Each array task runs this same `ttfr run` (this interpreter, this working directory, the
+submitting environment: sbatch's default `--export=ALL`) with `--shard K/N`, the run's seed
+and its own result directory under the job's work directory, and writes its exit code beside
+its log. Nothing home-made schedules anything: Slurm does (`sbatch --array`, `squeue`,
+`scancel` on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ttfr.commands import merge
+from ttfr.errors import UsageError
+from ttfr.exit_codes import EXIT_CASE_FAILED
+
+# Options of `ttfr run` that concern the submission, not a shard's run (with a value, or a flag).
+_SUBMISSION_OPTIONS = {"--executor": True, "--shards": True, "--slurm-partition": True, "--slurm-time": True,
+                       "--slurm-account": True, "--out": True, "--seed": True, "--shard": True}  # fmt: skip
+MAX_SHARDS = 1000
+_POLL_S = 2.0
+
+
+class ShardsFailed(UsageError):
+    """Shards that ran but did not finish (cancelled, killed, crashed): nothing to merge."""
+
+    exit_code = EXIT_CASE_FAILED
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    shards: int
+    partition: str | None = None
+    time_limit: str | None = None
+    account: str | None = None
+
+
+def check(options: SlurmOptions) -> None:
+    """Before anything is written: Slurm's commands are here, the shard count is sane."""
+    for program in ("sbatch", "squeue", "scancel"):
+        if shutil.which(program) is None:
+            raise UsageError(f"--executor slurm: {program} is not on PATH (no Slurm client here; `scripts/slurm-local.sh` "
+                             "starts a single-node cluster for trying it)")  # fmt: skip
+    if not 1 <= options.shards <= MAX_SHARDS:
+        raise UsageError(f"--shards must be 1..{MAX_SHARDS}, got {options.shards}")
+
+
+def shard_argv(run_argv: list[str], index: int, count: int, seed: int, out: Path) -> list[str]:
+    """`ttfr run`'s own options (those of the submission removed) for shard `index` of `count`."""
+    kept, skip = [], False
+    for word in run_argv:
+        if skip:
+            skip = False
+            continue
+        name, sep, _value = word.partition("=")
+        if name in _SUBMISSION_OPTIONS:
+            skip = _SUBMISSION_OPTIONS[name] and not sep
+            continue
+        kept.append(word)
+    return [*kept, "--shard", f"{index}/{count}", "--seed", str(seed), "--out", str(out)]
+
+
+def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
+    """The array task: run its shard, keep its log, write its exit code."""
+    argv = shard_argv(run_argv, 0, count, seed, work / "shards" / "SHARD")
+    line = shlex.join([sys.executable, "-m", "ttfr", "run", *argv])
+    line = line.replace("--shard 0/", "--shard ${K}/").replace(str(work / "shards" / "SHARD"), f"{work / 'shards'}/${{K}}")
+    script = work / "shard.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        "# One shard of a ttfr run (a Slurm array task): written by `ttfr run --executor slurm`.\n"
+        "K=${SLURM_ARRAY_TASK_ID:?not a Slurm array task}\n"
+        f'{line} > "{work}/logs/shard-${{K}}.log" 2>&1\n'
+        f'echo $? > "{work}/status/${{K}}.tmp" && mv "{work}/status/${{K}}.tmp" "{work}/status/${{K}}"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _sbatch(script: Path, work: Path, options: SlurmOptions) -> str:
+    argv = ["sbatch", "--parsable", f"--array=1-{options.shards}", "--exclusive", "--nodes=1", "--ntasks=1",
+            "--job-name=ttfr", f"--chdir={os.getcwd()}", f"--output={work / 'logs' / 'slurm-%a.out'}"]  # fmt: skip
+    if options.partition:
+        argv.append(f"--partition={options.partition}")
+    if options.time_limit:
+        argv.append(f"--time={options.time_limit}")
+    if options.account:
+        argv.append(f"--account={options.account}")
+    done = subprocess.run([*argv, str(script)], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise UsageError(f"sbatch refused the job array: {(done.stderr or done.stdout).strip()[-500:]}")
+    return done.stdout.strip().split(";")[0]
+
+
+def _active(job: str) -> int:
+    """How many of the array's tasks Slurm still has (pending or running)."""
+    done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:  # the job left the queue (some Slurms answer an unknown job id with an error)
+        return 0
+    return len([line for line in done.stdout.splitlines() if line.strip()])
+
+
+def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path, command_line=None, say=print) -> Path:
+    """Submit, wait (with progress), merge; the merged result directory."""
+    check(options)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    work = Path(out_parent).resolve() / f"slurm-{stamp}-{os.urandom(3).hex()}"
+    for sub in ("shards", "logs", "status"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    script = _script(work, run_argv, options.shards, seed)
+    job = _sbatch(script, work, options)
+    say(f"slurm: job {job}, {options.shards} shard(s), one node each; work directory {work}")
+    shown = -1
+    try:
+        while True:
+            finished = len(list((work / "status").glob("[0-9]*")))
+            if finished != shown:
+                say(f"slurm: {finished}/{options.shards} shard(s) done")
+                shown = finished
+            if finished == options.shards or _active(job) == 0:
+                break
+            time.sleep(_POLL_S)
+    except KeyboardInterrupt:
+        subprocess.run(["scancel", job], capture_output=True, timeout=60)
+        say(f"slurm: interrupted: job {job} cancelled; its shards so far are in {work / 'shards'}")
+        raise
+    return _merge(work, options.shards, out_parent, command_line)
+
+
+def _merge(work: Path, count: int, out_parent: Path, command_line) -> Path:
+    problems, dirs = [], []
+    for index in range(1, count + 1):
+        status = work / "status" / str(index)
+        code = status.read_text().strip() if status.is_file() else None
+        found = [p for p in (work / "shards" / str(index)).glob("*") if p.is_dir()]
+        # exit 1 is a run whose cases failed: its artifacts are complete and merge like any
+        if code not in ("0", "1") or len(found) != 1:
+            log = work / "logs" / f"shard-{index}.log"
+            problems.append(f"shard {index}/{count}: " + ("never finished (cancelled, or killed by Slurm)" if code is None
+                            else f"exit code {code}") + f"; see {log}")  # fmt: skip
+        else:
+            dirs.append(found[0])
+    if problems:
+        raise ShardsFailed("the Slurm job's shards did not all finish: " + "; ".join(problems))
+    return merge.merge(dirs, Path(out_parent), command_line)

@@ -1,0 +1,84 @@
+"""`ttfr run --executor slurm --shards N`: a Slurm job array of shards, merged.
+
+The submission's pieces are tested here without Slurm; the whole path runs against a real
+single-node Slurm (`make test-slurm` starts one with scripts/slurm-local.sh) and is skipped,
+saying so, where there is none."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ttfr.commands import cli, slurm
+from ttfr.errors import UsageError
+from ttfr.measure.plan import build_plan
+from ttfr.measure.spec import build_spec
+
+
+def test_a_shard_runs_the_same_options_with_its_slice_seed_and_directory(tmp_path):
+    argv = ["--cases", "numpy_matmul_64_f32", "--executor", "slurm", "--shards=3", "--slurm-time", "1:00:00",
+            "--out", "results", "--seed=1", "--cold-runs", "2"]  # fmt: skip
+    assert slurm.shard_argv(argv, 2, 3, 7, tmp_path / "s2") == [
+        "--cases",
+        "numpy_matmul_64_f32",
+        "--cold-runs",
+        "2",
+        "--shard",
+        "2/3",
+        "--seed",
+        "7",
+        "--out",
+        str(tmp_path / "s2"),
+    ]
+
+
+def test_without_slurm_or_with_a_bad_shard_count_nothing_is_submitted(monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(UsageError, match="sbatch is not on PATH"):
+        slurm.check(slurm.SlurmOptions(2))
+    assert cli.main(["run", "--cases", "numpy_matmul_64_f32", "--shards", "2"]) == 2
+    assert "--shards N goes with --executor slurm" in capsys.readouterr().err
+    assert cli.main(["run", "--cases", "numpy_matmul_64_f32", "--executor", "slurm", "--shards", "2", "--shard", "1/2",
+                     "--seed", "1"]) == 2  # fmt: skip
+
+
+def test_shards_that_did_not_finish_are_named_with_their_logs(tmp_path):
+    for sub in ("shards/1/r", "shards/2", "status", "logs"):
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / "status" / "1").write_text("0\n")
+    with pytest.raises(slurm.ShardsFailed, match=r"shard 2/2: never finished .*shard-2.log") as failed:
+        slurm._merge(tmp_path, 2, tmp_path / "out", None)
+    assert failed.value.exit_code == 1
+    (tmp_path / "status" / "2").write_text("137\n")
+    with pytest.raises(slurm.ShardsFailed, match="shard 2/2: exit code 137"):
+        slurm._merge(tmp_path, 2, tmp_path / "out", None)
+
+
+def _slurm_up() -> bool:
+    if shutil.which("sbatch") is None or shutil.which("sinfo") is None:
+        return False
+    done = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30)
+    return done.returncode == 0 and any(s.startswith(("idle", "mix", "alloc")) for s in done.stdout.split())
+
+
+@pytest.mark.slurm
+@pytest.mark.integration
+@pytest.mark.skipif(not _slurm_up(), reason="no Slurm cluster here (`make test-slurm` starts a single-node one)")
+def test_a_two_shard_slurm_run_merges_into_the_single_runs_cases_and_run_counts(tmp_path):
+    selection = ["--cases", "numpy_matmul_64_f32,numpy_fused_chain_64_f32,numpy_mlp_train_step_64_f32", "--cold-runs", "2",
+                 "--warm-procs", "1", "--warm-samples", "3", "--seed", "5"]  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", *selection, "--executor", "slurm", "--shards", "2",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "slurm: 2/2 shard(s) done" in done.stdout
+    (merged,) = [p for p in tmp_path.iterdir() if p.name.startswith("merged-")]
+    assert subprocess.run([sys.executable, "-m", "ttfr", "validate", str(merged)], capture_output=True).returncode == 0
+    plan = build_plan(build_spec(cases=selection[1].split(","), cold_runs=2, warm_procs=1, warm_samples=3, seed=5))
+    journal = [json.loads(line) for line in (merged / "journal.jsonl").read_text().splitlines()]
+    assert sorted(e["task"] for e in journal) == sorted(t.key for t in plan.tasks)  # every run of the plan, once
+    manifest = json.loads((merged / "manifest.json").read_text())
+    assert [s["shard"] for s in manifest["shards"]] == ["1/2", "2/2"]
