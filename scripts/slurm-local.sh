@@ -14,6 +14,11 @@ if sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then
     echo "slurm-local: already running"; exit 0
 fi
 
+if [ -f /etc/slurm/slurm.conf ] && ! grep -q '^ClusterName=ttfr-local$' /etc/slurm/slurm.conf; then
+    echo "slurm-local: /etc/slurm/slurm.conf belongs to another cluster; not touching it (start that one instead)" >&2
+    exit 1
+fi
+
 host=$(hostname -s)
 cpus=$(nproc)
 memory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))

@@ -61,3 +61,10 @@ def test_shards_that_do_not_make_one_plan_are_refused_saying_why(tmp_path, capsy
     assert cli.main(["merge", str(one), str(whole), "--out", str(tmp_path / "m")]) == 2
     assert "is not a shard" in capsys.readouterr().err
     assert not (tmp_path / "m").exists() or list((tmp_path / "m").iterdir()) == []
+
+
+def test_slices_of_different_plans_are_refused(tmp_path, capsys):
+    two = _run(tmp_path, "a", shard="1/2", workloads="matmul")
+    three = _run(tmp_path, "b", shard="2/2", workloads="matmul,fused_chain,mlp_train_step")
+    assert cli.main(["merge", str(two), str(three), "--out", str(tmp_path / "m")]) == 2
+    assert "slices of different plans" in capsys.readouterr().err

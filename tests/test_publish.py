@@ -105,3 +105,56 @@ def test_the_nextstat_contracts_validate_against_the_published_schemas(tmp_path)
         assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == [], name
     index = json.loads((path / "nextstat" / "snapshot_index_v1.json").read_text())
     assert {a["path"] for a in index["artifacts"]} >= {"suite.json", "nextstat/ml/suite_result.json"}
+
+
+def _reindex(path):
+    """What a forger does: rewrite snapshot_index.json to match the edited files."""
+    index = json.loads((path / snapshot.INDEX).read_text())
+    for entry in index["artifacts"]:
+        data = (path / entry["path"]).read_bytes()
+        entry.update(bytes=len(data), sha256=snapshot.sha256_bytes(data))
+    (path / snapshot.INDEX).write_text(json.dumps(index))
+
+
+def _writable(path):
+    for item in [path, *path.rglob("*")]:
+        item.chmod(0o755 if item.is_dir() else 0o644)
+
+
+def test_a_forged_snapshot_does_not_verify_even_with_its_index_rewritten(tmp_path):
+    path, _ = snapshot.publish(_run(tmp_path), tmp_path / "snaps")
+    _writable(path)
+    pack = json.loads((path / snapshot.VALIDATION).read_text())
+    pack["gates"] = [dict(g, result="pass") for g in pack["gates"]]  # "everything passed"
+    (path / snapshot.VALIDATION).write_text(json.dumps(pack))
+    _reindex(path)
+    assert any("validation.json: not what the case files give" in p for p in snapshot.verify(path))
+    # a run artifact changed (the plan another machine would replicate): the id no longer names it
+    plan = json.loads((path / "plan.json").read_text())
+    plan["spec"]["cold_runs"] = 3
+    (path / "plan.json").write_text(json.dumps(plan))
+    _reindex(path)
+    assert any("its content is not what was published" in p for p in snapshot.verify(path))
+    (path / snapshot.INDEX).unlink()  # without its index it is still a snapshot, and does not verify
+    assert cli.main(["validate", str(path)]) == 1
+
+
+def test_publishing_again_over_a_damaged_snapshot_is_refused(tmp_path, capsys):
+    root = _run(tmp_path)
+    path, _ = snapshot.publish(root, tmp_path / "snaps")
+    _writable(path)
+    (path / "junk").mkdir()
+    assert "junk/: not in snapshot_index.json" in snapshot.verify(path)
+    assert cli.main(["publish", str(root), "--out", str(tmp_path / "snaps")]) == 2
+    assert "exists but does not verify" in capsys.readouterr().err
+
+
+def test_a_failed_case_fails_the_pack(tmp_path):
+    def fail(call):
+        return fake_result(None, outcome="timeout", reason="timeout after 0.1 s") if call["case"].startswith("numpy") else None
+
+    path, _ = snapshot.publish(_run(tmp_path, FakeExecutor(decide=fail)), tmp_path / "snaps")
+    pack = json.loads((path / snapshot.VALIDATION).read_text())
+    status = {g["case"]: g["result"] for g in pack["gates"] if g["gate"] == "status"}
+    assert status["numpy_matmul_64_f32"] == "fail" and status["jax_jit_gpu_matmul_64_f32"] == "flagged"
+    assert pack["passed"] is False

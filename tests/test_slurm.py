@@ -82,3 +82,30 @@ def test_a_two_shard_slurm_run_merges_into_the_single_runs_cases_and_run_counts(
     assert sorted(e["task"] for e in journal) == sorted(t.key for t in plan.tasks)  # every run of the plan, once
     manifest = json.loads((merged / "manifest.json").read_text())
     assert [s["shard"] for s in manifest["shards"]] == ["1/2", "2/2"]
+
+
+def test_the_array_task_script_quotes_every_path_and_word(tmp_path, monkeypatch):
+    """A work directory with a space and a `$`, and an argument that looks like the task's own
+    options: the task runs exactly its shard with its own output directory."""
+    work = tmp_path / "my $HOME results"
+    for sub in ("shards", "logs", "status"):
+        (work / sub).mkdir(parents=True)
+    monkeypatch.setattr(slurm.sys, "executable", "/bin/echo")  # the task prints what it would run
+    script = slurm._script(work, ["--command", "echo --shard 0/9 $x", "--out", "elsewhere"], 3, 7)
+    done = subprocess.run(["bash", str(script)], env={"SLURM_ARRAY_TASK_ID": "2", "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    log = (work / "logs" / "shard-2.log").read_text()
+    assert log.strip() == f"-m ttfr run --command echo --shard 0/9 $x --seed 7 --shard 2/3 --out {work}/shards/2"
+    assert (work / "status" / "2").read_text().strip() == "0"
+
+
+def test_a_shard_count_the_cases_cannot_fill_is_refused_before_submitting(capsys, monkeypatch):
+    monkeypatch.setattr(slurm.shutil, "which", lambda name: f"/usr/bin/{name}")
+    with pytest.raises(UsageError, match=r"--shards must be 2\.\.1 \(this run has 1 case"):
+        slurm.check(slurm.SlurmOptions(2), n_cases=1)
+    with pytest.raises(UsageError, match="one shard is a plain `ttfr run`"):
+        slurm.check(slurm.SlurmOptions(1), n_cases=4)
+    # no abbreviations: `--exec` is not `--executor` (a shard would not know it)
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--cases", "numpy_matmul_64_f32", "--exec", "slurm", "--shards", "2"])

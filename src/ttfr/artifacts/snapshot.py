@@ -21,6 +21,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import tempfile
@@ -37,9 +38,12 @@ INDEX_SCHEMA = "ttfr.snapshot_index.v1"
 BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
 VALIDATION_SCHEMA = "ttfr.validation.v1"
 INDEX, BASELINE, VALIDATION = "snapshot_index.json", "baseline_manifest.json", "validation.json"
-_ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv")
+# The run's own artifacts (what the id covers); a replica's report is one of its run's.
+_ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv",
+                   "replication_report.json")  # fmt: skip
 _ARTIFACT_DIRS = ("cases", "workspaces")
 LOCK_FILE = "requirements/cpu-lock.txt"
+_RESULTS = ("pass", "fail", "flagged", "not_applicable")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -64,6 +68,15 @@ def _artifacts(root: Path) -> list[str]:
     return sorted(found)
 
 
+def content_digest(entries: list[dict]) -> str:
+    """The snapshot's id source: the sha256 of the run's artifacts (each path and sha256)."""
+    return sha256_bytes("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode())
+
+
+def snapshot_name(digest: str) -> str:
+    return f"ttfr-{digest[:20]}"
+
+
 def _entry(root: Path, rel: str) -> dict:
     data = (root / rel).read_bytes()
     return {"path": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
@@ -79,6 +92,9 @@ def gates(cases: list[dict]) -> list[dict]:
     """Every gate of a result and its outcome: pass, fail, flagged or not_applicable."""
     out = []
     for case in cases:
+        # the case itself: a failed case (every run failed, a gate run failed, its check failed) fails
+        status = {"ok": "pass", "warn": "flagged", "failed": "fail"}[case["status"]]
+        out.append({"case": case["case"], "gate": "status", "result": status, "detail": case["reason"] or case["status"]})
         check = case.get("correctness")
         if case["status"] == "warn" and not case["policies"]:
             out.append({"case": case["case"], "gate": "availability", "result": "not_applicable", "detail": case["reason"]})
@@ -230,15 +246,14 @@ def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> 
                          f"`ttfr run --resume {source}` before publishing")  # fmt: skip
     root = verified.result_dir.root
     entries = [_entry(root, rel) for rel in _artifacts(root)]
-    digest = sha256_bytes("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode())
-    snapshot_id = f"ttfr-{digest[:20]}"
+    digest = content_digest(entries)
+    snapshot_id = snapshot_name(digest)
     out_parent = Path(out_parent)
     final = out_parent / snapshot_id
-    if final.exists():
-        index = final / INDEX
-        if index.is_file() and read_json(index).get("content_sha256") == digest:
-            return final, False  # the same content is the same snapshot
-        raise UsageError(f"{final} exists and is not this snapshot: remove it or publish elsewhere")
+    if final.exists() or final.is_symlink():
+        if not verify(final):
+            return final, False  # the same content is the same snapshot, and it verifies
+        raise UsageError(f"{final} exists but does not verify (`ttfr validate {final}`): remove it or publish elsewhere")
     try:
         out_parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{snapshot_id}.", dir=out_parent))
@@ -265,24 +280,10 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     generated = generated_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     lock = lock_file()
     write_json(staging / BASELINE, _baseline(verified, lock), BASELINE_SCHEMA)
-    checks = gates(verified.cases)
-    failed = [g for g in checks if g["result"] == "fail"]
-    write_json(
-        staging / VALIDATION,
-        {
-            "schema": VALIDATION_SCHEMA,
-            "snapshot_id": snapshot_id,
-            "summary": {
-                result: sum(g["result"] == result for g in checks) for result in ("pass", "fail", "flagged", "not_applicable")
-            },
-            "passed": not failed,
-            "gates": checks,
-        },
-        VALIDATION_SCHEMA,
-    )
+    write_json(staging / VALIDATION, _validation(snapshot_id, verified.cases), VALIDATION_SCHEMA)
     rerun = staging / "rerun"
     plan = read_json(root / "plan.json")
-    write_bytes_atomic(rerun / "command.txt", (" ".join(verified.manifest["command_line"]) + "\n").encode())
+    write_bytes_atomic(rerun / "command.txt", _command_text(verified.manifest).encode())
     write_bytes_atomic(rerun / "spec.json", (json.dumps(plan["spec"], indent=2, sort_keys=True) + "\n").encode())
     if lock:
         shutil.copyfile(lock, rerun / "cpu-lock.txt")
@@ -315,6 +316,22 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     )
 
 
+def _command_text(manifest: dict) -> str:
+    """The command line as a shell reads it back (already redacted in the manifest)."""
+    return shlex.join(manifest["command_line"]) + "\n"
+
+
+def _validation(snapshot_id: str, cases: list[dict]) -> dict:
+    checks = gates(cases)
+    return {
+        "schema": VALIDATION_SCHEMA,
+        "snapshot_id": snapshot_id,
+        "summary": {result: sum(g["result"] == result for g in checks) for result in _RESULTS},
+        "passed": not any(g["result"] == "fail" for g in checks),
+        "gates": checks,
+    }
+
+
 def _read_only(top: Path) -> None:
     for dirpath, _dirnames, filenames in os.walk(top):
         for name in filenames:
@@ -336,14 +353,22 @@ def _writable(top: Path) -> None:
             os.chmod(Path(dirpath) / name, stat.S_IRUSR | stat.S_IWUSR)
 
 
+def is_snapshot(path: Path) -> bool:
+    """A published snapshot (or what is left of one): it has an index, a pack or a baseline."""
+    return any((Path(path) / name).exists() for name in (INDEX, VALIDATION, BASELINE))
+
+
 def verify(snapshot: Path) -> list[str]:
-    """Problems of a published snapshot: its index against its files (every hash, nothing extra
-    or missing), its own schemas, and the result directory inside it (`ttfr validate`)."""
+    """Problems of a published snapshot. Its index against its files (every hash and size,
+    nothing extra, only regular files and the directories they need); the id against the run's
+    artifacts (the content digest is recomputed: it names the directory and the index); the
+    result inside it (`ttfr validate`); and every derived file against what its artifacts give:
+    the validation pack, the baseline manifest, the rerun bundle and the NextStat contracts."""
     snapshot = Path(snapshot)
     index, problems = reader.inspect(snapshot, INDEX, INDEX_SCHEMA)
     if index is None or problems:
         return problems or [f"{snapshot / INDEX}: unreadable"]
-    listed = {e["path"] for e in index["artifacts"]}
+    listed = {e["path"]: e for e in index["artifacts"]}
     for entry in index["artifacts"]:
         try:
             payload = reader.read_bounded(reader.confined(snapshot, entry["path"]), entry["path"])
@@ -352,11 +377,63 @@ def verify(snapshot: Path) -> list[str]:
             continue
         if sha256_bytes(payload) != entry["sha256"] or len(payload) != entry["bytes"]:
             problems.append(f"{entry['path']}: does not match {INDEX} (changed after publishing)")
-    present = {p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file() or p.is_symlink()}
-    problems += [f"{p}: not in {INDEX}" for p in sorted(present - listed - {INDEX})]
-    for name, schema in ((BASELINE, BASELINE_SCHEMA), (VALIDATION, VALIDATION_SCHEMA)):
-        problems += reader.inspect(snapshot, name, schema)[1]
+    needed = {parent.as_posix() for p in listed for parent in Path(p).parents}
+    for path in sorted(snapshot.rglob("*")):
+        rel = path.relative_to(snapshot).as_posix()
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            problems.append(f"{rel}: not a regular file or directory")
+        elif path.is_dir() and rel not in needed:
+            problems.append(f"{rel}/: not in {INDEX}")
+        elif path.is_file() and rel not in listed and rel != INDEX:
+            problems.append(f"{rel}: not in {INDEX}")
+    if problems:
+        return problems
+    digest = content_digest([listed[rel] for rel in sorted(listed) if _is_run_artifact(rel)])
+    name = snapshot_name(digest)
+    if index["content_sha256"] != digest or index["snapshot_id"] != name or snapshot.resolve().name != name:
+        problems.append(f"{INDEX}: the run's artifacts give the id {name}, not {index['snapshot_id']} "
+                        f"(directory {snapshot.resolve().name}): its content is not what was published")  # fmt: skip
     problems += validate_dir(snapshot)
+    if problems:
+        return problems
+    return _derived_problems(snapshot, name, index)
+
+
+def _is_run_artifact(rel: str) -> bool:
+    return rel in _ARTIFACT_FILES or rel.split("/", 1)[0] in _ARTIFACT_DIRS
+
+
+def _same(data, expected) -> bool:
+    return data == json.loads(json.dumps(expected))
+
+
+def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
+    """The files publishing derived from the run, recomputed from it."""
+    problems = []
+    verified = load_finished(snapshot)
+    if not _same(read_json(snapshot / VALIDATION), _validation(name, verified.cases)):
+        problems.append(f"{VALIDATION}: not what the case files give (every gate is recomputed)")
+    lock = snapshot / "rerun" / "cpu-lock.txt"
+    expected = _baseline(verified, None)
+    expected["lock_file"] = {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock.is_file() else None
+    if not _same(read_json(snapshot / BASELINE), expected):
+        problems.append(f"{BASELINE}: not what manifest.json and rerun/cpu-lock.txt give")
+    command = snapshot / "rerun" / "command.txt"
+    if not command.is_file() or command.read_text() != _command_text(verified.manifest):
+        problems.append("rerun/command.txt: not the manifest's command line")
+    spec = snapshot / "rerun" / "spec.json"
+    if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
+        problems.append("rerun/spec.json: not plan.json's spec")
+    entries = {e["path"]: e for e in index["artifacts"]}
+    ns_index = read_json(snapshot / "nextstat" / "snapshot_index_v1.json")
+    if ns_index.get("snapshot_id") != name or any(entries.get(e.get("path")) != e for e in ns_index.get("artifacts", [])):
+        problems.append("nextstat/snapshot_index_v1.json: not the snapshot's id or files")
+    ns_baseline = read_json(snapshot / "nextstat" / "baseline_manifest_v1.json")
+    results = ns_baseline.get("results", [])
+    if not _same(ns_baseline, _nextstat_baseline(name, verified, results)) or any(
+        entries.get(r.get("path"), {}).get("sha256") != r.get("sha256") for r in results
+    ):
+        problems.append("nextstat/baseline_manifest_v1.json: not what the run gives")
     return problems
 
 

@@ -15,6 +15,7 @@ import difflib
 import json
 import re
 import shlex
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +36,12 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a did-you-mean for unknown options and subcommands (exit code 2)."""
 
     known_options: set[str] = set()
+
+    def __init__(self, *args, **kwargs):
+        # No prefixes: `--exec slurm` must not pass for `--executor` (a Slurm shard re-runs the
+        # command line, and a prefix it does not know would be a different option there).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         hint = ""
@@ -290,7 +297,7 @@ def _run_on_slurm(args, spec, console: Console) -> int:
     if args.shard:
         raise UsageError("--executor slurm cuts the plan into --shards N itself: drop --shard")
     options = slurm.SlurmOptions(args.shards, args.slurm_partition, args.slurm_time, args.slurm_account)
-    slurm.check(options)
+    slurm.check(options, len(spec.cases))
     root = slurm.run(args.argv[1:], spec.seed, options, args.out, ["ttfr", *args.argv],
                      say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
     result = load_finished(root)
@@ -448,7 +455,7 @@ def _validate(args, console: Console) -> int:
     from ttfr.artifacts.reader import validate_dir
 
     # a published snapshot: its index (every file's hash, nothing extra) and the result inside it
-    problems = snapshot.verify(args.dir) if (args.dir / snapshot.INDEX).exists() else validate_dir(args.dir)
+    problems = snapshot.verify(args.dir) if snapshot.is_snapshot(args.dir) else validate_dir(args.dir)
     for problem in problems:
         console.print(f"invalid: {problem}", markup=False, highlight=False)
     if not problems:
@@ -509,6 +516,21 @@ def _export(args, console: Console) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:  # SIGTERM ends any command as Ctrl-C does (a publish or a Slurm wait cleans up after itself)
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        return _main(args, argv)
+    try:
+        return _main(args, argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def _main(args, argv) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for what re-runs it (Slurm shards)
     # Piped output (CI logs) would otherwise be wrapped at 80 columns, splitting case ids.
     console = Console() if sys.stdout.isatty() else Console(width=200)

@@ -49,7 +49,7 @@ def _differences(first: _Shard, other: _Shard) -> list[str]:
     found = []
     a, b = dict(first.plan["spec"]), dict(other.plan["spec"])
     for key in sorted(set(a) | set(b)):
-        if key in ("cases", "shard"):
+        if key in ("cases", "shard", "plan_cases"):
             continue
         if a.get(key) != b.get(key):
             found.append(f"spec.{key}: {a.get(key)!r} in {first.root.name}, {b.get(key)!r} in {other.root.name}")
@@ -84,13 +84,18 @@ def check_shards(shards: list[_Shard]) -> tuple[RunSpec, list[str]]:
         if differences:
             raise UsageError("the shards were not planned and run alike: " + "; ".join(differences[:4]))
     cases = sorted({case for s in shards for case in s.spec.cases})
+    plans = {s.spec.plan_cases for s in shards}
+    if len(plans) > 1 or (plans and next(iter(plans)) and set(next(iter(plans))) != {c.id for c in cases}):
+        sizes = ", ".join(f"shard {s.spec.shard[0]}/{s.spec.shard[1]} of a {len(s.spec.plan_cases) or '?'}-case plan"
+                          for s in shards)  # fmt: skip
+        raise UsageError(f"the shards are slices of different plans ({sizes}; together they hold {len(cases)} cases)")
     for shard in shards:
         index = shard.spec.shard[0]
         expected = [c for position, c in enumerate(cases) if position % count == index - 1]
         if list(shard.spec.cases) != expected:
             raise UsageError(f"shard {index}/{count} ({shard.root}) holds {len(shard.spec.cases)} case(s), not the "
                              f"{len(expected)} its slice of the {len(cases)} cases is")  # fmt: skip
-    spec = replace(shards[0].spec, cases=tuple(cases), shard=None)
+    spec = replace(shards[0].spec, cases=tuple(cases), shard=None, plan_cases=())
     return spec, [c.id for c in cases]
 
 

@@ -30,6 +30,7 @@ _SUBMISSION_OPTIONS = {"--executor": True, "--shards": True, "--slurm-partition"
                        "--slurm-account": True, "--out": True, "--seed": True, "--shard": True}  # fmt: skip
 MAX_SHARDS = 1000
 _POLL_S = 2.0
+_SQUEUE_PATIENCE_S = 300.0
 
 
 class ShardsFailed(UsageError):
@@ -46,18 +47,21 @@ class SlurmOptions:
     account: str | None = None
 
 
-def check(options: SlurmOptions) -> None:
-    """Before anything is written: Slurm's commands are here, the shard count is sane."""
+def check(options: SlurmOptions, n_cases: int | None = None) -> None:
+    """Before anything is written: Slurm's commands are here, the shard count is sane (two or
+    more, and no more than the cases: a shard without a case has nothing to run)."""
     for program in ("sbatch", "squeue", "scancel"):
         if shutil.which(program) is None:
             raise UsageError(f"--executor slurm: {program} is not on PATH (no Slurm client here; `scripts/slurm-local.sh` "
                              "starts a single-node cluster for trying it)")  # fmt: skip
-    if not 1 <= options.shards <= MAX_SHARDS:
-        raise UsageError(f"--shards must be 1..{MAX_SHARDS}, got {options.shards}")
+    most = min(MAX_SHARDS, n_cases) if n_cases is not None else MAX_SHARDS
+    if not 2 <= options.shards <= most:
+        why = f" (this run has {n_cases} case(s): a shard holds at least one)" if n_cases is not None else ""
+        raise UsageError(f"--shards must be 2..{most}{why}, got {options.shards}; one shard is a plain `ttfr run`")
 
 
-def shard_argv(run_argv: list[str], index: int, count: int, seed: int, out: Path) -> list[str]:
-    """`ttfr run`'s own options (those of the submission removed) for shard `index` of `count`."""
+def common_argv(run_argv: list[str], seed: int) -> list[str]:
+    """`ttfr run`'s own options with those of the submission removed, and the run's seed."""
     kept, skip = [], False
     for word in run_argv:
         if skip:
@@ -68,21 +72,27 @@ def shard_argv(run_argv: list[str], index: int, count: int, seed: int, out: Path
             skip = _SUBMISSION_OPTIONS[name] and not sep
             continue
         kept.append(word)
-    return [*kept, "--shard", f"{index}/{count}", "--seed", str(seed), "--out", str(out)]
+    return [*kept, "--seed", str(seed)]
+
+
+def shard_argv(run_argv: list[str], index: int, count: int, seed: int, out: Path) -> list[str]:
+    """The options of shard `index` of `count` (what its array task runs)."""
+    return [*common_argv(run_argv, seed), "--shard", f"{index}/{count}", "--out", str(out)]
 
 
 def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
     """The array task: run its shard, keep its log, write its exit code."""
-    argv = shard_argv(run_argv, 0, count, seed, work / "shards" / "SHARD")
-    line = shlex.join([sys.executable, "-m", "ttfr", "run", *argv])
-    line = line.replace("--shard 0/", "--shard ${K}/").replace(str(work / "shards" / "SHARD"), f"{work / 'shards'}/${{K}}")
+    # Every word quoted for the shell; the task's number and the work directory are shell variables
+    # expanded inside double quotes (a `$` or a space in a path is never read as anything else).
+    line = shlex.join([sys.executable, "-m", "ttfr", "run", *common_argv(run_argv, seed)])
     script = work / "shard.sh"
     script.write_text(
         "#!/bin/bash\n"
         "# One shard of a ttfr run (a Slurm array task): written by `ttfr run --executor slurm`.\n"
         "K=${SLURM_ARRAY_TASK_ID:?not a Slurm array task}\n"
-        f'{line} > "{work}/logs/shard-${{K}}.log" 2>&1\n'
-        f'echo $? > "{work}/status/${{K}}.tmp" && mv "{work}/status/${{K}}.tmp" "{work}/status/${{K}}"\n'
+        f"WORK={shlex.quote(str(work))}\n"
+        f'{line} --shard "$K/{count}" --out "$WORK/shards/$K" > "$WORK/logs/shard-$K.log" 2>&1\n'
+        'echo $? > "$WORK/status/$K.tmp" && mv "$WORK/status/$K.tmp" "$WORK/status/$K"\n'
     )
     script.chmod(0o755)
     return script
@@ -99,15 +109,21 @@ def _sbatch(script: Path, work: Path, options: SlurmOptions) -> str:
         argv.append(f"--account={options.account}")
     done = subprocess.run([*argv, str(script)], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)  # nothing was submitted: nothing to keep
         raise UsageError(f"sbatch refused the job array: {(done.stderr or done.stdout).strip()[-500:]}")
     return done.stdout.strip().split(";")[0]
 
 
-def _active(job: str) -> int:
-    """How many of the array's tasks Slurm still has (pending or running)."""
-    done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:  # the job left the queue (some Slurms answer an unknown job id with an error)
-        return 0
+def _active(job: str) -> int | None:
+    """How many of the array's tasks Slurm still has (pending or running); None when squeue
+    did not answer (a busy controller): not an answer that the job is gone."""
+    try:
+        done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        # some Slurms answer a job that left the queue with an error: that one is an answer
+        return 0 if "invalid job id" in done.stderr.lower() else None
     return len([line for line in done.stdout.splitlines() if line.strip()])
 
 
@@ -121,19 +137,27 @@ def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path,
     script = _script(work, run_argv, options.shards, seed)
     job = _sbatch(script, work, options)
     say(f"slurm: job {job}, {options.shards} shard(s), one node each; work directory {work}")
-    shown = -1
+    shown, unanswered = -1, 0
     try:
         while True:
-            finished = len(list((work / "status").glob("[0-9]*")))
+            finished = len([p for p in (work / "status").iterdir() if p.name.isdigit()])
             if finished != shown:
                 say(f"slurm: {finished}/{options.shards} shard(s) done")
                 shown = finished
-            if finished == options.shards or _active(job) == 0:
+            if finished == options.shards:
                 break
+            active = _active(job)
+            unanswered = unanswered + 1 if active is None else 0
+            if active == 0:
+                break
+            if unanswered * _POLL_S > _SQUEUE_PATIENCE_S:
+                raise ShardsFailed(f"squeue has not answered about job {job} for {_SQUEUE_PATIENCE_S:g} s; the job may "
+                                   f"still run: `squeue -j {job}`, then `ttfr merge {work / 'shards'}/*/*`")  # fmt: skip
             time.sleep(_POLL_S)
     except KeyboardInterrupt:
-        subprocess.run(["scancel", job], capture_output=True, timeout=60)
-        say(f"slurm: interrupted: job {job} cancelled; its shards so far are in {work / 'shards'}")
+        cancelled = subprocess.run(["scancel", job], capture_output=True, text=True, timeout=60).returncode == 0
+        say(f"slurm: interrupted: job {job} " + ("cancelled" if cancelled else "NOT cancelled (scancel failed): "
+            f"`scancel {job}`") + f"; its shards so far are in {work / 'shards'}")  # fmt: skip
         raise
     return _merge(work, options.shards, out_parent, command_line)
 
@@ -147,8 +171,13 @@ def _merge(work: Path, count: int, out_parent: Path, command_line) -> Path:
         # exit 1 is a run whose cases failed: its artifacts are complete and merge like any
         if code not in ("0", "1") or len(found) != 1:
             log = work / "logs" / f"shard-{index}.log"
-            problems.append(f"shard {index}/{count}: " + ("never finished (cancelled, or killed by Slurm)" if code is None
-                            else f"exit code {code}") + f"; see {log}")  # fmt: skip
+            if code is None:
+                why = "never finished (cancelled, or killed by Slurm)"
+            elif code not in ("0", "1"):
+                why = f"exit code {code}"
+            else:
+                why = f"exit code {code}, but {len(found)} result directories instead of one"
+            problems.append(f"shard {index}/{count}: {why}; see {log}")
         else:
             dirs.append(found[0])
     if problems:

@@ -83,6 +83,9 @@ class RunSpec:
     budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
     case_files: tuple[tuple[str, str], ...] = ()  # --case-file: (absolute path, sha256) of the users' case files
     commands: tuple[user_commands.UserCommand, ...] = ()  # --command: the programs of the `command` cases
+    # --shard K/N: every case of the plan the shards share (this shard's are `cases`), so that
+    # `ttfr merge` can tell the shards of one plan from slices of different ones
+    plan_cases: tuple[str, ...] = ()
 
     def command(self, name: str) -> user_commands.UserCommand:
         return next(c for c in self.commands if c.name == name)
@@ -94,6 +97,7 @@ class RunSpec:
         data["shard"] = list(self.shard) if self.shard else None
         data["case_files"] = [{"path": path, "sha256": sha256} for path, sha256 in self.case_files]
         data["commands"] = [c.to_json() for c in self.commands]
+        data["plan_cases"] = list(self.plan_cases)
         return data
 
     @classmethod
@@ -108,6 +112,7 @@ class RunSpec:
         data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
         data["policies"] = tuple(data["policies"])
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
+        data["plan_cases"] = tuple(data.get("plan_cases") or ())
         return cls(**data)
 
 
@@ -488,6 +493,7 @@ def build_spec(
     hf_sizes = datasets.preset_sizes(_split(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES))
     chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
+    plan_cases = tuple(c.id for c in chosen) if shard_pair else ()
     if shard_pair:
         index, count = shard_pair
         chosen = tuple(c for position, c in enumerate(chosen) if position % count == index - 1)
@@ -518,6 +524,7 @@ def build_spec(
     if python is not None:
         check_worker_python(python)
     return RunSpec(
+        plan_cases=plan_cases,
         commands=tuple(c for c in user_command_list if any(case.workload == c.name for case in chosen)),
         case_files=tuple(f for f in case_files if any(c.workload_info.source == f[0] for c in chosen)),
         cases=chosen,
