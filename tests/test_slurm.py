@@ -22,18 +22,9 @@ from ttfr.measure.spec import build_spec
 def test_a_shard_runs_the_same_options_with_its_slice_seed_and_directory(tmp_path):
     argv = ["--cases", "numpy_matmul_64_f32", "--executor", "slurm", "--shards=3", "--slurm-time", "1:00:00",
             "--out", "results", "--seed=1", "--cold-runs", "2"]  # fmt: skip
-    assert slurm.shard_argv(argv, 2, 3, 7, tmp_path / "s2") == [
-        "--cases",
-        "numpy_matmul_64_f32",
-        "--cold-runs",
-        "2",
-        "--shard",
-        "2/3",
-        "--seed",
-        "7",
-        "--out",
-        str(tmp_path / "s2"),
-    ]
+    expected = ["--cases", "numpy_matmul_64_f32", "--cold-runs", "2", "--seed", "7", "--shard", "2/3", "--out",
+                str(tmp_path / "s2")]  # fmt: skip
+    assert slurm.shard_argv(argv, 2, 3, 7, tmp_path / "s2") == expected
 
 
 def test_without_slurm_or_with_a_bad_shard_count_nothing_is_submitted(monkeypatch, capsys):
