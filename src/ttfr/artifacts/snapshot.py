@@ -44,6 +44,7 @@ _ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", 
 _ARTIFACT_DIRS = ("cases", "workspaces")
 LOCK_FILE = "requirements/cpu-lock.txt"
 _RESULTS = ("pass", "fail", "flagged", "not_applicable")
+NEXTSTAT_KEY = "nextstat"  # a field of NextStat's baseline contract (and the package's name in the manifest)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -209,19 +210,21 @@ def _nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: l
         "snapshot_id": snapshot_id,
         "suite": "ml",
         "git": {"sha": _commit(manifest), "ref": "unknown", "repository": "ttfr"},
-        "workflow": {"harness": "ttfr", "harness_version": manifest["ttfr"]["version"], "command": "ttfr publish"},
+        "workflow": {"harness": "ttfr", "harness_version": manifest["ttfr"]["version"], "entrypoint": "ttfr publish"},
         "artifacts": entries,
     }
 
 
 def _nextstat_baseline(snapshot_id: str, verified, results: list[dict]) -> dict:
     manifest = verified.manifest
+    # NextStat's contract names its own engine's version (the runtime's, as the manifest has it)
+    engine = {"version": next((v for k, v in manifest["runtimes"].items() if k == NEXTSTAT_KEY), None) or "not installed"}
     return {
         "schema_version": "nextstat.baseline_manifest.v1",
         "snapshot_id": snapshot_id,
         "deterministic": verified.suite["deterministic"],
         "harness": {"repo": "ttfr", "git_commit": _commit(manifest)},
-        "nextstat": {"version": manifest["runtimes"].get("nextstat") or "not installed"},
+        NEXTSTAT_KEY: engine,
         "environment": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
         "datasets": [
             {"id": c["dataset"]["id"], "sha256": c["dataset"]["sha256"]} for c in verified.cases if c["dataset"].get("sha256")

@@ -72,6 +72,11 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
             "replica": mine["result"] if mine else "missing", "required": gate["gate"] in REQUIRED_GATES,
             "replicated": mine is not None and mine["result"] == gate["result"],
         })  # fmt: skip
+    for key, gate in sorted(ours.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if key not in theirs:  # a gate only the replica has (a case that ran here, not there)
+            gates.append({"case": gate["case"], "gate": gate["gate"], "policy": gate.get("policy"),
+                          "snapshot": "missing", "replica": gate["result"], "required": gate["gate"] in REQUIRED_GATES,
+                          "replicated": False})  # fmt: skip
     by_id = {c["case"]: c for c in replica.cases}
     datasets = []
     for case in original.cases:
@@ -119,6 +124,8 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
                 for g in failed
             ],  # fmt: skip
             "datasets_unequal": [d["case"] for d in unequal],
+            # what replicated may be a failure: the snapshot's own gates that failed (replicated or not)
+            "snapshot_failed_gates": sum(g["snapshot"] == "fail" for g in gates),
             "exit_code": EXIT_OK if replicated else EXIT_REGRESSION,
         },
     }

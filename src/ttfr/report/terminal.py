@@ -397,6 +397,9 @@ def print_replication(console: Console, document: dict) -> None:
                        f"{summary['required_replicated']} of {summary['required_gates']} required gates; "
                        f"schema {'valid' if document['schema_valid'] else 'INVALID'}; "
                        f"datasets {'DIFFER: ' + ', '.join(unequal) if unequal else 'equal'}", style=style))  # fmt: skip
+    if summary.get("snapshot_failed_gates"):
+        console.print(Text(f"  note: the snapshot itself has {summary['snapshot_failed_gates']} failed gate(s) "
+                           "(see its validation.json): what replicated includes failures", style="yellow"))  # fmt: skip
     for line in summary["not_replicated"]:
         console.print(Text(f"  not replicated: {printable(line)}", style="red"))
     differences = document["differences"]
