@@ -124,6 +124,10 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
     fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
     table = []
     n = _call_grid(reach)
+    # Each drawn break-even gets a number, on the plot and in its table row (text beside the
+    # circles would overlap when several backends cross close together).
+    drawn = [r for r in rows_here if r["calls"] and r["calls"] <= reach and r["cold_policy"] in policies]
+    number = {id(r): i for i, r in enumerate(drawn, 1)}
     for ax, policy in zip(axes[0], policies):
         for index, case in enumerate(sorted(members, key=lambda c: c["backend"])):
             cold, warm = _metric(case, policy, "ttfr_s"), _metric(case, WARM_PROCESS, "call_s")
@@ -140,8 +144,8 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
             calls = row["calls"]  # (one beyond the plotted range is said in the table, not drawn off it)
             y = row["slow_start_ttfr_s"] + (calls - 1) * row["slow_start_call_s"]
             ax.plot([calls], [y], marker="o", markersize=7, markerfacecolor="none", markeredgecolor="black")
-            ax.annotate(f"{row['slow_start']}\ncatches up at\ncall {calls:,}", (calls, y), textcoords="offset points",
-                        xytext=(-8, 10), ha="right", fontsize=7)  # fmt: skip
+            ax.annotate(str(number[id(row)]), (calls, y), textcoords="offset points", xytext=(-4, 6), ha="right",
+                        fontsize=8, fontweight="bold")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("calls")
@@ -155,9 +159,10 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         rng = "" if row["calls"] is None else f" (CI range {_calls(span[0])}–{_calls(span[1])})"
         if row["calls"] and row["calls"] > reach:
             rng += f"; beyond the plotted {reach:,} calls"
-        notes.append([f"{row['slow_start']} vs {row['fast_start']}", _POLICY_LABEL[row["cold_policy"]], "break-even",
+        marked = f" — circle {number[id(row)]}" if id(row) in number else ""
+        notes.append([f"{row['slow_start']} vs {row['fast_start']}{marked}", _POLICY_LABEL[row["cold_policy"]], "break-even",
                       shown + rng])  # fmt: skip
-    note = "Lines: TTFR + (calls − 1) × warm call; bands: both medians' 95% CIs; circles: break-even."
+    note = "Lines: TTFR + (calls − 1) × warm call; bands: both medians' CIs; numbered circles: the break-even rows."
     return Plot(f"Amortisation: {workload} {size} {dtype}", _svg(fig), ["backend", "policy", "TTFR [CI]", "warm call [CI]"],
                 table + notes, note)  # fmt: skip
 
