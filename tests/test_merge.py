@@ -68,3 +68,12 @@ def test_slices_of_different_plans_are_refused(tmp_path, capsys):
     three = _run(tmp_path, "b", shard="2/2", workloads="matmul,fused_chain,mlp_train_step")
     assert cli.main(["merge", str(two), str(three), "--out", str(tmp_path / "m")]) == 2
     assert "slices of different plans" in capsys.readouterr().err
+
+
+def test_the_merged_manifest_records_the_merge_command_line_redacted(tmp_path):
+    from ttfr.commands import merge
+
+    shards = [_run(tmp_path, f"s{k}", shard=f"{k}/2") for k in (1, 2)]
+    root = merge.merge(shards, tmp_path / "m", ["ttfr", "merge", "--api-token", "s3cr3tvalue", *map(str, shards)])
+    manifest = (root / "manifest.json").read_text()
+    assert "s3cr3tvalue" not in manifest and json.loads(manifest)["command_line"][3] == "<redacted>"

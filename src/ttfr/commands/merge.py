@@ -26,6 +26,7 @@ from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.spec import RunSpec
+from ttfr.redaction import redact_argv
 
 
 class _Shard:
@@ -125,7 +126,8 @@ def merge(shard_dirs, out_parent: Path, command_line=None) -> Path:
                         shutil.copyfile(shard.root / rel, target)
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
         manifest = dict(shards[0].manifest)
-        manifest["command_line"] = list(command_line or manifest["command_line"])
+        # the merge's own command line, through the one redaction like every recorded one
+        manifest["command_line"] = redact_argv(command_line) if command_line else manifest["command_line"]
         manifest["shards"] = [{
             "shard": f"{s.spec.shard[0]}/{s.spec.shard[1]}", "machine_id": s.manifest["machine_id"],
             "session_id": s.manifest["session_id"], "cpu": s.manifest["cpu"], "platform": s.manifest["os"]["platform"],

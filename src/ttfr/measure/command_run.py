@@ -139,8 +139,7 @@ def run_prepare(command: UserCommand, env: dict, timeout_s: float) -> str | None
 
 
 def _exit_words(exit_code: int) -> str:
-    outcome, reason = classify(None, exit_code, False, 0.0)
-    return reason if exit_code < 0 else f"exited with code {exit_code}"
+    return classify(None, exit_code, False, 0.0)[1] if exit_code < 0 else f"exited with code {exit_code}"
 
 
 def _redaction_env(command: UserCommand, env: dict) -> dict:
