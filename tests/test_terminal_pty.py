@@ -223,6 +223,30 @@ def test_report_on_a_terminal_shows_tables_with_component_bars(tmp_path):
     assert piped.returncode == 0 and piped.stdout.startswith("# ttfr snapshot") and "█" not in piped.stdout
 
 
+def test_publish_and_replicate_on_a_terminal(tmp_path):
+    """`ttfr publish` and `ttfr replicate` (its live bar and its verdict lines) under a pty."""
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), "--cases", "numpy_matmul_64_f32",
+            "--cache-policy", "cold-cache,warm", "--cold-runs", "2", "--warm-procs", "1", "--warm-samples", "3",
+            "--seed", "2"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    assert status == 0, _ANSI.sub("", raw)[-3000:]
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "publish", str(root), "--out", str(tmp_path / "snaps")],
+                               RUN_TIMEOUT_S)  # fmt: skip
+    text = _ANSI.sub("", raw)
+    assert status == 0 and "published:" in text and "Traceback" not in text, text[-3000:]
+    (snap,) = (tmp_path / "snaps").iterdir()
+    status, raw = run_on_a_pty([sys.executable, "-m", "ttfr", "replicate", str(snap), "--out", str(tmp_path / "again")],
+                               RUN_TIMEOUT_S)  # fmt: skip
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert status == 0 and "Traceback" not in text, text[-4000:]
+    assert "ETA" in text and "\x1b[?25h" in raw, text[-4000:]  # the live bar ran and gave the cursor back
+    flat = " ".join(text.split())
+    assert "replicated:" in flat and "NOT replicated" not in flat and "replication_report.json" in flat, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+
+
 def test_a_contended_run_ends_with_the_machine_health_line_on_a_terminal(tmp_path):
     """The health line is a path of the terminal summary that only a busy machine takes: a
     CPU-bound loop pinned to every usable core makes the BLAS worker wait for a CPU."""
