@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ttfr.analyse import precision
 from ttfr.artifacts.reader import load_finished
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 
 def one_run(out: Path, extra: list[str]) -> tuple[float, Path]:

@@ -17,6 +17,22 @@ SHARED_SCHEMAS = Path(
 
 
 @pytest.fixture(autouse=True)
+def figures_drawn_only_where_asked(request, monkeypatch):
+    """report.html's figures are drawn by matplotlib (~2 s a page): every fake run writes the
+    page with each figure's SVG stubbed (its table, layout and escaping still real); a test
+    marked `figures` draws them for real."""
+    if request.node.get_closest_marker("figures"):
+        return
+    from ttfr.report import plots
+
+    def stub_svg(fig):
+        plots._pyplot().close(fig)
+        return '<svg xmlns="http://www.w3.org/2000/svg" data-stub="figure not drawn in this test"></svg>'
+
+    monkeypatch.setattr(plots, "_svg", stub_svg)
+
+
+@pytest.fixture(autouse=True)
 def fresh_catalog():
     """Users' cases and commands are added to this process's catalogue: every test gets it back
     as it was (a registered command would otherwise show up in later tests' catalogued cases)."""

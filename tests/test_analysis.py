@@ -8,7 +8,7 @@ from ttfr.analyse import case_result, figures, suite_figures
 from ttfr.measure.catalog import parse_case_id
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spec import build_spec
 

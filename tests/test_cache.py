@@ -1,6 +1,6 @@
 from ttfr.measure import cache, catalog
 from ttfr.measure.cache import CacheDirs
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 
 
 def jax_counters(hits, requests, written):

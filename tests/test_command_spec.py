@@ -28,7 +28,7 @@ from ttfr.measure import cache, catalog, user_commands
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
-from ttfr.measure.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import RunResult
 from ttfr.measure.spec import RunSpec, build_spec

@@ -139,6 +139,7 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
     assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow  # JAX and torch autodiff through every engine (~7 s each)
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 @pytest.mark.parametrize("name", ["complex8p", "thu184p", "every_modifier"])
 def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework(name):
@@ -253,6 +254,7 @@ def test_a_failed_factorisation_gives_nan_in_jax_and_torch_alike():
     assert np.allclose(tops.solve(torch.from_numpy(good), torch.from_numpy(rhs)).numpy(), [[0.5], [0.25], [0.125]])
 
 
+@pytest.mark.slow  # jitted JAX fits (~4 s)
 @pytest.mark.skipif(not have("jax"), reason="needs jax")
 def test_fits_stop_at_the_nll_resolution_and_warm_starts_converge_to_the_same_point():
     """At 184 parameters the conditional fit reaches the NLL's rounding before a 1e-9

@@ -37,6 +37,7 @@ def _figures(page: str) -> list[str]:
     return re.findall(r"<figure class=plot>.*?</figure>", page, flags=re.S)
 
 
+@pytest.mark.figures
 def test_every_run_writes_a_self_contained_page_whose_figures_have_their_tables(tmp_path):
     root = _run(tmp_path)
     page = (root / "report.html").read_text()
@@ -133,6 +134,7 @@ def _ink(png) -> tuple[float, int]:
     return sum(p != background for p in pixels) / len(pixels), len(set(pixels))
 
 
+@pytest.mark.figures
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (`make test` installs Debian's package)")
 def test_headless_chromium_renders_the_page_without_errors_and_not_blank(tmp_path):
     root = _run(tmp_path)
@@ -153,6 +155,7 @@ def test_matplotlib_is_not_loaded_by_the_markdown_report():
     assert done.stdout.strip() == "False"  # report/plots.py loads it when a page is made
 
 
+@pytest.mark.figures
 def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
     from test_loops import LoopExecutor
     from test_loops import _run as loop_run
@@ -169,6 +172,7 @@ def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
     assert rows["aot"][7].startswith("0: ")  # its ahead-of-time phase at iteration 0, its iterations from 1
 
 
+@pytest.mark.figures
 def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
     from ttfr.report import plots
 
@@ -186,6 +190,7 @@ def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
     assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8", "-1, -1.5, -1.8"]] and "<svg" in losses.svg
 
 
+@pytest.mark.figures
 def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones():
     from ttfr.report import plots
 

@@ -236,6 +236,7 @@ def test_a_journal_that_is_a_link_to_dev_zero_or_a_fifo_is_refused_without_readi
         Journal(folder).append(entry("a"))
 
 
+@pytest.mark.slow  # reads a 1 GiB line (sparse) through a memory-bounded child: seconds of I/O
 def test_a_line_of_a_gigabyte_is_skipped_without_being_held(tmp_path):
     path = tmp_path / "journal.jsonl"
     with open(path, "wb") as fh:

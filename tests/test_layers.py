@@ -84,7 +84,7 @@ def _modules_after_import(module: str) -> set[str]:
     return set(done.stdout.split())
 
 
-@pytest.mark.parametrize("module", ["ttfr.report.markdown", "ttfr.measure.policies", "ttfr.exit_codes"])
+@pytest.mark.parametrize("module", ["ttfr.report.markdown", "ttfr.model.policies", "ttfr.exit_codes"])
 def test_reports_and_constants_load_no_numpy_and_no_histfactory_code(module):
     loaded = _modules_after_import(module)
     heavy = {m for m in loaded if m.split(".")[0] in ("numpy", "scipy", "jax", "torch", "pyhf", "nextstat")}

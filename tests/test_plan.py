@@ -1,7 +1,7 @@
 from collections import Counter
 
 from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.spec import build_spec
 
 

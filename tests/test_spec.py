@@ -2,7 +2,7 @@ import pytest
 
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
-from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.spec import RunSpec, build_spec, parse_policies
 
 

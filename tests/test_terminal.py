@@ -5,7 +5,7 @@ import pytest
 
 from ttfr.measure import catalog
 from ttfr.measure.plan import COLD, PRIME, WARM, Task
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.report.terminal import RunEstimator
 
 

@@ -11,7 +11,7 @@ import statistics
 from ttfr.analyse import contention, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan
-from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 
 CASE_SCHEMA = "ttfr.case_result.v1"
 

@@ -3,7 +3,7 @@ without loading the statistics stack)."""
 
 from __future__ import annotations
 
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 
 def headline(case_result: dict) -> dict:

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 
 from ttfr.analyse import contention, stats
 from ttfr.measure import spec as spec_limits
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 LEVEL = 0.95
 

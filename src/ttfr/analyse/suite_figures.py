@@ -7,7 +7,7 @@ import math
 
 from ttfr.analyse.figures import headline, policy_metric
 from ttfr.measure import catalog
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 
 def _calls_to_break_even(start_a, start_b, call_a, call_b):

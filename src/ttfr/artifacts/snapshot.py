@@ -32,7 +32,7 @@ from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import ArtifactError, read_json, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 INDEX_SCHEMA = "ttfr.snapshot_index.v1"
 BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"

@@ -6,6 +6,7 @@ fsynced and renamed, so a reader never sees a half-written or invalid artifact.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -51,9 +52,14 @@ def load_schema(name: str) -> dict:
     return json.loads(text)
 
 
+@functools.cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    """One validator per schema for the process: building one parses and compiles the schema."""
+    return jsonschema.Draft202012Validator(load_schema(name))
+
+
 def schema_errors(data: dict, name: str) -> list[str]:
-    validator = jsonschema.Draft202012Validator(load_schema(name))
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator(name).iter_errors(data), key=lambda e: list(e.absolute_path))
     return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
 
 

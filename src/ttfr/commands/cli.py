@@ -28,7 +28,7 @@ from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
-from ttfr.measure.policies import COLD_POLICIES, POLICIES
+from ttfr.model.policies import COLD_POLICIES, POLICIES
 from ttfr.measure.spec import PROFILES, build_spec, check_ab_limits
 
 

@@ -21,7 +21,7 @@ from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 SCHEMA = "ttfr.comparison.v1"
 CROSS_SESSION_WARNING = (

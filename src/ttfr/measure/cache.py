@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from ttfr.measure.catalog import DIRECTORY_ENTRIES, JAX_MONITORING, TORCH_COUNTERS
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 
 CACHE_SUBDIRS = {
     "JAX_COMPILATION_CACHE_DIR": "jax",

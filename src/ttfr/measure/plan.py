@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from ttfr.measure import catalog
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.spec import RunSpec
 
 # Task kinds: what the worker is asked to do and whether its figures are published.

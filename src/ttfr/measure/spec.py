@@ -14,7 +14,7 @@ from ttfr.child.job import FIELDS
 from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog, datasets, user_cases, user_commands
 from ttfr.redaction import redact_text
-from ttfr.measure.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
+from ttfr.model.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
 # is refused before anything starts rather than queueing years of processes.

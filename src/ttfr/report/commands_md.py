@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from ttfr.measure.policies import COLD_CACHE, WARM_CACHE
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.report.markdown import DASH, code, fmt_seconds, fmt_summary, table
 
 

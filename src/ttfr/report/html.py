@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
-from ttfr.measure.policies import COLD_POLICIES, WARM_PROCESS
+from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
 
 _CSS = """

@@ -8,7 +8,7 @@ from pathlib import Path
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
-from ttfr.measure.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 DASH = "—"

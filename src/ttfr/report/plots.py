@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ttfr.measure.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.report.markdown import fmt_seconds, fmt_summary
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 

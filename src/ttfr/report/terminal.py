@@ -21,7 +21,7 @@ from ttfr.analyse import contention
 from ttfr.analyse.figures import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
-from ttfr.measure.policies import WARM_CACHE
+from ttfr.model.policies import WARM_CACHE
 from ttfr.report.markdown import fmt_seconds, precision_headline
 
 
@@ -353,7 +353,7 @@ def print_report(console: Console, result) -> None:
     """`ttfr report DIR` on a terminal: the summary with an inline bar of the cold-start
     components per case and cold policy (report.md has the full account). Every case has a row:
     one without cold figures shows its warm call, and why it has no more."""
-    from ttfr.measure.policies import COLD_POLICIES, WARM_PROCESS
+    from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 
     suite, cases = result.suite, result.cases
     rows = []

@@ -25,7 +25,7 @@ from ttfr.artifacts.store import StorageError, write_json
 from ttfr.child.workloads import dataset_sha256, user_case
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, user_cases
-from ttfr.measure.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"

@@ -27,7 +27,7 @@ from ttfr.analyse import case_result, stats
 from ttfr.artifacts.export import tidy
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import write_bytes_atomic
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 FORMATS = ("openmetrics", "prometheus")
 _CASE_LABELS = ["case", "backend", "workload", "size", "dtype"]

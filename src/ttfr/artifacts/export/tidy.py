@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, STAGE_METRICS, USER_IMPORT
-from ttfr.measure.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS
 
 COLUMNS = ("snapshot", "case", "backend", "workload", "size", "dtype", "policy", "kind", "run", "round", "sample",
            "outcome", "contended", "metric", "value", "unit")  # fmt: skip

@@ -1,0 +1,382 @@
+"""CaseResult (`ttfr.case_result.v1`): one case — backend x workload x size x dtype — with every
+run's figures (raw data, kept whatever happened), the summaries per cache policy, the result
+check, the flags and the status.
+
+Figures of a failed case are null, never 0.0; its runs stay as raw data.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from msgspec import Meta
+
+from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
+from ttfr.model.journal import Host
+from ttfr.model.loops import LoopSummary, RunLoop
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.record import OUTCOMES, Check, Device
+from ttfr.model.summary import Summary
+
+CASE_SCHEMA = "ttfr.case_result.v1"
+Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
+Status = Literal["ok", "warn", "failed"]
+PolicyName = Literal[COLD_CACHE, WARM_CACHE, WARM_PROCESS]  # type: ignore[valid-type]
+Seconds = Annotated[float, Meta(ge=0)] | None
+# The cold-start components, in the order of a process's life; a user's case also times its import.
+COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
+USER_IMPORT = "user_import_s"
+# The first call's stages, where the runtime splits it (JAX AOT; torch.compile's phases).
+STAGE_METRICS = ("wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s",
+                 "backward_compile_s", "first_execute_s")  # fmt: skip
+
+
+class Metrics(Artifact):
+    """One run's cold-start spans (seconds), from the parent's spawn mark, the worker's marks and
+    the reap; null where the run did not reach the span's end."""
+
+    interpreter_s: Seconds
+    import_s: Seconds
+    setup_s: Seconds
+    first_call_s: Seconds
+    second_call_s: Seconds
+    ttfr_s: Seconds
+    process_s: Seconds
+    user_import_s: Seconds | UnsetType = field(default=UNSET)  # a user's case: importing its case file or module
+
+
+class Stages(Artifact):
+    """The first call split by stage, where the runtime allows (absent: not recorded)."""
+
+    wrap_s: float | UnsetType = UNSET
+    trace_s: float | UnsetType = UNSET
+    lower_s: float | UnsetType = UNSET
+    compile_s: float | UnsetType = UNSET
+    dynamo_s: float | UnsetType = UNSET
+    aot_autograd_s: float | UnsetType = UNSET
+    inductor_s: float | UnsetType = UNSET
+    backward_compile_s: float | UnsetType = UNSET
+    first_execute_s: float | UnsetType = UNSET
+
+
+class Resources(Artifact):
+    peak_rss_bytes: Count | None  # the worker's own peak
+    tree_peak_rss_bytes: Count | None  # its process tree's (compiler children included)
+    cpu_user_s: float | None
+    cpu_sys_s: float | None
+    involuntary_switches: Count | None
+
+
+class HitMiss(Artifact):
+    """The runtime's own cache counters over the run (measure/cache.py hit_miss)."""
+
+    hits: int
+    misses: int
+    requests: int
+    entries_written: int | UnsetType = UNSET
+    graph_breaks: int | UnsetType = UNSET
+    unique_graphs: int | UnsetType = UNSET
+
+
+class CacheCheck(Artifact):
+    """What the run's compilation cache really was, against its policy."""
+
+    verdict: Literal["verified", "flagged", "unverified", "not_applicable"]
+    flags: list[str]
+    entries_before: Count
+    entries_after: Count
+    note: str | UnsetType = UNSET
+    hits: int | UnsetType = UNSET
+    misses: int | UnsetType = UNSET
+    self_hits: int | UnsetType = UNSET
+    written: int | UnsetType = UNSET
+    counters: HitMiss | UnsetType = UNSET
+    by_directory: dict[str, list[Count]] | UnsetType = UNSET
+
+
+class Contention(Artifact):
+    """Was the run measured on a busy machine (analyse/contention.py)? A cold run's evidence is its
+    threads' CPU wait over its process time; a warm process's, its samples' waits."""
+
+    contended: bool
+    reasons: list[str]
+    others_cores: float | None
+    wait_fraction: float | None | UnsetType = UNSET
+    samples_contended: int | None | UnsetType = UNSET
+    samples_with_evidence: int | UnsetType = UNSET
+    median_wait_fraction: float | None | UnsetType = UNSET
+    max_wait_fraction: float | None | UnsetType = UNSET
+    median_cpu_per_wall: float | None | UnsetType = UNSET
+
+
+class Warmup(Artifact):
+    per_call_s: list[float]
+    stable: bool
+
+
+class SyncCheck(Artifact):
+    trailing_sync_fraction_median: float | None
+    doubling_ratio_median: float | None
+    overlap_ratio: float | None
+    unsynchronised: bool
+    problems: list[str]
+
+
+class Tick(Artifact):
+    quantised: bool
+    tick_s: float | None
+    share: float | None
+    steps: list[int]
+
+
+class RunFigures(Artifact):
+    """One measured run (a cold run, or a warm process: then with its samples)."""
+
+    index: Count
+    round: Count
+    outcome: Outcome
+    reason: str | None
+    metrics: Metrics
+    stages: Stages
+    resources: Resources
+    cache: CacheCheck
+    host: Host | None
+    exit_code: int | None
+    loop: RunLoop | UnsetType = UNSET
+    contention: Contention | UnsetType = UNSET
+    threadpools: list[dict[str, Any]] | None | UnsetType = UNSET
+    output_tail: str | None | UnsetType = UNSET
+    # a warm process (absent when it returned no samples)
+    samples_s: Annotated[list[Annotated[float, Meta(gt=0)]], Meta(min_length=1)] | UnsetType = UNSET
+    inner_loops: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    median_s: float | UnsetType = UNSET
+    warmup: Warmup | UnsetType = UNSET
+    sync_check: SyncCheck | UnsetType = UNSET
+    tick: Tick | None | UnsetType = UNSET
+
+
+# ------------------------------------------------------------------ flags
+class Flag(Artifact, tag_field="flag", kw_only=True):
+    policy: PolicyName | UnsetType = UNSET  # on the case: which policy raised it
+
+
+class FirstRunOutlier(Flag, tag="first_run_outlier"):
+    metric: str
+    value: float
+    robust_z: float
+
+
+class ColdCacheNotEmpty(Flag, tag="cold_cache_not_empty"):
+    pass
+
+
+class ColdCacheHits(Flag, tag="cold_cache_hits"):
+    pass
+
+
+class CacheNotWritten(Flag, tag="cache_not_written"):
+    pass
+
+
+class WarmCacheEmpty(Flag, tag="warm_cache_empty"):
+    pass
+
+
+class WarmCacheNoHits(Flag, tag="warm_cache_no_hits"):
+    pass
+
+
+class WarmCachePartialHits(Flag, tag="warm_cache_partial_hits"):
+    pass
+
+
+class WarmCacheGrew(Flag, tag="warm_cache_grew"):
+    pass
+
+
+class Contended(Flag, tag="contended"):
+    evidence: list[str]
+    runs: list[int] | UnsetType = UNSET
+    processes: list[int] | UnsetType = UNSET
+    set_aside: str | UnsetType = UNSET
+
+
+class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
+    reason: str
+
+
+class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
+    runs: list[int]
+    expected: int | None
+    observed: list[int]
+
+
+class Unsynchronised(Flag, tag="unsynchronised"):
+    processes: list[int]
+
+
+class WarmupUnstable(Flag, tag="warmup_unstable"):
+    processes: list[int]
+
+
+class ProcessDisagreement(Flag, tag="process_disagreement"):
+    disagree: bool
+    p_value: float
+    max_over_min_median: float
+    process_medians_s: list[float]
+
+
+class TickQuantised(Flag, tag="tick_quantised"):
+    processes: list[int]
+    tick_s: float
+
+
+class InvalidMeasurement(Flag, tag="invalid_measurement"):
+    pass
+
+
+CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
+                                                         WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew)}  # fmt: skip
+AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
+           | WarmCachePartialHits | WarmCacheGrew | Contended | CouldNotMeasureCleanly | CompileCountMismatch
+           | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised | InvalidMeasurement)  # fmt: skip
+
+
+# ------------------------------------------------------------------ policies
+class CacheVerification(Artifact):
+    verdict: Literal["verified", "flagged", "unverified", "not_applicable"]
+    flags: list[str]
+    hits_total: int | None
+    misses_total: int | None
+    runs_verified: Count
+    runs: Count
+
+
+class ColdSummary(Artifact):
+    """A cold policy's figures: each component's summary over its headline runs (null: none)."""
+
+    interpreter_s: Summary | None
+    import_s: Summary | None
+    setup_s: Summary | None
+    first_call_s: Summary | None
+    second_call_s: Summary | None
+    ttfr_s: Summary | None
+    process_s: Summary | None
+    user_import_s: Summary | None | UnsetType = UNSET
+
+
+class StagesSummary(Artifact):
+    wrap_s: Summary | UnsetType = UNSET
+    trace_s: Summary | UnsetType = UNSET
+    lower_s: Summary | UnsetType = UNSET
+    compile_s: Summary | UnsetType = UNSET
+    dynamo_s: Summary | UnsetType = UNSET
+    aot_autograd_s: Summary | UnsetType = UNSET
+    inductor_s: Summary | UnsetType = UNSET
+    backward_compile_s: Summary | UnsetType = UNSET
+    first_execute_s: Summary | UnsetType = UNSET
+
+
+class ColdPolicy(Artifact):
+    runs: list[RunFigures]
+    summary: ColdSummary
+    stages_summary: StagesSummary
+    cache_verification: CacheVerification
+    flags: list[AnyFlag]
+    loop_summary: LoopSummary | None | UnsetType = UNSET
+
+
+class WarmSummary(Artifact):
+    call_s: Summary | None  # the median of the processes' medians, over the clean processes
+    samples_per_process: int | None
+
+
+class WarmPolicy(Artifact):
+    procs: list[RunFigures]
+    summary: WarmSummary
+    flags: list[AnyFlag]
+
+
+class Policies(Artifact):
+    cold_cache: ColdPolicy | UnsetType = field(name=COLD_CACHE, default=UNSET)
+    warm_cache: ColdPolicy | UnsetType = field(name=WARM_CACHE, default=UNSET)
+    warm_process: WarmPolicy | UnsetType = field(name=WARM_PROCESS, default=UNSET)
+
+
+# ------------------------------------------------------------------ the case
+class Config(Artifact):
+    profile: str
+    policies: Annotated[list[PolicyName], Meta(min_length=1)]
+    cold_runs: Annotated[int, Meta(ge=1)]
+    warm_procs: Annotated[int, Meta(ge=1)]
+    warm_samples: Annotated[int, Meta(ge=1)]
+    min_sample_s: Annotated[float, Meta(gt=0)]
+    max_warmup_s: Annotated[float, Meta(ge=0)]
+    timeout_s: Annotated[float, Meta(gt=0)]
+    seed: int
+    threads: Annotated[int, Meta(ge=1)] | None
+    deterministic: bool
+    precision: Annotated[float, Meta(gt=0, lt=1)] | UnsetType = UNSET
+    budget_s: Annotated[int, Meta(ge=1)] | Annotated[float, Meta(ge=1)] | None | UnsetType = UNSET
+
+
+class Dataset(Artifact):
+    id: Annotated[str, Meta(min_length=1)]
+    sha256: Sha256 | None
+
+
+class CaseMemory(Artifact):
+    peak_rss_bytes: Summary | None | UnsetType = UNSET  # the worker's own peak over the cold runs
+    device_peak_bytes: Count | UnsetType = UNSET
+    compiled: dict[str, int] | UnsetType = UNSET
+
+
+class UnmeasuredRun(Artifact):
+    """A run that is not a measurement (the template producer, the check run), and its outcome."""
+
+    kind: str
+    outcome: Outcome
+    reason: str | None
+
+
+class CommandInfo(Artifact):
+    """A user's command (`ttfr run --command`): its program and how its first result is taken,
+    as plan.json records them (redacted)."""
+
+    argv: Annotated[list[str], Meta(min_length=1)]
+    cwd: str
+    first_result: str | None  # a regex on its output: the first matching line is its first result
+    mark: bool  # its first result is its call of ttfr_mark.first_result() (neither: its exit)
+    prepare: list[str] | None
+    stop_at_first_result: bool | UnsetType = UNSET  # each run was ended by ttfr at its first result
+
+
+class CaseResult(Artifact):
+    """One case (backend x workload x size x dtype): raw runs and summaries per cache policy."""
+
+    schema: Literal["ttfr.case_result.v1"]
+    case: Annotated[str, Meta(pattern="^[a-z0-9_]+_[0-9]+_f(32|64)$")]
+    backend: Annotated[str, Meta(min_length=1)]
+    workload: Annotated[str, Meta(min_length=1)]
+    size: Annotated[int, Meta(ge=1)]
+    dtype: Literal["float32", "float64"]
+    status: Status
+    reason: str | None
+    config: Config
+    sync_policy: Annotated[str, Meta(min_length=1)]
+    dataset: Dataset
+    device: Device | None
+    versions: dict[str, str | int | None]
+    correctness: Check | None
+    policies: Policies
+    memory: CaseMemory
+    flags: list[AnyFlag]
+    unmeasured_runs: list[UnmeasuredRun]
+    limitations: list[str]
+    command: CommandInfo | UnsetType = UNSET
+
+    def __post_init__(self):
+        if (self.status == "ok") != (self.reason is None):
+            raise ValueError("an ok case has no reason, and every other status has one")
+        if self.reason is not None and not self.reason:
+            raise ValueError("a case's reason is never empty")

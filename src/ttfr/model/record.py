@@ -1,0 +1,224 @@
+"""RunRecord: what one worker process (or a user's command, through its supervisor) reported,
+typed where it arrives (measure/spawn.py, measure/command_run.py).
+
+The worker writes a Python literal (it imports only the standard library before its last
+timing mark); the parent parses it and decodes it into these types. A record that does not
+decode is no record: the run failed with why. Fields a newer or older worker adds are ignored
+(`Open`), fields analysis reads are checked here, once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import Meta
+
+from ttfr.model.base import UNSET, Count, Open, Seconds, Sha256, Stamp, UnsetType
+
+NonNegative = Annotated[float, Meta(ge=0)]
+
+# Every outcome a run can have: the worker's, and those the parent adds (timeout, oom, signal).
+OUTCOMES = ("ok", "unavailable", "error", "timeout", "oom", "signal", "invalid-measurement")
+
+
+class Marks(Open):
+    """CLOCK_MONOTONIC ns of the phase boundaries the worker reached (a failed phase ends them)."""
+
+    main: Stamp | UnsetType = UNSET
+    imported: Stamp | UnsetType = UNSET
+    user_imported: Stamp | UnsetType = UNSET  # a user's case: its module imported, after the runtime stack
+    setup: Stamp | UnsetType = UNSET
+    first: Stamp | UnsetType = UNSET
+    second_start: Stamp | UnsetType = UNSET
+    second: Stamp | UnsetType = UNSET
+
+
+class Digest(Open):
+    """An order-free fingerprint of the result (a sum that overflowed float64 is null)."""
+
+    sum: float | None
+    sum_sq: float | None
+    count: Count
+    finite: bool
+
+
+class ParityCheck(Open):
+    engine: float | None
+    reference: float | None
+    tolerance: float
+    passed: bool
+    rel_diff: float | None | UnsetType = UNSET  # NLL: relative
+    abs_diff: float | None | UnsetType = UNSET  # q0: absolute
+
+
+class Parity(Open):
+    nll: ParityCheck
+    q0: ParityCheck
+
+
+class FiniteDifferences(Open):
+    """The signal gradient against central finite differences (histfactory/gate.py)."""
+
+    of: str
+    max_abs_error: float | None
+    max_rel_error: float | None
+    normalised_error: float | None
+    relative_step: float
+    bins: Count
+    tolerance: float
+    passed: bool
+
+
+class TrainingRun(Open):
+    losses: list[float | None]
+    first_step_s: float | UnsetType = UNSET
+    step_s_median: float | None | UnsetType = UNSET
+    step_s: list[float] | UnsetType = UNSET
+
+
+class TrainLoop(Open):
+    steps: int
+    first_loss_of_timed_call: float | None | UnsetType = UNSET
+    kde: TrainingRun | UnsetType = UNSET
+    sigmoid: TrainingRun | UnsetType = UNSET
+
+
+class Scan(Open):
+    iterations: int
+    max_normalised_error_vs_naive: float | None
+    tolerance: float
+    q0: list[float | None]
+
+
+class Check(Open):
+    """The result check (the gate) of a case's first call: against a float64 reference, or for
+    HistFactory the parity with pyhf and the gradient against finite differences."""
+
+    reference: str
+    max_normalised_error: NonNegative | None  # None: no figure (shapes differ, nothing returned)
+    tolerance: float
+    passed: bool
+    detail: str | UnsetType = UNSET
+    parity: Parity | UnsetType = UNSET
+    fd: FiniteDifferences | UnsetType = UNSET
+    train_loop: TrainLoop | UnsetType = UNSET
+    scan: Scan | UnsetType = UNSET
+    timed_call_normalised_error: float | None | UnsetType = UNSET  # hf_fd_check: its timed call's gradient
+
+
+class Overlap(Open):
+    as_timed_s: list[float] | UnsetType = UNSET
+    each_waited_s: list[float] | UnsetType = UNSET
+
+
+class SampleEvidence(Open):
+    """Beside each warm sample: its wall and CPU time and its threads' run-queue wait; the
+    window and what the rest of the machine used in it."""
+
+    wall_s: list[float | None] | UnsetType = UNSET
+    cpu_s: list[float] | UnsetType = UNSET
+    runq_wait_s: list[float | None] | UnsetType = UNSET
+    window_ns: list[int] | None | UnsetType = UNSET
+    others_cpu_s: float | None | UnsetType = UNSET
+
+
+class WarmRecord(Open):
+    """The warm regime of one process (child/sampling.py)."""
+
+    samples_s: list[Seconds]
+    inner_loops: int
+    warmup_per_call_s: list[float]
+    warmup_stable: bool
+    trailing_sync_fraction: list[float] | UnsetType = UNSET
+    pending_after_loop: list[bool] | UnsetType = UNSET
+    doubling_ratios: list[float | None] | UnsetType = UNSET  # null: an infinite ratio
+    overlap: Overlap | None | UnsetType = UNSET
+    sample_evidence: SampleEvidence | None | UnsetType = UNSET
+
+
+class Memory(Open):
+    device_peak_bytes: Count | UnsetType = UNSET
+    compiled: dict[str, int] | UnsetType = UNSET  # JAX memory_analysis of the compiled executable
+
+
+class Device(Open):
+    platform: str
+    kind: str
+    count: Count
+
+
+class OwnRusage(Open):
+    """The worker's own resource use (its peak: VmHWM after exec)."""
+
+    max_rss_bytes: Count | None | UnsetType = UNSET
+    user_s: float | UnsetType = UNSET
+    sys_s: float | UnsetType = UNSET
+    involuntary_switches: int | UnsetType = UNSET
+
+
+class Sched(Open):
+    on_cpu_s: float | None | UnsetType = UNSET
+    runq_wait_s: float | None | UnsetType = UNSET
+
+
+class LoopIteration(Open):
+    label: str
+    s: float
+    compiles: int | None | UnsetType = UNSET
+    persistent_hits: int | None | UnsetType = UNSET
+    traces: int | None | UnsetType = UNSET
+    compile_s: int | float | None | UnsetType = UNSET
+    ahead: bool | UnsetType = UNSET
+
+
+class LoopRecord(Open):
+    """A loop workload's first run, iteration by iteration (child/loop.py)."""
+
+    iterations: list[LoopIteration]
+    loop_s: float
+    expected_compiles: int | None | UnsetType = UNSET
+    loaded: int | UnsetType = UNSET
+    compiles: int | None | UnsetType = UNSET
+    persistent_hits: int | None | UnsetType = UNSET
+    traces: int | None | UnsetType = UNSET
+    compile_s: int | float | None | UnsetType = UNSET
+
+
+class CacheCounters(Open):
+    """The runtime's own cache counters at the first result and at the end (JAX monitoring
+    events, torch's counter table): raw, read by measure/cache.py per backend kind."""
+
+    first: dict[str, Any] | None | UnsetType = UNSET
+    end: dict[str, Any] | None | UnsetType = UNSET
+
+
+class FirstResult(Open):
+    """How a command's first result was taken (`ttfr run --command`)."""
+
+    by: str
+    line: str | None
+    stopped: bool | UnsetType = UNSET
+
+
+class RunRecord(Open):
+    outcome: str
+    reason: str | None | UnsetType = UNSET
+    protocol: int | UnsetType = UNSET
+    phase: str | UnsetType = UNSET
+    traceback: str | UnsetType = UNSET
+    marks_ns: Marks | UnsetType = UNSET
+    stages_s: dict[str, Seconds] | UnsetType = UNSET
+    cache: CacheCounters | None | UnsetType = UNSET
+    digest: Digest | None | UnsetType = UNSET
+    check: Check | None | UnsetType = UNSET
+    dataset_sha256: Sha256 | None | UnsetType = UNSET
+    warm: WarmRecord | None | UnsetType = UNSET
+    loop: LoopRecord | None | UnsetType = UNSET
+    memory: Memory | None | UnsetType = UNSET
+    device: Device | None | UnsetType = UNSET
+    versions: dict[str, str | int | None] | None | UnsetType = UNSET
+    rusage_self: OwnRusage | UnsetType = UNSET
+    sched: Sched | None | UnsetType = UNSET
+    threadpools: list[dict[str, Any]] | None | UnsetType = UNSET
+    first_result: FirstResult | UnsetType = UNSET
+    pid: int | UnsetType = UNSET

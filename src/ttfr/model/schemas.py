@@ -1,0 +1,84 @@
+"""The JSON Schemas of ttfr's artifacts, generated from the types of the model.
+
+`python -m ttfr.model.schemas DIR` writes them (`make schemas` writes the package's own, in
+ttfr/artifacts/schemas/); tests/test_schemas.py fails when a committed schema is not what the
+types give, so a change to either is a visible diff. Constraints between fields that no
+single field's type can say (an ok case has no reason) are added here and checked again by
+the type's __post_init__ on every decode.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import msgspec
+
+from ttfr.model.case import CASE_SCHEMA, CaseResult
+from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+BASE_ID = "https://github.com/ttfr/ttfr/schemas/"
+
+# schema name -> (file name, root type, title)
+GENERATED = {
+    CASE_SCHEMA: ("case_result.v1.schema.json", CaseResult, "ttfr case result v1"),
+    SUITE_SCHEMA: ("suite_result.v1.schema.json", SuiteResult, "ttfr suite result v1"),
+}
+
+# What a type's fields cannot say alone, by the type's name.
+_BETWEEN_FIELDS = {
+    "CaseResult": {
+        "allOf": [{
+            "if": {"properties": {"status": {"const": "ok"}}},
+            "then": {"properties": {"reason": {"type": "null"}}},
+            "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
+        }],
+    },
+}  # fmt: skip
+
+
+def generate(name: str) -> dict:
+    """The JSON Schema (draft 2020-12) of artifact `name`, with its root type at the top."""
+    file_name, root, title = GENERATED[name]
+    generated = msgspec.json.schema(root)
+    definitions = generated["$defs"]
+    for type_name, extra in _BETWEEN_FIELDS.items():
+        if type_name in definitions:
+            definitions[type_name].update(extra)
+    top = definitions.pop(root.__name__)
+    top.pop("title", None)
+    schema = {"$schema": DRAFT, "$id": BASE_ID + file_name, "title": title, **top}
+    if definitions:
+        schema["$defs"] = dict(sorted(definitions.items()))
+    return _point_refs_at_top(schema, root.__name__)
+
+
+def _point_refs_at_top(node, root_name: str):
+    """A reference to the root type (none today: a case never holds a case) would dangle once the
+    root moved to the top: it points at "#" instead."""
+    if isinstance(node, dict):
+        return {k: ("#" if k == "$ref" and v == f"#/$defs/{root_name}" else _point_refs_at_top(v, root_name))
+                for k, v in node.items()}  # fmt: skip
+    if isinstance(node, list):
+        return [_point_refs_at_top(v, root_name) for v in node]
+    return node
+
+
+def text(name: str) -> str:
+    return json.dumps(generate(name), indent=2, ensure_ascii=False) + "\n"
+
+
+def write(directory: Path) -> list[Path]:
+    written = []
+    for name, (file_name, _root, _title) in GENERATED.items():
+        path = Path(directory) / file_name
+        path.write_text(text(name), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write(Path(sys.argv[1])):
+        print(f"wrote {path}")
