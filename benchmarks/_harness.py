@@ -18,13 +18,12 @@ def worker_job(adapter="python_backend", workload="noop", size=1, dtype="float64
     return Job(mode=mode, adapter=adapter, workload=workload, size=size, dtype=dtype, **extra)
 
 
-def run_worker(job: Job) -> tuple[dict, dict]:
-    """(record, metrics) of one real worker process."""
+def run_worker(job: Job):
+    """(record, metrics) of one real worker process (a RunRecord and Metrics)."""
     result = spawn.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
     if result.outcome != "ok":
         raise SystemExit(f"worker failed: {result.outcome}: {result.reason}\n{result.output_tail}")
-    entry = {"spawn_ns": result.spawn_ns, "reaped_ns": result.reaped_ns, "record": result.record}
-    return result.record, runs.run_metrics(entry)
+    return result.record, runs.run_metrics(result.spawn_ns, result.reaped_ns, result.record)
 
 
 def spawn_to_reap_s(argv: list[str]) -> float:

@@ -27,8 +27,8 @@ def main(rounds: int) -> None:
                 bare.append(spawn_to_reap_s([sys.executable, "-I", "-c", "pass"]))
             else:
                 _, metrics = run_worker(worker_job())
-                ttfr.append(metrics["ttfr_s"])
-                process.append(metrics["process_s"])
+                ttfr.append(metrics.ttfr_s)
+                process.append(metrics.process_s)
     per_round = [t / b for t, b in zip(ttfr, bare)]
     base = statistics.median(bare)
     print(f"rounds: {rounds} (interleaved, random order)")

@@ -36,6 +36,7 @@ from scipy import stats as sps
 from ttfr.analyse import contention
 from ttfr.child import hostinfo
 from ttfr.measure import spawn
+from ttfr.model.journal import Host
 
 TARGET_DETECTION, TARGET_FALSE_FLAGS = 0.95, 0.02
 
@@ -120,25 +121,25 @@ def main() -> int:
             job = worker_job(mode="warm", adapter=f"{adapter}_backend", compile=adapter == "jax", workload=workload,
                              size=int(size), dtype="float32", samples=args.samples, min_sample_s=args.min_sample_s,
                              max_warmup_s=0.5)  # fmt: skip
-            host = {"runnable_start": hostinfo.runnable_tasks(), "usable_cores": hostinfo.usable_cpus()}
+            runnable_start, usable = hostinfo.runnable_tasks(), hostinfo.usable_cpus()
             result = spawn.run_worker(job, dict(os.environ), 120.0, python=sys.executable)
-            host["runnable_end"] = hostinfo.runnable_tasks()
-            warm = (result.record or {}).get("warm")
+            host = Host(runnable_start=runnable_start, usable_cores=usable, runnable_end=hostinfo.runnable_tasks())
+            warm = result.record.warm if result.record else None
             if result.outcome != "ok" or not warm:
                 print(f"worker failed: {result.outcome}: {result.reason}", file=sys.stderr)
                 continue
-            evidence = warm["sample_evidence"]
-            start, end = evidence["window_ns"]
+            evidence = warm.sample_evidence
+            start, end = evidence.window_ns
             verdict = contention.warm_process(evidence, host)
             rows.append({
                 "on_fraction": loop.on_fraction(start, end),
                 "on_before": loop.on_fraction(start - 200_000_000, start),
-                "median_s": statistics.median(warm["samples_s"]),
-                "flagged": verdict["contended"],
-                "median_wait_fraction": verdict["median_wait_fraction"],
-                "others_cores": verdict["others_cores"],
-                "samples_contended": verdict["samples_contended"],
-                "tick": contention.tick_quantised(warm["samples_s"], evidence["wall_s"]),
+                "median_s": statistics.median(warm.samples_s),
+                "flagged": verdict.contended,
+                "median_wait_fraction": verdict.median_wait_fraction,
+                "others_cores": verdict.others_cores,
+                "samples_contended": verdict.samples_contended,
+                "tick": contention.tick_quantised(warm.samples_s, evidence.wall_s),
             })  # fmt: skip
             if (index + 1) % 25 == 0:
                 print(f"  {index + 1}/{args.processes}, {(time.monotonic() - started) / 60:.1f} min", file=sys.stderr)

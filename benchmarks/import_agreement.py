@@ -32,7 +32,7 @@ def main(rounds: int, runs: int) -> None:
     for _ in range(rounds):
         numpy_s, pass_s = hyperfine_medians(runs)
         external = numpy_s - pass_s
-        imports = [run_worker(worker_job("numpy_backend", "matmul", size=2, dtype="float32"))[1]["import_s"] for _ in range(runs)]
+        imports = [run_worker(worker_job("numpy_backend", "matmul", size=2, dtype="float32"))[1].import_s for _ in range(runs)]
         ttfr = statistics.median(imports)
         ratios.append(ttfr / external)
         ttfr_all.append(ttfr)

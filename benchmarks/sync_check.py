@@ -41,25 +41,26 @@ TARGET_FALSE_FLAGS = 0.02
 ARMS = [(True, False), (False, False), (False, True), (True, True)]  # (synchronised, busy), ABBA-like
 
 
-def _old_rule(warm: dict) -> bool:
-    trailing, doubling = warm["trailing_sync_fraction"], warm["doubling_ratios"]
+def _old_rule(warm) -> bool:
+    trailing, doubling = warm.trailing_sync_fraction, warm.doubling_ratios
     return statistics.median(trailing) >= OLD_TRAILING_LIMIT or statistics.median(doubling) < OLD_DOUBLING_MIN
 
 
-def _evidence(warm: dict) -> dict:
-    inner = warm["inner_loops"]
-    waited = [f * inner for f in warm["trailing_sync_fraction"]]
-    pending = warm.get("pending_after_loop") or []
+def _evidence(warm) -> dict:
+    """What one warm process's record (a RunRecord's WarmRecord) says about its synchronisation."""
+    inner = warm.inner_loops
+    waited = [f * inner for f in warm.trailing_sync_fraction]
+    pending = warm.pending_after_loop or []
     return {
         "inner_loops": inner,
-        "per_call_s": statistics.median(warm["samples_s"]),
+        "per_call_s": statistics.median(warm.samples_s),
         "pending_samples": sum(pending),
         "waited_calls_median": statistics.median(waited),
         "waited_calls_min": min(waited),
-        "trailing_fraction_median": statistics.median(warm["trailing_sync_fraction"]),
-        "trailing_s_median": statistics.median(f * s * inner for f, s in zip(warm["trailing_sync_fraction"], warm["samples_s"])),
-        "doubling_median": statistics.median(warm["doubling_ratios"]),
-        "flagged": sync_check.judge(warm, True)["unsynchronised"],
+        "trailing_fraction_median": statistics.median(warm.trailing_sync_fraction),
+        "trailing_s_median": statistics.median(f * s * inner for f, s in zip(warm.trailing_sync_fraction, warm.samples_s)),
+        "doubling_median": statistics.median(warm.doubling_ratios),
+        "flagged": sync_check.judge(warm, True).unsynchronised,
         "flagged_by_probe": any(pending),
         "flagged_by_timing": statistics.median(waited) >= sync_check.SYNC_OUTSTANDING_CALLS_LIMIT,
         "overlap_ratio": sync_check.overlap_ratio(warm),
@@ -111,7 +112,7 @@ def main() -> None:
                                      dtype="float32", samples=args.samples, min_sample_s=args.min_sample_s,
                                      max_warmup_s=args.max_warmup_s, sync=synced)  # fmt: skip
                     record, _ = run_worker(job)
-                    results[(name, size), synced, busy].append(_evidence(record["warm"]))
+                    results[(name, size), synced, busy].append(_evidence(record.warm))
             if (index + 1) % 10 == 0:
                 print(f"  {index + 1}/{args.processes} rounds, {(time.monotonic() - started) / 60:.1f} min",
                       file=sys.stderr, flush=True)  # fmt: skip

@@ -29,7 +29,7 @@ def main(rounds: int) -> None:
         if index % 2:
             bare_ns.append(bare_loop_ns())
         record, _ = run_worker(job)
-        noop_ns.append(statistics.median(record["warm"]["samples_s"]) * 1e9)
+        noop_ns.append(statistics.median(record.warm.samples_s) * 1e9)
         if not index % 2:
             bare_ns.append(bare_loop_ns())
     print(f"rounds: {rounds} (interleaved)")

@@ -9,6 +9,10 @@ import pytest
 
 from ttfr.measure import catalog
 from ttfr.measure.spawn import RunResult
+from ttfr.model.base import decode
+from ttfr.model.case import CaseResult
+from ttfr.model.journal import Rusage
+from ttfr.model.record import RunRecord
 
 # The NextStat contracts are AGPL: read from beside the checkout (or $TTFR_NEXTSTAT_SCHEMAS), never copied in.
 SHARED_SCHEMAS = Path(
@@ -78,14 +82,16 @@ def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None
 
 
 def fake_result(record=None, *, outcome="ok", reason=None, spawn_ns=1_000_000_000, process_ns=400_000_000):
+    """What an executor returns; `record` as the worker writes it (a dict), typed here as
+    spawn.py types a real worker's."""
     return RunResult(
         outcome=outcome,
         reason=reason,
-        record=record,
+        record=None if record is None else decode(record, RunRecord),
         spawn_ns=spawn_ns,
         reaped_ns=spawn_ns + process_ns,
         exit_code=0 if outcome == "ok" else 1,
-        rusage={"user_s": 0.4, "sys_s": 0.1, "max_rss_bytes": 120 << 20, "involuntary_switches": 5},
+        rusage=Rusage(user_s=0.4, sys_s=0.1, max_rss_bytes=120 << 20, involuntary_switches=5),
         output_tail=None,
     )
 
@@ -116,3 +122,55 @@ def have(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+def make_run(index: int = 0, *, outcome: str = "ok", ttfr_s: float | None = 0.33, **fields) -> dict:
+    """One run of a case file as its JSON (a dict): `fields` replace or add its keys."""
+    metrics = {name: None for name in ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "process_s")}
+    run = {
+        "index": index, "round": index, "outcome": outcome, "reason": None if outcome == "ok" else f"{outcome} (test)",
+        "metrics": {**metrics, "ttfr_s": ttfr_s}, "stages": {},
+        "resources": {"peak_rss_bytes": None, "tree_peak_rss_bytes": None, "cpu_user_s": None, "cpu_sys_s": None,
+                      "involuntary_switches": None},
+        "cache": {"verdict": "not_applicable", "flags": [], "entries_before": 0, "entries_after": 0},
+        "host": None, "exit_code": 0,
+    }  # fmt: skip
+    run.update(fields)
+    return run
+
+
+def make_case(name: str = "numpy_matmul_64_f32", *, cold_runs=None, procs=None, status: str = "ok", reason=None,
+              **fields) -> CaseResult:  # fmt: skip
+    """A typed case result with the runs given (dicts, e.g. from make_run) and everything else
+    minimal; `fields` replace keys of its JSON. Decoded, so it is as valid as a case file."""
+    backend = name.partition("_matmul_")[0] if "_matmul_" in name else name.rsplit("_", 3)[0]
+    policies = {}
+    if cold_runs is not None:
+        policies["cold-process/cold-cache"] = {
+            "runs": cold_runs, "summary": {m: None for m in ("interpreter_s", "import_s", "setup_s", "first_call_s",
+                                                              "second_call_s", "ttfr_s", "process_s")},
+            "stages_summary": {}, "flags": [],
+            "cache_verification": {"verdict": "not_applicable", "flags": [], "hits_total": None, "misses_total": None,
+                                   "runs_verified": 0, "runs": len(cold_runs)},
+        }  # fmt: skip
+    if procs is not None:
+        policies["warm-process"] = {"procs": procs, "summary": {"call_s": None, "samples_per_process": None}, "flags": []}
+    data = {
+        "schema": "ttfr.case_result.v1", "case": name, "backend": backend or "numpy", "workload": "matmul", "size": 64,
+        "dtype": "float32", "status": status, "reason": reason if reason or status == "ok" else f"{status} (test)",
+        "config": {"profile": "quick", "policies": list(policies) or ["cold-process/cold-cache"], "cold_runs": 2,
+                   "warm_procs": 2, "warm_samples": 10, "min_sample_s": 0.005, "max_warmup_s": 1.0, "timeout_s": 300.0,
+                   "seed": 1, "threads": None, "deterministic": False},
+        "sync_policy": "synchronous", "dataset": {"id": "matmul-64-float32-seed1", "sha256": None}, "device": None,
+        "versions": {}, "correctness": None, "policies": policies, "memory": {}, "flags": [], "unmeasured_runs": [],
+        "limitations": [],
+    }  # fmt: skip
+    data.update(fields)
+    return decode(data, CaseResult)
+
+
+@pytest.fixture
+def fixture_case():
+    """make_case, with make_run as its `.run` (for tests that build case results by hand)."""
+    make_case.run = make_run
+    return make_case

@@ -33,6 +33,11 @@ class FakeExecutor:
             decided = self.decide(call)
             if decided is not None:
                 return decided
+        record, process_ns = self.answer(job, call, entries, jax_dir)
+        return fake_result(record, process_ns=process_ns)
+
+    def answer(self, job, call, entries, jax_dir) -> tuple[dict, int]:
+        """The worker record (a dict, as the worker writes it) and the process's life in ns."""
         cache = None
         if job.compile:
             hit = bool(entries)
@@ -48,4 +53,4 @@ class FakeExecutor:
             warm=fake_warm() if warm and job.samples else None,
             stages={"trace_s": 0.01, "compile_s": 0.1} if job.compile else {},
         )
-        return fake_result(record)
+        return record, 400_000_000

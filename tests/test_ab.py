@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
+from ttfr.model.journal import CacheDir, Host, JournalEntry, Rusage
 from ttfr.analyse import diagnostics
 from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.reader import validate_dir
@@ -164,8 +165,11 @@ def test_drift_is_flagged_only_when_it_is_real():
 
 
 def test_host_noise_warns_with_numbers():
-    entries = [{"host": {"load_average": [6.0, 5, 5], "cpu_pressure_avg10": 30.0, "steal_fraction": 0.0},
-                "rusage": {"involuntary_switches": 50}}] * 3  # fmt: skip
+    entries = [JournalEntry(task="t", case="numpy_matmul_64_f32", kind="cold", policy=None, index=0, round=0, measured=True,
+                            makes_template=False, cache_dir=CacheDir(entries_before=0, entries_after=0),
+                            host=Host(load_average=[6.0, 5, 5], cpu_pressure_avg10=30.0, steal_fraction=0.0),
+                            outcome="error", reason="(a test)", record=None, spawn_ns=1, reaped_ns=2, exit_code=1,
+                            rusage=Rusage(involuntary_switches=50), output_tail=None)] * 3  # fmt: skip
     noise = diagnostics.host_noise(entries, usable_cores=2)
     assert noise["noisy"] and any("load_per_core 3" in w for w in noise["why"])
     assert any("cpu_pressure_avg10 30" in w for w in noise["why"])

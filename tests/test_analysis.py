@@ -4,13 +4,16 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
 
-from ttfr.analyse import case_result, figures, suite_figures
+from ttfr.analyse import case_result, suite_figures
 from ttfr.measure.catalog import parse_case_id
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spec import build_spec
+from ttfr.model.base import decode, encode
+from ttfr.model.case import CaseResult
+from ttfr.model.summary import Summary
 
 
 def measure(tmp_path, executor=None, **kwargs):
@@ -24,8 +27,8 @@ def measure(tmp_path, executor=None, **kwargs):
     Scheduler(plan, journal, tmp_path / "scratch", executor or FakeExecutor()).run()
     entries = journal.entries()
     results = {}
-    for case in plan.spec.cases:
-        results[case.id] = case_result.build_case_result(case, plan, [e for e in entries if e["case"] == case.id])
+    for case in plan.spec.cases:  # each case result as its JSON: what the case file holds
+        results[case.id] = encode(case_result.build_case_result(case, plan, [e for e in entries if e.case == case.id]))
     return plan, results
 
 
@@ -89,7 +92,7 @@ def test_failed_result_check_fails_the_case_with_numbers_and_null_figures(tmp_pa
     for policy in case["policies"].values():
         assert all(value is None for value in policy["summary"].values())
     assert case["memory"]["peak_rss_bytes"] is None
-    assert figures.headline(case) == {
+    assert encode(decode(case, CaseResult).headline()) == {
         "ttfr_cold_cache_median_s": None, "ttfr_warm_cache_median_s": None, "warm_call_median_s": None,
     }  # fmt: skip
 
@@ -137,24 +140,28 @@ def test_unavailable_case_is_warn_with_no_runs(tmp_path):
     assert case["status"] == "warn" and case["reason"] == "gpu_unavailable" and case["policies"] == {}
 
 
-def _result(backend, ttfr, call, low_high=None, dataset="matmul-512-float32-seed0"):
+def _result(backend, ttfr, call, low_high=None, dataset="matmul-512-float32-seed0", status="ok", reason=None):
+    from conftest import make_case
+
     def summary(value):
         low, high = low_high or (value, value)
-        return {"n": 5, "median": value, "median_ci": {"low": low * value, "high": high * value, "level": 0.95}}
+        return encode(Summary(n=5, min=value, max=value, median=value, median_ci={"low": low * value, "high": high * value,
+                                                                                 "level": 0.95}, p95=value, mean=value,
+                              std=0.0, mad=0.0))  # fmt: skip
 
-    return {
-        "case": f"{backend}_matmul_512_f32", "backend": backend, "workload": "matmul", "size": 512,
-        "dtype": "float32", "status": "ok", "reason": None, "dataset": {"id": dataset, "sha256": None},
-        "policies": {COLD_CACHE: {"summary": {"ttfr_s": summary(ttfr)}}, WARM_PROCESS: {"summary": {"call_s": summary(call)}}},
-    }  # fmt: skip
+    data = encode(make_case(f"{backend}_matmul_512_f32", cold_runs=[], procs=[], status=status, reason=reason,
+                            size=512, dataset={"id": dataset, "sha256": None}))  # fmt: skip
+    data["policies"][COLD_CACHE]["summary"]["ttfr_s"] = summary(ttfr) if status != "failed" else None
+    data["policies"][WARM_PROCESS]["summary"]["call_s"] = summary(call) if status != "failed" else None
+    return decode(data, CaseResult)
 
 
 def test_break_even_counts_calls_until_the_slow_starter_catches_up():
     rows = suite_figures.break_even([_result("numpy", 0.1, 0.010), _result("jax_jit_cpu", 1.1, 0.002)])
     (row,) = rows
-    assert (row["fast_start"], row["slow_start"]) == ("numpy", "jax_jit_cpu")
+    assert (row.fast_start, row.slow_start) == ("numpy", "jax_jit_cpu")
     # 0.1 + (n-1)*0.010 >= 1.1 + (n-1)*0.002  <=>  n - 1 >= 125
-    assert row["calls"] == 126
+    assert row.calls == 126
     total = lambda start, call, n: start + (n - 1) * call  # noqa: E731
     assert total(1.1, 0.002, 126) <= total(0.1, 0.010, 126)
     assert total(1.1, 0.002, 125) > total(0.1, 0.010, 125)
@@ -170,22 +177,21 @@ def test_break_even_never_pairs_a_workspace_file_with_the_preset_of_its_size():
 
 def test_break_even_is_never_when_the_slow_starter_is_not_faster_per_call():
     (row,) = suite_figures.break_even([_result("numpy", 0.1, 0.001), _result("jax_jit_cpu", 1.1, 0.002)])
-    assert row["calls"] is None
+    assert row.calls is None
 
 
 def test_break_even_range_widens_with_the_confidence_intervals():
     (row,) = suite_figures.break_even([_result("numpy", 0.1, 0.010, (0.9, 1.1)), _result("jax_jit_cpu", 1.1, 0.002, (0.9, 1.1))])
-    low, high = row["calls_range"]
-    assert low < row["calls"] < high
+    low, high = row.calls_range
+    assert low < row.calls < high
 
 
 def test_suite_summary_worst_case_ignores_failed_cases():
-    slow_failed = dict(_result("torch_compile_cpu", 30.0, 0.001), status="failed", reason="x")
-    slow_failed["policies"] = {COLD_CACHE: {"summary": {"ttfr_s": None}}}
+    slow_failed = _result("torch_compile_cpu", 30.0, 0.001, status="failed", reason="x")
     summary = suite_figures.suite_summary([_result("numpy", 0.1, 0.01), _result("jax_jit_cpu", 1.1, 0.002), slow_failed], [])
-    assert summary["worst_case"]["case"] == "jax_jit_cpu_matmul_512_f32"
-    assert summary["failed"] == [{"case": "torch_compile_cpu_matmul_512_f32", "reason": "x"}]
-    assert (summary["n_ok"], summary["n_failed"]) == (2, 1)
+    assert summary.worst_case.case == "jax_jit_cpu_matmul_512_f32"
+    assert encode(summary.failed) == [{"case": "torch_compile_cpu_matmul_512_f32", "reason": "x"}]
+    assert (summary.n_ok, summary.n_failed) == (2, 1)
 
 
 def test_case_id_and_sync_policy_in_results(tmp_path):

@@ -9,6 +9,7 @@ from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import ArtifactError
 from ttfr.commands import run as suite_run
 from ttfr.measure.spec import build_spec
+from ttfr.model.base import encode
 
 
 def spec(**kwargs):
@@ -51,7 +52,7 @@ def test_interrupted_run_leaves_valid_artifacts_for_finished_cases(tmp_path):
     assert not written & set(index["pending"])
     result_dir, the_spec = suite_run.reopen(root)
     finished = suite_run.execute(result_dir, the_spec, FakeExecutor())
-    assert finished.suite["state"] == "complete" and validate_dir(root) == []
+    assert finished.suite.state == "complete" and validate_dir(root) == []
     journal_keys = [json.loads(line)["task"] for line in (root / "journal.jsonl").read_text().splitlines()]
     assert len(journal_keys) == len(set(journal_keys))
 
@@ -61,7 +62,7 @@ def test_a_failed_case_makes_the_run_exit_1(tmp_path):
 
     outcome = run_fake(tmp_path, FakeExecutor(lambda call: fake_result(None, outcome="signal", reason="killed by SIGSEGV")
                                               if call["case"].startswith("numpy") else None))  # fmt: skip
-    assert outcome.suite["summary"]["failed"] == [
+    assert encode(outcome.suite.summary)["failed"] == [
         {"case": "numpy_matmul_64_f32", "reason": "every cold-process/cold-cache run failed; first: signal: killed by SIGSEGV"}
     ]
     assert outcome.exit_code == 1

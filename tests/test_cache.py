@@ -1,20 +1,23 @@
 from ttfr.measure import cache, catalog
 from ttfr.measure.cache import CacheDirs
+from ttfr.model.base import decode
+from ttfr.model.case import HitMiss
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
+from ttfr.model.record import RuntimeCounters
 
 
-def jax_counters(hits, requests, written):
+def jax_counters(hits, requests, written) -> RuntimeCounters:
     events = {
         "/jax/compilation_cache/cache_hits": hits,
         "/jax/compilation_cache/compile_requests_use_cache": requests,
         "/jax/compilation_cache/cache_misses": written,
     }
-    return {"events": {k: v for k, v in events.items() if v}, "durations_s": {}}
+    return decode({"events": {k: v for k, v in events.items() if v}, "durations_s": {}}, RuntimeCounters)
 
 
 def test_jax_hits_and_misses_come_from_monitoring_events():
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=1, requests=3, written=2))
-    assert counts == {"hits": 1, "misses": 2, "requests": 3, "entries_written": 2}
+    assert counts == HitMiss(hits=1, misses=2, requests=3, entries_written=2)
 
 
 def test_torch_hits_and_misses_add_fx_graph_and_autograd_caches():
@@ -24,42 +27,42 @@ def test_torch_hits_and_misses_add_fx_graph_and_autograd_caches():
         "graph_break": {"some reason": 2},
         "stats": {"unique_graphs": 3},
     }}  # fmt: skip
-    counts = cache.hit_miss(catalog.TORCH_COUNTERS, counters)
-    assert (counts["hits"], counts["misses"], counts["graph_breaks"], counts["unique_graphs"]) == (3, 1, 2, 3)
+    counts = cache.hit_miss(catalog.TORCH_COUNTERS, decode(counters, RuntimeCounters))
+    assert (counts.hits, counts.misses, counts.graph_breaks, counts.unique_graphs) == (3, 1, 2, 3)
 
 
 def test_cold_cache_run_with_hits_is_flagged():
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=1, requests=1, written=0))
     result = cache.verify(COLD_CACHE, True, counts, entries_before=0, entries_after=1)
-    assert result["verdict"] == "flagged" and "cold_cache_hits" in result["flags"]
+    assert result.verdict == "flagged" and "cold_cache_hits" in result.flags
 
 
 def test_cold_cache_run_that_wrote_nothing_is_flagged():
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=0, requests=1, written=0))
     result = cache.verify(COLD_CACHE, True, counts, entries_before=0, entries_after=0)
-    assert result["flags"] == ["cache_not_written"]
+    assert result.flags == ["cache_not_written"]
 
 
 def test_warm_cache_run_without_hits_is_flagged_and_with_hits_verified():
     miss = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=0, requests=1, written=1))
-    assert cache.verify(WARM_CACHE, True, miss, 3, 4)["flags"] == ["warm_cache_no_hits"]
+    assert cache.verify(WARM_CACHE, True, miss, 3, 4).flags == ["warm_cache_no_hits"]
     hit = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=1, requests=1, written=0))
-    assert cache.verify(WARM_CACHE, True, hit, 3, 3)["verdict"] == "verified"
+    assert cache.verify(WARM_CACHE, True, hit, 3, 3).verdict == "verified"
 
 
 def test_cold_cache_clean_run_is_verified():
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=0, requests=1, written=1))
-    assert cache.verify(COLD_CACHE, True, counts, 0, 1)["verdict"] == "verified"
+    assert cache.verify(COLD_CACHE, True, counts, 0, 1).verdict == "verified"
 
 
 def test_warm_process_counts_are_reported_but_not_judged():
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=1, requests=1, written=0))
     result = cache.verify("warm-process", True, counts, 3, 3)
-    assert result["verdict"] == "not_applicable" and result["hits"] == 1
+    assert result.verdict == "not_applicable" and result.hits == 1
 
 
 def test_runtimes_without_a_compile_cache_are_not_applicable():
-    assert cache.verify(COLD_CACHE, False, None, 0, 0)["verdict"] == "not_applicable"
+    assert cache.verify(COLD_CACHE, False, None, 0, 0).verdict == "not_applicable"
 
 
 def test_template_restores_the_same_files_at_the_same_path(tmp_path):
@@ -81,7 +84,7 @@ def test_cold_cache_hits_on_entries_the_run_wrote_itself_are_not_a_warm_cache():
     # compile finds the entry the first one wrote. The directory started empty.
     counts = cache.hit_miss(catalog.JAX_MONITORING, jax_counters(hits=2, requests=94, written=92))
     result = cache.verify(COLD_CACHE, True, counts, 0, 92)
-    assert result["verdict"] == "verified" and result["self_hits"] == 2
+    assert result.verdict == "verified" and result.self_hits == 2
     # the same hits from a directory that was not empty, or that nothing was written to, are not
-    assert cache.verify(COLD_CACHE, True, counts, 5, 97)["flags"] == ["cold_cache_not_empty", "cold_cache_hits"]
-    assert cache.verify(COLD_CACHE, True, counts, 0, 0)["flags"] == ["cold_cache_hits", "cache_not_written"]
+    assert cache.verify(COLD_CACHE, True, counts, 5, 97).flags == ["cold_cache_not_empty", "cold_cache_hits"]
+    assert cache.verify(COLD_CACHE, True, counts, 0, 0).flags == ["cold_cache_hits", "cache_not_written"]

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import make_case
 
 from ttfr.analyse import case_result
 from ttfr.artifacts import store as artifacts
@@ -33,6 +34,9 @@ from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import RunResult
 from ttfr.measure.spec import RunSpec, build_spec
 from ttfr.redaction import REDACTED
+from ttfr.model.base import decode, encode
+from ttfr.model.journal import JournalEntry, Rusage
+from ttfr.model.record import RunRecord
 from ttfr.report import commands_md
 
 PY = shlex.quote(sys.executable)  # a program that is surely on this machine
@@ -556,8 +560,8 @@ class FakeCommand:
             with open(os.path.join(jax_dir, "executable-1"), "wb") as f:
                 f.write(b"x")
         spawn = time.monotonic_ns()
-        return RunResult("ok", None, command_record(spawn, spawn + 1_000), spawn, spawn + 2_000, 0,
-                         {"user_s": 0.1, "sys_s": 0.0, "max_rss_bytes": 60 << 20, "involuntary_switches": 0})  # fmt: skip
+        return RunResult("ok", None, decode(command_record(spawn, spawn + 1_000), RunRecord), spawn, spawn + 2_000, 0,
+                         Rusage(user_s=0.1, sys_s=0.0, max_rss_bytes=60 << 20, involuntary_switches=0))  # fmt: skip
 
 
 class FakePrepare:
@@ -584,7 +588,7 @@ def schedule(plan, tmp_path, command=None, prepare=None, base_env=None):
                           base_env={"PATH": os.environ.get("PATH", "")} if base_env is None else base_env,
                           command_executor=command, prepare_executor=prepare)  # fmt: skip
     scheduler.run()
-    return journal.entries(), scheduler, command, prepare
+    return [encode(e) for e in journal.entries()], scheduler, command, prepare  # the journal's JSON
 
 
 def test_the_command_executor_gets_the_specs_command_and_the_cache_environment(tmp_path):
@@ -696,8 +700,8 @@ def test_a_failed_prepare_of_the_template_producer_stops_the_case(tmp_path):
     assert len(entries) == 1 and entries[0]["outcome"] == "error"
     reason = "--prepare exited with code 3; its output ends: no disk 0"
     assert scheduler.stopped == {plan.spec.cases[0].id: reason}
-    (result,) = case_result.case_results(plan, entries)
-    assert result["status"] == "failed" and reason in result["reason"]
+    (result,) = case_result.case_results(plan, typed(entries))
+    assert result.status == "failed" and reason in result.reason
 
 
 def test_every_run_failing_its_prepare_fails_the_case_with_the_prepares_reason(tmp_path):
@@ -706,8 +710,9 @@ def test_every_run_failing_its_prepare_fails_the_case_with_the_prepares_reason(t
     prepare = FakePrepare(command.log, fail_at=[0, 1])
     entries, *_ = schedule(plan, tmp_path, command=command, prepare=prepare)
     assert command.calls == [] and [e["outcome"] for e in entries] == ["error", "error"]
-    (result,) = case_result.case_results(plan, entries)
-    assert artifacts.schema_errors(result, case_result.CASE_SCHEMA) == []
+    (result,) = case_result.case_results(plan, typed(entries))
+    assert artifacts.schema_errors(encode(result), case_result.CASE_SCHEMA) == []
+    result = encode(result)
     assert result["status"] == "failed"
     assert "--prepare exited with code 3" in result["reason"]
     assert result["policies"][COLD_CACHE]["summary"]["ttfr_s"] is None
@@ -731,33 +736,33 @@ def verify(policy, before, after):
 
 def test_cold_cache_by_directory_entries():
     ok = verify(COLD_CACHE, 0, 4)
-    assert ok["verdict"] == "verified" and ok["flags"] == [] and ok["written"] == 4
+    assert ok.verdict == "verified" and ok.flags == [] and ok.written == 4
     nothing = verify(COLD_CACHE, 0, 0)
-    assert nothing["verdict"] == "flagged" and nothing["flags"] == ["cache_not_written"]
-    assert "elsewhere" in nothing["note"]
+    assert nothing.verdict == "flagged" and nothing.flags == ["cache_not_written"]
+    assert "elsewhere" in nothing.note
     dirty = verify(COLD_CACHE, 2, 5)
-    assert dirty["verdict"] == "flagged" and dirty["flags"] == ["cold_cache_not_empty"]
+    assert dirty.verdict == "flagged" and dirty.flags == ["cold_cache_not_empty"]
 
 
 def test_warm_cache_by_directory_entries():
     ok = verify(WARM_CACHE, 3, 3)
-    assert ok["verdict"] == "verified" and ok["flags"] == [] and ok["written"] == 0
+    assert ok.verdict == "verified" and ok.flags == [] and ok.written == 0
     grew = verify(WARM_CACHE, 3, 5)
-    assert grew["verdict"] == "flagged" and grew["flags"] == ["warm_cache_grew"] and grew["written"] == 2
-    assert "2 new cache file" in grew["note"]
+    assert grew.verdict == "flagged" and grew.flags == ["warm_cache_grew"] and grew.written == 2
+    assert "2 new cache file" in grew.note
     empty = verify(WARM_CACHE, 0, 2)
-    assert empty["verdict"] == "flagged" and "warm_cache_empty" in empty["flags"]
+    assert empty.verdict == "flagged" and "warm_cache_empty" in empty.flags
 
 
 def test_an_unmeasured_run_is_not_applicable_by_directory_entries():
     result = verify(None, 0, 3)
-    assert result["verdict"] == "not_applicable" and result["flags"] == []
+    assert result.verdict == "not_applicable" and result.flags == []
 
 
 def test_directory_entries_ignore_counters_and_need_none():
     # no counters (a program has none ttfr reads): not `unverified`
-    assert verify(COLD_CACHE, 0, 1)["verdict"] == "verified"
-    assert "hits" not in verify(COLD_CACHE, 0, 1)
+    assert verify(COLD_CACHE, 0, 1).verdict == "verified"
+    assert "hits" not in encode(verify(COLD_CACHE, 0, 1))
 
 
 # --- case results and the report's Commands section ------------------------------------------
@@ -776,8 +781,13 @@ HOST = {
 }
 
 
+def typed(entries) -> list[JournalEntry]:
+    """Entries as analysis gets them (fake_entries gives their JSON; a journal, typed ones)."""
+    return [decode(entry, JournalEntry) if isinstance(entry, dict) else entry for entry in entries]
+
+
 def fake_entries(plan, *, first_ms=lambda i: 200 + 10 * i, process_ms=lambda i: 500 + 10 * i, line="loss=0.5"):
-    """Journal entries of a whole command plan, as the scheduler would write them."""
+    """Journal entries of a whole command plan, as the scheduler would write them (their JSON)."""
     entries = []
     for number, task in enumerate(plan.tasks):
         spawn = 10_000_000_000 * (number + 1)
@@ -799,8 +809,9 @@ def fake_entries(plan, *, first_ms=lambda i: 200 + 10 * i, process_ms=lambda i: 
 def test_a_command_case_result_has_its_command_and_validates():
     plan = command_plan(first_result="loss=", cold_runs=3)
     entries = fake_entries(plan)
-    (result,) = case_result.case_results(plan, entries)
-    assert artifacts.schema_errors(result, case_result.CASE_SCHEMA) == []
+    (result,) = case_result.case_results(plan, typed(entries))
+    assert artifacts.schema_errors(encode(result), case_result.CASE_SCHEMA) == []
+    result = encode(result)
     assert result["case"] == "command_train_1_f64"
     assert result["backend"] == "command" and result["workload"] == "train"
     assert result["command"] == {"argv": [sys.executable, "train.py"], "cwd": str(Path.cwd().resolve()), "first_result": "loss=",
@@ -814,7 +825,7 @@ def test_a_command_runs_ttfr_and_process_time_come_from_spawn_first_and_reap():
     plan = command_plan(first_result="loss=", cold_runs=3)
     entries = fake_entries(plan)
     by_task = {e["task"]: number for number, e in enumerate(entries)}
-    (result,) = case_result.case_results(plan, entries)
+    (result,) = [encode(r) for r in case_result.case_results(plan, typed(entries))]
     for policy in (COLD_CACHE, WARM_CACHE):
         runs = result["policies"][policy]["runs"]
         assert len(runs) == 3
@@ -842,7 +853,7 @@ def test_a_warm_cache_run_that_compiled_again_is_flagged_in_the_case():
         if entry["policy"] == WARM_CACHE:
             entry["cache_dir"]["entries_after"] = 3
             entry["cache_dir"]["by_directory"] = {"jax": [1, 3]}
-    (result,) = case_result.case_results(plan, entries)
+    (result,) = [encode(r) for r in case_result.case_results(plan, typed(entries))]
     warm = result["policies"][WARM_CACHE]
     assert warm["cache_verification"]["verdict"] == "flagged"
     assert warm["cache_verification"]["flags"] == ["warm_cache_grew"]
@@ -852,16 +863,16 @@ def test_a_warm_cache_run_that_compiled_again_is_flagged_in_the_case():
 
 def test_a_redacted_commands_case_result_holds_no_secret():
     plan = command_plan(commands=f"{PY} t.py --api-token {SECRET}", cold_runs=2)
-    (result,) = case_result.case_results(plan, fake_entries(plan))
-    assert artifacts.schema_errors(result, case_result.CASE_SCHEMA) == []
-    assert REDACTED in result["command"]["argv"]
-    assert SECRET not in json.dumps(result)
+    (result,) = case_result.case_results(plan, typed(fake_entries(plan)))
+    assert artifacts.schema_errors(encode(result), case_result.CASE_SCHEMA) == []
+    assert REDACTED in result.command.argv
+    assert SECRET not in json.dumps(encode(result))
     assert SECRET not in "\n".join(commands_md.section([result]))
 
 
 def test_the_commands_section_renders_a_row_per_command():
     plan = command_plan(commands=[f"{PY} train.py --epochs 1", f"{PY} eval.py"], first_result="loss=", cold_runs=2)
-    results = case_result.case_results(plan, fake_entries(plan))
+    results = case_result.case_results(plan, typed(fake_entries(plan)))
     text = "\n".join(commands_md.section(results))
     assert text.startswith("## Commands")
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| `command_")}
@@ -885,12 +896,12 @@ def test_the_commands_section_names_how_the_first_result_is_taken():
 
 def _plan_and_entries(**kwargs):
     plan = command_plan(cold_runs=2, **kwargs)
-    return plan, fake_entries(plan)
+    return plan, typed(fake_entries(plan))
 
 
 def test_no_commands_section_without_a_command_case():
     assert commands_md.section([]) == []
-    assert commands_md.section([{"case": "numpy_matmul_64_f32", "policies": {}}]) == []
+    assert commands_md.section([make_case("numpy_matmul_64_f32")]) == []
 
 
 # --- the whole run with fake executors -------------------------------------------------------
@@ -904,11 +915,11 @@ def test_a_whole_command_run_writes_valid_artifacts_and_a_commands_report(tmp_pa
     monkeypatch.setattr(suite_run, "Scheduler", patched)
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
     outcome = suite_run.execute(result_dir, spec, executor=_no_worker)
-    assert not outcome.interrupted and outcome.suite["pending"] == []
+    assert not outcome.interrupted and outcome.suite.pending == []
     assert len(command.calls) == len(prepare.calls) == 4
     assert validate_dir(result_dir.root) == []
     (case,) = outcome.cases
-    assert case["command"]["argv"] == [sys.executable, "train.py"] and case["command"]["prepare"] == ["true"]
+    assert case.command.argv == [sys.executable, "train.py"] and case.command.prepare == ["true"]
     report = (result_dir.root / "report.md").read_text()
     assert "## Commands" in report and "`command_train_1_f64`" in report
     assert "output line matching `loss=`" in report

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from ttfr.model.record import FirstResult
 from ttfr.commands import cli
 from ttfr.measure import command_run, user_commands
 
@@ -39,10 +40,10 @@ def test_the_first_matching_output_line_ends_the_timing_not_the_exit(tmp_path):
     )
     result = command_run.run_command(_command(tmp_path, source, first_result=r"^loss="), _env(), 30.0)
     assert result.outcome == "ok", result.reason
-    first = result.record["marks_ns"]["first"]
+    first = result.record.marks_ns.first
     # read after the program printed it (never earlier), and no later than its exit
     assert int(printed.read_text()) <= first <= result.reaped_ns
-    assert result.record["first_result"] == {"by": "output", "line": "loss=0.5", "stopped": False}
+    assert result.record.first_result == FirstResult(by="output", line="loss=0.5", stopped=False)
 
 
 def test_stderr_and_carriage_return_lines_are_matched_too(tmp_path):
@@ -50,7 +51,7 @@ def test_stderr_and_carriage_return_lines_are_matched_too(tmp_path):
     command = _command(tmp_path, source, first_result=r"^done: \d+$")
     result = command_run.run_command(command, _env(), 30.0)
     assert result.outcome == "ok", result.reason
-    assert result.record["first_result"]["line"] == "done: 7"
+    assert result.record.first_result.line == "done: 7"
 
 
 def test_a_program_that_never_prints_the_line_fails_with_its_output_tail(tmp_path):
@@ -67,9 +68,9 @@ def test_the_mark_is_the_programs_own_clock_reading(tmp_path):
     command = _command(tmp_path, source, mark=True)
     result = command_run.run_command(command, _env(), 30.0)
     assert result.outcome == "ok", (result.reason, result.output_tail)
-    first = result.record["marks_ns"]["first"]
+    first = result.record.marks_ns.first
     assert result.spawn_ns + 0.05e9 <= first <= result.reaped_ns - 0.4e9
-    assert result.record["first_result"] == {"by": "mark", "line": None, "stopped": False}
+    assert result.record.first_result == FirstResult(by="mark", line=None, stopped=False)
 
 
 def test_ttfr_mark_outside_ttfr_does_nothing(monkeypatch):
@@ -97,7 +98,7 @@ def test_a_missing_or_foreign_mark_fails_the_run(tmp_path):
 def test_without_a_marker_the_exit_is_the_first_result(tmp_path):
     result = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
     assert result.outcome == "ok"
-    assert result.record["marks_ns"]["first"] == result.reaped_ns
+    assert result.record.marks_ns.first == result.reaped_ns
 
 
 def test_a_programs_peak_memory_is_its_own_never_the_forked_parents(tmp_path):
@@ -107,12 +108,12 @@ def test_a_programs_peak_memory_is_its_own_never_the_forked_parents(tmp_path):
 
     floor = spawn.inherited_rss_floor()
     small = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
-    assert small.outcome == "ok" and small.record["rusage_self"]["max_rss_bytes"] is None
-    assert small.rusage["rss_floor_bytes"] >= floor  # this process's peak then (it only grows)
+    assert small.outcome == "ok" and small.record.rusage_self.max_rss_bytes is None
+    assert small.rusage.rss_floor_bytes >= floor  # this process's peak then (it only grows)
     grow = floor + (96 << 20)
     big = command_run.run_command(_command(tmp_path, f"b = bytearray({grow})\nfor i in range(0, {grow}, 4096): b[i] = 1\n"),
                                   _env(), 60.0)  # fmt: skip
-    assert big.outcome == "ok" and big.record["rusage_self"]["max_rss_bytes"] >= grow
+    assert big.outcome == "ok" and big.record.rusage_self.max_rss_bytes >= grow
 
 
 def test_a_failing_program_fails_its_run_with_its_exit_code_and_redacted_output(tmp_path):
@@ -140,11 +141,11 @@ def test_a_half_written_line_is_not_a_match(tmp_path):
     source = ("import sys, time\nsys.stdout.write('done'); sys.stdout.flush(); time.sleep(0.3)\n"
               "print(' loading data')\ntime.sleep(0.3)\nprint('done')\n")  # fmt: skip
     result = command_run.run_command(_command(tmp_path, source, first_result="^done$"), _env(), 30.0)
-    assert result.outcome == "ok" and result.record["first_result"]["line"] == "done"
-    assert result.record["marks_ns"]["first"] - result.spawn_ns >= 0.6e9  # the second, complete line
+    assert result.outcome == "ok" and result.record.first_result.line == "done"
+    assert result.record.marks_ns.first - result.spawn_ns >= 0.6e9  # the second, complete line
     last = command_run.run_command(_command(tmp_path, "import sys\nsys.stdout.write('final 3')\n", first_result="^final"),
                                    _env(), 30.0)  # fmt: skip
-    assert last.outcome == "ok" and last.record["first_result"]["line"] == "final 3"  # an unended last line counts at the end
+    assert last.outcome == "ok" and last.record.first_result.line == "final 3"  # an unended last line counts at the end
 
 
 def test_a_program_changed_during_its_run_is_an_invalid_measurement(tmp_path):
@@ -398,8 +399,8 @@ def test_stop_at_first_result_ends_a_server_at_its_first_line(tmp_path):
         result = command_run.run_command(command, _env(), 30.0)
         assert result.outcome == "ok", (result.reason, result.output_tail)
         assert time.monotonic() - started < 25  # not its 60 s, nor the 30 s timeout
-        assert result.record["first_result"]["stopped"] is True and result.exit_code == -9
-        assert result.spawn_ns < result.record["marks_ns"]["first"] <= result.reaped_ns
+        assert result.record.first_result.stopped is True and result.exit_code == -9
+        assert result.spawn_ns < result.record.marks_ns.first <= result.reaped_ns
     with pytest.raises(Exception, match="--first-result REGEX or --first-result-mark"):
         user_commands.parse([f"{PY} -c pass"], stop_at_first_result=True)
 

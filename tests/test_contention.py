@@ -8,80 +8,89 @@ import sys
 import pytest
 
 from ttfr.analyse import contention
+from ttfr.model.base import decode, encode
+from ttfr.model.journal import Host, Rusage
+from ttfr.model.record import SampleEvidence, Sched
 
-IDLE_HOST = {"runnable_start": [1, 90], "runnable_end": [1, 90], "usable_cores": 2}
+IDLE = {"runnable_start": [1, 90], "runnable_end": [1, 90], "usable_cores": 2}
+IDLE_HOST = Host(**IDLE)
 WINDOW = [0, 100_000_000]  # 0.1 s
 
 
-def evidence(waits, wall=0.01, cpu=0.01, others_cores=1.0):
+def raw_evidence(waits, wall=0.01, cpu=0.01, others_cores=1.0) -> dict:
+    """A warm process's sample evidence as the worker writes it."""
     n = len(waits)
     return {"wall_s": [wall] * n, "cpu_s": [cpu] * n, "runq_wait_s": waits, "window_ns": WINDOW,
             "others_cpu_s": None if others_cores is None else others_cores * 0.1}  # fmt: skip
 
 
+def evidence(waits, wall=0.01, cpu=0.01, others_cores=1.0) -> SampleEvidence:
+    return decode(raw_evidence(waits, wall, cpu, others_cores), SampleEvidence)
+
+
 def test_a_process_that_waited_while_a_neighbour_ran_is_contended_with_its_evidence():
     verdict = contention.warm_process(evidence([0.005] * 5 + [0.0] * 5), IDLE_HOST)
-    assert verdict["contended"] and verdict["samples_contended"] == 5
-    assert "5/10 samples waited for a CPU" in verdict["reasons"][0] and "1.00 cores" in verdict["reasons"][0]
+    assert verdict.contended and verdict.samples_contended == 5
+    assert "5/10 samples waited for a CPU" in verdict.reasons[0] and "1.00 cores" in verdict.reasons[0]
 
 
 def test_a_runtime_waiting_for_its_own_threads_is_not_contended():
     # XLA's pool on 2 cores: its threads wait for each other 60% of a sample; nobody else runs.
-    assert not contention.warm_process(evidence([0.006] * 10, others_cores=0.05), IDLE_HOST)["contended"]
+    assert not contention.warm_process(evidence([0.006] * 10, others_cores=0.05), IDLE_HOST).contended
     # either reading alone decides when the other is missing
-    assert contention.warm_process(evidence([0.006] * 10, others_cores=None), IDLE_HOST)["contended"]
-    assert contention.warm_process(evidence([None] * 10, others_cores=0.9), IDLE_HOST)["contended"]
-    assert not contention.warm_process(evidence([None] * 10, others_cores=None), IDLE_HOST)["contended"]
+    assert contention.warm_process(evidence([0.006] * 10, others_cores=None), IDLE_HOST).contended
+    assert contention.warm_process(evidence([None] * 10, others_cores=0.9), IDLE_HOST).contended
+    assert not contention.warm_process(evidence([None] * 10, others_cores=None), IDLE_HOST).contended
 
 
 def test_a_neighbour_that_did_not_make_the_worker_wait_is_not_contention():
     # a single-threaded worker beside a busy loop on the other core
-    assert not contention.warm_process(evidence([0.0] * 10, others_cores=1.0), IDLE_HOST)["contended"]
+    assert not contention.warm_process(evidence([0.0] * 10, others_cores=1.0), IDLE_HOST).contended
 
 
 @pytest.mark.parametrize("waits", [[0.0] * 10, [0.0004] * 10, [0.005] * 3 + [0.0] * 7])
 def test_an_idle_process_or_a_few_unlucky_samples_are_not_contended(waits):
     # 4% waiting stays under WAIT_FRACTION; 3 of 10 samples do not exceed CONTENDED_SAMPLE_SHARE.
-    assert not contention.warm_process(evidence(waits), IDLE_HOST)["contended"]
+    assert not contention.warm_process(evidence(waits), IDLE_HOST).contended
 
 
 def test_other_runnable_tasks_filling_every_core_count_on_their_own():
-    busy = {"runnable_start": [3, 90], "runnable_end": [4, 90], "usable_cores": 2}
+    busy = Host(runnable_start=[3, 90], runnable_end=[4, 90], usable_cores=2)
     verdict = contention.warm_process(evidence([None] * 10, others_cores=None), busy)
-    assert verdict["contended"] and verdict["samples_with_evidence"] == 0 and "usable cores" in verdict["reasons"][0]
-    only_at_start = {**busy, "runnable_end": [1, 90]}
-    assert not contention.warm_process(evidence([None] * 10, others_cores=None), only_at_start)["contended"]
-    assert not contention.warm_process(None, None)["contended"]
+    assert verdict.contended and verdict.samples_with_evidence == 0 and "usable cores" in verdict.reasons[0]
+    only_at_start = Host(runnable_start=[3, 90], runnable_end=[1, 90], usable_cores=2)
+    assert not contention.warm_process(evidence([None] * 10, others_cores=None), only_at_start).contended
+    assert not contention.warm_process(None, None).contended
 
 
 def test_a_cold_run_is_contended_when_its_threads_waited_behind_a_neighbour():
-    host = {**IDLE_HOST, "machine_busy_s": 1.9}
-    rusage = {"user_s": 0.8, "sys_s": 0.1}  # the rest of the machine used 1.0 core for 1 s
-    verdict = contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, host, rusage)
-    assert verdict["contended"] and verdict["others_cores"] == pytest.approx(1.0)
-    alone = {**IDLE_HOST, "machine_busy_s": 0.95}
-    assert not contention.cold_run({"runq_wait_s": 0.2, "on_cpu_s": 1.0}, 1.0, alone, rusage)["contended"]
-    calm = contention.cold_run({"runq_wait_s": 0.01, "on_cpu_s": 1.0}, 1.0, host, rusage)
-    assert not calm["contended"] and calm["wait_fraction"] == pytest.approx(0.01)
-    assert contention.cold_run(None, 1.0, IDLE_HOST)["wait_fraction"] is None
+    host = Host(**IDLE, machine_busy_s=1.9)
+    rusage = Rusage(user_s=0.8, sys_s=0.1)  # the rest of the machine used 1.0 core for 1 s
+    verdict = contention.cold_run(Sched(runq_wait_s=0.2, on_cpu_s=1.0), 1.0, host, rusage)
+    assert verdict.contended and verdict.others_cores == pytest.approx(1.0)
+    alone = Host(**IDLE, machine_busy_s=0.95)
+    assert not contention.cold_run(Sched(runq_wait_s=0.2, on_cpu_s=1.0), 1.0, alone, rusage).contended
+    calm = contention.cold_run(Sched(runq_wait_s=0.01, on_cpu_s=1.0), 1.0, host, rusage)
+    assert not calm.contended and calm.wait_fraction == pytest.approx(0.01)
+    assert contention.cold_run(None, 1.0, IDLE_HOST).wait_fraction is None
 
 
 def test_process_disagreement_needs_significance_and_size():
     tight = [[1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 0.99, 1.00, 1.00] for _ in range(2)]
     apart = [tight[0], [x * 1.5 for x in tight[1]]]
-    assert contention.process_disagreement(apart)["disagree"]
-    assert not contention.process_disagreement(tight)["disagree"]
+    assert contention.process_disagreement(apart).disagree
+    assert not contention.process_disagreement(tight).disagree
     small = [tight[0], [x * 1.05 for x in tight[1]]]  # significant with many samples, but under 10%
-    assert not contention.process_disagreement([g * 10 for g in small])["disagree"]
+    assert not contention.process_disagreement([g * 10 for g in small]).disagree
     assert contention.process_disagreement([tight[0]]) is None
 
 
 def test_tick_quantised_samples_sit_whole_ticks_apart():
     walls = [0.020, 0.024, 0.028, 0.024, 0.020, 0.028, 0.024, 0.020]
     verdict = contention.tick_quantised([w for w in walls], walls)
-    assert verdict["quantised"] and verdict["tick_s"] == 0.004 and verdict["steps"] == [0, 1, 2]
+    assert verdict.quantised and verdict.tick_s == 0.004 and verdict.steps == [0, 1, 2]
     shifted = [w - 0.0002 for w in walls]  # the grid need not start at zero
-    assert contention.tick_quantised(shifted, shifted)["quantised"]
+    assert contention.tick_quantised(shifted, shifted).quantised
 
 
 @pytest.mark.parametrize(
@@ -93,7 +102,7 @@ def test_tick_quantised_samples_sit_whole_ticks_apart():
     ],
 )
 def test_ordinary_samples_are_not_tick_quantised(walls):
-    assert not contention.tick_quantised(walls, walls)["quantised"]
+    assert not contention.tick_quantised(walls, walls).quantised
 
 
 def test_too_few_samples_give_no_tick_verdict():
@@ -110,11 +119,11 @@ def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path)
             return None
         warm = fake_warm()
         n = len(warm["samples_s"])
-        warm["sample_evidence"] = evidence([0.008] * n, wall=0.01)
+        warm["sample_evidence"] = raw_evidence([0.008] * n, wall=0.01)
         return fake_result(fake_record(check=PASSED_CHECK, warm=warm))
 
     outcome = run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy")
-    (case,) = outcome.cases
+    (case,) = [encode(c) for c in outcome.cases]
     flags = [f for f in case["flags"] if f["flag"] == "contended"] or [
         f for p in case["policies"].values() for f in p.get("flags", []) if f["flag"] == "contended"
     ]
@@ -145,29 +154,29 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
             loop.kill()
             loop.wait()
     assert result.outcome == "ok", result.reason
-    warm = result.record["warm"]
-    ev = warm["sample_evidence"]
-    assert len(ev["wall_s"]) == len(ev["cpu_s"]) == len(ev["runq_wait_s"]) == 8
-    assert ev["window_ns"][1] > ev["window_ns"][0]
-    if ev["runq_wait_s"][0] is None:
+    ev = result.record.warm.sample_evidence
+    assert len(ev.wall_s) == len(ev.cpu_s) == len(ev.runq_wait_s) == 8
+    assert ev.window_ns[1] > ev.window_ns[0]
+    if ev.runq_wait_s[0] is None:
         pytest.skip("this kernel has no /proc/<pid>/task/<tid>/schedstat")
     verdict = contention.warm_process(ev, None)
-    assert verdict["contended"], verdict  # every core had a CPU-bound neighbour the whole time
-    assert result.record["sched"]["runq_wait_s"] > 0
-    assert result.record["threadpools"] is None or any(p["internal_api"] for p in result.record["threadpools"])
+    assert verdict.contended, verdict  # every core had a CPU-bound neighbour the whole time
+    assert result.record.sched.runq_wait_s > 0
+    assert result.record.threadpools is None or any(p["internal_api"] for p in result.record.threadpools)
 
 
-def test_machine_health_counts_contended_runs_and_advises():
+def test_machine_health_counts_contended_runs_and_advises(fixture_case):
     def case(name, contended, cores):
-        runs = [{"outcome": "ok", "contention": {"contended": c, "others_cores": cores}} for c in contended]
-        return {"case": name, "policies": {"cold-process/cold-cache": {"runs": runs}, "warm-process": {"procs": []}}}
+        runs = [fixture_case.run(contention={"contended": c, "reasons": [], "others_cores": cores}) for c in contended]
+        return fixture_case(name, cold_runs=runs, procs=[])
 
-    health = contention.machine_health([case("a", [True, False], 1.2), case("b", [False, False], 0.0)])
-    assert (health["runs"], health["contended"], health["cases"], health["max_others_cores"]) == (4, 1, ["a"], 1.2)
+    a, b = "numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32"
+    health = contention.machine_health([case(a, [True, False], 1.2), case(b, [False, False], 0.0)])
+    assert (health.runs, health.contended, health.cases, health.max_others_cores) == (4, 1, [a], 1.2)
     line = contention.health_line(health)
     assert "1 of 4 measured runs contended" in line and "--threads 1" in line and "ttfr selftest" in line
-    calm = contention.machine_health([case("b", [False], 0.0)])
-    assert contention.health_line(calm) is None and calm["advice"] == []
+    calm = contention.machine_health([case(b, [False], 0.0)])
+    assert contention.health_line(calm) is None and calm.advice == []
 
 
 def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
@@ -184,7 +193,7 @@ def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
         if call["job"].mode != "warm":
             return None
         warm = fake_warm()
-        warm["sample_evidence"] = evidence([0.008] * len(warm["samples_s"]), wall=0.01)
+        warm["sample_evidence"] = raw_evidence([0.008] * len(warm["samples_s"]), wall=0.01)
         return fake_result(fake_record(check=PASSED_CHECK, warm=warm))
 
     outcome = run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy")
@@ -210,7 +219,7 @@ def _run_with_contended_warm_processes(tmp_path, contended_indexes):
         per_call = 0.020 if index in contended_indexes else 0.001  # the contended process is slower
         warm = fake_warm(per_call=per_call)
         waits = [0.008 if index in contended_indexes else 0.0] * len(warm["samples_s"])
-        warm["sample_evidence"] = evidence(waits, wall=0.01)
+        warm["sample_evidence"] = raw_evidence(waits, wall=0.01)
         check = PASSED_CHECK if call["job"].check else None
         return fake_result(fake_record(check=check, warm=warm))
 
@@ -221,7 +230,7 @@ def test_the_headline_sets_contended_processes_aside_when_clean_ones_remain(tmp_
     from ttfr.artifacts.reader import validate_dir
 
     outcome = _run_with_contended_warm_processes(tmp_path, {1})
-    (case,) = outcome.cases
+    (case,) = [encode(c) for c in outcome.cases]
     warm = case["policies"]["warm-process"]
     assert warm["summary"]["call_s"]["n"] == 1 and warm["summary"]["call_s"]["median"] < 0.002  # the clean one (~1 ms), not 20 ms
     flag = next(f for f in case["flags"] if f["flag"] == "contended")
@@ -234,7 +243,7 @@ def test_too_few_clean_processes_give_no_figure_and_say_so(tmp_path):
     from ttfr.artifacts.reader import validate_dir
 
     outcome = _run_with_contended_warm_processes(tmp_path, {0, 1})
-    (case,) = outcome.cases
+    (case,) = [encode(c) for c in outcome.cases]
     assert case["policies"]["warm-process"]["summary"]["call_s"] is None
     flag = next(f for f in case["flags"] if f["flag"] == "could_not_measure_cleanly")
     assert "2 of 2 processes were contended: no figure is given" in flag["reason"]

@@ -72,7 +72,7 @@ def test_a_full_disk_mid_run_names_the_file_and_resume_finishes_the_job(tmp_path
     monkeypatch.setattr(Journal, "append", real_append)
     resumed, resumed_spec = suite_run.reopen(result_dir.root)  # the lock was given back
     outcome = suite_run.execute(resumed, resumed_spec, FakeExecutor())
-    assert outcome.suite["state"] == "complete" and outcome.exit_code == EXIT_OK
+    assert outcome.suite.state == "complete" and outcome.exit_code == EXIT_OK
 
 
 def test_storage_errors_are_exit_1_with_one_line(tmp_path, monkeypatch, capsys):

@@ -38,7 +38,7 @@ def _samples(families) -> dict:
 
 
 def _case_file(verified, case_id):
-    return next(c for c in verified.cases if c["case"] == case_id)
+    return next(c for c in verified.cases if c.case == case_id)
 
 
 @pytest.mark.parametrize("fmt", openmetrics.FORMATS)
@@ -48,13 +48,13 @@ def test_the_exposition_round_trips_to_the_case_files_figures(tmp_path, fmt):
     samples = _samples(parse_openmetrics(text) if fmt == "openmetrics" else parse_prometheus(text))
     assert text.rstrip().endswith("# EOF") == (fmt == "openmetrics")
     jax = _case_file(verified, "jax_jit_cpu_matmul_64_f32")
-    cold = jax["policies"]["cold-process/cold-cache"]
+    cold = jax.policies.get("cold-process/cold-cache")
     labels = {"case": "jax_jit_cpu_matmul_64_f32", "backend": "jax_jit_cpu", "workload": "matmul", "size": "64",
               "dtype": "float32", "policy": "cold-process/cold-cache"}  # fmt: skip
     for quantile, key in (("0", "min"), ("0.5", "median"), ("1", "max")):
         got = samples[("ttfr_ttfr_seconds", tuple(sorted({**labels, "quantile": quantile}.items())))]
-        assert got == pytest.approx(cold["summary"]["ttfr_s"][key])
-    assert samples[("ttfr_runs", tuple(sorted(labels.items())))] == cold["summary"]["ttfr_s"]["n"]
+        assert got == pytest.approx(getattr(cold.summary.ttfr_s, key))
+    assert samples[("ttfr_runs", tuple(sorted(labels.items())))] == cold.summary.ttfr_s.n
     # the fake's JAX runs compile trace 0.01 + compile 0.1 s: their compile time is the sum of the stages
     compile_median = samples[("ttfr_compile_seconds", tuple(sorted({**labels, "quantile": "0.5"}.items())))]
     assert compile_median == pytest.approx(0.11)
@@ -62,12 +62,12 @@ def test_the_exposition_round_trips_to_the_case_files_figures(tmp_path, fmt):
     ratio = {p: samples.get(("ttfr_compile_cache_hit_ratio", tuple(sorted({**labels, "policy": p}.items()))))
              for p in ("cold-process/cold-cache", "cold-process/warm-cache")}  # fmt: skip
     assert ratio == {"cold-process/cold-cache": 0.0, "cold-process/warm-cache": 1.0}
-    warm = jax["policies"]["warm-process"]["summary"]["call_s"]
+    warm = jax.policies.get("warm-process").summary.call_s
     case_labels = {k: v for k, v in labels.items() if k != "policy"}
     assert samples[("ttfr_warm_call_seconds", tuple(sorted({**case_labels, "quantile": "0.5"}.items())))] == pytest.approx(
-        warm["median"]
+        warm.median
     )
-    assert samples[("ttfr_peak_rss_bytes", tuple(sorted(case_labels.items())))] == jax["memory"]["peak_rss_bytes"]["median"]
+    assert samples[("ttfr_peak_rss_bytes", tuple(sorted(case_labels.items())))] == jax.memory.peak_rss_bytes.median
     # the status is one state set to 1; the GPU case here is `warn` and has no figures at all
     gpu = {**case_labels, "case": "jax_jit_gpu_matmul_64_f32", "backend": "jax_jit_gpu"}
     states = {s: samples[("ttfr_case_status", tuple(sorted({**gpu, "ttfr_case_status": s}.items())))]
@@ -107,16 +107,16 @@ def test_the_csv_is_one_row_per_run_and_metric_and_keeps_failures_empty(tmp_path
     assert tuple(rows[0]) == tidy.COLUMNS
     jax = _case_file(verified, "jax_jit_cpu_matmul_64_f32")
     for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
-        for run in jax["policies"][policy]["runs"]:
-            key = (jax["case"], policy, "cold_run", str(run["index"]))
+        for run in jax.policies.get(policy).runs:
+            key = (jax.case, policy, "cold_run", str(run.index))
             got = {r["metric"]: r["value"] for r in rows if (r["case"], r["policy"], r["kind"], r["run"]) == key}
-            assert float(got["ttfr_s"]) == run["metrics"]["ttfr_s"]
+            assert float(got["ttfr_s"]) == run.metrics.ttfr_s
             assert float(got["compile_s"]) == pytest.approx(0.11)
-            assert float(got["stage_trace_s"]) == run["stages"]["trace_s"]
-    samples = [r for r in rows if r["case"] == jax["case"] and r["kind"] == "warm_sample"]
-    procs = jax["policies"]["warm-process"]["procs"]
-    assert len(samples) == sum(len(p["samples_s"]) for p in procs)
-    assert sorted(float(r["value"]) for r in samples) == sorted(s for p in procs for s in p["samples_s"])
+            assert float(got["stage_trace_s"]) == run.stages.trace_s
+    samples = [r for r in rows if r["case"] == jax.case and r["kind"] == "warm_sample"]
+    procs = jax.policies.get("warm-process").procs
+    assert len(samples) == sum(len(p.samples_s) for p in procs)
+    assert sorted(float(r["value"]) for r in samples) == sorted(s for p in procs for s in p.samples_s)
     failed = [r for r in rows if r["outcome"] == "error"]
     assert failed and [r["value"] for r in failed if r["metric"] == "ttfr_s"] == [""]  # there, with no figure
 

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import msgspec
 import pytest
 from fakes import FakeExecutor
 from rich.console import Console
@@ -20,6 +21,8 @@ from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.commands import ab, cli
 from ttfr.commands import run as suite_run
 from ttfr.measure.spec import build_spec
+from ttfr.model.case import COLD_METRICS, CaseResult, ColdSummary
+from ttfr.model.suite import ScalingRow
 from ttfr.report import html, terminal
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\" | ## heading"
@@ -35,6 +38,29 @@ def _run(tmp_path, executor=None, **kwargs):
 
 def _figures(page: str) -> list[str]:
     return re.findall(r"<figure class=plot>.*?</figure>", page, flags=re.S)
+
+
+def _case(case: dict) -> CaseResult:
+    """A case result of the fields a figure reads (`case`), the others a valid minimum."""
+    config = {"profile": "default", "policies": ["cold-process/cold-cache"], "cold_runs": 4, "warm_procs": 2,
+              "warm_samples": 5, "min_sample_s": 0.01, "max_warmup_s": 1.0, "timeout_s": 60.0, "seed": 0, "threads": None,
+              "deterministic": True}  # fmt: skip
+    status = case.get("status", "ok")
+    rest = {"schema": "ttfr.case_result.v1", "backend": "numpy", "workload": "matmul", "size": 64, "dtype": "float32",
+            "status": status, "reason": None if status == "ok" else "it failed", "config": config, "sync_policy": "none",
+            "dataset": {"id": "none", "sha256": None}, "device": None, "versions": {}, "correctness": None, "policies": {},
+            "memory": {}, "flags": [], "unmeasured_runs": [], "limitations": []}  # fmt: skip
+    return msgspec.convert({**rest, **case}, CaseResult)
+
+
+def _run_figures(index: int, outcome: str, metrics: dict, contention: dict | None = None) -> dict:
+    """One measured run's fields as a case file has them, the ones no figure reads empty."""
+    resources = dict.fromkeys(("peak_rss_bytes", "tree_peak_rss_bytes", "cpu_user_s", "cpu_sys_s", "involuntary_switches"))
+    run = {"index": index, "round": 0, "outcome": outcome, "reason": None if outcome == "ok" else "it failed",
+           "metrics": {**dict.fromkeys(COLD_METRICS), **metrics}, "stages": {}, "resources": resources,
+           "cache": {"verdict": "not_applicable", "flags": [], "entries_before": 0, "entries_after": 0}, "host": None,
+           "exit_code": 0 if outcome == "ok" else 1}  # fmt: skip
+    return run if contention is None else {**run, "contention": contention}
 
 
 @pytest.mark.figures
@@ -80,8 +106,12 @@ def test_report_html_flag_rewrites_the_page_and_a_terminal_gets_bars(tmp_path, c
 
 
 def test_a_bar_is_its_components_to_scale():
-    summary = {"interpreter_s": {"median": 0.1}, "import_s": {"median": 0.5}, "setup_s": {"median": 0.001},
-               "first_call_s": {"median": 0.4}}  # fmt: skip
+    def median(value):
+        return {"n": 1, "min": value, "max": value, "median": value, "median_ci": {"low": value, "high": value, "level": 0.5},
+                "p95": value, "mean": value, "std": 0.0, "mad": 0.0}  # fmt: skip
+
+    medians = {"interpreter_s": 0.1, "import_s": 0.5, "setup_s": 0.001, "first_call_s": 0.4}
+    summary = msgspec.convert({**dict.fromkeys(COLD_METRICS), **{k: median(v) for k, v in medians.items()}}, ColdSummary)
     bar = terminal.component_bar(summary, 2.0, width=20)
     assert bar.plain == "█" * 10  # 1.0 s of 2.0 s: half the width, the 1 ms setup too small to show
     assert [span.style for span in bar.spans] == ["grey50", "blue", "yellow"]
@@ -177,16 +207,19 @@ def test_histfactory_figures_mark_the_published_points_as_measured_elsewhere():
     from ttfr.report import plots
 
     def row(engine, parameters, call):
-        return {"workload": "hf_nll_grad", "engine": engine, "parameters": parameters, "warm_call_s": call,
-                "warm_call_ci_low_s": call * 0.9, "warm_call_ci_high_s": call * 1.1, "ttfr_cold_cache_s": 2.0}  # fmt: skip
+        figures = {"workload": "hf_nll_grad", "engine": engine, "parameters": parameters, "warm_call_s": call,
+                   "warm_call_ci_low_s": call * 0.9, "warm_call_ci_high_s": call * 1.1, "ttfr_cold_cache_s": 2.0}  # fmt: skip
+        unread = {**dict.fromkeys(ScalingRow.__struct_fields__), "dataset": "hf_fixture", "status": "ok"}
+        return msgspec.convert({**unread, **figures}, ScalingRow)
 
     (plot,) = plots.scaling([row("jax_jit_cpu", 8, 1e-4), row("jax_jit_cpu", 184, 2e-3), row("nextstat", 8, 5e-5)])
     assert "NextStat CUDA (measured elsewhere)" in plot.svg
     elsewhere = [r for r in plot.rows if r[-1] == "measured elsewhere"]
     assert [r[1] for r in elsewhere] == ["8", "184"] and len(plot.rows) == 5
-    case = {"case": "jax_jit_cpu_hf_train_loop_8_f64",
-            "correctness": {"train_loop": {"kde": {"losses": [-1.0, -1.5, -1.8]}}}}  # fmt: skip
-    losses = plots.training_losses([case, {"case": "numpy_matmul_64_f32", "correctness": None}])
+    check = {"reference": "pyhf", "max_normalised_error": 0.0, "tolerance": 1e-6, "passed": True}
+    case = _case({"case": "jax_jit_cpu_hf_train_loop_8_f64", "dtype": "float64",
+                  "correctness": {**check, "train_loop": {"steps": 3, "kde": {"losses": [-1.0, -1.5, -1.8]}}}})  # fmt: skip
+    losses = plots.training_losses([case, _case({"case": "numpy_matmul_64_f32", "correctness": None})])
     assert losses.rows == [["jax_jit_cpu_hf_train_loop_8_f64", "3", "-1", "-1.8", "-1, -1.5, -1.8"]] and "<svg" in losses.svg
 
 
@@ -195,14 +228,19 @@ def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones()
     from ttfr.report import plots
 
     def run(index, value, contended=False):
-        return {"index": index, "outcome": "ok", "metrics": {"ttfr_s": value}, "contention": {"contended": contended}}
+        return _run_figures(index, "ok", {"ttfr_s": value}, {"contended": contended, "reasons": [], "others_cores": None})
 
-    runs = [run(0, 5.0), run(1, 1.0), run(2, 1.1, contended=True), run(3, 0.9), {"index": 4, "outcome": "error", "metrics": {}}]
-    summary = {"median": 1.0, "median_ci": {"low": 0.9, "high": 1.1, "level": 0.9}, "n": 3}
+    runs = [run(0, 5.0), run(1, 1.0), run(2, 1.1, contended=True), run(3, 0.9), _run_figures(4, "error", {})]
+    summary = {"median": 1.0, "median_ci": {"low": 0.9, "high": 1.1, "level": 0.9}, "n": 3, "min": 0.9, "max": 5.0,
+               "p95": 5.0, "mean": 2.0, "std": 2.0, "mad": 0.1}  # fmt: skip
+    verification = {"verdict": "not_applicable", "flags": [], "hits_total": None, "misses_total": None, "runs_verified": 0,
+                    "runs": 4}  # fmt: skip
+    outlier = {"flag": "first_run_outlier", "metric": "ttfr_s", "value": 5.0, "robust_z": 9.0}
     case = {"case": "numpy_matmul_64_f32", "status": "ok",
-            "policies": {"cold-process/cold-cache": {"runs": runs, "summary": {"ttfr_s": summary},
-                                                     "flags": [{"flag": "first_run_outlier", "value": 5.0}]}}}  # fmt: skip
-    plot = plots.distributions([case], "cold-process/cold-cache")
+            "policies": {"cold-process/cold-cache": {"runs": runs, "summary": {**dict.fromkeys(COLD_METRICS), "ttfr_s": summary},
+                                                     "stages_summary": {}, "cache_verification": verification,
+                                                     "flags": [outlier]}}}  # fmt: skip
+    plot = plots.distributions([_case(case)], "cold-process/cold-cache")
     (row,) = plot.rows
     assert row[2:5] == ["3", "1", "1"]  # used, set aside (contended), failed
     assert row[5] == "5 s, 1 s, 1.1 s*, 900 ms"
@@ -210,9 +248,10 @@ def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones()
     # every run of a policy contended: none used, all drawn set aside; a failed case is left out
     for one in runs[:4]:
         one["contention"]["contended"] = True
-    (row,) = plots.distributions([case, {**case, "case": "x_1_f64", "status": "failed"}], "cold-process/cold-cache").rows
+    failed = _case({**case, "case": "x_1_f64", "status": "failed"})
+    (row,) = plots.distributions([_case(case), failed], "cold-process/cold-cache").rows
     assert row[2:4] == ["0", "4"]
-    assert plots.distributions([{**case, "status": "failed"}], "cold-process/cold-cache") is None
+    assert plots.distributions([_case({**case, "status": "failed"})], "cold-process/cold-cache") is None
 
 
 def test_a_run_whose_every_case_failed_still_gets_its_page(tmp_path, capsys):

@@ -14,18 +14,27 @@ from test_artifacts import run_fake
 from ttfr.commands import run as suite_run
 from ttfr.commands.cli import main
 from ttfr.measure import journal as journal_module
-from ttfr.measure.journal import MAX_LINE_BYTES, Journal, JournalError, entry_problem
+from ttfr.measure.journal import MAX_LINE_BYTES, Journal, JournalError, read_entry
+from ttfr.model.base import decode
+from ttfr.model.journal import JournalEntry
 
 
-def entry(task="a", **changes):
+def raw(task="a", **changes):
+    """A journal line's JSON (a dict): what the reader is given."""
     base = {
         "task": task, "case": "numpy_matmul_64_f32", "kind": "cold", "policy": "cold-process/cold-cache",
         "index": 0, "round": 0, "measured": True, "makes_template": False, "outcome": "ok", "reason": None,
         "spawn_ns": 1, "reaped_ns": 9, "exit_code": 0, "cache_dir": {"entries_before": 0, "entries_after": 0},
-        "record": {"marks_ns": {"main": 3, "first": 5}, "stages_s": {}}, "rusage": {}, "host": None, "output_tail": None,
+        "record": {"outcome": "ok", "marks_ns": {"main": 3, "first": 5}, "stages_s": {}}, "rusage": {}, "host": None,
+        "output_tail": None,
     }  # fmt: skip
     base.update(changes)
     return base
+
+
+def entry(task="a", **changes) -> JournalEntry:
+    """A typed entry: what the scheduler appends."""
+    return decode(raw(task, **changes), JournalEntry)
 
 
 def test_torn_journal_line_is_skipped_with_a_warning_and_not_glued_to_the_next(tmp_path):
@@ -35,37 +44,37 @@ def test_torn_journal_line_is_skipped_with_a_warning_and_not_glued_to_the_next(t
         fh.write('{"task": "b", "trunc')
     journal = Journal(journal.path)
     journal.append(entry("c"))
-    assert [e["task"] for e in journal.entries()] == ["a", "c"]
+    assert [e.task for e in journal.entries()] == ["a", "c"]
     assert len(journal.skipped) == 1 and "line 2: not JSON" in journal.skipped[0]
 
 
 @pytest.mark.parametrize(
     "line, why",
     [
-        (b"[]", "a JSON list"),
-        (b"5", "a JSON int"),
+        (b"[]", "Expected `object`, got `array`"),
+        (b"5", "Expected `object`, got `int`"),
         (b"\xff\xfe garbage", "not JSON"),
-        (json.dumps({k: v for k, v in entry().items() if k != "index"}).encode(), "no `index`"),
-        (json.dumps(entry(index="0")).encode(), "`index` has the wrong type"),
-        (json.dumps(entry(index=True)).encode(), "`index` has the wrong type"),
-        (json.dumps(entry(cache_dir={})).encode(), "entry counts"),
-        (json.dumps(entry(record={"marks_ns": {"main": "soon"}})).encode(), "timestamp"),
-        (json.dumps(entry(record={"stages_s": []})).encode(), "record.stages_s"),
-        (b"[" * 50000 + b"]" * 50000, "not JSON"),
+        (json.dumps({k: v for k, v in raw().items() if k != "index"}).encode(), "missing required field `index`"),
+        (json.dumps(raw(index="0")).encode(), "Expected `int`, got `str` - at `index`"),
+        (json.dumps(raw(index=True)).encode(), "Expected `int`, got `bool` - at `index`"),
+        (json.dumps(raw(cache_dir={})).encode(), "missing required field `entries_before` - at `cache_dir`"),
+        (json.dumps(raw(record={"outcome": "ok", "marks_ns": {"main": "soon"}})).encode(), "at `record.marks_ns.main`"),
+        (json.dumps(raw(record={"outcome": "ok", "stages_s": []})).encode(), "at `record.stages_s`"),
+        (b"{" * 50000 + b"}" * 50000, "not JSON"),
     ],
 )
 def test_garbage_lines_are_skipped_and_named(tmp_path, line, why):
     path = tmp_path / "journal.jsonl"
-    path.write_bytes(json.dumps(entry("a")).encode() + b"\n" + line + b"\n" + json.dumps(entry("b")).encode() + b"\n")
+    path.write_bytes(json.dumps(raw("a")).encode() + b"\n" + line + b"\n" + json.dumps(raw("b")).encode() + b"\n")
     journal = Journal(path)
-    assert [e["task"] for e in journal.entries()] == ["a", "b"]
+    assert [e.task for e in journal.entries()] == ["a", "b"]
     assert len(journal.skipped) == 1 and "line 2" in journal.skipped[0] and why in journal.skipped[0]
 
 
 def test_a_real_entry_passes_the_check(tmp_path):
     root = run_fake(tmp_path).result_dir.root
     lines = (root / "journal.jsonl").read_text().splitlines()
-    assert lines and all(entry_problem(json.loads(line)) is None for line in lines)
+    assert lines and all(read_entry(line.encode()) == (decode(json.loads(line), JournalEntry), None) for line in lines)
 
 
 def test_resume_over_a_garbage_journal_line_reruns_that_task_and_warns(tmp_path, capsys):
@@ -77,8 +86,8 @@ def test_resume_over_a_garbage_journal_line_reruns_that_task_and_warns(tmp_path,
     result_dir, spec = suite_run.reopen(root)
     executor = FakeExecutor()
     finished = suite_run.execute(result_dir, spec, executor)
-    assert finished.suite["state"] == "complete"
-    assert finished.warnings and "line 2: `task` has the wrong type" in finished.warnings[0]
+    assert finished.suite.state == "complete"
+    assert finished.warnings and "line 2: Expected `str`, got `int` - at `task`" in finished.warnings[0]
     assert main(["validate", str(root)]) == 0
 
 
@@ -115,17 +124,29 @@ def _drop(*path):
 
 WARM, COLD = _first("warm", "warm"), _first("cold")
 CORRUPTIONS = {
-    "check without passed": (WARM, _set("record", "check", value={"foo": 1}), "`record.check` has no `passed`"),
-    "check passed not a flag": (WARM, _set("record", "check", "passed", value="yes"), "`record.check` has no `passed`"),
+    "check without passed": (
+        WARM,
+        _set("record", "check", value={"foo": 1}),
+        "missing required field `reference` - at `record.check`",
+    ),
+    "check passed not a flag": (
+        WARM,
+        _set("record", "check", "passed", value="yes"),
+        "Expected `bool`, got `str` - at `record.check.passed`",
+    ),
     "check tolerance missing": (WARM, _drop("record", "check", "tolerance"), "`tolerance`"),
-    "check error negative": (WARM, _set("record", "check", "max_normalised_error", value=-1), "`max_normalised_error`"),
+    "check error negative": (
+        WARM,
+        _set("record", "check", "max_normalised_error", value=-1),
+        ">= 0.0 - at `record.check.max_normalised_error`",
+    ),
     "digest count only": (COLD, _set("record", "digest", value={"count": 1}), "`record.digest`"),
-    "digest sum_sq text": (COLD, _set("record", "digest", "sum_sq", value="x"), "`record.digest`"),
+    "digest sum_sq text": (COLD, _set("record", "digest", "sum_sq", value="x"), "at `record.digest.sum_sq`"),
     "digest without finite": (COLD, _drop("record", "digest", "finite"), "`finite`"),
-    "negative index": (COLD, _set("index", value=-5), "`index` is negative"),
-    "negative round": (COLD, _set("round", value=-1), "`round` is negative"),
-    "negative cache count": (COLD, _set("cache_dir", "entries_before", value=-1), "`cache_dir`"),
-    "no measured flag": (COLD, _drop("measured"), "no `measured`"),
+    "negative index": (COLD, _set("index", value=-5), "Expected `int` >= 0 - at `index`"),
+    "negative round": (COLD, _set("round", value=-1), "Expected `int` >= 0 - at `round`"),
+    "negative cache count": (COLD, _set("cache_dir", "entries_before", value=-1), ">= 0 - at `cache_dir.entries_before`"),
+    "no measured flag": (COLD, _drop("measured"), "missing required field `measured`"),
     "unknown outcome": (COLD, _set("outcome", value="banana"), "`outcome`"),
     "failed run without reason": (COLD, lambda e: e.update(outcome="error", reason=None), "`reason`"),
     "ok run without record": (COLD, _set("record", value=None), "`record` is missing"),
@@ -135,30 +156,54 @@ CORRUPTIONS = {
         "`first` is before `setup`",
     ),
     "reaped before spawn": (COLD, lambda e: e.update(reaped_ns=e["spawn_ns"] - 1), "`reaped_ns`"),
-    "negative stage": (_first("cold", "stages_s"), _set("record", "stages_s", "compile_s", value=-1.0), "`record.stages_s`"),
-    "warm without samples": (WARM, _set("record", "warm", value={"foo": 1}), "`record.warm` has no `samples_s`"),
+    "negative stage": (
+        _first("cold", "stages_s"),
+        _set("record", "stages_s", "compile_s", value=-1.0),
+        ">= 0.0 - at `record.stages_s[...]`",
+    ),
+    "warm without samples": (
+        WARM,
+        _set("record", "warm", value={"foo": 1}),
+        "missing required field `samples_s` - at `record.warm`",
+    ),
     "warm empty samples": (WARM, _set("record", "warm", "samples_s", value=[]), "`samples_s`"),
     "warm zero sample": (WARM, _set("record", "warm", "samples_s", 0, value=0.0), "`samples_s`"),
     "warm huge sample": (WARM, _set("record", "warm", "samples_s", 0, value=1e308), "`samples_s`"),
-    "warm zero inner loops": (WARM, _set("record", "warm", "inner_loops", value=0), "`inner_loops`"),
+    "warm zero inner loops": (WARM, _set("record", "warm", "inner_loops", value=0), ">= 1 - at `record.warm.inner_loops`"),
     "warm no warmup flag": (WARM, _drop("record", "warm", "warmup_stable"), "`warmup_stable`"),
     "warm no warmup times": (WARM, _drop("record", "warm", "warmup_per_call_s"), "`warmup_per_call_s`"),
-    "warm text trailing": (WARM, _set("record", "warm", "trailing_sync_fraction", value=["x"]), "`trailing_sync_fraction`"),
-    "warm text doubling": (WARM, _set("record", "warm", "doubling_ratios", value=["x"]), "`doubling_ratios`"),
-    "warm pending not flags": (WARM, _set("record", "warm", "pending_after_loop", value=3), "`pending_after_loop`"),
-    "warm overlap a list": (WARM, _set("record", "warm", "overlap", value=[1]), "`overlap`"),
+    "warm text trailing": (
+        WARM,
+        _set("record", "warm", "trailing_sync_fraction", value=["x"]),
+        "got `str` - at `record.warm.trailing_sync_fraction[0]`",
+    ),
+    "warm text doubling": (
+        WARM,
+        _set("record", "warm", "doubling_ratios", value=["x"]),
+        "got `str` - at `record.warm.doubling_ratios[0]`",
+    ),
+    "warm pending not flags": (
+        WARM,
+        _set("record", "warm", "pending_after_loop", value=3),
+        "at `record.warm.pending_after_loop`",
+    ),
+    "warm overlap a list": (WARM, _set("record", "warm", "overlap", value=[1]), "at `record.warm.overlap`"),
     "warm overlap nulls": (
         WARM,
         _set("record", "warm", "overlap", value={"as_timed_s": [None], "each_waited_s": [1.0]}),
-        "`overlap`",
+        "got `null` - at `record.warm.overlap.as_timed_s[0]`",
     ),
-    "cache counters text": (_first("cold", "cache"), _set("record", "cache", value={"end": {"events": "x"}}), "`record.cache`"),
+    "cache counters text": (
+        _first("cold", "cache"),
+        _set("record", "cache", value={"end": {"events": "x"}}),
+        "at `record.cache.end.events`",
+    ),
     "host cores text": (
         COLD,
         _set("host", value={"usable_cores": "x", "runnable_start": [9, 9], "runnable_end": [9, 9]}),
         "`host.usable_cores`",
     ),
-    "versions a flag": (COLD, _set("record", "versions", value={"numpy": True}), "`record.versions`"),
+    "versions a flag": (COLD, _set("record", "versions", value={"numpy": True}), "got `bool` - at `record.versions[...]`"),
     "device without count": (COLD, _set("record", "device", value={"platform": "cpu", "kind": "x"}), "`record.device`"),
 }
 
@@ -177,18 +222,20 @@ def test_a_line_analysis_cannot_use_is_skipped_and_resume_completes(tmp_path, na
     assert len(read.skipped) == 1 and f"line {index + 1}: " in read.skipped[0] and why in read.skipped[0], read.skipped
     result_dir, spec = suite_run.reopen(root)
     finished = suite_run.execute(result_dir, spec, FakeExecutor())  # reruns that task; analysis must not crash
-    assert finished.suite["state"] == "complete" and finished.warnings == read.skipped
+    assert finished.suite.state == "complete" and finished.warnings == read.skipped
     assert main(["validate", str(root)]) == 0
 
 
 def test_nan_and_infinity_are_not_journal_numbers(tmp_path):
     # json.loads takes them; a case result holding one could never be written (allow_nan=False).
     path = tmp_path / "journal.jsonl"
-    nan = json.dumps(entry("b", host={"started_at": float("nan")}))
-    inf = json.dumps(entry("c", record={"marks_ns": {"main": 3, "first": 5}, "stages_s": {"trace_s": float("inf")}}))
-    path.write_text("\n".join([json.dumps(entry("a")), nan, inf, json.dumps(entry("d"))]) + "\n")
+    nan = json.dumps(raw("b", host={"started_at": float("nan")}))
+    inf = json.dumps(
+        raw("c", record={"outcome": "ok", "marks_ns": {"main": 3, "first": 5}, "stages_s": {"trace_s": float("inf")}})
+    )
+    path.write_text("\n".join([json.dumps(raw("a")), nan, inf, json.dumps(raw("d"))]) + "\n")
     journal = Journal(path)
-    assert [e["task"] for e in journal.entries()] == ["a", "d"]
+    assert [e.task for e in journal.entries()] == ["a", "d"]
     assert [s.split(": ", 1)[1][:8] for s in journal.skipped] == ["not JSON", "not JSON"]
 
 
@@ -205,7 +252,7 @@ try:
 except Exception as exc:
     print(type(exc).__name__, exc)
 else:
-    print("entries", [e["task"] for e in entries], reader.skipped)
+    print("entries", [e.task for e in entries], reader.skipped)
 """
 
 
@@ -240,10 +287,10 @@ def test_a_journal_that_is_a_link_to_dev_zero_or_a_fifo_is_refused_without_readi
 def test_a_line_of_a_gigabyte_is_skipped_without_being_held(tmp_path):
     path = tmp_path / "journal.jsonl"
     with open(path, "wb") as fh:
-        fh.write(json.dumps(entry("a")).encode() + b"\n")
+        fh.write(json.dumps(raw("a")).encode() + b"\n")
         fh.truncate(fh.tell() + (1 << 30))  # a 1 GiB line without a newline (sparse: no disk used)
         fh.seek(0, 2)
-        fh.write(b"\n" + json.dumps(entry("b")).encode() + b"\n" + b"{" * 100 + b" no newline at the end")
+        fh.write(b"\n" + json.dumps(raw("b")).encode() + b"\n" + b"{" * 100 + b" no newline at the end")
     out = read_in_a_bounded_child(path)
     assert out.startswith("entries ['a', 'b']"), out
     assert f"line 2: longer than {MAX_LINE_BYTES} bytes" in out and "line 4: not JSON" in out
@@ -253,10 +300,10 @@ def test_an_overlong_line_is_skipped_and_the_next_line_read(tmp_path, monkeypatc
     monkeypatch.setattr(journal_module, "MAX_LINE_BYTES", 1000)
     monkeypatch.setattr(journal_module, "_DISCARD_CHUNK", 7)
     path = tmp_path / "journal.jsonl"
-    long_entry = json.dumps(entry("long", output_tail="x" * 5000))
-    path.write_text("\n".join([json.dumps(entry("a")), long_entry, json.dumps(entry("b")), "y" * 3000]))
+    long_entry = json.dumps(raw("long", output_tail="x" * 5000))
+    path.write_text("\n".join([json.dumps(raw("a")), long_entry, json.dumps(raw("b")), "y" * 3000]))
     journal = Journal(path)
-    assert [e["task"] for e in journal.entries()] == ["a", "b"]
+    assert [e.task for e in journal.entries()] == ["a", "b"]
     assert [s.split(": ", 1)[1] for s in journal.skipped] == ["longer than 1000 bytes; skipped, its task runs again"] * 2
 
 
@@ -333,4 +380,4 @@ def test_an_infinite_doubling_ratio_or_an_overflowed_digest_sum_is_data_not_garb
     (root / "suite.json").unlink()
     result_dir, spec = suite_run.reopen(root)
     finished = suite_run.execute(result_dir, spec, FakeExecutor())
-    assert finished.suite["state"] == "complete" and main(["validate", str(root)]) == 0
+    assert finished.suite.state == "complete" and main(["validate", str(root)]) == 0

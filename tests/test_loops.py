@@ -7,13 +7,15 @@ import json
 import os
 import sys
 
+import msgspec
 import numpy as np
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
 from fakes import FakeExecutor
 
+from ttfr.model.base import encode
 from ttfr.analyse import case_result, loops
-from ttfr.artifacts.reader import validate_dir
+from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import sha256_file
 from ttfr.child import worker
 from ttfr.child.contracts import Loop
@@ -23,6 +25,9 @@ from ttfr.commands import run as suite_run
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
 from ttfr.measure.spec import build_spec, select_cases
+from ttfr.model.case import CompileCountMismatch, RunFigures
+from ttfr.model.loops import CostPoint
+from ttfr.model.record import Check, LoopRecord
 from ttfr.report import terminal
 from ttfr.measure.spec import PROFILES
 
@@ -152,39 +157,50 @@ def _block(seconds, compiles, expected, ahead=None, hits=0):
             "compile_s": 0.1 * total}  # fmt: skip
 
 
-def test_a_run_whose_compile_count_is_not_its_strategys_expectation_is_flagged():
-    good = loops.run_loop(_block([0.3, 0.01, 0.3], [1, 0, 1], expected=2))
-    assert good["counts_match"] is True and good["iteration_hit_rate"] == pytest.approx(1 / 3)
-    bad = loops.run_loop(_block([0.3, 0.3, 0.3], [1, 1, 1], expected=2))
-    assert bad["counts_match"] is False
-    views = [{"index": 0, "outcome": "ok", "loop": good}, {"index": 1, "outcome": "ok", "loop": bad}]
-    assert loops.count_flags(views) == [{"flag": "compile_count_mismatch", "runs": [1], "expected": 2, "observed": [3]}]
+def run_loop(block: dict):
+    return loops.run_loop(msgspec.convert(block, LoopRecord))
+
+
+def test_a_run_whose_compile_count_is_not_its_strategys_expectation_is_flagged(fixture_case):
+    good = run_loop(_block([0.3, 0.01, 0.3], [1, 0, 1], expected=2))
+    assert good.counts_match is True and good.iteration_hit_rate == pytest.approx(1 / 3)
+    bad = run_loop(_block([0.3, 0.3, 0.3], [1, 1, 1], expected=2))
+    assert bad.counts_match is False
+
+    def view(index, loop):
+        return msgspec.convert(fixture_case.run(index, loop=msgspec.to_builtins(loop)), RunFigures)
+
+    views = [view(0, good), view(1, bad)]
+    assert loops.count_flags(views) == [CompileCountMismatch(runs=[1], expected=2, observed=[3])]
     assert loops.count_flags(views[:1]) == []
     # no compiler (NumPy): nothing to check, never flagged
-    none = loops.run_loop({**_block([0.1], [0], expected=None), "compiles": None})
-    assert none["counts_match"] is None and loops.count_flags([{"index": 0, "outcome": "ok", "loop": none}]) == []
+    none = run_loop({**_block([0.1], [0], expected=None), "compiles": None})
+    assert none.counts_match is None and loops.count_flags([view(0, none)]) == []
 
 
-def test_cost_curve_starts_after_the_process_start_and_the_ahead_of_time_phase():
-    policy = {"loop_summary": loops.policy_summary([
-        {"metrics": {"ttfr_s": 2.0}, "loop": loops.run_loop(_block([0.2, 0.1], [0, 0], expected=2, ahead=(0.7, 2)))},
-    ])}  # fmt: skip
+def test_cost_curve_starts_after_the_process_start_and_the_ahead_of_time_phase(fixture_case):
+    loop = run_loop(_block([0.2, 0.1], [0, 0], expected=2, ahead=(0.7, 2)))
+    run = msgspec.convert(fixture_case.run(0, ttfr_s=2.0, loop=msgspec.to_builtins(loop)), RunFigures)
+    policy = msgspec.structs.replace(fixture_case(cold_runs=[]).policies.cold_cache, loop_summary=loops.policy_summary([run]))
     curve = loops.cost_curve(policy)
-    assert [p["k"] for p in curve] == [1, 2]
-    assert curve[0]["s"] == pytest.approx(1.0 + 0.7 + 0.2) and curve[1]["s"] == pytest.approx(2.0)
+    assert [p.k for p in curve] == [1, 2]
+    assert curve[0].s == pytest.approx(1.0 + 0.7 + 0.2) and curve[1].s == pytest.approx(2.0)
 
 
 def test_break_even_is_where_a_strategy_stays_no_dearer_than_naive():
-    naive = {4: [{"k": 1, "s": 1.0}, {"k": 2, "s": 2.0}, {"k": 3, "s": 3.0}, {"k": 4, "s": 4.0}]}
-    ahead = {4: [{"k": 1, "s": 2.5}, {"k": 2, "s": 2.6}, {"k": 3, "s": 2.7}, {"k": 4, "s": 2.8}]}
+    def curve(*points):
+        return [CostPoint(k=k, s=s) for k, s in points]
+
+    naive = {4: curve((1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0))}
+    ahead = {4: curve((1, 2.5), (2, 2.6), (3, 2.7), (4, 2.8))}
     assert loops.break_even_k(ahead, naive) == 3
-    dearer = {4: [{"k": k, "s": k + 0.5} for k in range(1, 5)]}
+    dearer = {4: curve(*((k, k + 0.5) for k in range(1, 5)))}
     assert loops.break_even_k(dearer, naive) is None
     # cheaper at 2, dearer at 3, cheaper at 4: it only "overtakes" from 4 on
-    zigzag = {4: [{"k": 1, "s": 1.5}, {"k": 2, "s": 1.9}, {"k": 3, "s": 3.1}, {"k": 4, "s": 3.9}]}
+    zigzag = {4: curve((1, 1.5), (2, 1.9), (3, 3.1), (4, 3.9))}
     assert loops.break_even_k(zigzag, naive) == 4
     # a batched strategy has one point per measured loop length
-    batched = {2: [{"k": 1, "s": 2.2}], 4: [{"k": 1, "s": 2.5}]}
+    batched = {2: curve((1, 2.2)), 4: curve((1, 2.5))}
     assert loops.break_even_k(batched, naive) == 4
 
 
@@ -267,15 +283,14 @@ def test_a_compile_count_off_its_expectation_flags_the_case(tmp_path):
     assert flags and flags[0]["expected"] == 2 and flags[0]["observed"] == [3]
     assert "3 (expected 2) **mismatch**" in (root / "report.md").read_text()
     assert validate_dir(root) == []
-    rows = json.loads((root / "suite.json").read_text())["loops"]
+    rows = load_finished(root).suite.loops
     lines = terminal.loop_lines(rows)
     assert any(text.startswith("loop sweep_mlp 4 on jax_jit_cpu float32, cold-process/cold-cache: best ") for text, _ in lines)
-    for row in rows:  # no totals (every run failed or was set aside): said, not skipped
-        row["vs_naive"] = None
+    no_totals = [msgspec.structs.replace(row, vs_naive=None) for row in rows]  # every run failed or was set aside
     assert (
         "loop sweep_mlp 4 on jax_jit_cpu float32, cold-process/cold-cache: no totals to compare (see Loops in report.md)",
         "yellow",
-    ) in terminal.loop_lines(rows)
+    ) in terminal.loop_lines(no_totals)  # said, not skipped
     assert ("compile count off: jax_jit_cpu_sweep_mlp_bucketed_4_f32 cold-process/cold-cache: 3 compiles, "
             "bucketed expects 2", "yellow") in lines  # fmt: skip
 
@@ -319,7 +334,7 @@ def test_every_jax_strategy_meets_its_compile_count_and_agrees_with_naive(tmp_pa
     for strategy in STRATEGIES:
         result = spawn.run_worker(_job(strategy), _env(tmp_path), 300.0, python=sys.executable)
         assert result.outcome == "ok", result.output_tail
-        record = result.record
+        record = encode(result.record)
         assert record["check"]["passed"], (strategy, record["check"])
         loop = record["loop"]
         assert loop["compiles"] == loop["expected_compiles"] == expected[strategy], (strategy, loop)
@@ -334,7 +349,7 @@ def test_every_jax_strategy_meets_its_compile_count_and_agrees_with_naive(tmp_pa
     for strategy, digest in digests.items():  # the same losses (float32, summed) as naive's
         assert digest["sum"] == pytest.approx(digests["naive"]["sum"], rel=1e-4), strategy
     # a later process loads the serialised executables and compiles nothing
-    again = spawn.run_worker(_job("aot"), _env(tmp_path), 300.0, python=sys.executable).record
+    again = encode(spawn.run_worker(_job("aot"), _env(tmp_path), 300.0, python=sys.executable).record)
     assert again["loop"]["loaded"] == len(shapes) and again["loop"]["compiles"] == again["loop"]["expected_compiles"] == 0
     assert again["cache"]["end"]["aot_loaded"] == len(shapes) and again["check"]["passed"]
 
@@ -345,7 +360,7 @@ def test_a_damaged_or_foreign_aot_file_costs_a_compile_not_the_run(tmp_path):
     """The AOT directory is one of the case's cache directories: a truncated executable, or
     one that is not a pickle at all, is compiled afresh (and counted as a compile)."""
     first = spawn.run_worker(_job("aot", size=2), _env(tmp_path), 300.0, python=sys.executable)
-    assert first.outcome == "ok" and first.record["loop"]["loaded"] == 0, first.output_tail
+    assert first.outcome == "ok" and encode(first.record)["loop"]["loaded"] == 0, first.output_tail
     files = sorted((tmp_path / "aot").iterdir())
     assert files and all("jaxlib" in f.name and "-cpu-" in f.name for f in files)
     files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
@@ -353,9 +368,9 @@ def test_a_damaged_or_foreign_aot_file_costs_a_compile_not_the_run(tmp_path):
         extra.write_bytes(b"not a pickle")
     again = spawn.run_worker(_job("aot", size=2), _env(tmp_path), 300.0, python=sys.executable)
     assert again.outcome == "ok", again.output_tail
-    loop = again.record["loop"]
+    loop = encode(again.record)["loop"]
     assert loop["loaded"] == 0 and loop["compiles"] == loop["expected_compiles"] == len(files)
-    assert again.record["check"]["passed"]
+    assert encode(again.record)["check"]["passed"]
 
 
 @pytest.mark.integration
@@ -368,8 +383,8 @@ def test_ragged_batches_compile_once_per_length_naive_and_once_per_bucket_bucket
         job = _job(strategy, size=6).replace(workload="ragged_batches")
         result = spawn.run_worker(job, _env(tmp_path), 300.0, python=sys.executable)
         assert result.outcome == "ok", result.output_tail
-        loop = result.record["loop"]
-        assert loop["compiles"] == loop["expected_compiles"] == count and result.record["check"]["passed"]
+        loop = encode(result.record)["loop"]
+        assert loop["compiles"] == loop["expected_compiles"] == count and encode(result.record)["check"]["passed"]
 
 
 @pytest.mark.skipif(not have("jax"), reason="jax not installed")
@@ -387,7 +402,7 @@ def test_a_strategy_that_masks_wrongly_fails_its_check(monkeypatch):
     record, marks = {}, {}
     worker._run_phases(job, marks, record)
     assert record["check"]["passed"] is False and record["check"]["max_normalised_error"] > 1e-2
-    status, reason = case_result._status([], {}, record["check"], None)
+    status, reason = case_result._status([], {}, msgspec.convert(record["check"], Check), None)
     assert status == "failed" and reason.startswith("result_mismatch")
 
 
@@ -431,8 +446,8 @@ def test_torch_static_dynamic_batched_and_aot_shapes_compile_exactly_as_expected
         job = _job(strategy, "torch_backend", size=2).replace(seed=4)
         result = spawn.run_worker(job, _env(tmp_path), 600.0, python=sys.executable)
         assert result.outcome == "ok", result.output_tail
-        loop = result.record["loop"]
+        loop = encode(result.record)["loop"]
         assert loop["compiles"] == loop["expected_compiles"] == graphs, (strategy, loop)
-        assert result.record["check"]["passed"]
+        assert encode(result.record)["check"]["passed"]
     # the second AOT process loaded both AOTInductor packages the first one built, and says so
-    assert loop["loaded"] == 2 and result.record["cache"]["end"]["aot_loaded"] == 2
+    assert loop["loaded"] == 2 and encode(result.record)["cache"]["end"]["aot_loaded"] == 2

@@ -10,7 +10,10 @@ from conftest import fake_result
 from fakes import FakeExecutor
 
 from ttfr.analyse import precision
-from ttfr.analyse.precision import BUSY, FAILING, MET, MIN_RUNS, SHORT, UNREACHABLE, Statistic
+from ttfr.analyse.precision import BUSY, FAILING, MET, MIN_RUNS, SHORT, UNREACHABLE
+from ttfr.model.base import decode, encode
+from ttfr.model.record import RunRecord
+from ttfr.model.suite import Statistic
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import ArtifactError
 from ttfr.commands import run as suite_run
@@ -81,19 +84,24 @@ def test_the_batch_never_exceeds_what_is_left_of_the_budget():
 
 
 def _case(runs, *, metric_values, contended=(), failed=0, status="ok"):
-    views = [{"index": i, "outcome": "ok", "metrics": {"process_s": 2.0, "ttfr_s": v},
-              "contention": {"contended": i in contended}} for i, v in enumerate(metric_values)]  # fmt: skip
-    views += [{"index": len(views) + i, "outcome": "timeout", "metrics": {"process_s": 9.0}} for i in range(failed)]
-    from ttfr.analyse import stats
+    from conftest import make_case, make_run
 
-    clean = [v["metrics"]["ttfr_s"] for v in views if v["outcome"] == "ok" and not v["contention"]["contended"]]
+    from ttfr.analyse import stats
+    from ttfr.model.base import decode, encode
+    from ttfr.model.case import CaseResult
+
+    views = [make_run(i, ttfr_s=v, contention={"contended": i in contended, "reasons": [], "others_cores": None})
+             for i, v in enumerate(metric_values)]  # fmt: skip
+    for view in views:
+        view["metrics"]["process_s"] = 2.0
+    failures = [make_run(len(views) + i, outcome="timeout", ttfr_s=None) for i in range(failed)]
+    for view in failures:
+        view["metrics"]["process_s"] = 9.0
+    clean = [v["metrics"]["ttfr_s"] for v in views if not v["contention"]["contended"]]
     summary = stats.summarize(clean) if 2 * len(clean) >= len(metric_values) else None
-    return {
-        "case": "c",
-        "status": status,
-        "config": {"cold_runs": 2, "warm_procs": 2},
-        "policies": {COLD_CACHE: {"runs": views, "summary": {"ttfr_s": summary}}},
-    }
+    data = encode(make_case(cold_runs=views + failures, status=status))
+    data["policies"][COLD_CACHE]["summary"]["ttfr_s"] = encode(summary)
+    return decode(data, CaseResult)
 
 
 def test_assess_reads_the_interval_state_and_cost_of_each_statistic():
@@ -140,13 +148,13 @@ class CostedExecutor(FakeExecutor):
         if result.record is None:
             return dataclasses.replace(result, reaped_ns=reaped)
         factor = 1.0 + self.spread[backend] * self.rng.uniform(-1.0, 1.0)
-        record = json.loads(json.dumps(result.record))
+        record = encode(result.record)
         marks = record["marks_ns"]
         marks["first"] = result.spawn_ns + int(0.33e9 * factor)
         marks["second_start"], marks["second"] = marks["first"] + 1_000_000, marks["first"] + 6_000_000
         if record.get("warm"):
             record["warm"]["samples_s"] = [s * factor for s in record["warm"]["samples_s"]]
-        return dataclasses.replace(result, record=record, reaped_ns=reaped)
+        return dataclasses.replace(result, record=decode(record, RunRecord), reaped_ns=reaped)
 
 
 def _run(tmp_path, executor, clock, **kwargs):
@@ -157,25 +165,24 @@ def _run(tmp_path, executor, clock, **kwargs):
 
 
 def _runs_per_stream(cases):
-    return {(c["case"].split("_matmul")[0], p): len(d.get("runs") or d.get("procs")) for c in cases
-            for p, d in c["policies"].items()}  # fmt: skip
+    return {(c.case.split("_matmul")[0], p): len(d.measured) for c in cases for p, d in c.policies.items()}
 
 
 def test_runs_are_added_until_every_statistic_meets_the_target(tmp_path):
     clock = Clock()
     executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.01, "jax_jit_cpu": 0.2})
     outcome = _run(tmp_path, executor, clock, precision=0.05)
-    bought = outcome.suite["precision"]
-    assert bought["stopped_by"] == "target_met"
-    assert bought["summary"]["met"] == bought["summary"]["statistics"] == 6
-    assert all(s["half_width"] <= 0.05 for s in bought["statistics"])
+    bought = outcome.suite.precision
+    assert bought.stopped_by == "target_met"
+    assert bought.summary.met == bought.summary.statistics == 6
+    assert all(s.half_width <= 0.05 for s in bought.statistics)
     runs = _runs_per_stream(outcome.cases)
     # the quiet backend stops at the fewest runs with a 95% interval; the noisy one needs more
     assert {runs[("numpy", p)] for p in (COLD_CACHE, WARM_CACHE, WARM)} == {MIN_RUNS}
     assert min(runs[("jax_jit_cpu", p)] for p in (COLD_CACHE, WARM_CACHE, WARM)) > MIN_RUNS
-    assert bought["summary"]["added_runs"] == sum(runs.values()) - 2 * 6  # the quick profile's 2 per stream
+    assert bought.summary.added_runs == sum(runs.values()) - 2 * 6  # the quick profile's 2 per stream
     assert validate_dir(outcome.result_dir.root) == []
-    assert load_finished(outcome.result_dir.root).suite["precision"] == bought
+    assert load_finished(outcome.result_dir.root).suite.precision == bought
 
 
 def test_added_runs_go_where_precision_is_cheapest(tmp_path):
@@ -185,32 +192,32 @@ def test_added_runs_go_where_precision_is_cheapest(tmp_path):
     spread = {"numpy": 0.15, "jax_jit_cpu": 0.15}
     executor = CostedExecutor(clock, {"numpy": 0.5, "jax_jit_cpu": 10.0}, spread)
     outcome = _run(tmp_path, executor, clock, precision=0.05, budget="400s")
-    states = {(s["case"].split("_matmul")[0], s["policy"]): s["state"] for s in outcome.suite["precision"]["statistics"]}
+    states = {(s.case.split("_matmul")[0], s.policy): s.state for s in outcome.suite.precision.statistics}
     runs = _runs_per_stream(outcome.cases)
     assert all(states[("numpy", p)] == MET for p in (COLD_CACHE, WARM_CACHE, WARM))
     assert any(states[("jax_jit_cpu", p)] == SHORT for p in (COLD_CACHE, WARM_CACHE, WARM))
     numpy_runs = sum(runs[("numpy", p)] for p in (COLD_CACHE, WARM_CACHE, WARM))
     assert numpy_runs > 2 * sum(runs[("jax_jit_cpu", p)] for p in (COLD_CACHE, WARM_CACHE, WARM))
-    assert outcome.suite["precision"]["stopped_by"] == "budget"
+    assert outcome.suite.precision.stopped_by == "budget"
 
 
 def test_the_budget_is_respected(tmp_path):
     clock = Clock()
     executor = CostedExecutor(clock, {"numpy": 3.0, "jax_jit_cpu": 7.0}, {"numpy": 0.3, "jax_jit_cpu": 0.3})
     outcome = _run(tmp_path, executor, clock, precision=0.01, budget=120)
-    bought = outcome.suite["precision"]
-    assert bought["stopped_by"] == "budget" and bought["summary"]["added_runs"] > 0
+    bought = outcome.suite.precision
+    assert bought.stopped_by == "budget" and bought.summary.added_runs > 0
     assert clock.now <= 120.0
-    assert bought["elapsed_s"] == clock.now
-    assert bought["summary"]["short"] > 0  # a 1% target on a 30% spread is not met in two minutes
+    assert bought.elapsed_s == clock.now
+    assert bought.summary.short > 0  # a 1% target on a 30% spread is not met in two minutes
 
 
 def test_the_profile_runs_complete_even_when_they_alone_exceed_the_budget(tmp_path):
     clock = Clock()
     executor = CostedExecutor(clock, {"numpy": 30.0, "jax_jit_cpu": 30.0}, {"numpy": 0.1, "jax_jit_cpu": 0.1})
     outcome = _run(tmp_path, executor, clock, precision=0.05, budget=60)
-    assert outcome.suite["state"] == "complete"
-    assert outcome.suite["precision"]["stopped_by"] == "budget" and outcome.suite["precision"]["summary"]["added_runs"] == 0
+    assert outcome.suite.state == "complete"
+    assert outcome.suite.precision.stopped_by == "budget" and outcome.suite.precision.summary.added_runs == 0
 
 
 def test_an_interrupted_precision_phase_resumes_from_the_journal(tmp_path):
@@ -218,17 +225,17 @@ def test_an_interrupted_precision_phase_resumes_from_the_journal(tmp_path):
     costs, spread = {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.01, "jax_jit_cpu": 0.2}
     # the quick plan of two cases is 13 tasks (jax's priming is its cold-cache run 0): stop in the added runs
     outcome = _run(tmp_path, CostedExecutor(clock, costs, spread, interrupt_at=20), clock, precision=0.05)
-    assert outcome.interrupted and outcome.suite["precision"]["stopped_by"] == "interrupted"
+    assert outcome.interrupted and outcome.suite.precision.stopped_by == "interrupted"
     root = outcome.result_dir.root
     result_dir, the_spec = suite_run.reopen(root)
     assert the_spec.precision == 0.05
     resumed = suite_run.execute(result_dir, the_spec, CostedExecutor(clock, costs, spread, seed=1), clock=clock)
-    assert resumed.suite["precision"]["stopped_by"] == "target_met"
+    assert resumed.suite.precision.stopped_by == "target_met"
     for case in resumed.cases:
-        for data in case["policies"].values():
-            indexes = [r["index"] for r in data.get("runs") or data.get("procs")]
+        for _name, data in case.policies.items():
+            indexes = [r.index for r in data.measured]
             assert sorted(indexes) == list(range(len(indexes)))  # no index twice, none skipped
-    assert resumed.suite["precision"]["summary"]["added_runs"] == sum(_runs_per_stream(resumed.cases).values()) - 12
+    assert resumed.suite.precision.summary.added_runs == sum(_runs_per_stream(resumed.cases).values()) - 12
     assert validate_dir(root) == []
 
 
@@ -248,10 +255,10 @@ def test_a_case_stopped_mid_phase_takes_no_more_runs_and_does_not_end_the_others
     executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.01, "jax_jit_cpu": 0.2},
                               decide=decide)  # fmt: skip
     outcome = _run(tmp_path, executor, clock, precision=0.05)
-    bought = outcome.suite["precision"]
-    states = {(s["case"].split("_matmul")[0], s["policy"]): s["state"] for s in bought["statistics"]}
+    bought = outcome.suite.precision
+    states = {(s.case.split("_matmul")[0], s.policy): s.state for s in bought.statistics}
     assert all(states[("jax_jit_cpu", p)] == MET for p in (COLD_CACHE, WARM_CACHE, WARM))
-    assert bought["stopped_by"] == "cannot_improve"  # numpy's warm statistic is short, but its case stopped
+    assert bought.stopped_by == "cannot_improve"  # numpy's warm statistic is short, but its case stopped
     numpy_warm = [c for c in executor.calls if c["case"].startswith("numpy") and c["job"].mode == "warm"]
     assert len(numpy_warm) == 4  # nothing was started for it after it stopped
 
@@ -261,8 +268,8 @@ def test_nothing_to_measure_is_not_reported_as_the_target_met(tmp_path):
     executor = CostedExecutor(clock, {"numpy": 1.0, "jax_jit_cpu": 1.0}, {"numpy": 0.0, "jax_jit_cpu": 0.0},
                               decide=lambda call: fake_result(None, outcome="unavailable", reason="no runtime"))  # fmt: skip
     outcome = _run(tmp_path, executor, clock, precision=0.05)
-    assert outcome.suite["precision"]["summary"]["statistics"] == 0
-    assert outcome.suite["precision"]["stopped_by"] == "cannot_improve"
+    assert outcome.suite.precision.summary.statistics == 0
+    assert outcome.suite.precision.stopped_by == "cannot_improve"
 
 
 def test_a_removed_precision_block_is_refused(tmp_path):

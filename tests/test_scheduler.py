@@ -32,7 +32,7 @@ def test_runs_every_task_in_plan_order_and_journals_each(tmp_path):
     plan = make_plan()
     executor = FakeExecutor()
     journal, _ = run(plan, tmp_path, executor)
-    assert [e["task"] for e in journal.entries()] == [t.key for t in plan.tasks]
+    assert [e.task for e in journal.entries()] == [t.key for t in plan.tasks]
     assert [c["case"] for c in executor.calls] == [t.case.id for t in plan.tasks]
 
 
@@ -90,7 +90,7 @@ def test_interrupted_run_resumes_exactly_where_it_stopped(tmp_path):
     assert len(Journal(tmp_path / "journal.jsonl").entries()) == 5
     second = FakeExecutor()
     journal, _ = run(plan, tmp_path, second)
-    keys = [e["task"] for e in journal.entries()]
+    keys = [e.task for e in journal.entries()]
     assert keys == [t.key for t in plan.tasks]  # nothing twice, nothing missing, in order
     assert len(second.calls) == len(plan.tasks) - 5
 
@@ -125,7 +125,7 @@ def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, monkeypatch
     journal, _ = run(plan, tmp_path, Recording())
     assert {t for c, t in seen if c} == {10 * factor}
     assert {t for c, t in seen if not c} == {10}
-    assert {e["timeout_s"] for e in journal.entries()} == {10, 10 * factor}
+    assert {e.timeout_s for e in journal.entries()} == {10, 10 * factor}
 
 
 def test_only_histfactory_checks_get_a_longer_timeout():

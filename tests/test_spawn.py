@@ -10,6 +10,8 @@ import pytest
 
 from ttfr.child.job import Job, JobError
 from ttfr.measure import spawn
+from ttfr.model.base import decode
+from ttfr.model.record import Marks, RunRecord
 
 NOOP_JOB = Job(adapter="python_backend", workload="noop", size=1, dtype="float64")
 
@@ -154,21 +156,21 @@ def test_an_interpreter_that_cannot_start_is_an_error_not_a_crash(tmp_path):
 
 
 def test_classify_prefers_the_record_but_not_a_crash_after_it():
-    ok = {"outcome": "ok", "reason": None}
+    ok = RunRecord(outcome="ok", reason=None)
     assert spawn.classify(ok, 0, False, 5) == ("ok", None)
     assert spawn.classify(ok, -signal.SIGSEGV, False, 5) == ("error", "worker reported a result, then killed by SIGSEGV")
-    assert spawn.classify({"outcome": "unavailable", "reason": "gpu_unavailable"}, 0, False, 5)[0] == "unavailable"
+    assert spawn.classify(RunRecord(outcome="unavailable", reason="gpu_unavailable"), 0, False, 5)[0] == "unavailable"
     assert spawn.classify(None, None, True, 5)[0] == "timeout"
 
 
 def test_a_real_worker_reports_marks_in_order():
     result = spawn.run_worker(NOOP_JOB, dict(os.environ), 30.0, python=sys.executable)
     assert result.outcome == "ok", result.output_tail
-    marks = result.record["marks_ns"]
-    order = [result.spawn_ns, marks["main"], marks["imported"], marks["setup"], marks["first"],
-             marks["second_start"], marks["second"], result.reaped_ns]  # fmt: skip
+    marks = result.record.marks_ns
+    order = [result.spawn_ns, marks.main, marks.imported, marks.setup, marks.first, marks.second_start, marks.second,
+             result.reaped_ns]  # fmt: skip
     assert order == sorted(order)
-    assert result.rusage["user_s"] > 0
+    assert result.rusage.user_s > 0
 
 
 def worker_pids():
@@ -254,22 +256,27 @@ def test_every_free_text_field_of_the_workers_record_is_redacted(tmp_path):
         "note": "Authorization: Bearer abc.def.ghi",
     }  # fmt: skip
     result = spawn.run_worker(NOOP_JOB, env, 10.0, python=record_writer(tmp_path, record))
-    text = repr(result.to_json())
+    text = repr(result)  # everything the journal would record of the run
     for secret in ("hf_live_0123456789", "pw-5e5e-x", "abc.def.ghi"):
         assert secret not in text
     got = result.record
-    assert got["reason"] == "RuntimeError in setup: login with <redacted> refused" == result.reason
-    assert "DB_PASSWORD=<redacted>" in got["traceback"] and got["note"] == "Authorization: Bearer <redacted>"
-    assert (got["outcome"], got["phase"], got["dataset_sha256"], got["marks_ns"]) == ("error", "setup", "ab" * 32, {"main": 1})
+    assert got.reason == "RuntimeError in setup: login with <redacted> refused" == result.reason
+    assert "DB_PASSWORD=<redacted>" in got.traceback  # a field the record's type does not know (`note`) is not kept
+    assert (got.outcome, got.phase, got.dataset_sha256, got.marks_ns) == ("error", "setup", "ab" * 32, Marks(main=1))
 
 
 def test_a_record_with_an_unknown_outcome_or_no_reason_is_still_a_journalable_result():
-    assert spawn.classify({"outcome": "banana"}, 0, False, 5) == ("error", "the worker reported an unknown outcome 'banana'")
-    assert spawn.classify({"outcome": "error", "reason": None}, 1, False, 5) == (
+    def record(**fields):
+        return decode(fields, RunRecord)
+
+    assert spawn.classify(record(outcome="banana"), 0, False, 5) == ("error", "the worker reported an unknown outcome 'banana'")
+    assert spawn.classify(record(outcome="error", reason=None), 1, False, 5) == (
         "error", "the worker reported error without a reason")  # fmt: skip
-    assert spawn.classify({"outcome": "unavailable", "reason": 7}, 0, False, 5)[1] == (
+    assert spawn.classify(record(outcome="unavailable", reason="  "), 0, False, 5)[1] == (
         "the worker reported unavailable without a reason")  # fmt: skip
-    assert spawn.classify({"outcome": "ok", "reason": ["x"]}, 0, False, 5) == ("ok", None)
+    assert spawn.classify(record(outcome="ok", reason=""), 0, False, 5) == ("ok", None)
+    # a reason that is not text is no record at all (the run fails, saying so)
+    assert spawn.parse_record(repr({"outcome": "unavailable", "reason": 7}).encode(), {})[0] is None
 
 
 def test_the_group_is_killed_before_its_leader_is_reaped(tmp_path, monkeypatch):

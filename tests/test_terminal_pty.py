@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from ttfr.artifacts.reader import validate_dir
+from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.measure import catalog
 from ttfr.report import terminal
 
@@ -137,7 +137,7 @@ def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_
     assert validate_dir(root) == []
     # Exactly the lines the suite's loop rows give ("best ..." or, where a busy machine set the
     # runs aside, "no totals to compare"), whichever way contention fell: never absent.
-    lines = terminal.loop_lines(json.loads((root / "suite.json").read_text())["loops"])
+    lines = terminal.loop_lines(load_finished(root).suite.loops)
     assert [line for line, _style in lines if line.startswith("loop sweep_mlp 2 on jax_jit_cpu float32")], lines
     for line, _style in lines:
         assert " ".join(line.split()) in flat, (line, text[-4000:])

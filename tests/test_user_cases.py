@@ -263,15 +263,22 @@ def test_a_case_file_runs_in_fresh_processes_with_its_own_import_timed_and_its_c
     assert never_ran == ran and len(ran) == 64
 
 
-def test_the_report_gives_a_users_import_its_own_column_only_where_a_case_has_one():
+def test_the_report_gives_a_users_import_its_own_column_only_where_a_case_has_one(fixture_case):
     from ttfr.analyse import stats
+    from ttfr.model.base import decode, encode
+    from ttfr.model.case import CaseResult
     from ttfr.report import markdown
 
     policy = "cold-process/cold-cache"
-    summary = {m: stats.summarize([0.1, 0.2]) for m in ("interpreter_s", "import_s", "setup_s", "first_call_s", "ttfr_s")}
-    builtin = {"case": "numpy_matmul_64_f32", "policies": {policy: {"summary": summary, "stages_summary": {}}}}
-    mine = {"case": "numpy_mine_64_f32", "policies": {policy: {"summary": {**summary, "user_import_s": stats.summarize(
-        [0.25, 0.25])}, "stages_summary": {}}}}  # fmt: skip
+    summary = {m: encode(stats.summarize([0.1, 0.2])) for m in ("interpreter_s", "import_s", "setup_s", "first_call_s", "ttfr_s")}
+
+    def case(name, **extra):
+        data = encode(fixture_case(name, cold_runs=[]))
+        data["policies"][policy]["summary"].update(summary, **extra)
+        return decode(data, CaseResult)
+
+    builtin = case("numpy_matmul_64_f32")
+    mine = case("numpy_mine_64_f32", user_import_s=encode(stats.summarize([0.25, 0.25])))
     assert "your import" not in "\n".join(markdown._components_section([builtin], policy))
     lines = markdown._components_section([builtin, mine], policy)
     header = next(line for line in lines if line.startswith("| case"))

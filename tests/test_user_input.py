@@ -311,8 +311,8 @@ def test_a_run_with_a_workspace_and_its_preset_twin_writes_valid_artifacts(tmp_p
     _, chosen = _both(tmp_path, cold_runs=1, warm_procs=1, warm_samples=3)
     result_dir = suite_run.start(chosen, tmp_path / "out")
     outcome = suite_run.execute(result_dir, chosen, executor=FakeExecutor())
-    assert {c["case"] for c in outcome.cases} == {"nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"}
-    assert sorted((d["name"][:7], d["size"]) for d in outcome.suite["datasets"] if d["path"].endswith(".point.json")) == [
+    assert {c.case for c in outcome.cases} == {"nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"}
+    assert sorted((d.name[:7], d.size) for d in outcome.suite.datasets if d.path.endswith(".point.json")) == [
         ("complex", 8), ("custom-", 8)
     ]  # fmt: skip
     assert validate_dir(result_dir.root) == []

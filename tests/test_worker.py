@@ -6,6 +6,7 @@ import sys
 import pytest
 from conftest import have
 
+from ttfr.model.base import encode
 from ttfr.child.job import Job
 from ttfr.measure import spawn
 
@@ -24,7 +25,7 @@ def run(words, env=None, timeout=120.0):
 def test_warm_numpy_worker_checks_its_result_and_samples():
     result = run(job("numpy_backend", mode="warm", samples=5, min_sample_s=0.001, max_warmup_s=0.2, check=True))
     assert result.outcome == "ok", result.output_tail
-    record = result.record
+    record = encode(result.record)
     assert record["check"]["passed"] and record["check"]["max_normalised_error"] < 1e-5
     assert len(record["warm"]["samples_s"]) == 5 and all(s > 0 for s in record["warm"]["samples_s"])
     assert record["warm"]["inner_loops"] >= 1
@@ -39,17 +40,17 @@ def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
     result = run(job("jax_backend", workload="mlp_train_step", compile_=True, dtype="float64", mode="warm", samples=3,
                      min_sample_s=0.001, max_warmup_s=0.2, check=True), env)  # fmt: skip
     assert result.outcome == "ok", result.output_tail
-    stages = result.record["stages_s"]
+    stages = encode(result.record)["stages_s"]
     assert set(stages) == {"wrap_s", "trace_s", "lower_s", "compile_s", "first_execute_s"}
-    marks = result.record["marks_ns"]
+    marks = encode(result.record)["marks_ns"]
     assert sum(stages.values()) <= (marks["first"] - marks["setup"]) / 1e9
-    assert result.record["check"]["passed"] and result.record["check"]["max_normalised_error"] < 1e-10  # f64
-    events = result.record["cache"]["end"]["events"]
+    assert encode(result.record)["check"]["passed"] and encode(result.record)["check"]["max_normalised_error"] < 1e-10  # f64
+    events = encode(result.record)["cache"]["end"]["events"]
     assert events["/jax/compilation_cache/cache_misses"] >= 1 and "/jax/compilation_cache/cache_hits" not in events
     assert list(tmp_path.iterdir()), "JAX's CPU cache was not written"
-    assert result.record["memory"]["compiled"]["argument_size_in_bytes"] > 0
+    assert encode(result.record)["memory"]["compiled"]["argument_size_in_bytes"] > 0
     again = run(job("jax_backend", workload="mlp_train_step", compile_=True, dtype="float64"), env)
-    assert again.record["cache"]["end"]["events"]["/jax/compilation_cache/cache_hits"] >= 1
+    assert encode(again.record)["cache"]["end"]["events"]["/jax/compilation_cache/cache_hits"] >= 1
 
 
 @pytest.mark.parametrize("adapter", ["jax_backend", "torch_backend"])
@@ -59,10 +60,10 @@ def test_gpu_backend_without_a_gpu_is_unavailable_not_failed(adapter):
         pytest.skip(f"{module} not installed")
     env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
     result = run(job(adapter, device="gpu", compile_=True), env)
-    if result.record and result.record.get("device", {}).get("platform") == "gpu":
+    if result.record and result.record.device and result.record.device.platform == "gpu":
         pytest.skip("this machine has a GPU")
     assert (result.outcome, result.reason) == ("unavailable", "gpu_unavailable")
-    assert "traceback" not in result.record
+    assert "traceback" not in encode(result.record)
 
 
 def test_missing_runtime_is_a_missing_dependency(tmp_path):
@@ -78,7 +79,7 @@ def test_an_exception_is_an_error_with_its_phase_and_traceback():
     result = run(job("numpy_backend", workload="no_such_workload"))
     assert result.outcome == "error"
     assert result.reason.startswith("ModuleNotFoundError in setup")
-    assert "Traceback" in result.record["traceback"]
+    assert "Traceback" in encode(result.record)["traceback"]
 
 
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
@@ -86,8 +87,8 @@ def test_torch_eager_train_step_matches_the_reference():
     result = run(job("torch_backend", workload="mlp_train_step", size=16, mode="warm", samples=3,
                      min_sample_s=0.001, max_warmup_s=0.2, check=True))  # fmt: skip
     assert result.outcome == "ok", result.output_tail
-    assert result.record["check"]["passed"]
-    assert result.record["versions"]["torch"].startswith("2.")
+    assert encode(result.record)["check"]["passed"]
+    assert encode(result.record)["versions"]["torch"].startswith("2.")
 
 
 @pytest.mark.skipif(not (have("nextstat") and have("pyhf")), reason="needs nextstat and pyhf")
@@ -102,6 +103,6 @@ def test_a_failure_inside_the_check_is_an_error_record_not_a_crash(tmp_path):
                 workspace=str(spec_path), point=str(point_path), signal="SR0/signal",
                 reference="/dev/null/cannot/ref.json")  # fmt: skip
     result = run(words)
-    assert result.outcome == "error" and result.record["phase"] == "check"
+    assert result.outcome == "error" and encode(result.record)["phase"] == "check"
     assert "NotADirectoryError" in result.reason or "FileNotFoundError" in result.reason
-    assert result.record["marks_ns"]["second"] > result.record["marks_ns"]["first"]  # the cold figures survive
+    assert encode(result.record)["marks_ns"]["second"] > encode(result.record)["marks_ns"]["first"]  # the cold figures survive

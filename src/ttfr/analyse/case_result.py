@@ -8,22 +8,51 @@ from __future__ import annotations
 
 import statistics
 
+import msgspec
+
 from ttfr.analyse import contention, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan
+from ttfr.model.base import UNSET, UnsetType
+from ttfr.model.case import (
+    CACHE_FLAGS,
+    CASE_SCHEMA,
+    COLD_METRICS,
+    STAGE_METRICS,
+    USER_IMPORT,
+    CacheVerification,
+    CaseMemory,
+    CaseResult,
+    ColdPolicy,
+    ColdSummary,
+    CommandInfo,
+    Config,
+    Contended,
+    CouldNotMeasureCleanly,
+    Dataset,
+    FirstRunOutlier,
+    InvalidMeasurement,
+    Policies,
+    RunFigures,
+    StagesSummary,
+    TickQuantised,
+    UnmeasuredRun,
+    Unsynchronised,
+    WarmPolicy,
+    WarmSummary,
+    WarmupUnstable,
+)
+from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 
-CASE_SCHEMA = "ttfr.case_result.v1"
+__all__ = ["CASE_SCHEMA", "build_case_result", "case_results", "cold_summaries", "headline_runs", "summaries_disagree",
+           "warm_summary"]  # fmt: skip
 
 
-def _summaries(views: list[dict], names, key) -> dict:
-    ok = [v for v in views if v["outcome"] == "ok"]
-    return {name: stats.summarize([v[key].get(name) for v in ok if v[key].get(name) is not None]) for name in names}
-
-
-def _cache_overview(views: list[dict]) -> dict:
-    verdicts = [v["cache"]["verdict"] for v in views if v["outcome"] == "ok"]
-    flags = sorted({f for v in views if v["outcome"] == "ok" for f in v["cache"]["flags"]})
+def _cache_overview(views: list[RunFigures]) -> CacheVerification:
+    ok = [v for v in views if v.outcome == "ok"]
+    verdicts = [v.cache.verdict for v in ok]
+    flags = sorted({f for v in ok for f in v.cache.flags})
     if not verdicts:
         verdict = "unverified"
     elif "flagged" in verdicts:
@@ -34,174 +63,194 @@ def _cache_overview(views: list[dict]) -> dict:
         verdict = "verified"
     else:
         verdict = "unverified"
-    hits = [v["cache"].get("hits") for v in views if v["outcome"] == "ok" and v["cache"].get("hits") is not None]
-    misses = [v["cache"].get("misses") for v in views if v["outcome"] == "ok" and v["cache"].get("misses") is not None]
-    return {
-        "verdict": verdict,
-        "flags": flags,
-        "hits_total": sum(hits) if hits else None,
-        "misses_total": sum(misses) if misses else None,
-        "runs_verified": verdicts.count("verified"),
-        "runs": len(verdicts),
-    }
+    hits = [v.cache.hits for v in ok if v.cache.hits is not UNSET]
+    misses = [v.cache.misses for v in ok if v.cache.misses is not UNSET]
+    return CacheVerification(
+        verdict=verdict,
+        flags=flags,
+        hits_total=sum(hits) if hits else None,
+        misses_total=sum(misses) if misses else None,
+        runs_verified=verdicts.count("verified"),
+        runs=len(verdicts),
+    )
 
 
-def _cold_policy(views: list[dict]) -> dict:
+def _cold_policy(views: list[RunFigures]) -> ColdPolicy:
     flags = []
-    ttfr = [v["metrics"]["ttfr_s"] if v["outcome"] == "ok" else None for v in sorted(views, key=lambda v: v["index"])]
+    ttfr = [v.metrics.ttfr_s if v.outcome == "ok" else None for v in sorted(views, key=lambda v: v.index)]
     outlier = stats.first_run_outlier(ttfr)
     if outlier:
-        flags.append({"flag": "first_run_outlier", "metric": "ttfr_s", **outlier})
+        flags.append(FirstRunOutlier(metric="ttfr_s", **outlier))
     cache_overview = _cache_overview(views)
-    flags.extend({"flag": f} for f in cache_overview["flags"])
+    flags.extend(CACHE_FLAGS[name]() for name in cache_overview.flags)
     flags += _contention_flags(views, "runs", "run")
     flags += loops.count_flags(views)
-    return {
-        "runs": views,
-        **cold_summaries(views),
-        "cache_verification": cache_overview,
-        "flags": flags,
-    }
+    summary, stages_summary, loop_summary = cold_summaries(views)
+    return ColdPolicy(runs=views, summary=summary, stages_summary=stages_summary, cache_verification=cache_overview,
+                      flags=flags, loop_summary=loop_summary)  # fmt: skip
 
 
-def _warm_policy(views: list[dict]) -> dict:
-    ok = [v for v in views if v["outcome"] == "ok"]
+def _warm_policy(views: list[RunFigures]) -> WarmPolicy:
+    ok = [v for v in views if v.outcome == "ok"]
     flags = []
-    unsynced = [v["index"] for v in ok if v["sync_check"]["unsynchronised"]]
+    unsynced = [v.index for v in ok if v.sync_check.unsynchronised]
     if unsynced:
-        flags.append({"flag": "unsynchronised", "processes": unsynced})
-    unstable = [v["index"] for v in ok if not v["warmup"]["stable"]]
+        flags.append(Unsynchronised(processes=unsynced))
+    unstable = [v.index for v in ok if not v.warmup.stable]
     if unstable:
-        flags.append({"flag": "warmup_unstable", "processes": unstable})
+        flags.append(WarmupUnstable(processes=unstable))
     flags += _contention_flags(views, "processes", "process")
     flags += loops.count_flags(views)
-    disagreement = contention.process_disagreement([v["samples_s"] for v in ok])
-    if disagreement and disagreement["disagree"]:
-        flags.append({"flag": "process_disagreement", **disagreement})
-    quantised = [v for v in ok if (v.get("tick") or {}).get("quantised")]
+    disagreement = contention.process_disagreement([v.samples_s for v in ok])
+    if disagreement and disagreement.disagree:
+        flags.append(disagreement)
+    quantised = [v for v in ok if v.tick and v.tick.quantised]
     if quantised:
-        flags.append({"flag": "tick_quantised", "processes": [v["index"] for v in quantised],
-                      "tick_s": quantised[0]["tick"]["tick_s"]})  # fmt: skip
-    return {"procs": views, "summary": warm_summary(views), "flags": flags}
+        flags.append(TickQuantised(processes=[v.index for v in quantised], tick_s=quantised[0].tick.tick_s))
+    return WarmPolicy(procs=views, summary=warm_summary(views), flags=flags)
 
 
-def headline_runs(views: list[dict]) -> list[dict]:
+def headline_runs(views: list[RunFigures]) -> list[RunFigures]:
     """The ok runs a policy's figures come from. Contended runs stay in the artifact but are
     set aside when at least as many clean ones remain; with fewer, none: a figure measured
     mostly on a busy machine would be a precise-looking wrong number."""
-    ok = [v for v in views if v["outcome"] == "ok"]
+    ok = [v for v in views if v.outcome == "ok"]
     clean = [v for v in ok if not contention.is_contended(v)]
     if 2 * len(clean) >= len(ok):
         return clean
     return []
 
 
-def _contention_flags(views: list[dict], key: str, noun: str) -> list[dict]:
+def _contention_flags(views: list[RunFigures], key: str, noun: str) -> list:
     """`contended` with each run's evidence and what the figures use instead; and
     `could_not_measure_cleanly` when too few clean runs were left to give a figure."""
     nouns = {"run": "runs", "process": "processes"}[noun]
-    ok = [v for v in views if v["outcome"] == "ok"]
+    ok = [v for v in views if v.outcome == "ok"]
     contended = [v for v in ok if contention.is_contended(v)]
     if not contended:
         return []
-    evidence = [f"{noun} {v['index']}: " + "; ".join(v["contention"]["reasons"]) for v in contended]
-    flags = [{"flag": "contended", key: [v["index"] for v in contended], "evidence": evidence}]
+    evidence = [f"{noun} {v.index}: " + "; ".join(v.contention.reasons) for v in contended]
     clean = headline_runs(views)
+    set_aside = UNSET
     if clean:
-        flags[0]["set_aside"] = f"{len(contended)} contended {nouns if len(contended) > 1 else noun} set aside: " \
-                                f"the figures use the {len(clean)} clean of {len(ok)}"  # fmt: skip
-    else:
-        flags.append({"flag": "could_not_measure_cleanly",
-                      "reason": f"{len(contended)} of {len(ok)} {nouns} were contended: no figure is given; "
-                                "rerun on a quieter machine (see Machine health)"})  # fmt: skip
+        set_aside = f"{len(contended)} contended {nouns if len(contended) > 1 else noun} set aside: " \
+                    f"the figures use the {len(clean)} clean of {len(ok)}"  # fmt: skip
+    flags = [Contended(evidence=evidence, set_aside=set_aside, **{key: [v.index for v in contended]})]
+    if not clean:
+        flags.append(CouldNotMeasureCleanly(reason=f"{len(contended)} of {len(ok)} {nouns} were contended: no figure "
+                                            "is given; rerun on a quieter machine (see Machine health)"))  # fmt: skip
     return flags
 
 
-def _cold_metrics(views: list[dict]) -> tuple[str, ...]:
-    """The cold metrics a policy's runs have (a user's case also times its own import)."""
-    extra = any(runs.USER_IMPORT in v["metrics"] for v in views)
-    return runs.COLD_METRICS + ((runs.USER_IMPORT,) if extra else ())
+def _summaries(chosen: list[RunFigures], names, of) -> dict:
+    return {name: stats.summarize([x for v in chosen if (x := getattr(of(v), name)) not in (None, UNSET)]) for name in names}
 
 
-def cold_summaries(views: list[dict]) -> dict:
-    """A cold policy's `summary` and `stages_summary`, from its clean runs."""
+def cold_summaries(views: list[RunFigures]):
+    """A cold policy's `summary`, `stages_summary` and (a loop workload) `loop_summary`, from its
+    clean runs."""
     chosen = headline_runs(views)  # none: could not measure cleanly, every figure null
-    result = {
-        "summary": _summaries(chosen, _cold_metrics(views), "metrics"),
-        "stages_summary": {k: s for k, s in _summaries(chosen, runs.STAGE_METRICS, "stages").items() if s},
-    }
-    if any(v.get("loop") for v in views):  # a loop workload: its timeline and compile counts
-        result["loop_summary"] = loops.policy_summary(chosen)
-    return result
+    # a user's case also times its own import
+    names = COLD_METRICS + ((USER_IMPORT,) if any(v.metrics.user_import_s is not UNSET for v in views) else ())
+    summary = ColdSummary(**_summaries(chosen, names, lambda v: v.metrics))
+    stages = StagesSummary(**{k: s for k, s in _summaries(chosen, STAGE_METRICS, lambda v: v.stages).items() if s})
+    loop_summary = loops.policy_summary(chosen) if any(v.loop for v in views) else UNSET
+    return summary, stages, loop_summary
 
 
-def warm_summary(views: list[dict]) -> dict:
+def warm_summary(views: list[RunFigures]) -> WarmSummary:
     """The warm regime's `summary`, from its clean processes."""
-    ok = [v for v in views if v["outcome"] == "ok"]
+    ok = [v for v in views if v.outcome == "ok"]
     chosen = headline_runs(views)
-    return {
-        "call_s": stats.summarize([v["median_s"] for v in chosen]),
-        "samples_per_process": len(ok[0]["samples_s"]) if ok else None,
-    }
+    return WarmSummary(
+        call_s=stats.summarize([v.median_s for v in chosen]),
+        samples_per_process=len(ok[0].samples_s) if ok else None,
+    )
 
 
-def summaries_disagree(result: dict) -> list[str]:
+def summaries_disagree(result: CaseResult) -> list[str]:
     """Where a case file's summaries are not what its own runs give (an edited figure);
     a failed case's figures are null by design and are not recomputed."""
-    if result["status"] == "failed":
+    if result.status == "failed":
         return []
     problems = []
-    for name, policy in result["policies"].items():
+    for name, policy in result.policies.items():
         if name == WARM_PROCESS:
-            for proc in policy["procs"]:
-                if proc["outcome"] == "ok" and proc.get("median_s") != statistics.median(proc["samples_s"]):
-                    problems.append(f"{name} process {proc['index']}: median_s is not the median of its samples")
-            if policy["summary"] != warm_summary(policy["procs"]):
+            for proc in policy.procs:
+                if proc.outcome == "ok" and proc.median_s != statistics.median(proc.samples_s):
+                    problems.append(f"{name} process {proc.index}: median_s is not the median of its samples")
+            if policy.summary != warm_summary(policy.procs):
                 problems.append(f"{name}: summary is not what its processes give")
-        elif {k: policy.get(k) for k in ("summary", "stages_summary", "loop_summary") if k in policy} != cold_summaries(
-            policy["runs"]
-        ):
+        elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs):
             problems.append(f"{name}: summary is not what its runs give")
     return problems
 
 
-def _null_summaries(policy: dict) -> None:
-    if "summary" in policy:
-        policy["summary"] = {k: None for k in policy["summary"]}
-    if "stages_summary" in policy:
-        policy["stages_summary"] = {}
-    if "loop_summary" in policy:
-        policy["loop_summary"] = None
+def _null_summaries(policy: ColdPolicy | WarmPolicy) -> ColdPolicy | WarmPolicy:
+    if isinstance(policy, WarmPolicy):
+        summary = WarmSummary(call_s=None, samples_per_process=None)
+        return msgspec.structs.replace(policy, summary=summary)
+    nulls = {name: None for name in policy.summary.__struct_fields__ if getattr(policy.summary, name) is not UNSET}
+    return msgspec.structs.replace(policy, summary=ColdSummary(**nulls), stages_summary=StagesSummary(),
+                                   loop_summary=UNSET if policy.loop_summary is UNSET else None)  # fmt: skip
 
 
-def _status(entries: list[dict], policies: dict, check: dict | None, stopped: str | None):
+def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | None):
     for entry in entries:
-        if entry["outcome"] == "unavailable":
-            return "warn", entry["reason"]
-    if check is not None and not check.get("passed"):
-        error = check.get("max_normalised_error")
+        if entry.outcome == "unavailable":
+            return "warn", entry.reason
+    if check is not None and not check.passed:
+        error = check.max_normalised_error
         shown = "n/a" if error is None else f"{error:.3g}"
-        detail = f" ({check['detail']})" if check.get("detail") else ""
+        detail = f" ({check.detail})" if check.detail else ""
         return "failed", (
-            f"result_mismatch: max normalised error {shown} > tolerance {check['tolerance']:.3g} "
-            f"against the {check['reference']} reference{detail}"
+            f"result_mismatch: max normalised error {shown} > tolerance {check.tolerance:.3g} "
+            f"against the {check.reference} reference{detail}"
         )
     if stopped:
         return "failed", stopped
     failed_runs = []
     for name, policy in policies.items():
-        runs = policy.get("runs") or policy.get("procs") or []
-        bad = [r for r in runs if r["outcome"] != "ok"]
-        if runs and len(bad) == len(runs):
+        measured = policy.measured
+        bad = [r for r in measured if r.outcome != "ok"]
+        if measured and len(bad) == len(measured):
             first = bad[0]
-            return "failed", f"every {name} run failed; first: {first['outcome']}: {first['reason']}"
-        failed_runs.extend(f"{name}#{r['index']} {r['outcome']}" for r in bad)
+            return "failed", f"every {name} run failed; first: {first.outcome}: {first.reason}"
+        failed_runs.extend(f"{name}#{r.index} {r.outcome}" for r in bad)
     if failed_runs:
         return "warn", f"{len(failed_runs)} run(s) failed and are excluded from the figures: " + "; ".join(failed_runs)
     return "ok", None
 
 
-def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> dict:
+def _config(spec) -> Config:
+    return Config(
+        profile=spec.profile,
+        policies=list(spec.policies),
+        cold_runs=spec.cold_runs,
+        warm_procs=spec.warm_procs,
+        warm_samples=spec.warm_samples,
+        min_sample_s=spec.min_sample_s,
+        max_warmup_s=spec.max_warmup_s,
+        timeout_s=spec.timeout_s,
+        seed=spec.seed,
+        threads=spec.threads,
+        deterministic=spec.deterministic,
+        # --precision adds runs beyond cold_runs / warm_procs where they buy the most precision
+        precision=spec.precision if spec.precision is not None else UNSET,
+        budget_s=spec.budget_s if spec.precision is not None else UNSET,
+    )
+
+
+def _command(case: catalog.Case, spec) -> CommandInfo | UnsetType:
+    """What a command case ran: the program, as plan.json records it (redacted)."""
+    if not case.workload_info.command:
+        return UNSET
+    recorded = spec.command(case.workload).to_json()
+    keys = ("argv", "cwd", "first_result", "mark", "prepare", "stop_at_first_result")
+    return CommandInfo(**{key: recorded[key] for key in keys if key in recorded})
+
+
+def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry]) -> CaseResult:
     spec = plan.spec
     backend = case.backend_info
     base = {
@@ -211,96 +260,83 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[dict]) -> di
         "workload": case.workload,
         "size": case.size,
         "dtype": case.dtype,
-        "config": {
-            "profile": spec.profile,
-            "policies": list(spec.policies),
-            "cold_runs": spec.cold_runs,
-            "warm_procs": spec.warm_procs,
-            "warm_samples": spec.warm_samples,
-            "min_sample_s": spec.min_sample_s,
-            "max_warmup_s": spec.max_warmup_s,
-            "timeout_s": spec.timeout_s,
-            "seed": spec.seed,
-            "threads": spec.threads,
-            "deterministic": spec.deterministic,
-            # --precision adds runs beyond cold_runs / warm_procs where they buy the most precision
-            **({"precision": spec.precision, "budget_s": spec.budget_s} if spec.precision is not None else {}),
-        },
+        "config": _config(spec),
         "sync_policy": backend.sync_policy,
-        "dataset": {"id": datasets.dataset_id(case, spec.seed), "sha256": None},
         "device": None,
         "versions": {},
         "correctness": None,
-        "policies": {},
-        "memory": {},
-        "flags": [],
-        "unmeasured_runs": [],
         "limitations": [*cache.LIMITATIONS, *backend.limitations],
     }
-    if case.workload_info.command:  # what the case ran: the program, as plan.json records it (redacted)
-        recorded = spec.command(case.workload).to_json()
-        keys = ("argv", "cwd", "first_result", "mark", "prepare", "stop_at_first_result")
-        base["command"] = {key: recorded[key] for key in keys}
+    base.update(command=_command(case, spec))  # a keyword, not a table keyed by the `command` backend
+    dataset_id = datasets.dataset_id(case, spec.seed)
     if case.id in plan.unavailable:
-        base.update(status="warn", reason=plan.unavailable[case.id])
-        return base
+        return CaseResult(**base, status="warn", reason=plan.unavailable[case.id], dataset=Dataset(id=dataset_id, sha256=None),
+                          policies=Policies(), memory=CaseMemory(), flags=[], unmeasured_runs=[])  # fmt: skip
 
-    entries = sorted(entries, key=lambda e: (e["round"], e["index"]))
-    checked = [e for e in entries if (e.get("record") or {}).get("check")]
-    check = checked[0]["record"]["check"] if checked else None
-    failed_checks = [e["record"]["check"] for e in checked if not e["record"]["check"]["passed"]]
+    entries = sorted(entries, key=lambda e: (e.round, e.index))
+    checked = [e for e in entries if e.record and e.record.check]
+    check = checked[0].record.check if checked else None
+    failed_checks = [e.record.check for e in checked if not e.record.check.passed]
     if failed_checks:
         check = failed_checks[0]
     reference_digest = next(
-        (e["record"].get("digest") for e in checked if e["outcome"] == "ok"),
-        next((e["record"].get("digest") for e in entries if e["outcome"] == "ok" and e.get("record")), None),
+        (e.record.digest or None for e in checked if e.outcome == "ok"),
+        next((e.record.digest or None for e in entries if e.outcome == "ok" and e.record), None),
     )
-    records = [e["record"] for e in entries if e.get("record") and e["outcome"] == "ok"]
+    records = [e.record for e in entries if e.record and e.outcome == "ok"]
+    memory = {}
     if records:
-        base["device"] = records[0].get("device")
-        base["versions"] = records[0].get("versions") or {}
-        base["memory"].update(records[0].get("memory") or {})
-    if checked and checked[0]["record"].get("dataset_sha256"):
-        base["dataset"]["sha256"] = checked[0]["record"]["dataset_sha256"]
+        first = records[0]
+        base["device"] = first.device or None
+        base["versions"] = first.versions or {}
+        if first.memory:
+            memory = {k: v for k in first.memory.__struct_fields__ if (v := getattr(first.memory, k)) is not UNSET}
+    sha256 = checked[0].record.dataset_sha256 if checked else None
     base["correctness"] = check
 
     policies = {}
     for policy in POLICIES:
         if policy not in spec.policies:
             continue
-        measured = [e for e in entries if e["measured"] and e["policy"] == policy]
+        measured = [e for e in entries if e.measured and e.policy == policy]
         if policy == WARM_PROCESS:
             policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured])
         else:
             policies[policy] = _cold_policy([runs.run_view(e, case, reference_digest) for e in measured])
-    base["unmeasured_runs"] = [
-        {"kind": e["kind"], "outcome": e["outcome"], "reason": e["reason"]} for e in entries if not e["measured"]
-    ]
-    stopped = next(
-        (f"{e['kind']} run {e['outcome']}: {e['reason']}" for e in entries if not e["measured"] and e["outcome"] != "ok"),
-        None,
-    )
+    unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
+    stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
     status, reason = _status(entries, policies, check, stopped)
-    base.update(status=status, reason=reason, policies=policies)
 
     cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
     if cold:
-        rss = [r["resources"]["peak_rss_bytes"] for r in cold["runs"] if r["outcome"] == "ok"]
-        base["memory"]["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
+        rss = [r.resources.peak_rss_bytes for r in cold.runs if r.outcome == "ok"]
+        memory["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
+    flags = []
     for name, policy in policies.items():
-        base["flags"].extend({"policy": name, **flag} for flag in policy["flags"])
-        if any(r["outcome"] == "invalid-measurement" for r in policy.get("runs", policy.get("procs", []))):
-            base["flags"].append({"policy": name, "flag": "invalid_measurement"})
+        flags.extend(msgspec.structs.replace(flag, policy=name) for flag in policy.flags)
+        if any(r.outcome == "invalid-measurement" for r in policy.measured):
+            flags.append(InvalidMeasurement(policy=name))
     if status == "failed":
-        for policy in policies.values():
-            _null_summaries(policy)
-        base["memory"]["peak_rss_bytes"] = None
-    return base
+        policies = {name: _null_summaries(policy) for name, policy in policies.items()}
+        memory["peak_rss_bytes"] = None
+    return CaseResult(
+        **base,
+        status=status,
+        reason=reason,
+        dataset=Dataset(id=dataset_id, sha256=sha256 or None),
+        policies=Policies(**{field: policies[name] for name, field in _FIELDS.items() if name in policies}),
+        memory=CaseMemory(**memory),
+        flags=flags,
+        unmeasured_runs=unmeasured,
+    )
 
 
-def case_results(plan: Plan, entries: list[dict], skip=()) -> list[dict]:
+_FIELDS = {COLD_CACHE: "cold_cache", WARM_CACHE: "warm_cache", WARM_PROCESS: "warm_process"}
+
+
+def case_results(plan: Plan, entries: list[JournalEntry], skip=()) -> list[CaseResult]:
     """The case result of every case of the plan (but `skip`), from its journal entries."""
-    by_case: dict[str, list[dict]] = {}
+    by_case: dict[str, list[JournalEntry]] = {}
     for entry in entries:
-        by_case.setdefault(entry["case"], []).append(entry)
+        by_case.setdefault(entry.case, []).append(entry)
     return [build_case_result(case, plan, by_case.get(case.id, [])) for case in sorted(plan.spec.cases) if case.id not in skip]

@@ -26,6 +26,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
+
+from ttfr.model.base import present
+from ttfr.model.case import CaseResult, Contention, ProcessDisagreement, RunFigures, Tick
+from ttfr.model.journal import Host, Rusage
+from ttfr.model.record import SampleEvidence, Sched
 
 WAIT_FRACTION = 0.05
 CONTENDED_SAMPLE_SHARE = 0.3
@@ -38,19 +44,18 @@ TICK_SHARE = 0.6
 TICK_MIN_SAMPLES = 5
 
 
-def _others_runnable(host: dict | None) -> bool:
+def _others_runnable(host: Host | None) -> bool:
     """More runnable entities than cores belonged to others before and after the run."""
-    usable_cores = (host or {}).get("usable_cores")
-    if not host or not usable_cores:
+    if not host or not host.usable_cores:
         return False
-    counts = [host.get("runnable_start"), host.get("runnable_end")]
-    if any(c is None for c in counts):
+    counts = [host.runnable_start, host.runnable_end]
+    if not all(counts):
         return False
     # /proc/loadavg counts the reader (ttfr's parent) as running at both readings.
-    return all(c[0] - 1 >= usable_cores for c in counts)
+    return all(c[0] - 1 >= host.usable_cores for c in counts)
 
 
-def _verdict(waited: bool | None, others_cores: float | None, host: dict | None, what: str, wait_text: str) -> dict:
+def _verdict(waited: bool | None, others_cores: float | None, host: Host | None, what: str, wait_text: str) -> dict:
     neighbour = None if others_cores is None else others_cores >= OTHERS_CORES
     by_evidence = bool(waited or (waited is None and neighbour)) and neighbour is not False
     # The instantaneous runnable count is the fallback for machines with neither reading.
@@ -62,53 +67,53 @@ def _verdict(waited: bool | None, others_cores: float | None, host: dict | None,
             parts.append(f"the rest of the machine used {others_cores:.2f} cores meanwhile")
         reasons.append("; ".join(parts))
     if by_runnable:
-        reasons.append(f"other runnable tasks filled all {host['usable_cores']} usable cores before and after the {what}")
-    return {"contended": by_evidence or by_runnable, "reasons": reasons, "others_cores": others_cores}
+        reasons.append(f"other runnable tasks filled all {host.usable_cores} usable cores before and after the {what}")
+    return {"contended": by_evidence or by_runnable, "reasons": reasons, "others_cores": others_cores}  # Contention's core
 
 
-def warm_process(evidence: dict | None, host: dict | None) -> dict:
+def warm_process(evidence: SampleEvidence | None, host: Host | None) -> Contention:
     """A warm process's contention evidence and verdict."""
-    evidence = evidence or {}
-    walls = evidence.get("wall_s") or []
-    waits = [w / t for t, w in zip(walls, evidence.get("runq_wait_s") or []) if w is not None and t]
-    cpu_wall = [c / t for t, c in zip(walls, evidence.get("cpu_s") or []) if t]
+    evidence = evidence or SampleEvidence()
+    walls = evidence.wall_s or []
+    waits = [w / t for t, w in zip(walls, evidence.runq_wait_s or []) if w is not None and t]
+    cpu_wall = [c / t for t, c in zip(walls, evidence.cpu_s or []) if t]
     contended_samples = sum(w > WAIT_FRACTION for w in waits)
     waited = (contended_samples > CONTENDED_SAMPLE_SHARE * len(waits)) if waits else None
-    window = evidence.get("window_ns")
+    window = evidence.window_ns
     others_cores = None
-    if evidence.get("others_cpu_s") is not None and window and window[1] > window[0]:
-        others_cores = evidence["others_cpu_s"] / ((window[1] - window[0]) / 1e9)
+    if present(evidence.others_cpu_s) and window and window[1] > window[0]:
+        others_cores = evidence.others_cpu_s / ((window[1] - window[0]) / 1e9)
     wait_text = (
         f"{contended_samples}/{len(waits)} samples waited for a CPU > {WAIT_FRACTION:.0%} of their time "
         f"(median {statistics.median(waits):.1%})" if waits else ""
     )  # fmt: skip
-    return {
+    return Contention(
         **_verdict(waited, others_cores, host, "process", wait_text),
-        "samples_contended": contended_samples if waits else None,
-        "samples_with_evidence": len(waits),
-        "median_wait_fraction": statistics.median(waits) if waits else None,
-        "max_wait_fraction": max(waits) if waits else None,
-        "median_cpu_per_wall": statistics.median(cpu_wall) if cpu_wall else None,
-    }
+        samples_contended=contended_samples if waits else None,
+        samples_with_evidence=len(waits),
+        median_wait_fraction=statistics.median(waits) if waits else None,
+        max_wait_fraction=max(waits) if waits else None,
+        median_cpu_per_wall=statistics.median(cpu_wall) if cpu_wall else None,
+    )
 
 
-def cold_run(sched: dict | None, process_s: float | None, host: dict | None, rusage: dict | None = None) -> dict:
+def cold_run(sched: Sched | None, process_s: float | None, host: Host | None, rusage: Rusage | None = None) -> Contention:
     """A cold run's contention evidence: its threads' run-queue wait against its process time,
     and the CPU its neighbours used from spawn to reap."""
     fraction = None
-    if sched and sched.get("runq_wait_s") is not None and process_s:
-        fraction = sched["runq_wait_s"] / process_s
+    if sched and present(sched.runq_wait_s) and process_s:
+        fraction = sched.runq_wait_s / process_s
     others_cores = None
-    busy = (host or {}).get("machine_busy_s")
-    own = [(rusage or {}).get(k) for k in ("user_s", "sys_s")]
-    if busy is not None and process_s and None not in own:
+    busy = host.machine_busy_s if host else None
+    own = [rusage.user_s, rusage.sys_s] if rusage else [None]
+    if present(busy) and process_s and all(present(v) for v in own):
         others_cores = (busy - sum(own)) / process_s
     waited = None if fraction is None else fraction > WAIT_FRACTION
     wait_text = f"its threads waited for a CPU {fraction:.1%} of the process time" if fraction is not None else ""
-    return {**_verdict(waited, others_cores, host, "run", wait_text), "wait_fraction": fraction}
+    return Contention(**_verdict(waited, others_cores, host, "run", wait_text), wait_fraction=fraction)
 
 
-def process_disagreement(samples_by_process: list[list[float]]) -> dict | None:
+def process_disagreement(samples_by_process: list[list[float]]) -> ProcessDisagreement | None:
     """Do the warm processes measure different things? None below two processes."""
     groups = [[s for s in g if s is not None and math.isfinite(s)] for g in samples_by_process]
     groups = [g for g in groups if len(g) >= 3]
@@ -126,15 +131,15 @@ def process_disagreement(samples_by_process: list[list[float]]) -> dict | None:
         p_value = 1.0
     if math.isnan(p_value):
         p_value = 1.0
-    return {
-        "disagree": bool(p_value < DISAGREEMENT_P and ratio > DISAGREEMENT_RATIO),
-        "p_value": p_value,
-        "max_over_min_median": ratio,
-        "process_medians_s": medians,
-    }
+    return ProcessDisagreement(
+        disagree=bool(p_value < DISAGREEMENT_P and ratio > DISAGREEMENT_RATIO),
+        p_value=p_value,
+        max_over_min_median=ratio,
+        process_medians_s=medians,
+    )
 
 
-def tick_quantised(samples_s: list[float], sample_wall_s: list[float] | None = None) -> dict | None:
+def tick_quantised(samples_s: list[float], sample_wall_s: list[float] | None = None) -> Tick | None:
     """Do the samples' wall times sit on a grid of scheduler ticks? Judged on each sample's
     whole timed loop (what a tick quantises), as offsets from the shortest one: a thread that
     repeatedly waits out a neighbour's time slice lands whole ticks apart (20, 24, 28 ms)."""
@@ -152,13 +157,13 @@ def tick_quantised(samples_s: list[float], sample_wall_s: list[float] | None = N
         # Two grid points at least, each held by two samples: noise around one value is not a grid.
         held = [k for k in set(on_grid) if on_grid.count(k) >= 2]
         if share >= TICK_SHARE and len(held) >= 2:
-            return {"quantised": True, "tick_s": tick, "share": share, "steps": sorted(held)}
-    return {"quantised": False, "tick_s": None, "share": None, "steps": []}
+            return Tick(quantised=True, tick_s=tick, share=share, steps=sorted(held))
+    return Tick(quantised=False, tick_s=None, share=None, steps=[])
 
 
-def is_contended(view: dict) -> bool:
-    """Whether a run's or warm process's view carries a `contended` verdict."""
-    return bool((view.get("contention") or {}).get("contended"))
+def is_contended(run: RunFigures) -> bool:
+    """Whether a run or warm process carries a `contended` verdict."""
+    return bool(run.contention and run.contention.contended)
 
 
 ADVICE = (
@@ -168,41 +173,45 @@ ADVICE = (
 )
 
 
-def machine_health(case_results: list[dict]) -> dict:
-    """How many measured runs and warm processes were contended, which cases, and the most
-    CPU their neighbours used: the end-of-run health line and the report's section."""
+@dataclass(frozen=True)
+class MachineHealth:
+    """How many measured runs and warm processes were contended, in which cases, and the most CPU
+    their neighbours used: the end-of-run health line and the report's section."""
+
+    runs: int
+    contended: int
+    cases: list[str]
+    max_others_cores: float | None
+    advice: list[str]
+
+
+def machine_health(case_results: list[CaseResult]) -> MachineHealth:
     total = contended = 0
     cases, worst = [], None
     for result in case_results:
         hit = False
-        for policy in result["policies"].values():
-            for run in (policy.get("runs") or []) + (policy.get("procs") or []):
-                evidence = run.get("contention")
-                if run.get("outcome") != "ok" or not evidence:
-                    continue
-                total += 1
-                if evidence["contended"]:
-                    contended += 1
-                    hit = True
-                    cores = evidence.get("others_cores")
-                    if cores is not None and (worst is None or cores > worst):
-                        worst = cores
+        for run in result.policies.all_runs():
+            evidence = run.contention
+            if run.outcome != "ok" or not evidence:
+                continue
+            total += 1
+            if evidence.contended:
+                contended += 1
+                hit = True
+                cores = evidence.others_cores
+                if cores is not None and (worst is None or cores > worst):
+                    worst = cores
         if hit:
-            cases.append(result["case"])
-    return {
-        "runs": total,
-        "contended": contended,
-        "cases": cases,
-        "max_others_cores": worst,
-        "advice": list(ADVICE) if contended else [],
-    }
+            cases.append(result.case)
+    return MachineHealth(runs=total, contended=contended, cases=cases, max_others_cores=worst,
+                         advice=list(ADVICE) if contended else [])  # fmt: skip
 
 
-def health_line(health: dict) -> str | None:
+def health_line(health: MachineHealth) -> str | None:
     """One line for the end of a run, or None when nothing was contended."""
-    if not health["contended"]:
+    if not health.contended:
         return None
-    worst = health["max_others_cores"]
+    worst = health.max_others_cores
     neighbours = f"; other work used up to {worst:.1f} cores while workers waited" if worst is not None else ""
-    return (f"machine health: {health['contended']} of {health['runs']} measured runs contended in "
-            f"{len(health['cases'])} case(s){neighbours}. Advice: {'; '.join(health['advice'])}.")  # fmt: skip
+    return (f"machine health: {health.contended} of {health.runs} measured runs contended in "
+            f"{len(health.cases)} case(s){neighbours}. Advice: {'; '.join(health.advice)}.")  # fmt: skip

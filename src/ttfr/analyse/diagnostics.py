@@ -10,6 +10,8 @@ import numpy as np
 from scipy import stats as sps
 
 from ttfr.analyse import stats
+from ttfr.model.base import UNSET
+from ttfr.model.journal import Host, JournalEntry
 
 DIP_MIN_N = 30
 DIP_ALPHA = 0.05
@@ -58,21 +60,21 @@ def series(values) -> dict:
     }
 
 
-def host_noise(entries: list[dict], usable_cores: int | None) -> dict:
+def host_noise(entries: list[JournalEntry], usable_cores: int | None) -> dict:
     """Load, CPU pressure, steal and involuntary switches during the runs, and a warning."""
 
     def median_of(values):
-        values = [v for v in values if v is not None]
+        values = [v for v in values if v is not None and v is not UNSET]
         return statistics.median(values) if values else None
 
-    hosts = [e.get("host") or {} for e in entries]
-    load = median_of([(h.get("load_average") or [None])[0] for h in hosts])
+    hosts = [e.host or Host() for e in entries]
+    load = median_of([(h.load_average or [None])[0] for h in hosts])
     summary = {
         "load_average_1m": load,
         "load_per_core": load / usable_cores if load is not None and usable_cores else None,
-        "cpu_pressure_avg10": median_of([h.get("cpu_pressure_avg10") for h in hosts]),
-        "steal_fraction": median_of([h.get("steal_fraction") for h in hosts]),
-        "involuntary_switches": median_of([(e.get("rusage") or {}).get("involuntary_switches") for e in entries]),
+        "cpu_pressure_avg10": median_of([h.cpu_pressure_avg10 for h in hosts]),
+        "steal_fraction": median_of([h.steal_fraction for h in hosts]),
+        "involuntary_switches": median_of([e.rusage.involuntary_switches if e.rusage else None for e in entries]),
     }
     reasons = [
         f"{name} {summary[name]:.3g} > {limit:g}"

@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import math
 import statistics as pystats
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ttfr.analyse import contention, stats
 from ttfr.measure import spec as spec_limits
+from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
+from ttfr.model.suite import Precision, PrecisionCounts, Statistic
+from ttfr.model.summary import Summary
 
 LEVEL = 0.95
 
@@ -46,7 +49,7 @@ LEVEL = 0.95
 def _min_runs(level: float = LEVEL) -> int:
     """Fewest runs whose order-statistic median interval reaches `level` ([min, max] of 6: 96.9%)."""
     n = 2
-    while stats.median_ci(list(range(n)))["level"] < level:
+    while stats.median_ci(list(range(n))).level < level:
         n += 1
     return n
 
@@ -66,36 +69,13 @@ def run_limit(policy: str) -> int:
     return spec_limits.MAX_WARM_PROCS if policy == WARM_PROCESS else spec_limits.MAX_COLD_RUNS
 
 
-@dataclass(frozen=True)
-class Statistic:
-    case: str
-    policy: str
-    metric: str
-    runs: int  # measured runs of any outcome
-    n: int  # runs its figure uses (clean, ok)
-    contended: int  # ok runs set aside as contended
-    median: float | None
-    half_width: float | None  # relative, of its 95% interval; None without one
-    cost_s: float | None  # median wall time of one of its runs
-    state: str  # one of STATES
-    needed_runs: int | None  # projected runs to meet the target (None: no interval yet)
-    added: int  # runs beyond the plan's count (the ones --precision added)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.case, self.policy
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-def _relative_half_width(summary: dict | None) -> float | None:
-    if not summary or not summary.get("median_ci") or summary["median_ci"]["level"] < LEVEL:
+def _relative_half_width(summary: Summary | None) -> float | None:
+    if not summary or not summary.median_ci or summary.median_ci.level < LEVEL:
         return None
-    median = summary["median"]
+    median = summary.median
     if not median or median <= 0:
         return None
-    return (summary["median_ci"]["high"] - summary["median_ci"]["low"]) / 2.0 / median
+    return (summary.median_ci.high - summary.median_ci.low) / 2.0 / median
 
 
 def needed_runs(n: int, half_width: float | None, target: float) -> int | None:
@@ -105,25 +85,24 @@ def needed_runs(n: int, half_width: float | None, target: float) -> int | None:
     return max(n, MIN_RUNS, math.ceil(n * (half_width / target) ** 2))
 
 
-def assess(cases: list[dict], target: float) -> list[Statistic]:
+def assess(cases: list[CaseResult], target: float) -> list[Statistic]:
     """Every headline statistic of the cases that ran (failed and unavailable cases have none)."""
-    planned = {"procs": "warm_procs", "runs": "cold_runs"}
     found = []
     for case in cases:
-        if case["status"] == "failed" or not case["policies"]:
+        if case.status == "failed":
             continue
-        for policy, data in sorted(case["policies"].items()):
-            views = data.get("procs") if policy == WARM_PROCESS else data.get("runs")
+        for policy, data in case.policies.items():
+            views = data.measured
             metric = metric_of(policy)
-            summary = (data.get("summary") or {}).get(metric)
-            ok = [v for v in views or [] if v["outcome"] == "ok"]
+            summary = data.figure(metric)
+            ok = [v for v in views if v.outcome == "ok"]
             if not ok:
                 continue
             failed = len(views) - len(ok)
-            plan_count = case["config"][planned["procs" if policy == WARM_PROCESS else "runs"]]
+            plan_count = case.config.warm_procs if policy == WARM_PROCESS else case.config.cold_runs
             contended = sum(contention.is_contended(v) for v in ok)
-            costs = [v["metrics"]["process_s"] for v in views if v["metrics"].get("process_s") is not None]
-            n = summary["n"] if summary else 0
+            costs = [v.metrics.process_s for v in views if v.metrics.process_s is not None]
+            n = summary.n if summary else 0
             half_width = _relative_half_width(summary)
             need = needed_runs(n, half_width, target)
             if half_width is not None and half_width <= target:
@@ -137,10 +116,10 @@ def assess(cases: list[dict], target: float) -> list[Statistic]:
             else:
                 state = SHORT
             found.append(Statistic(
-                case=case["case"], policy=policy, metric=metric, runs=len(views), n=n, contended=contended,
-                median=summary["median"] if summary else None, half_width=half_width,
+                case=case.case, policy=policy, metric=metric, runs=len(views), n=n, contended=contended,
+                median=summary.median if summary else None, half_width=half_width,
                 cost_s=pystats.median(costs) if costs else None, state=state, needed_runs=need,
-                added=sum(v["index"] >= plan_count for v in views),
+                added=sum(v.index >= plan_count for v in views),
             ))  # fmt: skip
     return found
 
@@ -194,16 +173,27 @@ def allocate(statistics: list[Statistic], target: float, quantum_s: float | None
     return {key: count for key, count in given.items() if count}
 
 
-def record(cases: list[dict], outcome: dict) -> dict:
-    """suite.json's `precision`: how the phase ended (`outcome`: target, budget_s, stopped_by,
-    elapsed_s) and what the case files give: the summary and every statistic. The writer and
-    every reader build it here, so a reader recomputes exactly what was written."""
-    statistics = assess(cases, outcome["target"])
-    return {**outcome, "summary": summary(statistics, outcome["target"]), "statistics": [s.to_json() for s in statistics]}
+@dataclass(frozen=True)
+class PhaseEnd:
+    """How the --precision phase ended (the rest of suite.json's `precision` is derived)."""
+
+    target: float
+    budget_s: float | None
+    stopped_by: str
+    elapsed_s: float | None
 
 
-def summary(statistics: list[Statistic], target: float) -> dict:
+def record(cases: list[CaseResult], outcome: PhaseEnd) -> Precision:
+    """suite.json's `precision`: how the phase ended and what the case files give: the summary and
+    every statistic. The writer and every reader build it here, so a reader recomputes exactly
+    what was written."""
+    statistics = assess(cases, outcome.target)
+    return Precision(target=outcome.target, budget_s=outcome.budget_s, stopped_by=outcome.stopped_by,
+                     elapsed_s=outcome.elapsed_s, summary=summary(statistics, outcome.target), statistics=statistics)  # fmt: skip
+
+
+def summary(statistics: list[Statistic], target: float) -> PrecisionCounts:
     """Counts by state, for the suite index and the report."""
     states = [s.state for s in statistics]
-    return {"target": target, "statistics": len(statistics), **{state: states.count(state) for state in STATES},
-            "added_runs": sum(s.added for s in statistics)}  # fmt: skip
+    return PrecisionCounts(target=target, statistics=len(statistics), **{state: states.count(state) for state in STATES},
+                           added_runs=sum(s.added for s in statistics))  # fmt: skip

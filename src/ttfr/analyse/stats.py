@@ -14,43 +14,45 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from ttfr.model.summary import MedianCI, Summary
+
 CONFIDENCE = 0.95
 ROBUST_Z_OUTLIER = 3.5
 _MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its sigma
 
 
-def median_ci(values, confidence: float = CONFIDENCE) -> dict | None:
+def median_ci(values, confidence: float = CONFIDENCE) -> MedianCI | None:
     x = np.sort(np.asarray(values, dtype=float))
     n = x.size
     if n == 0:
         return None
     if n == 1:
-        return {"low": float(x[0]), "high": float(x[0]), "level": 0.0}
+        return MedianCI(low=float(x[0]), high=float(x[0]), level=0.0)
     j = np.arange(1, n // 2 + 1)  # 1-based rank of the lower bound; coverage falls as j grows
     coverage = sps.binom.cdf(n - j, n, 0.5) - sps.binom.cdf(j - 1, n, 0.5)  # one vectorised call
     reaching = coverage >= confidence
     if not reaching[0]:
-        return {"low": float(x[0]), "high": float(x[-1]), "level": float(1.0 - 2.0 * 0.5**n)}
+        return MedianCI(low=float(x[0]), high=float(x[-1]), level=float(1.0 - 2.0 * 0.5**n))
     k = int(j[-1]) if reaching.all() else int(np.argmin(reaching))  # the last j that still reaches it
-    return {"low": float(x[k - 1]), "high": float(x[n - k]), "level": float(coverage[k - 1])}
+    return MedianCI(low=float(x[k - 1]), high=float(x[n - k]), level=float(coverage[k - 1]))
 
 
-def summarize(values) -> dict | None:
+def summarize(values) -> Summary | None:
     """n, min, max, median (+ CI), p95, mean, std, MAD of the values; None when empty."""
     x = np.asarray([v for v in values if v is not None], dtype=float)
     if x.size == 0:
         return None
-    return {
-        "n": int(x.size),
-        "min": float(x.min()),
-        "max": float(x.max()),
-        "median": float(np.median(x)),
-        "median_ci": median_ci(x),
-        "p95": float(np.percentile(x, 95)),
-        "mean": float(x.mean()),
-        "std": float(x.std(ddof=1)) if x.size > 1 else 0.0,
-        "mad": float(sps.median_abs_deviation(x)),
-    }
+    return Summary(
+        n=int(x.size),
+        min=float(x.min()),
+        max=float(x.max()),
+        median=float(np.median(x)),
+        median_ci=median_ci(x),
+        p95=float(np.percentile(x, 95)),
+        mean=float(x.mean()),
+        std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
+        mad=float(sps.median_abs_deviation(x)),
+    )
 
 
 def robust_z(value: float, others) -> float | None:

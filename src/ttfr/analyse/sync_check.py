@@ -47,25 +47,28 @@ from __future__ import annotations
 
 import statistics
 
+from ttfr.model.case import SyncCheck
+from ttfr.model.record import Overlap, WarmRecord
+
 SYNC_OUTSTANDING_CALLS_LIMIT = 1.0  # the trailing barrier may wait less than one call's time
 # Calls as timed may not run faster than this fraction of the same calls each waited on.
 SYNC_OVERLAP_LIMIT = 0.75
 
 
-def overlap_ratio(warm: dict) -> float | None:
+def overlap_ratio(warm: WarmRecord) -> float | None:
     """The fastest loop of calls as timed over the fastest loop of calls each waited on
     (the fastest: contention only ever adds time, and the loops alternate within ms)."""
-    overlap = warm.get("overlap") or {}
-    as_timed, each_waited = overlap.get("as_timed_s") or [], overlap.get("each_waited_s") or []
+    overlap = warm.overlap or Overlap()
+    as_timed, each_waited = overlap.as_timed_s or [], overlap.each_waited_s or []
     if not as_timed or not each_waited or min(each_waited) <= 0:
         return None
     return min(as_timed) / min(each_waited)
 
 
-def judge(warm: dict, has_sync: bool) -> dict:
-    trailing = warm.get("trailing_sync_fraction") or []
-    pending = warm.get("pending_after_loop") or []
-    doubling = [d for d in warm.get("doubling_ratios") or [] if d is not None]  # null: an infinite ratio
+def judge(warm: WarmRecord, has_sync: bool) -> SyncCheck:
+    trailing = warm.trailing_sync_fraction or []
+    pending = warm.pending_after_loop or []
+    doubling = [d for d in warm.doubling_ratios or [] if d is not None]  # null: an infinite ratio
     trailing_median = statistics.median(trailing) if trailing else None
     doubling_median = statistics.median(doubling) if doubling else None
     overlap = overlap_ratio(warm)
@@ -74,7 +77,7 @@ def judge(warm: dict, has_sync: bool) -> dict:
         problems.append(f"the last result was still pending after the timed loop in {sum(pending)} of {len(pending)} samples")
     if has_sync and trailing:
         # The median sample's barrier seconds over its seconds per call (inner_loops is the same for every sample).
-        waited_calls = trailing_median * warm["inner_loops"]
+        waited_calls = trailing_median * warm.inner_loops
         if waited_calls >= SYNC_OUTSTANDING_CALLS_LIMIT:
             problems.append(
                 f"after the timed loop the barrier still waited {waited_calls:.3g} calls' time "
@@ -86,10 +89,10 @@ def judge(warm: dict, has_sync: bool) -> dict:
             f"calls as timed ran {overlap:.2f}x the time of the same calls each waited on (fastest loops; "
             f"limit {SYNC_OVERLAP_LIMIT:g}): the timed calls overlapped"
         )
-    return {
-        "trailing_sync_fraction_median": trailing_median,
-        "doubling_ratio_median": doubling_median,
-        "overlap_ratio": overlap,
-        "unsynchronised": bool(problems),
-        "problems": problems,
-    }
+    return SyncCheck(
+        trailing_sync_fraction_median=trailing_median,
+        doubling_ratio_median=doubling_median,
+        overlap_ratio=overlap,
+        unsynchronised=bool(problems),
+        problems=problems,
+    )

@@ -14,12 +14,21 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from msgspec import ValidationError
 
 from ttfr import bounded_file
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import CASE_SCHEMA, MANIFEST_SCHEMA, PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, schema_errors
 from ttfr.bounded_file import FileRefused
 from ttfr.measure import catalog
+from ttfr.model.base import UNSET, decode
+from ttfr.model.case import CaseResult
+from ttfr.model.policies import WARM_PROCESS
+from ttfr.model.suite import CaseRef, DatasetFile, SuiteResult
+
+T = TypeVar("T")
 
 # Far above any artifact ttfr writes (a publish-profile case file is well under 1 MiB;
 # the largest preset workspace ~5 MiB), far below what would hurt a reader.
@@ -72,29 +81,30 @@ def symlinked_entries(root: Path) -> list[str]:
     return [name for name in OWN_ENTRIES if os.path.islink(Path(root) / name)]
 
 
-def derived_problems(suite: dict, cases: list[dict]) -> list[str]:
+def derived_problems(suite: SuiteResult, cases: list[CaseResult]) -> list[str]:
     """Figures suite.json and the case files derive from runs, recomputed: an edited summary
     (with its hash updated to match) shows up here."""
     from ttfr.analyse import case_result, loops, precision, suite_figures  # the analysis stack (SciPy), only when verifying
 
     problems = []
     for case in cases:
-        problems += [f"cases/{case['case']}.json: {p}" for p in case_result.summaries_disagree(case)]
+        problems += [f"cases/{case.case}.json: {p}" for p in case_result.summaries_disagree(case)]
     expected = {
-        "summary": suite_figures.suite_summary(cases, suite["pending"]),
+        "summary": suite_figures.suite_summary(cases, suite.pending),
         "break_even": suite_figures.break_even(cases),
         "scaling": suite_figures.scaling_rows(cases),
     }
-    targets = {case["config"].get("precision") for case in cases}
-    if len(targets) > 1 or (cases and targets != {(suite.get("precision") or {}).get("target")}):
+    written = suite.precision or None
+    targets = {None if case.config.precision is UNSET else case.config.precision for case in cases}
+    if len(targets) > 1 or (cases and targets != {written.target if written else None}):
         problems.append("suite.json: its `precision` does not match the --precision its case files were run with")
-    elif "precision" in suite:
-        outcome = {k: suite["precision"][k] for k in ("target", "budget_s", "stopped_by", "elapsed_s")}
+    elif written:
+        outcome = precision.PhaseEnd(written.target, written.budget_s, written.stopped_by, written.elapsed_s)
         expected["precision"] = precision.record(cases, outcome)
-    if suite.get("loops", []) != loops.strategy_rows(cases):
+    if (suite.loops or []) != loops.strategy_rows(cases):
         problems.append("suite.json: `loops` is not what its case files give (edited, or written by another ttfr)")
     for key, value in expected.items():
-        if suite.get(key) != value:
+        if getattr(suite, key) != value:
             problems.append(f"suite.json: `{key}` is not what its case files give (edited, or written by another ttfr)")
     return problems
 
@@ -141,47 +151,61 @@ def read_artifact(root: Path, rel, schema: str | None, sha256: str | None = None
     return data
 
 
+def typed(data: dict, kind: type[T], name: str) -> T:
+    """Schema-valid JSON as its type of the model; ArtifactError for what the schema cannot say
+    (how fields agree) or a schema older than the type."""
+    try:
+        return decode(data, kind)
+    except ValidationError as exc:
+        raise ArtifactError(f"{name}: {exc}") from None
+
+
+def read_typed(root: Path, rel, schema: str, kind: type[T], sha256: str | None = None) -> T:
+    """The file as its type, verified like read_artifact."""
+    return typed(read_artifact(root, rel, schema, sha256), kind, rel)
+
+
 def _located(root: Path, problems: list[str]) -> str:
     shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
     return f"in {root}: {shown} (`ttfr validate {root}` lists every problem)"
 
 
-def dataset_problems(root: Path, dataset: dict) -> list[str]:
+def dataset_problems(root: Path, dataset: DatasetFile) -> list[str]:
     """A workspace file suite.json lists: inside the directory, bounded, its recorded sha256."""
-    rel = dataset["path"]
+    rel = dataset.path
     try:
         payload = read_bounded(confined(root, rel), rel)
     except ArtifactError as exc:
         return [str(exc)]
-    if hashlib.sha256(payload).hexdigest() != dataset["sha256"]:
+    if hashlib.sha256(payload).hexdigest() != dataset.sha256:
         return [f"{rel}: sha256 does not match suite.json (file changed after the run)"]
     return []
 
 
-def case_ref_problems(ref: dict, data: dict | None) -> list[str]:
+def case_ref_problems(ref: CaseRef, data: CaseResult | None) -> list[str]:
     """A suite.json case entry against the case file it points to."""
-    case_id, rel = ref.get("case"), ref.get("path")
+    case_id, rel = ref.case, ref.path
     if not catalog.is_case_id(case_id):
         return [f"suite.json: {case_id!r} is not a ttfr case id"]
     problems = []
     if rel != f"cases/{case_id}.json":
         problems.append(f"suite.json: case {case_id} points to {rel!r}, not cases/{case_id}.json")
     if data is not None:
-        if data.get("case") != case_id:
-            problems.append(f"{rel}: holds case {data.get('case')!r}, suite.json says {case_id!r}")
-        if data.get("status") != ref.get("status"):
-            problems.append(f"{rel}: status {data.get('status')!r}, suite.json says {ref.get('status')!r}")
+        if data.case != case_id:
+            problems.append(f"{rel}: holds case {data.case!r}, suite.json says {case_id!r}")
+        if data.status != ref.status:
+            problems.append(f"{rel}: status {data.status!r}, suite.json says {ref.status!r}")
     return problems
 
 
 @dataclass(frozen=True)
 class VerifiedResult:
-    """A finished result directory whose every artifact checked out."""
+    """A finished result directory whose every artifact checked out, as the model's types."""
 
     result_dir: ResultDir
-    suite: dict
+    suite: SuiteResult
     manifest: dict
-    cases: list[dict]
+    cases: list[CaseResult]
 
 
 def load_finished(root: Path) -> VerifiedResult:
@@ -189,19 +213,19 @@ def load_finished(root: Path) -> VerifiedResult:
     problem is an ArtifactError that names the file (`ttfr validate DIR` lists them all)."""
     result_dir = ResultDir.finished(root)
     root = result_dir.root
-    suite = read_artifact(root, "suite.json", SUITE_SCHEMA)
-    manifest = read_artifact(root, suite["manifest"]["path"], MANIFEST_SCHEMA, suite["manifest"]["sha256"])
+    suite = read_typed(root, "suite.json", SUITE_SCHEMA, SuiteResult)
+    manifest = read_artifact(root, suite.manifest.path, MANIFEST_SCHEMA, suite.manifest.sha256)
     cases = []
-    for ref in suite["cases"]:
+    for ref in suite.cases:
         problems = case_ref_problems(ref, None)
         if problems:
             raise ArtifactError(_located(root, problems))
-        data = read_artifact(root, ref["path"], CASE_SCHEMA, ref["sha256"])
+        data = read_typed(root, ref.path, CASE_SCHEMA, CaseResult, ref.sha256)
         problems = case_ref_problems(ref, data)
         if problems:
             raise ArtifactError(_located(root, problems))
         cases.append(data)
-    for dataset in suite["datasets"]:
+    for dataset in suite.datasets:
         problems = dataset_problems(root, dataset)
         if problems:
             raise ArtifactError(_located(root, problems))
@@ -212,6 +236,17 @@ def load_finished(root: Path) -> VerifiedResult:
     if problems:
         raise ArtifactError(_located(root, problems))
     return VerifiedResult(result_dir, suite, manifest, cases)
+
+
+def _typed_or_problem(data: dict | None, kind: type[T], name: str, problems: list[str]) -> T | None:
+    """`data` as its type, or None with why added to `problems` (nothing when data is None)."""
+    if data is None:
+        return None
+    try:
+        return typed(data, kind, name)
+    except ArtifactError as exc:
+        problems.append(str(exc))
+        return None
 
 
 def _planned_runs(root: Path, problems: list[str]) -> dict:
@@ -228,16 +263,18 @@ def _planned_runs(root: Path, problems: list[str]) -> dict:
     return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
 
 
-def _runs_beyond_the_plan(case: dict, planned: dict) -> list[str]:
+def _runs_beyond_the_plan(case: CaseResult, planned: dict) -> list[str]:
     """Two writers in one directory duplicate runs: more than planned, or an index twice."""
     problems = []
-    for name, policy in case["policies"].items():
-        for kind, limit in planned.items():
-            indexes = [r["index"] for r in policy.get(kind) or []]
-            if len(indexes) > limit:
-                problems.append(f"{name} has {len(indexes)} measured runs, the plan allows {limit}")
-            if len(set(indexes)) != len(indexes):
-                problems.append(f"{name} has a run index more than once")
+    for name, policy in case.policies.items():
+        limit = planned.get("procs" if name == WARM_PROCESS else "runs")
+        if limit is None:
+            continue
+        indexes = [r.index for r in policy.measured]
+        if len(indexes) > limit:
+            problems.append(f"{name} has {len(indexes)} measured runs, the plan allows {limit}")
+        if len(set(indexes)) != len(indexes):
+            problems.append(f"{name} has a run index more than once")
     return problems
 
 
@@ -245,28 +282,31 @@ def validate_dir(root: Path) -> list[str]:
     """Every problem found (never raises on malformed input): schema violations, hash
     mismatches, paths leaving the directory, missing or stray case files, runs beyond the plan."""
     root = Path(root)
-    suite, problems = inspect(root, "suite.json", SUITE_SCHEMA)
+    data, problems = inspect(root, "suite.json", SUITE_SCHEMA)
+    suite = _typed_or_problem(data, SuiteResult, "suite.json", problems)
     if suite is None or problems:
         # An index that is not a valid suite cannot be followed safely.
         return problems or ["suite.json: unreadable"]
     planned = _planned_runs(root, problems)
-    _, found = inspect(root, suite["manifest"]["path"], MANIFEST_SCHEMA, suite["manifest"]["sha256"])
+    _, found = inspect(root, suite.manifest.path, MANIFEST_SCHEMA, suite.manifest.sha256)
     problems += found
-    for dataset in suite["datasets"]:
+    for dataset in suite.datasets:
         problems += dataset_problems(root, dataset)
     listed, valid_cases = set(), []
-    for ref in suite["cases"]:
+    for ref in suite.cases:
         found = case_ref_problems(ref, None)
         if found:
             problems += found
             continue
-        listed.add(ref["path"])
-        data, found = inspect(root, ref["path"], CASE_SCHEMA, ref["sha256"])
-        problems += found + case_ref_problems(ref, data)
-        if data is not None and not schema_errors(data, CASE_SCHEMA):
-            problems += [f"{ref['path']}: {p}" for p in _runs_beyond_the_plan(data, planned)]
-            valid_cases.append(data)
-    if len(valid_cases) == len(suite["cases"]):
+        listed.add(ref.path)
+        data, found = inspect(root, ref.path, CASE_SCHEMA, ref.sha256)
+        schema_valid = data is not None and not schema_errors(data, CASE_SCHEMA)
+        case = _typed_or_problem(data, CaseResult, ref.path, found) if schema_valid else None
+        problems += found + case_ref_problems(ref, case)
+        if case is not None:
+            problems += [f"{ref.path}: {p}" for p in _runs_beyond_the_plan(case, planned)]
+            valid_cases.append(case)
+    if len(valid_cases) == len(suite.cases):
         try:
             problems += derived_problems(suite, valid_cases)
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # schema-valid, yet not computable

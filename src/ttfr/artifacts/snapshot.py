@@ -27,11 +27,15 @@ import stat
 import tempfile
 from pathlib import Path
 
+import msgspec
+
 import ttfr
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import ArtifactError, read_json, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
+from ttfr.model.base import UNSET
+from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
 
 INDEX_SCHEMA = "ttfr.snapshot_index.v1"
@@ -89,61 +93,67 @@ def lock_file() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def gates(cases: list[dict]) -> list[dict]:
+def _set_fields(struct) -> list[tuple[str, object]]:
+    """(name as the artifact spells it, value) of a record's fields that are there, in order."""
+    pairs = [(f.encode_name, getattr(struct, f.name)) for f in msgspec.structs.fields(struct)]
+    return [(name, value) for name, value in pairs if value is not UNSET]
+
+
+def gates(cases: list[CaseResult]) -> list[dict]:
     """Every gate of a result and its outcome: pass, fail, flagged or not_applicable."""
     out = []
     for case in cases:
         # the case itself: a failed case (every run failed, a gate run failed, its check failed) fails
-        status = {"ok": "pass", "warn": "flagged", "failed": "fail"}[case["status"]]
-        out.append({"case": case["case"], "gate": "status", "result": status, "detail": case["reason"] or case["status"]})
-        check = case.get("correctness")
-        if case["status"] == "warn" and not case["policies"]:
-            out.append({"case": case["case"], "gate": "availability", "result": "not_applicable", "detail": case["reason"]})
+        status = {"ok": "pass", "warn": "flagged", "failed": "fail"}[case.status]
+        out.append({"case": case.case, "gate": "status", "result": status, "detail": case.reason or case.status})
+        check = case.correctness
+        if case.status == "warn" and not case.policies.items():
+            out.append({"case": case.case, "gate": "availability", "result": "not_applicable", "detail": case.reason})
             continue
         if check is None:
             out.append(
                 {
-                    "case": case["case"],
+                    "case": case.case,
                     "gate": "correctness",
                     "result": "not_applicable",
-                    "detail": "no result check (a command's exit code is its check)" if case.get("command") else "no check ran",
+                    "detail": "no result check (a command's exit code is its check)" if case.command else "no check ran",
                 }
             )
         else:
             out.append(
                 {
-                    "case": case["case"],
+                    "case": case.case,
                     "gate": "correctness",
-                    "result": "pass" if check.get("passed") else "fail",
-                    "detail": check.get("detail") or f"max normalised error {check.get('max_normalised_error')}",
+                    "result": "pass" if check.passed else "fail",
+                    "detail": check.detail or f"max normalised error {check.max_normalised_error}",
                 }
             )
-            for name, parity in (check.get("parity") or {}).items():
+            for name, parity in _set_fields(check.parity) if check.parity else []:
                 out.append(
                     {
-                        "case": case["case"],
+                        "case": case.case,
                         "gate": f"parity_{name}",
-                        "result": "pass" if parity["passed"] else "fail",
-                        "detail": f"against {check.get('reference')}",
+                        "result": "pass" if parity.passed else "fail",
+                        "detail": f"against {check.reference}",
                     }
                 )
-            if check.get("fd"):
-                fd = check["fd"]
+            if check.fd:
+                fd = check.fd
                 out.append(
                     {
-                        "case": case["case"],
+                        "case": case.case,
                         "gate": "finite_differences",
-                        "result": "pass" if fd["passed"] else "fail",
-                        "detail": f"normalised error {fd.get('normalised_error')} (tolerance {fd.get('tolerance')})",
+                        "result": "pass" if fd.passed else "fail",
+                        "detail": f"normalised error {fd.normalised_error} (tolerance {fd.tolerance})",
                     }
                 )
-        for policy, block in case["policies"].items():
+        for policy, block in case.policies.items():
             if policy == WARM_PROCESS:
-                procs = [p for p in block.get("procs", []) if p["outcome"] == "ok"]
-                unsynced = [p["index"] for p in procs if (p.get("sync_check") or {}).get("unsynchronised")]
+                procs = [p for p in block.procs if p.outcome == "ok"]
+                unsynced = [p.index for p in procs if p.sync_check and p.sync_check.unsynchronised]
                 out.append(
                     {
-                        "case": case["case"],
+                        "case": case.case,
                         "gate": "sync_check",
                         "policy": policy,
                         "result": ("flagged" if unsynced else "pass") if procs else "not_applicable",
@@ -151,26 +161,26 @@ def gates(cases: list[dict]) -> list[dict]:
                     }
                 )
             else:
-                verification = block.get("cache_verification") or {}
-                verdict = verification.get("verdict", "unverified")
+                verification = block.cache_verification
+                verdict = verification.verdict
                 result = {"verified": "pass", "flagged": "flagged", "not_applicable": "not_applicable"}.get(verdict, "fail")
                 out.append(
                     {
-                        "case": case["case"],
+                        "case": case.case,
                         "gate": "cache_verification",
                         "policy": policy,
                         "result": result,
-                        "detail": ", ".join(verification.get("flags") or []) or verdict,
+                        "detail": ", ".join(verification.flags) or verdict,
                     }
                 )
-            contended = [f for f in block.get("flags", []) if f["flag"] in ("contended", "could_not_measure_cleanly")]
+            contended = [f.name for f in block.flags if f.name in ("contended", "could_not_measure_cleanly")]
             out.append(
                 {
-                    "case": case["case"],
+                    "case": case.case,
                     "gate": "contention",
                     "policy": policy,
                     "result": "flagged" if contended else "pass",
-                    "detail": "; ".join(f["flag"] for f in contended) or "no contended run",
+                    "detail": "; ".join(contended) or "no contended run",
                 }
             )
     return out
@@ -194,8 +204,8 @@ def _baseline(verified, lock: Path | None) -> dict:
         "cache_policies": policies["cache"],
         "cache_settings": policies.get("cache_settings", {}),
         "sync_policies": policies.get("sync", {}),
-        "seed": verified.suite["seed"],
-        "deterministic": verified.suite["deterministic"],
+        "seed": verified.suite.seed,
+        "deterministic": verified.suite.deterministic,
     }
 
 
@@ -222,13 +232,11 @@ def _nextstat_baseline(snapshot_id: str, verified, results: list[dict]) -> dict:
     return {
         "schema_version": "nextstat.baseline_manifest.v1",
         "snapshot_id": snapshot_id,
-        "deterministic": verified.suite["deterministic"],
+        "deterministic": verified.suite.deterministic,
         "harness": {"repo": "ttfr", "git_commit": _commit(manifest)},
         NEXTSTAT_KEY: engine,
         "environment": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
-        "datasets": [
-            {"id": c["dataset"]["id"], "sha256": c["dataset"]["sha256"]} for c in verified.cases if c["dataset"].get("sha256")
-        ],  # fmt: skip
+        "datasets": [{"id": c.dataset.id, "sha256": c.dataset.sha256} for c in verified.cases if c.dataset.sha256],
         "results": results,
     }
 
@@ -244,8 +252,8 @@ def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> 
             + (f" (and {len(problems) - 3} more; `ttfr validate {source}`)" if len(problems) > 3 else "")
         )
     verified = load_finished(source)
-    if verified.suite["state"] != "complete":
-        raise UsageError(f"{source} is incomplete ({len(verified.suite['pending'])} case(s) pending): finish it with "
+    if verified.suite.state != "complete":
+        raise UsageError(f"{source} is incomplete ({len(verified.suite.pending)} case(s) pending): finish it with "
                          f"`ttfr run --resume {source}` before publishing")  # fmt: skip
     root = verified.result_dir.root
     entries = [_entry(root, rel) for rel in _artifacts(root)]
@@ -293,7 +301,7 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     from ttfr.artifacts.export import nextstat  # the ML results in NextStat's contract, where there are any
 
     results = []
-    if nextstat.commands_left_out(verified.cases) != [c["case"] for c in verified.cases]:
+    if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
         for path in nextstat.export(root, staging / "nextstat" / "ml"):
             rel = path.relative_to(staging).as_posix()
             if path.name == nextstat.SUITE_FILE:
@@ -324,7 +332,7 @@ def _command_text(manifest: dict) -> str:
     return shlex.join(manifest["command_line"]) + "\n"
 
 
-def _validation(snapshot_id: str, cases: list[dict]) -> dict:
+def _validation(snapshot_id: str, cases: list[CaseResult]) -> dict:
     checks = gates(cases)
     return {
         "schema": VALIDATION_SCHEMA,

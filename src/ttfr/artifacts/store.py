@@ -15,6 +15,9 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import msgspec
+
+from ttfr.model.base import encode
 
 SCHEMA_FILES = {
     "ttfr.case_result.v1": "case_result.v1.schema.json",
@@ -96,8 +99,11 @@ def write_bytes_atomic(path: Path, payload: bytes) -> None:
         os.close(dir_fd)
 
 
-def write_json(path: Path, data: dict, schema: str | None = None) -> str:
-    """Validate (when a schema is named), write atomically, return the file's sha256."""
+def write_json(path: Path, data, schema: str | None = None) -> str:
+    """Validate (when a schema is named), write atomically, return the file's sha256. `data`: JSON
+    builtins, or a type of the model (encoded here)."""
+    if isinstance(data, msgspec.Struct):
+        data = encode(data)
     if schema:
         validate(data, schema)
     payload = dumps(data)

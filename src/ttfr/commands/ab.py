@@ -286,7 +286,7 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]],
         plan = build_plan(spec)
         journal_entries = Journal(arm.dir.journal).entries()
         all_entries += journal_entries
-        entries = [e for e in journal_entries if e["index"] < completed]
+        entries = [e for e in journal_entries if e.index < completed]
         if write:
             write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()}, PLAN_SCHEMA)
             _suite, cases = write_results(arm.dir, plan, entries)

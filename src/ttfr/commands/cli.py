@@ -302,7 +302,7 @@ def _run_on_slurm(args, spec, console: Console) -> int:
                      say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
     result = load_finished(root)
     terminal.print_summary(console, result.suite, result.cases, root)
-    return 1 if result.suite["summary"]["n_failed"] else 0
+    return 1 if result.suite.summary.n_failed else 0
 
 
 def _command_options(args) -> dict:

@@ -21,6 +21,8 @@ from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
+from ttfr.model.base import encode
+from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
 
 SCHEMA = "ttfr.comparison.v1"
@@ -31,22 +33,23 @@ CROSS_SESSION_WARNING = (
 )
 
 
-def _values(case: dict, policy: str) -> dict[int, float]:
+def _values(case: CaseResult, policy: str) -> dict[int, float]:
     """index -> value of the successful runs of one policy (TTFR, or a process's median)."""
-    block = case["policies"].get(policy) or {}
+    block = case.policies.get(policy)
+    runs = block.measured if block else []
     if policy == WARM_PROCESS:
-        return {p["index"]: p["median_s"] for p in block.get("procs", []) if p["outcome"] == "ok" and p.get("median_s")}
-    return {r["index"]: r["metrics"]["ttfr_s"] for r in block.get("runs", []) if r["outcome"] == "ok" and r["metrics"]["ttfr_s"]}
+        return {p.index: p.median_s for p in runs if p.outcome == "ok" and p.median_s}
+    return {r.index: r.metrics.ttfr_s for r in runs if r.outcome == "ok" and r.metrics.ttfr_s}
 
 
-def _record(case_a: dict, case_b: dict, policy: str, paired: bool) -> tuple[dict, dict | None]:
+def _record(case_a: CaseResult, case_b: CaseResult, policy: str, paired: bool) -> tuple[dict, dict | None]:
     regime = "warm" if policy == WARM_PROCESS else "cold"
-    record = {"case": case_a["case"], "policy": policy, "regime": regime,
+    record = {"case": case_a.case, "policy": policy, "regime": regime,
               "metric": "call_s" if regime == "warm" else "ttfr_s", "paired": paired}  # fmt: skip
     for side, case in (("a", case_a), ("b", case_b)):
-        if case["status"] == "failed" or (case["status"] == "warn" and not case["policies"]):
-            record.update(verdict="not_compared", explanation=f"arm {side.upper()} {case['status']}: {case['reason']}",
-                          failed=case["status"] == "failed")  # fmt: skip
+        if case.status == "failed" or (case.status == "warn" and not case.policies.items()):
+            record.update(verdict="not_compared", explanation=f"arm {side.upper()} {case.status}: {case.reason}",
+                          failed=case.status == "failed")  # fmt: skip
             return record, None
     a, b = _values(case_a, policy), _values(case_b, policy)
     if paired:
@@ -60,7 +63,7 @@ def _record(case_a: dict, case_b: dict, policy: str, paired: bool) -> tuple[dict
     from ttfr.analyse import stats
 
     record.update(
-        a=stats.summarize(xs), b=stats.summarize(ys),
+        a=encode(stats.summarize(xs)), b=encode(stats.summarize(ys)),
         diagnostics={"a": diagnostics.series([a[i] for i in sorted(a)]), "b": diagnostics.series([b[i] for i in sorted(b)])},
     )  # fmt: skip
     return record, effect
@@ -68,13 +71,13 @@ def _record(case_a: dict, case_b: dict, policy: str, paired: bool) -> tuple[dict
 
 def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correction="holm") -> list[dict]:
     """Judged comparison records for every case and policy both arms have."""
-    by_id = {c["case"]: c for c in cases_b}
+    by_id = {c.case: c for c in cases_b}
     pending, records = [], []
     for case_a in cases_a:
-        case_b = by_id.get(case_a["case"])
+        case_b = by_id.get(case_a.case)
         if case_b is None:
             continue
-        for policy in case_a["config"]["policies"]:
+        for policy in case_a.config.policies:
             record, effect = _record(case_a, case_b, policy, paired)
             records.append(record)
             if effect is not None:

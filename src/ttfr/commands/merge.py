@@ -36,7 +36,7 @@ class _Shard:
             raise UsageError(f"shard {root} does not validate: {'; '.join(problems[:2])}")
         self.verified = load_finished(root)
         self.root = self.verified.result_dir.root
-        if self.verified.suite["state"] != "complete":
+        if self.verified.suite.state != "complete":
             raise UsageError(f"shard {root} is incomplete: finish it with `ttfr run --resume {root}` first")
         self.plan = read_json(self.root / "plan.json")
         self.spec = RunSpec.from_json(self.plan["spec"])

@@ -77,13 +77,13 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
             gates.append({"case": gate["case"], "gate": gate["gate"], "policy": gate.get("policy"),
                           "snapshot": "missing", "replica": gate["result"], "required": gate["gate"] in REQUIRED_GATES,
                           "replicated": False})  # fmt: skip
-    by_id = {c["case"]: c for c in replica.cases}
+    by_id = {c.case: c for c in replica.cases}
     datasets = []
     for case in original.cases:
-        other = (by_id.get(case["case"]) or {}).get("dataset") or {}
-        mine = (case["dataset"]["id"], case["dataset"]["sha256"])
-        theirs_now = (other.get("id"), other.get("sha256"))
-        datasets.append({"case": case["case"], "id": mine[0], "replica_id": theirs_now[0], "snapshot_sha256": mine[1],
+        other = by_id[case.case].dataset if case.case in by_id else None
+        mine = (case.dataset.id, case.dataset.sha256)
+        theirs_now = (other.id, other.sha256) if other else (None, None)
+        datasets.append({"case": case.case, "id": mine[0], "replica_id": theirs_now[0], "snapshot_sha256": mine[1],
                          "replica_sha256": theirs_now[1], "equal": theirs_now == mine})  # fmt: skip
     timing = compare.compare_cases(original.cases, replica.cases, paired=False)
     failed = [g for g in gates if g["required"] and not g["replicated"]]

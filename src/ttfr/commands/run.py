@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import case_result, figures, loops, precision, suite_figures
+from ttfr.analyse import case_result, loops, precision, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
@@ -38,14 +38,18 @@ from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
 from ttfr.measure.spec import MAX_WORKER_PROCESSES, RunSpec, check_worker_python
 from ttfr.measure.user_commands import changed_files
+from ttfr.model.base import UNSET, encode
+from ttfr.model.case import CASE_SCHEMA, CaseResult
+from ttfr.model.journal import JournalEntry
+from ttfr.model.suite import CaseRef, DatasetFile, FileRef, ScalingRow, SuiteResult
 from ttfr.report import markdown
 
 
 @dataclass
 class SuiteOutcome:
     result_dir: ResultDir
-    suite: dict
-    cases: list[dict]
+    suite: SuiteResult
+    cases: list[CaseResult]
     interrupted: bool
     warnings: list[str]  # e.g. journal lines that were skipped
 
@@ -53,7 +57,7 @@ class SuiteOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        return EXIT_CASE_FAILED if self.suite["summary"]["n_failed"] else EXIT_OK
+        return EXIT_CASE_FAILED if self.suite.summary.n_failed else EXIT_OK
 
 
 def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
@@ -124,15 +128,15 @@ def dataset_fields(result_dir: ResultDir) -> dict[str, dict]:
     return fields
 
 
-def write_scaling_csv(result_dir: ResultDir, rows: list[dict]) -> None:
+def write_scaling_csv(result_dir: ResultDir, rows: list[ScalingRow]) -> None:
     """scaling.csv: suite.json's `scaling` rows, for plotting (cost vs parameter count)."""
     import csv
     import io
 
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=list(ScalingRow.__struct_encode_fields__), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(encode(rows))
     write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
 
 
@@ -210,7 +214,7 @@ def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=
                 interrupted = True
             entries = journal.entries()
             suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
-        if not suite["pending"] and not (bought and bought.stopped_by is None):
+        if not suite.pending and not (bought and bought.stopped_by is None):
             result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
         raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
@@ -256,7 +260,7 @@ class PrecisionPurchase:
                 self.stopped_by = "process_limit" if counts else self._why_nothing(statistics, open_, left)
                 break
             costs = {s.key: s.cost_s for s in open_}
-            tasks = added_tasks(self.plan, counts, _next_indexes(entries), 1 + max(e["round"] for e in entries))
+            tasks = added_tasks(self.plan, counts, _next_indexes(entries), 1 + max(e.round for e in entries))
             tasks = tasks[:room]
             progress = self.scheduler.progress
             progress.add(tasks)
@@ -276,72 +280,63 @@ class PrecisionPurchase:
             return "budget"  # a statistic could still improve, but not one of its runs fits in what is left
         return "cannot_improve"  # nothing measured, or the rest are unreachable, busy, failing or stopped
 
-    def outcome(self, clock) -> dict:
-        return {
-            "target": self.spec.precision,
-            "budget_s": self.spec.budget_s,
-            "stopped_by": self.stopped_by or "interrupted",
-            "elapsed_s": clock() - self.started,
-        }
+    def outcome(self, clock) -> precision.PhaseEnd:
+        return precision.PhaseEnd(target=self.spec.precision, budget_s=self.spec.budget_s,
+                                  stopped_by=self.stopped_by or "interrupted", elapsed_s=clock() - self.started)  # fmt: skip
 
 
-def _next_indexes(entries: list[dict]) -> dict[tuple[str, str], int]:
+def _next_indexes(entries: list[JournalEntry]) -> dict[tuple[str, str], int]:
     """The next free run index of every measured (case, policy) stream the journal holds."""
     nexts: dict[tuple[str, str], int] = {}
     for entry in entries:
-        if entry["measured"]:
-            key = (entry["case"], entry["policy"])
-            nexts[key] = max(nexts.get(key, 0), entry["index"] + 1)
+        if entry.measured:
+            key = (entry.case, entry.policy)
+            nexts[key] = max(nexts.get(key, 0), entry.index + 1)
     return nexts
 
 
-def write_results(result_dir: ResultDir, plan: Plan, entries: list[dict], bought: dict | None = None) -> tuple[dict, list[dict]]:
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
+                  bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
     """Analyse what the journal holds and write case files, the suite index and the report;
     `bought`: how the --precision phase ended (its statistics are derived here)."""
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
     refs = []
     for result in cases:
-        case_id = result["case"]
-        digest = write_json(result_dir.case_path(case_id), result, case_result.CASE_SCHEMA)
-        refs.append({
-            "case": case_id,
-            "path": f"cases/{case_id}.json",
-            "sha256": digest,
-            "status": result["status"],
-            "reason": result["reason"],
-            "headline": figures.headline(result),
-        })  # fmt: skip
+        case_id = result.case
+        digest = write_json(result_dir.case_path(case_id), result, CASE_SCHEMA)
+        refs.append(CaseRef(case=case_id, path=f"cases/{case_id}.json", sha256=digest, status=result.status,
+                            reason=result.reason, headline=result.headline()))  # fmt: skip
     plan_info = read_json(result_dir.plan)
     spec = plan.spec
-    suite = {
-        "schema": SUITE_SCHEMA,
-        "snapshot_id": result_dir.root.name,
-        "created_at": plan_info["created_at"],
-        "state": "incomplete" if pending else "complete",
-        "ttfr_version": plan_info["ttfr_version"],
-        "deterministic": spec.deterministic,
-        "profile": spec.profile,
-        "seed": spec.seed,
-        "policies": list(spec.policies),
-        "manifest": {"path": "manifest.json", "sha256": reader.sha256_of(result_dir.root, "manifest.json")},
-        "cases": refs,
-        "pending": pending,
-        "summary": suite_figures.suite_summary(cases, pending),
-        "break_even": suite_figures.break_even(cases),
-        "scaling": suite_figures.scaling_rows(cases),
-        **({"loops": rows} if (rows := loops.strategy_rows(cases)) else {}),
-        "datasets": [
-            {"name": info["name"], "size": info["size"], "path": path, "sha256": artifact_sha}
+    loop_rows = loops.strategy_rows(cases)
+    suite = SuiteResult(
+        schema=SUITE_SCHEMA,
+        snapshot_id=result_dir.root.name,
+        created_at=plan_info["created_at"],
+        state="incomplete" if pending else "complete",
+        ttfr_version=plan_info["ttfr_version"],
+        deterministic=spec.deterministic,
+        profile=spec.profile,
+        seed=spec.seed,
+        policies=list(spec.policies),
+        manifest=FileRef(path="manifest.json", sha256=reader.sha256_of(result_dir.root, "manifest.json")),
+        cases=refs,
+        pending=pending,
+        summary=suite_figures.suite_summary(cases, pending),
+        break_even=suite_figures.break_even(cases),
+        scaling=suite_figures.scaling_rows(cases),
+        loops=loop_rows or UNSET,
+        datasets=[
+            DatasetFile(name=info["name"], size=info["size"], path=path, sha256=artifact_sha)
             for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))
             for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
         ],
-    }
-    if bought is not None:
-        suite["precision"] = precision.record(cases, bought)
+        precision=precision.record(cases, bought) if bought is not None else UNSET,
+    )
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
-    if suite["scaling"]:
-        write_scaling_csv(result_dir, suite["scaling"])
+    if suite.scaling:
+        write_scaling_csv(result_dir, suite.scaling)
     verified = load_finished(result_dir.root)
     markdown.write(verified)  # rendered from the files, as `ttfr report` would
     write_html(verified)

@@ -88,8 +88,8 @@ def _value(result, mode: str) -> float | None:
     if result.outcome != "ok":
         return None
     if mode == "warm":
-        return statistics.median(result.record["warm"]["samples_s"])
-    return runs.run_metrics(result.to_json())["ttfr_s"]
+        return statistics.median(result.record.warm.samples_s)
+    return runs.run_metrics(result.spawn_ns, result.reaped_ns, result.record).ttfr_s
 
 
 def paired_series(regime: str, extra: float, rounds: int, python: str, phase: int) -> tuple[list, list]:

@@ -16,7 +16,10 @@ import shutil
 from pathlib import Path
 
 from ttfr.measure.catalog import DIRECTORY_ENTRIES, JAX_MONITORING, TORCH_COUNTERS
+from ttfr.model.base import UNSET
+from ttfr.model.case import CacheCheck, HitMiss
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
+from ttfr.model.record import JAX_CACHE_HITS, JAX_CACHE_MISSES, JAX_CACHE_REQUESTS, RuntimeCounters
 
 CACHE_SUBDIRS = {
     "JAX_COMPILATION_CACHE_DIR": "jax",
@@ -94,103 +97,97 @@ def _count(table: dict, group: str, name: str) -> int:
     return int(table.get(group, {}).get(name, 0))
 
 
-def hit_miss(kind: str | None, counters: dict | None) -> dict | None:
-    """Persistent-cache hits and misses from a worker's raw counters of the catalog's `kind`."""
+def hit_miss(kind: str | None, counters: RuntimeCounters | None) -> HitMiss | None:
+    """Persistent-cache hits and misses from a worker's counters of the catalog's `kind`."""
     if not counters:
         return None
+    loaded = counters.aot_loaded or 0  # an AOT loop's executables loaded from its cache directory: hits the runtime never sees
     if kind == JAX_MONITORING:
-        events = counters.get("events", {})
-        hits = int(events.get("/jax/compilation_cache/cache_hits", 0))
-        requests = int(events.get("/jax/compilation_cache/compile_requests_use_cache", 0))
-        written = int(events.get("/jax/compilation_cache/cache_misses", 0))
-        # An AOT loop's executables loaded from the cache directory are hits JAX never sees.
-        loaded = int(counters.get("aot_loaded", 0))
-        return {"hits": hits + loaded, "misses": requests - hits, "requests": requests + loaded, "entries_written": written}
+        events = counters.events or {}
+        hits = int(events.get(JAX_CACHE_HITS, 0))
+        requests = int(events.get(JAX_CACHE_REQUESTS, 0))
+        written = int(events.get(JAX_CACHE_MISSES, 0))
+        return HitMiss(hits=hits + loaded, misses=requests - hits, requests=requests + loaded, entries_written=written)
     if kind == TORCH_COUNTERS:
-        table = counters.get("counters", {})
+        table = counters.counters or {}
         hits = _count(table, "inductor", "fxgraph_cache_hit") + _count(table, "aot_autograd", "autograd_cache_hit")
-        hits += int(counters.get("aot_loaded", 0))  # AOTInductor packages a loop loaded from the cache directory
+        hits += loaded  # AOTInductor packages a loop loaded from the cache directory
         misses = _count(table, "inductor", "fxgraph_cache_miss") + _count(table, "aot_autograd", "autograd_cache_miss")
-        return {
-            "hits": hits,
-            "misses": misses,
-            "requests": hits + misses,
-            "graph_breaks": sum(table.get("graph_break", {}).values()),
-            "unique_graphs": _count(table, "stats", "unique_graphs"),
-        }
+        return HitMiss(
+            hits=hits,
+            misses=misses,
+            requests=hits + misses,
+            graph_breaks=int(sum(table.get("graph_break", {}).values())),
+            unique_graphs=_count(table, "stats", "unique_graphs"),
+        )
     return None
 
 
-def verify(policy: str | None, compiles: bool, counts: dict | None, entries_before: int, entries_after: int,
-           kind: str | None = None) -> dict:  # fmt: skip
+def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_before: int, entries_after: int,
+           kind: str | None = None, by_directory: dict | None = None) -> CacheCheck:  # fmt: skip
     """State what the run's cache really was, and flag a policy that did not hold; `kind`: how
     the backend's cache is read (catalog: JAX_MONITORING, TORCH_COUNTERS, DIRECTORY_ENTRIES)."""
-    result = {"entries_before": entries_before, "entries_after": entries_after, "flags": []}
+    base = {"entries_before": entries_before, "entries_after": entries_after}
+    if kind == DIRECTORY_ENTRIES and by_directory:
+        base["by_directory"] = by_directory
+    if counts:
+        base["counters"] = counts
     if compiles and kind == DIRECTORY_ENTRIES:
-        return _verify_by_entries(policy, result)
+        return CacheCheck(**base, **_by_entries(policy, entries_before, entries_after))
     if not compiles:
-        result["verdict"] = "not_applicable"
-        result["note"] = "this runtime has no persistent compilation cache"
-        return result
+        return CacheCheck(**base, flags=[], verdict="not_applicable", note="this runtime has no persistent compilation cache")
     if counts is None:
-        result["verdict"] = "unverified"
-        result["note"] = "the worker reported no cache counters"
-        return result
-    result.update(hits=counts["hits"], misses=counts["misses"])
+        return CacheCheck(**base, flags=[], verdict="unverified", note="the worker reported no cache counters")
+    base.update(hits=counts.hits, misses=counts.misses)
     if policy not in (COLD_CACHE, WARM_CACHE):
-        result["verdict"] = "not_applicable"
-        result["note"] = "regime B: the cache state does not enter steady-state figures"
-        return result
-    flags = result["flags"]
+        return CacheCheck(**base, flags=[], verdict="not_applicable",
+                          note="regime B: the cache state does not enter steady-state figures")  # fmt: skip
+    flags = []
     if policy == COLD_CACHE:
         if entries_before:
             flags.append("cold_cache_not_empty")
         # Written here: the directory grew, and the runtime agrees where it counts writes (JAX).
         grew = entries_after - entries_before
-        wrote = min(grew, counts.get("entries_written", grew))
-        if counts["hits"] and (entries_before or not wrote):
+        wrote = min(grew, grew if counts.entries_written is UNSET else counts.entries_written)
+        if counts.hits and (entries_before or not wrote):
             flags.append("cold_cache_hits")  # found entries this run did not write
-        elif counts["hits"]:
+        elif counts.hits:
             # The directory started empty and this run filled it: the hits are on its own
             # entries (pyhf's JAX backend compiles identical computations more than once).
-            result["self_hits"] = counts["hits"]
+            base["self_hits"] = counts.hits
         if not entries_after:
             flags.append("cache_not_written")
     elif policy == WARM_CACHE:
         if not entries_before:
             flags.append("warm_cache_empty")
-        if not counts["hits"]:
+        if not counts.hits:
             flags.append("warm_cache_no_hits")
-        elif counts["misses"]:
+        elif counts.misses:
             flags.append("warm_cache_partial_hits")
-    result["verdict"] = "flagged" if flags else "verified"
-    return result
+    return CacheCheck(**base, flags=flags, verdict="flagged" if flags else "verified")
 
 
-def _verify_by_entries(policy: str | None, result: dict) -> dict:
+def _by_entries(policy: str | None, before: int, after: int) -> dict:
     """A program without counters (a user's command): its cache is what its directories hold.
     Cold cache: they were empty and it wrote into them. Warm cache: they held the template and it
     wrote nothing new (a compile it had to do would have been stored: a miss)."""
-    before, after = result["entries_before"], result["entries_after"]
-    flags = result["flags"]
-    result["written"] = max(after - before, 0)
+    flags = []
+    found = {"written": max(after - before, 0)}
     if policy == COLD_CACHE:
         if before:
             flags.append("cold_cache_not_empty")
         if not after:
             flags.append("cache_not_written")
-            result["note"] = ("the program wrote nothing into the cache directories ttfr set: it compiles nothing, "
-                              "or keeps its cache elsewhere")  # fmt: skip
+            found["note"] = ("the program wrote nothing into the cache directories ttfr set: it compiles nothing, "
+                             "or keeps its cache elsewhere")  # fmt: skip
     elif policy == WARM_CACHE:
         if not before:
             flags.append("warm_cache_empty")
         elif after > before:
             flags.append("warm_cache_grew")
-            result["note"] = f"the program stored {after - before} new cache file(s): it compiled what the cache lacked"
+            found["note"] = f"the program stored {after - before} new cache file(s): it compiled what the cache lacked"
     else:
-        result["verdict"] = "not_applicable"
-        result["note"] = "an unmeasured run: its cache state is not a policy's"
-        return result
-    result["verdict"] = "flagged" if flags else "verified"
-    result.setdefault("note", "verified by the files in the cache directories (a program has no counters ttfr reads)")
-    return result
+        return {**found, "flags": flags, "verdict": "not_applicable",
+                "note": "an unmeasured run: its cache state is not a policy's"}  # fmt: skip
+    found.setdefault("note", "verified by the files in the cache directories (a program has no counters ttfr reads)")
+    return {**found, "flags": flags, "verdict": "flagged" if flags else "verified"}

@@ -20,7 +20,10 @@ import re
 import threading
 import time
 
+import msgspec
+
 import ttfr_mark
+from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord
 from ttfr.measure.spawn import (ERROR, ESCAPED, READER_GRACE_S, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note,
                                 _supervise, classify)  # fmt: skip
 from ttfr.measure.user_commands import UserCommand, changed_files
@@ -186,7 +189,7 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     )
 
 
-def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple[str, str | None, dict | None]:
+def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple[str, str | None, RunRecord | None]:
     """Outcome, reason and record of a finished command run."""
     if ended.timed_out:
         return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)", None
@@ -213,20 +216,23 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
             return ERROR, f"the command exited (code 0) without calling ttfr_mark.first_result(){extra}", None
     else:
         first = ended.exited_ns
-    record = {"outcome": "ok", "reason": None, "marks_ns": {"first": first},
-              # the process tree's largest peak; None when it is not above ttfr's own (see spawn)
-              "rusage_self": {"max_rss_bytes": ended.rusage["max_rss_bytes"]},
-              "first_result": {"by": by, "line": line, "stopped": ended.stopped}}  # fmt: skip
+    record = RunRecord(
+        outcome="ok", reason=None, marks_ns=Marks(first=first),
+        # the process tree's largest peak; None when it is not above ttfr's own (see spawn)
+        rusage_self=OwnRusage(max_rss_bytes=ended.rusage.max_rss_bytes),
+        first_result=FirstResult(by=by, line=line, stopped=ended.stopped),
+    )  # fmt: skip
     if ended.escaped:  # what it left running competes with the next runs for the machine
         return INVALID, "the command: " + ESCAPED.format(grace=READER_GRACE_S), record
     if not ended.spawn_ns <= first <= ended.exited_ns:
         # A mark from another clock (time.time_ns) or another run: never a figure.
-        record["marks_ns"] = {}
+        record = msgspec.structs.replace(record, marks_ns=Marks())
         return INVALID, f"the first-result mark {first} lies outside the command's life (CLOCK_MONOTONIC ns expected)", record
     return "ok", None, record
 
 
-def _redacted(record: dict | None, env: dict) -> dict | None:
-    if record and record["first_result"]["line"]:
-        record["first_result"]["line"] = redact_text(record["first_result"]["line"], env)
+def _redacted(record: RunRecord | None, env: dict) -> RunRecord | None:
+    if record and record.first_result and record.first_result.line:
+        first_result = msgspec.structs.replace(record.first_result, line=redact_text(record.first_result.line, env))
+        return msgspec.structs.replace(record, first_result=first_result)
     return record

@@ -17,6 +17,7 @@ import random
 from dataclasses import dataclass
 
 from ttfr.measure import catalog
+from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.spec import RunSpec
 
@@ -130,35 +131,35 @@ def _with_round(task: Task, number: int) -> Task:
     return Task(task.kind, task.case, task.policy, task.index, number, task.makes_template)
 
 
-def gate_failure(entry: dict) -> str | None:
+def gate_failure(entry: JournalEntry) -> str | None:
     """Why a journaled task ends its case early, or None.
 
     Unavailable anywhere ends the case (`warn`); so does any failure of the template
     producer or of the gate (first warm process or check), and a failed result check.
     """
-    if entry["outcome"] == "unavailable":
-        return entry["reason"]
-    if is_gate(entry["kind"], entry["index"], entry["makes_template"]) and entry["outcome"] != "ok":
-        return entry["reason"] or entry["outcome"]
-    check = (entry.get("record") or {}).get("check")
-    if check and not check.get("passed"):
+    if entry.outcome == "unavailable":
+        return entry.reason
+    if is_gate(entry.kind, entry.index, entry.makes_template) and entry.outcome != "ok":
+        return entry.reason or entry.outcome
+    check = entry.record.check if entry.record else None
+    if check and not check.passed:
         return "result check failed"
     return None
 
 
-def replay(plan: Plan, entries: list[dict]) -> tuple[list[Task], dict[str, str]]:
+def replay(plan: Plan, entries: list[JournalEntry]) -> tuple[list[Task], dict[str, str]]:
     """What a journal leaves to do: the plan's tasks it does not hold yet, and the cases it
     stopped (case id -> why). Resuming runs the first; analysing treats both as unfinished."""
     done, stopped = set(), {}
     for entry in entries:
-        done.add(entry["task"])
+        done.add(entry.task)
         reason = gate_failure(entry)
         if reason:
-            stopped.setdefault(entry["case"], reason)
+            stopped.setdefault(entry.case, reason)
     return [t for t in plan.tasks if t.key not in done], stopped
 
 
-def pending_cases(plan: Plan, entries: list[dict]) -> list[str]:
+def pending_cases(plan: Plan, entries: list[JournalEntry]) -> list[str]:
     """Cases with tasks neither journaled nor skipped because their case was stopped."""
     remaining, stopped = replay(plan, entries)
     return sorted({t.case.id for t in remaining if t.case.id not in stopped})

@@ -17,6 +17,7 @@ from ttfr.measure.command_run import run_command, run_prepare
 from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.spawn import ERROR, RunResult, run_worker
 from ttfr.measure.workerenv import build_env, build_job
+from ttfr.model.journal import CacheDir, Host, JournalEntry
 
 Executor = Callable[..., RunResult]
 
@@ -24,7 +25,7 @@ Executor = Callable[..., RunResult]
 class NullProgress:
     def start(self, total: int, pending: list[Task]) -> None: ...
     def task_started(self, task: Task) -> None: ...
-    def task_finished(self, task: Task, entry: dict | None) -> None: ...
+    def task_finished(self, task: Task, entry: JournalEntry | None) -> None: ...
     def add(self, tasks: list[Task]) -> None: ...  # runs added after the plan (--precision)
     def remove(self, tasks: list[Task]) -> None: ...  # added runs that will not run after all
 
@@ -63,7 +64,7 @@ class Scheduler:
             self._note(case_id, reason)
         return remaining
 
-    def run_task(self, task: Task) -> dict | None:
+    def run_task(self, task: Task) -> JournalEntry | None:
         """Run one task and journal it; None when its case has stopped."""
         if task.case.id in self.stopped:
             self.progress.task_finished(task, None)
@@ -125,7 +126,7 @@ class Scheduler:
         job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
         return self.executor(job, env, timeout_s, spec.python)
 
-    def _execute(self, task: Task) -> dict:
+    def _execute(self, task: Task) -> JournalEntry:
         cache = CacheDirs(self.scratch, task.case.id)
         restored = self._prepare_cache(task, cache)
         timeout_s = self._timeout(task)
@@ -151,38 +152,45 @@ class Scheduler:
         by_directory = {sub: [n, after_by_directory.get(sub, 0)] for sub, n in by_directory.items()}
         if task.makes_template and result.outcome == "ok":
             cache.save_template()
-        entry = {
-            "task": task.key,
-            "case": task.case.id,
-            "kind": task.kind,
-            "policy": task.policy,
-            "index": task.index,
-            "round": task.round,
-            "measured": task.measured,
-            "makes_template": task.makes_template,
-            "timeout_s": timeout_s,
-            "cache_dir": {
-                "entries_before": before,
-                "entries_after": after,
-                "restored_template": restored,
+        entry = JournalEntry(
+            task=task.key,
+            case=task.case.id,
+            kind=task.kind,
+            policy=task.policy,
+            index=task.index,
+            round=task.round,
+            measured=task.measured,
+            makes_template=task.makes_template,
+            timeout_s=timeout_s,
+            cache_dir=CacheDir(
+                entries_before=before,
+                entries_after=after,
+                restored_template=restored,
                 # per cache variable's directory (jax, inductor, ...): files before and after
-                "by_directory": {sub: n for sub, n in by_directory.items() if any(n)},
-            },
-            "host": {
-                "load_average": load,
-                "cpu_pressure_avg10": pressure_before["avg10"] if pressure_before else None,
-                "steal_fraction": steal,
-                "started_at": started,
+                by_directory={sub: n for sub, n in by_directory.items() if any(n)},
+            ),
+            host=Host(
+                load_average=load,
+                cpu_pressure_avg10=pressure_before["avg10"] if pressure_before else None,
+                steal_fraction=steal,
+                started_at=started,
                 # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
                 # before the spawn and after the reap, and the CPU-pressure stall time in between.
-                "runnable_start": runnable_start,
-                "runnable_end": runnable_end,
-                "cpu_pressure_stall_s": stall,
-                "usable_cores": hostinfo.usable_cpus(),
+                runnable_start=runnable_start,
+                runnable_end=runnable_end,
+                cpu_pressure_stall_s=stall,
+                usable_cores=hostinfo.usable_cpus(),
                 # CPU seconds every task of the machine used from spawn to reap (the worker's
                 # own are in its rusage): what was left is what its neighbours took.
-                "machine_busy_s": busy,
-            },  # fmt: skip
-        }
-        entry.update(result.to_json())
+                machine_busy_s=busy,
+            ),
+            outcome=result.outcome,
+            reason=result.reason,
+            record=result.record,
+            spawn_ns=result.spawn_ns,
+            reaped_ns=result.reaped_ns,
+            exit_code=result.exit_code,
+            rusage=result.rusage,
+            output_tail=result.output_tail,
+        )
         return entry

@@ -28,6 +28,12 @@ from dataclasses import dataclass, field
 
 from ttfr.child import hostinfo
 from ttfr.child.job import Job
+from msgspec import ValidationError
+
+from ttfr.model.base import decode
+from ttfr.model.journal import Rusage
+from ttfr.model.record import OUTCOMES as RECORD_OUTCOMES
+from ttfr.model.record import RunRecord
 from ttfr.redaction import redact_text
 from ttfr.measure import sweeper
 
@@ -40,34 +46,25 @@ ESCAPED = ("a process it started in a session of its own still held its pipe {gr
 # Worker outcomes (ok, unavailable, error, oom, invalid-measurement) pass through;
 # these are added by the parent.
 TIMEOUT, OOM, SIGNAL, ERROR = "timeout", "oom", "signal", "error"
-# Every outcome a run can have (the case result's schema holds the same list).
-OUTCOMES = frozenset({"ok", "unavailable", ERROR, TIMEOUT, OOM, SIGNAL, "invalid-measurement"})
+# Every outcome a run can have (the model's list, which the case result's schema holds).
+OUTCOMES = frozenset(RECORD_OUTCOMES)
 # Top-level text of a worker's record that is not free text: kept as it is, never redacted.
 _RECORD_WORDS = frozenset({"outcome", "phase", "dataset_sha256"})
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
+    """What an executor returns for one run: its outcome and why, the worker's record (typed:
+    parsed where it arrived), the parent's clock readings and the process tree's rusage."""
+
     outcome: str
     reason: str | None
-    record: dict | None
+    record: RunRecord | None
     spawn_ns: int
     reaped_ns: int | None
     exit_code: int | None
-    rusage: dict = field(default_factory=dict)
+    rusage: Rusage = field(default_factory=Rusage)
     output_tail: str | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "record": self.record,
-            "spawn_ns": self.spawn_ns,
-            "reaped_ns": self.reaped_ns,
-            "exit_code": self.exit_code,
-            "rusage": self.rusage,
-            "output_tail": self.output_tail,
-        }
 
 
 def ensure_worker_bytecode() -> None:
@@ -174,13 +171,13 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def classify(record: dict | None, exit_code: int | None, timed_out: bool, timeout_s: float,
+def classify(record: RunRecord | None, exit_code: int | None, timed_out: bool, timeout_s: float,
              oom: OomCheck | None = None) -> tuple[str, str | None]:  # fmt: skip
     """Outcome and reason of one run; `oom` is the OOM-kill evidence (None: it could not be read)."""
     if timed_out:
         return TIMEOUT, f"timeout after {timeout_s:g} s (process group killed)"
     if record is not None:
-        outcome, reason = record.get("outcome", ERROR), record.get("reason")
+        outcome, reason = record.outcome, record.reason
         if outcome not in OUTCOMES:  # a worker of another protocol, or a broken one
             return ERROR, f"the worker reported an unknown outcome {_quoted(outcome)}"
         if exit_code not in (0, None) and outcome == "ok":
@@ -219,7 +216,7 @@ class _Ended:
     spawn_ns: int
     exited_ns: int | None  # when the leader exited (None: killed at the timeout)
     exit_code: int | None
-    rusage: dict
+    rusage: Rusage
     timed_out: bool
     oom: OomCheck | None
     # A pipe still open READER_GRACE_S after the group was killed: a process it started in a
@@ -305,20 +302,40 @@ def _supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), read
         spawn_ns=spawn_ns,
         exited_ns=None if timed_out else exited["ns"],
         exit_code=exit_code,
-        rusage={
-            "user_s": usage.ru_utime,
-            "sys_s": usage.ru_stime,
+        rusage=Rusage(
+            user_s=usage.ru_utime,
+            sys_s=usage.ru_stime,
             # The child's ru_maxrss starts at this process's peak (its memory, held between fork
             # and exec): at or below that floor the figure says nothing about the child.
-            "max_rss_bytes": usage.ru_maxrss * 1024 if floor is None or usage.ru_maxrss * 1024 > floor else None,
-            "rss_floor_bytes": floor,
-            "involuntary_switches": usage.ru_nivcsw,
-        },
+            max_rss_bytes=usage.ru_maxrss * 1024 if floor is None or usage.ru_maxrss * 1024 > floor else None,
+            rss_floor_bytes=floor,
+            involuntary_switches=usage.ru_nivcsw,
+        ),
         timed_out=timed_out,
         oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
         escaped=any(thread.is_alive() for thread in threads),
         stopped=stopped,
     )
+
+
+def parse_record(raw: bytes, env: dict) -> tuple[RunRecord | None, str | None]:
+    """The worker's record, typed (its free text redacted first: it may quote its environment),
+    or None and why it is not one."""
+    if not raw:
+        return None, "empty"
+    try:
+        data = ast.literal_eval(raw.decode("utf-8"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError):
+        return None, "not a Python literal"
+    if not isinstance(data, dict):
+        return None, f"a {type(data).__name__}, not a record"
+    for key, value in data.items():
+        if isinstance(value, str) and key not in _RECORD_WORDS:
+            data[key] = redact_text(value, env)
+    try:
+        return decode(data, RunRecord), None
+    except ValidationError as exc:
+        return None, str(exc)
 
 
 def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
@@ -331,22 +348,11 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
                            [(read_fd, lambda fd: _read_all(fd, chunks))])  # fmt: skip
         if isinstance(ended, str):
             return RunResult(ERROR, f"could not start the worker: {ended}", None, time.monotonic_ns(), None, None)
-        record = None
         raw = b"".join(chunks)
-        if raw:
-            try:
-                record = ast.literal_eval(raw.decode("utf-8"))
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                record = None
-            if not isinstance(record, dict):
-                record = None
-        if record is not None:  # the worker's free text may quote its environment
-            for key, value in record.items():
-                if isinstance(value, str) and key not in _RECORD_WORDS:
-                    record[key] = redact_text(value, env)
+        record, unreadable = parse_record(raw, env)
         outcome, reason = classify(record, ended.exit_code, ended.timed_out, timeout_s, ended.oom)
         if record is None and not ended.timed_out and raw:
-            reason = f"{reason}; the worker's record was unreadable"
+            reason = f"{reason}; the worker's record was unreadable ({unreadable})"
         if ended.escaped and outcome == "ok":  # its record may be cut short, and a stray process runs on
             outcome, reason = "invalid-measurement", "the worker: " + ESCAPED.format(grace=READER_GRACE_S)
         return RunResult(

@@ -159,6 +159,11 @@ class RunFigures(Artifact):
 class Flag(Artifact, tag_field="flag", kw_only=True):
     policy: PolicyName | UnsetType = UNSET  # on the case: which policy raised it
 
+    @property
+    def name(self) -> str:
+        """The flag's name as artifacts write it (its tag: `contended`, `first_run_outlier`, ...)."""
+        return type(self).__struct_config__.tag
+
 
 class FirstRunOutlier(Flag, tag="first_run_outlier"):
     metric: str
@@ -285,6 +290,14 @@ class ColdPolicy(Artifact):
     flags: list[AnyFlag]
     loop_summary: LoopSummary | None | UnsetType = UNSET
 
+    @property
+    def measured(self) -> list[RunFigures]:
+        return self.runs
+
+    def figure(self, metric: str) -> Summary | None:
+        """One component's summary (None: not measured, or withheld)."""
+        return named(self.summary, metric)
+
 
 class WarmSummary(Artifact):
     call_s: Summary | None  # the median of the processes' medians, over the clean processes
@@ -296,11 +309,43 @@ class WarmPolicy(Artifact):
     summary: WarmSummary
     flags: list[AnyFlag]
 
+    @property
+    def measured(self) -> list[RunFigures]:
+        return self.procs
+
+    def figure(self, metric: str) -> Summary | None:
+        return self.summary.call_s if metric == "call_s" else None
+
 
 class Policies(Artifact):
     cold_cache: ColdPolicy | UnsetType = field(name=COLD_CACHE, default=UNSET)
     warm_cache: ColdPolicy | UnsetType = field(name=WARM_CACHE, default=UNSET)
     warm_process: WarmPolicy | UnsetType = field(name=WARM_PROCESS, default=UNSET)
+
+    def get(self, name: str) -> ColdPolicy | WarmPolicy | None:
+        """The policy named as artifacts name it (`cold-process/cold-cache`, ...); None: not run."""
+        value = getattr(self, _POLICY_FIELDS[name])
+        return None if value is UNSET else value
+
+    def items(self) -> list[tuple[str, ColdPolicy | WarmPolicy]]:
+        """The policies the case ran, in the order of a process's life (cold, warm cache, warm process)."""
+        return [(name, policy) for name in _POLICY_FIELDS if (policy := self.get(name)) is not None]
+
+    def cold(self) -> list[tuple[str, ColdPolicy]]:
+        return [(name, policy) for name, policy in self.items() if name != WARM_PROCESS]
+
+    def all_runs(self) -> list[RunFigures]:
+        """Every measured run and warm process of every policy."""
+        return [run for _name, policy in self.items() for run in policy.measured]
+
+
+_POLICY_FIELDS = {COLD_CACHE: "cold_cache", WARM_CACHE: "warm_cache", WARM_PROCESS: "warm_process"}
+
+
+def named(struct, name: str):
+    """A field of `struct` by its name (a metric or stage name), None when unset or absent."""
+    value = getattr(struct, name, None)
+    return None if value is UNSET else value
 
 
 # ------------------------------------------------------------------ the case
@@ -351,6 +396,14 @@ class CommandInfo(Artifact):
     stop_at_first_result: bool | UnsetType = UNSET  # each run was ended by ttfr at its first result
 
 
+class Headline(Artifact):
+    """The few numbers a suite index and a summary table show (null when not measured)."""
+
+    ttfr_cold_cache_median_s: Annotated[float, Meta(ge=0)] | None
+    ttfr_warm_cache_median_s: Annotated[float, Meta(ge=0)] | None
+    warm_call_median_s: Annotated[float, Meta(ge=0)] | None
+
+
 class CaseResult(Artifact):
     """One case (backend x workload x size x dtype): raw runs and summaries per cache policy."""
 
@@ -374,6 +427,22 @@ class CaseResult(Artifact):
     unmeasured_runs: list[UnmeasuredRun]
     limitations: list[str]
     command: CommandInfo | UnsetType = UNSET
+
+    def figure(self, policy: str, metric: str) -> Summary | None:
+        """One metric's summary under one policy; None when not measured (or withheld)."""
+        block = self.policies.get(policy)
+        return block.figure(metric) if block else None
+
+    def headline(self) -> Headline:
+        def median(policy, metric):
+            summary = self.figure(policy, metric)
+            return summary.median if summary else None
+
+        return Headline(
+            ttfr_cold_cache_median_s=median(COLD_CACHE, "ttfr_s"),
+            ttfr_warm_cache_median_s=median(WARM_CACHE, "ttfr_s"),
+            warm_call_median_s=median(WARM_PROCESS, "call_s"),
+        )
 
     def __post_init__(self):
         if (self.status == "ok") != (self.reason is None):

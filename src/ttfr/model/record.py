@@ -126,7 +126,7 @@ class WarmRecord(Open):
     """The warm regime of one process (child/sampling.py)."""
 
     samples_s: list[Seconds]
-    inner_loops: int
+    inner_loops: Annotated[int, Meta(ge=1)]
     warmup_per_call_s: list[float]
     warmup_stable: bool
     trailing_sync_fraction: list[float] | UnsetType = UNSET
@@ -184,12 +184,34 @@ class LoopRecord(Open):
     compile_s: int | float | None | UnsetType = UNSET
 
 
-class CacheCounters(Open):
-    """The runtime's own cache counters at the first result and at the end (JAX monitoring
-    events, torch's counter table): raw, read by measure/cache.py per backend kind."""
+# JAX's monitoring events of its persistent compilation cache (child/backends/jax_events.py)
+JAX_CACHE_HITS = "/jax/compilation_cache/cache_hits"
+JAX_CACHE_MISSES = "/jax/compilation_cache/cache_misses"
+JAX_CACHE_REQUESTS = "/jax/compilation_cache/compile_requests_use_cache"
+Amount = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
 
-    first: dict[str, Any] | None | UnsetType = UNSET
-    end: dict[str, Any] | None | UnsetType = UNSET
+
+class RuntimeCounters(Open):
+    """A runtime's own counters at one moment: JAX's monitoring events and their durations, or
+    torch's counter table (dynamo, inductor, AOTAutograd) and compile times; read per backend
+    kind by measure/cache.py."""
+
+    events: dict[str, Amount] | UnsetType = UNSET
+    durations_s: dict[str, Any] | UnsetType = UNSET
+    counters: dict[str, dict[str, Amount]] | UnsetType = UNSET
+    compile_times_s: dict[str, Any] | UnsetType = UNSET
+    aot_loaded: Count | UnsetType = UNSET  # executables an AOT loop loaded from its cache directory
+
+    def __post_init__(self):
+        if self.events and self.events.get(JAX_CACHE_HITS, 0) > self.events.get(JAX_CACHE_REQUESTS, 0):
+            raise ValueError("more persistent-cache hits than requests")
+
+
+class CacheCounters(Open):
+    """The runtime's counters at the first result and at the end of the run."""
+
+    first: RuntimeCounters | None | UnsetType = UNSET
+    end: RuntimeCounters | None | UnsetType = UNSET
 
 
 class FirstResult(Open):

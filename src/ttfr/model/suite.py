@@ -9,19 +9,11 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
-from ttfr.model.case import PolicyName, Status
+from ttfr.model.case import Headline, PolicyName, Status
 from ttfr.model.loops import LoopRow
 
 SUITE_SCHEMA = "ttfr.suite_result.v1"
 OptionalSeconds = Annotated[float, Meta(ge=0)] | None
-
-
-class Headline(Artifact):
-    """The few numbers a suite index and a summary table show (null when not measured)."""
-
-    ttfr_cold_cache_median_s: OptionalSeconds
-    ttfr_warm_cache_median_s: OptionalSeconds
-    warm_call_median_s: OptionalSeconds
 
 
 class CaseRef(Artifact):
@@ -140,7 +132,11 @@ class Statistic(Artifact):
     cost_s: OptionalSeconds
     state: Literal["met", "short", "unreachable", "busy", "failing"]
     needed_runs: Annotated[int, Meta(ge=1)] | None
-    added: Count
+    added: Count  # runs beyond the plan's count (the ones --precision added)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.case, self.policy
 
 
 class Precision(Artifact):

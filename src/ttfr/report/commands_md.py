@@ -6,58 +6,57 @@ from __future__ import annotations
 
 import shlex
 
+from ttfr.model.case import CaseResult, ColdPolicy, ColdSummary, CommandInfo
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.report.markdown import DASH, code, fmt_seconds, fmt_summary, table
 
 
-def _first_result(command: dict) -> str:
-    if command["first_result"] is not None:
-        return f"output line matching {code(command['first_result'])}"
-    return "`ttfr_mark.first_result()`" if command["mark"] else "process exit"
+def _first_result(command: CommandInfo) -> str:
+    if command.first_result is not None:
+        return f"output line matching {code(command.first_result)}"
+    return "`ttfr_mark.first_result()`" if command.mark else "process exit"
 
 
-def _after_first(summary: dict) -> str:
+def _after_first(summary: ColdSummary | None) -> str:
     """Median process time minus median TTFR: what the program did after its first result."""
-    ttfr, process = summary.get("ttfr_s"), summary.get("process_s")
-    if not ttfr or not process:
+    if not summary or not summary.ttfr_s or not summary.process_s:
         return DASH
-    return fmt_seconds(max(process["median"] - ttfr["median"], 0.0))
+    return fmt_seconds(max(summary.process_s.median - summary.ttfr_s.median, 0.0))
 
 
-def _written(block: dict) -> str:
+def _written(block: ColdPolicy) -> str:
     """The cache files the policy's runs found and left, per directory (medians over ok runs)."""
-    runs = [r for r in block.get("runs", []) if r["outcome"] == "ok"]
+    runs = [r for r in block.runs if r.outcome == "ok"]
     if not runs:
         return DASH
     parts = []
-    for name in sorted({d for r in runs for d in (r["cache"].get("by_directory") or {})}):
-        pairs = sorted(tuple(r["cache"]["by_directory"].get(name, (0, 0))) for r in runs)
+    for name in sorted({d for r in runs for d in (r.cache.by_directory or {})}):
+        pairs = sorted(tuple(r.cache.by_directory.get(name, (0, 0))) for r in runs)
         before, after = pairs[len(pairs) // 2]
         parts.append(f"{name} {before}→{after}")
-    verification = block.get("cache_verification") or {}
-    verdict = verification.get("verdict", DASH)
-    flags = verification.get("flags") or []
-    return f"{verdict}{' (' + ', '.join(flags) + ')' if flags else ''}: " + (", ".join(parts) or "no files")
+    verification = block.cache_verification
+    flags = verification.flags
+    return f"{verification.verdict}{' (' + ', '.join(flags) + ')' if flags else ''}: " + (", ".join(parts) or "no files")
 
 
-def section(cases: list[dict]) -> list[str]:
-    commands = [c for c in cases if c.get("command")]
+def section(cases: list[CaseResult]) -> list[str]:
+    commands = [c for c in cases if c.command]
     if not commands:
         return []
     rows, caches = [], []
     for case in commands:
-        command = case["command"]
-        cold = case["policies"].get(COLD_CACHE) or {}
-        warm = case["policies"].get(WARM_CACHE) or {}
+        command = case.command
+        cold = case.policies.get(COLD_CACHE)
+        warm = case.policies.get(WARM_CACHE)
         rows.append([
-            f"`{case['case']}`",
-            code(shlex.join(command["argv"])),
+            f"`{case.case}`",
+            code(shlex.join(command.argv)),
             _first_result(command),
-            fmt_summary((cold.get("summary") or {}).get("ttfr_s")),
-            fmt_summary((warm.get("summary") or {}).get("ttfr_s")),
-            _after_first(cold.get("summary") or warm.get("summary") or {}),
+            fmt_summary(case.figure(COLD_CACHE, "ttfr_s")),
+            fmt_summary(case.figure(WARM_CACHE, "ttfr_s")),
+            _after_first((cold or warm).summary if cold or warm else None),
         ])  # fmt: skip
-        caches.append([f"`{case['case']}`", *(_written(b) if b else DASH for b in (cold, warm))])
+        caches.append([f"`{case.case}`", *(_written(b) if b else DASH for b in (cold, warm))])
     header = ["case", "command", "first result", "TTFR, cold cache", "TTFR, warm cache", "after first result"]
     return [
         "## Commands", "",

@@ -9,8 +9,12 @@ import html
 import shlex
 from pathlib import Path
 
+import msgspec
+
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
+from ttfr.model.base import UNSET
+from ttfr.model.case import AnyFlag, CaseResult
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
 
@@ -68,17 +72,13 @@ def _section(title: str, parts: list[str], intro: str = "") -> str:
     return f"<section><h2>{_e(title)}</h2>{text}{''.join(parts)}</section>"
 
 
-def _metric(case: dict, policy: str, name: str) -> dict | None:
-    return ((case["policies"].get(policy) or {}).get("summary") or {}).get(name)
-
-
-def _summary(cases: list[dict]) -> str:
+def _summary(cases: list[CaseResult]) -> str:
     rows = []
     for case in cases:
-        rows.append([case["case"], case["status"] + (f": {case['reason']}" if case["reason"] else ""),
-                     markdown.fmt_summary(_metric(case, COLD_POLICIES[0], "ttfr_s")),
-                     markdown.fmt_summary(_metric(case, COLD_POLICIES[1], "ttfr_s")),
-                     markdown.fmt_summary(_metric(case, WARM_PROCESS, "call_s"))])  # fmt: skip
+        rows.append([case.case, case.status + (f": {case.reason}" if case.reason else ""),
+                     markdown.fmt_summary(case.figure(COLD_POLICIES[0], "ttfr_s")),
+                     markdown.fmt_summary(case.figure(COLD_POLICIES[1], "ttfr_s")),
+                     markdown.fmt_summary(case.figure(WARM_PROCESS, "call_s"))])  # fmt: skip
     table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call"], rows)
     # colour the status cells: the text is escaped, the class is ours
     for status in ("ok", "warn", "failed"):
@@ -86,31 +86,35 @@ def _summary(cases: list[dict]) -> str:
     return table
 
 
-def _commands(cases: list[dict]) -> str:
-    rows = [[c["case"], shlex.join(c["command"]["argv"]), markdown.fmt_summary(
-        ((c["policies"].get(COLD_POLICIES[0]) or {}).get("summary") or {}).get("ttfr_s"))]
-        for c in cases if c.get("command")]  # fmt: skip
+def _commands(cases: list[CaseResult]) -> str:
+    rows = [[c.case, shlex.join(c.command.argv), markdown.fmt_summary(c.figure(COLD_POLICIES[0], "ttfr_s"))]
+            for c in cases if c.command]  # fmt: skip
     return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
 
 
-def _flags(cases: list[dict]) -> str:
+def _flag_detail(flag: AnyFlag) -> str:
+    """A flag's own fields (not its name or policy) in the order of its case file (keys sorted)."""
+    fields = sorted(((f.encode_name, getattr(flag, f.name)) for f in msgspec.structs.fields(flag) if f.name != "policy"),
+                    key=lambda field: field[0])  # fmt: skip
+    return "; ".join(f"{name}: {value}" for name, value in fields if value is not UNSET)
+
+
+def _flags(cases: list[CaseResult]) -> str:
     rows = []
     for case in cases:
-        for flag in case["flags"]:
-            detail = {k: v for k, v in flag.items() if k not in ("flag", "policy")}
-            rows.append([case["case"], flag.get("policy", ""), flag["flag"], "; ".join(f"{k}: {v}" for k, v in detail.items())])
+        for flag in case.flags:
+            rows.append([case.case, flag.policy or "", type(flag).__struct_config__.tag, _flag_detail(flag)])
     return _table(["case", "policy", "flag", "detail"], rows) if rows else "<p>None.</p>"
 
 
 _ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
 
 
-def _health(cases: list[dict]) -> str:
+def _health(cases: list[CaseResult]) -> str:
     """How many measured runs were contended (report.md's Machine health says more)."""
     from ttfr.analyse import contention
 
-    views = [v for c in cases for p in c["policies"].values() for v in p.get("runs", p.get("procs", []))
-             if v["outcome"] == "ok"]  # fmt: skip
+    views = [v for c in cases for v in c.policies.all_runs() if v.outcome == "ok"]
     busy = sum(contention.is_contended(v) for v in views)
     return (f"Machine health: {busy} of {len(views)} measured runs and warm processes were contended "
             "(set aside from the figures when enough clean ones remain; see report.md)")  # fmt: skip
@@ -124,31 +128,30 @@ def render(result: VerifiedResult) -> str:
     machine = (f"{cpu.get('model')}, {cpu.get('usable_cores')} usable cores, "
                f"{markdown.fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
                f"{(manifest.get('os') or {}).get('platform', '')}")  # fmt: skip
-    counts = suite["summary"]
-    pending = (f", {counts['n_pending']} pending — finish with `ttfr run --resume {result.result_dir.root}`"
-               if counts.get("n_pending") else "")  # fmt: skip
-    meta = [f"State: {suite['state']}; {counts['n_ok']} ok, {counts['n_warn']} warn, {counts['n_failed']} failed"
-            f"{pending}; profile {suite['profile']}, seed {suite['seed']}; ttfr {suite['ttfr_version']}; "
-            f"created {suite['created_at']}", f"Machine: {machine}", _health(cases)]  # fmt: skip
+    counts = suite.summary
+    pending = (f", {counts.n_pending} pending — finish with `ttfr run --resume {result.result_dir.root}`"
+               if counts.n_pending else "")  # fmt: skip
+    meta = [f"State: {suite.state}; {counts.n_ok} ok, {counts.n_warn} warn, {counts.n_failed} failed"
+            f"{pending}; profile {suite.profile}, seed {suite.seed}; ttfr {suite.ttfr_version}; "
+            f"created {suite.created_at}", f"Machine: {machine}", _health(cases)]  # fmt: skip
     sections = [
         _section("Summary", [_summary(cases)], "Medians with their 95% order-statistic CI."),
         _section(
             "Amortisation: after how many calls does the slower starter catch up?",
-            [_figure(p) for p in plots.amortisation(cases, suite["break_even"])],
+            [_figure(p) for p in plots.amortisation(cases, suite.break_even)],
         ),  # fmt: skip
         _section("Cold-start components", [_figure(p) for p in (plots.components(cases, pol) for pol in COLD_POLICIES) if p]),
         _section("Run distributions", [_figure(p) for p in (plots.distributions(cases, pol) for pol in _ALL_POLICIES) if p]),
         _section(
             "HistFactory",
-            [_figure(p) for p in plots.scaling(suite.get("scaling", []))]
-            + [_figure(p) for p in [plots.training_losses(cases)] if p],
+            [_figure(p) for p in plots.scaling(suite.scaling)] + [_figure(p) for p in [plots.training_losses(cases)] if p],
         ),  # fmt: skip
-        _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.get("loops", []))]),
+        _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.loops or [])]),
         _section("Commands", [_commands(cases)]),
         _section("Flags", [_flags(cases)]),
         _section("Limitations", ["<ul>" + "".join(f"<li>{_e(t)}</li>" for t in manifest["limitations"]) + "</ul>"]),
     ]
-    return _page(f"ttfr snapshot {suite['snapshot_id']}", meta, sections)
+    return _page(f"ttfr snapshot {suite.snapshot_id}", meta, sections)
 
 
 def write(result: VerifiedResult) -> Path:

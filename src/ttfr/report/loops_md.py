@@ -3,6 +3,8 @@ where recompiles show as spikes."""
 
 from __future__ import annotations
 
+from ttfr.model.case import CaseResult
+from ttfr.model.loops import LoopRow, LoopSummary
 from ttfr.report.markdown import fmt_bytes, fmt_seconds, fmt_summary, table
 
 _COMPILE_MARK = "⟳"
@@ -12,8 +14,8 @@ def _share(value) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def _compiles(row: dict) -> str:
-    got, expected = row["compiles"], row["expected_compiles"]
+def _compiles(row: LoopRow) -> str:
+    got, expected = row.compiles, row.expected_compiles
     if got is None:
         return "n/a" if expected is None else f"? (expected {expected})"
     if expected is None:
@@ -25,24 +27,24 @@ def _rate(value) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def _overtakes(row: dict) -> str:
-    if row["strategy"] == "naive":
+def _overtakes(row: LoopRow) -> str:
+    if row.strategy == "naive":
         return "—"
-    if row["overtakes_naive_at_k"]:
-        return str(row["overtakes_naive_at_k"])
-    return "never" if row["vs_naive"] is not None else "n/a (no naive figure)"
+    if row.overtakes_naive_at_k:
+        return str(row.overtakes_naive_at_k)
+    return "never" if row.vs_naive is not None else "n/a (no naive figure)"
 
 
-def _strategy_table(rows: list[dict]) -> list[str]:
+def _strategy_table(rows: list[LoopRow]) -> list[str]:
     body = []
     for row in rows:
-        compile_s = fmt_summary(row["compile_s"], with_ci=False)
+        compile_s = fmt_summary(row.compile_s, with_ci=False)
         body.append([
-            f"`{row['strategy']}`", str(row["size"]), fmt_summary(row["total_s"]), fmt_summary(row["loop_s"], with_ci=False),
-            f"{compile_s} ({_share(row['compile_share'])})", _share(row["cold_start_share"]), _compiles(row),
-            _rate(row["iteration_hit_rate"]),
-            _rate(row["persistent_hit_rate"]) + (f" ({row['loaded']} loaded ahead)" if row["loaded"] else ""),
-            fmt_bytes(row["peak_rss_bytes"]), "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
+            f"`{row.strategy}`", str(row.size), fmt_summary(row.total_s), fmt_summary(row.loop_s, with_ci=False),
+            f"{compile_s} ({_share(row.compile_share)})", _share(row.cold_start_share), _compiles(row),
+            _rate(row.iteration_hit_rate),
+            _rate(row.persistent_hit_rate) + (f" ({row.loaded} loaded ahead)" if row.loaded else ""),
+            fmt_bytes(row.peak_rss_bytes), "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",
             _overtakes(row),
         ])  # fmt: skip
     header = ["strategy", "size", "total (TTFR)", "loop", "compile (share of loop)", "cold-start share", "compiles",
@@ -51,32 +53,34 @@ def _strategy_table(rows: list[dict]) -> list[str]:
     return table(header, body)
 
 
-def _timeline(cases_by_id: dict, rows: list[dict]) -> list[str]:
+def _loop_summary(cases_by_id: dict[str, CaseResult], row: LoopRow) -> LoopSummary | None:
+    """The loop summary of the row's case and cold policy (None: its runs gave none)."""
+    return cases_by_id[row.case].policies.get(row.policy).loop_summary or None
+
+
+def _timeline(cases_by_id: dict[str, CaseResult], rows: list[LoopRow]) -> list[str]:
     """Iterations (rows) by strategy (columns) at the largest K: median seconds, ⟳N where N compiles."""
-    size = max(row["size"] for row in rows)
-    at_size = [row for row in rows if row["size"] == size]
-    summaries = {}
-    for row in at_size:
-        policy = cases_by_id[row["case"]]["policies"][row["policy"]]
-        summaries[row["strategy"]] = policy.get("loop_summary") or {}
-    sequential = {s: loop["timeline"] for s, loop in summaries.items() if len(loop.get("timeline", [])) > 1 or size == 1}
-    batched = {s: loop["timeline"] for s, loop in summaries.items() if s not in sequential and loop.get("timeline")}
+    size = max(row.size for row in rows)
+    at_size = [row for row in rows if row.size == size]
+    summaries = {row.strategy: _loop_summary(cases_by_id, row) for row in at_size}
+    sequential = {s: loop.timeline for s, loop in summaries.items() if len(loop.timeline if loop else []) > 1 or size == 1}
+    batched = {s: loop.timeline for s, loop in summaries.items() if s not in sequential and loop and loop.timeline}
     if not sequential:
         return []
     names = list(sequential)
-    labels = ["ahead of time"] if any(e["ahead"] for t in sequential.values() for e in t) else []
+    labels = ["ahead of time"] if any(e.ahead for t in sequential.values() for e in t) else []
     for timeline in sequential.values():
         for entry in timeline:
-            key = "ahead of time" if entry["ahead"] else entry["label"]
+            key = "ahead of time" if entry.ahead else entry.label
             if key not in labels:
                 labels.append(key)
 
     def cell(timeline, label):
         for entry in timeline:
-            if ("ahead of time" if entry["ahead"] else entry["label"]) == label:
-                text = fmt_seconds(entry["s"]["median"] if entry["s"] else None)
-                if entry["compiles"]:
-                    text += f" {_COMPILE_MARK}{entry['compiles']}"
+            if ("ahead of time" if entry.ahead else entry.label) == label:
+                text = fmt_seconds(entry.s.median if entry.s else None)
+                if entry.compiles:
+                    text += f" {_COMPILE_MARK}{entry.compiles}"
                 return text
         return ""
 
@@ -86,31 +90,32 @@ def _timeline(cases_by_id: dict, rows: list[dict]) -> list[str]:
     lines += table(["#", "iteration", *(f"`{n}`" for n in names)], body)
     for name, timeline in batched.items():
         entry = timeline[0]
-        compiled = f", {entry['compiles']} compile(s)" if entry["compiles"] is not None else ""
+        compiled = f", {entry.compiles} compile(s)" if entry.compiles is not None else ""
         lines.append(f"- `{name}`: one iteration for all {size} configurations, "
-                     f"{fmt_seconds(entry['s']['median'] if entry['s'] else None)}{compiled}")  # fmt: skip
+                     f"{fmt_seconds(entry.s.median if entry.s else None)}{compiled}")  # fmt: skip
     return lines + [""]
 
 
-def _engines_table(loop: str, rows: list[dict], cases_by_id: dict) -> list[str]:
+def _engines_table(loop: str, rows: list[LoopRow], cases_by_id: dict[str, CaseResult]) -> list[str]:
     """A loop with one strategy (the HistFactory training loop): engines side by side, the
     first iteration (where the compiling happens) apart from the median of the others."""
     body = []
-    for row in sorted(rows, key=lambda r: (r["size"], r["policy"], r["total_s"]["median"] if r["total_s"] else 1e300)):
-        timeline = (cases_by_id[row["case"]]["policies"][row["policy"]].get("loop_summary") or {}).get("timeline") or []
-        medians = [e["s"]["median"] for e in timeline if e["s"] and not e["ahead"]]
+    for row in sorted(rows, key=lambda r: (r.size, r.policy, r.total_s.median if r.total_s else 1e300)):
+        summary = _loop_summary(cases_by_id, row)
+        timeline = summary.timeline if summary else []
+        medians = [e.s.median for e in timeline if e.s and not e.ahead]
         later = sorted(medians[1:])
         body.append([
-            f"`{row['backend']}`", str(row["size"]), row["policy"], fmt_summary(row["total_s"]),
+            f"`{row.backend}`", str(row.size), row.policy, fmt_summary(row.total_s),
             fmt_seconds(medians[0] if medians else None), fmt_seconds(later[len(later) // 2] if later else None),
-            _share(row["compile_share"]), _share(row["cold_start_share"]), _compiles(row), fmt_bytes(row["peak_rss_bytes"]),
+            _share(row.compile_share), _share(row.cold_start_share), _compiles(row), fmt_bytes(row.peak_rss_bytes),
         ])  # fmt: skip
     header = ["engine", "size", "cache policy", "total (TTFR + loop)", "iteration 1", "later iterations (median)",
               "compile share of loop", "cold-start share", "compiles", "peak RSS"]  # fmt: skip
     return [f"### `{loop}`: the loop end to end, per engine", "", *table(header, body), ""]
 
 
-def section(rows: list[dict], cases: list[dict]) -> list[str]:
+def section(rows: list[LoopRow], cases: list[CaseResult]) -> list[str]:
     if not rows:
         return []
     lines = [
@@ -126,16 +131,16 @@ def section(rows: list[dict], cases: list[dict]) -> list[str]:
         "length measured.",
         "",
     ]
-    cases_by_id = {case["case"]: case for case in cases}
+    cases_by_id = {case.case: case for case in cases}
     families: dict[str, set] = {}
     for row in rows:
-        families.setdefault(row["loop"], set()).add(row["strategy"])
-    groups: dict[tuple, list[dict]] = {}
+        families.setdefault(row.loop, set()).add(row.strategy)
+    groups: dict[tuple, list[LoopRow]] = {}
     for row in rows:
-        if families[row["loop"]] != {"naive"}:
-            groups.setdefault((row["loop"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+        if families[row.loop] != {"naive"}:
+            groups.setdefault((row.loop, row.backend, row.dtype, row.policy), []).append(row)
     for loop in sorted(f for f, strategies in families.items() if strategies == {"naive"}):
-        lines += _engines_table(loop, [r for r in rows if r["loop"] == loop], cases_by_id)
+        lines += _engines_table(loop, [r for r in rows if r.loop == loop], cases_by_id)
     for (loop, backend, dtype, policy), members in groups.items():
         lines += [f"### `{loop}` on `{backend}` ({dtype}, {policy})", ""]
         lines += _strategy_table(members) + [""]

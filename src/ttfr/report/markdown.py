@@ -8,7 +8,11 @@ from pathlib import Path
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
+from ttfr.model.base import UNSET, encode
+from ttfr.model.case import AnyFlag, CaseResult, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
+from ttfr.model.summary import Summary
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 DASH = "—"
@@ -36,15 +40,15 @@ def fmt_bytes(value: int | float | None) -> str:
     return f"{int(value)} B"
 
 
-def fmt_summary(summary: dict | None, with_ci: bool = True) -> str:
+def fmt_summary(summary: Summary | None, with_ci: bool = True) -> str:
     if not summary:
         return DASH
-    text = fmt_seconds(summary["median"])
-    ci = summary.get("median_ci")
-    if with_ci and ci and summary["n"] > 1:
-        text += f" [{fmt_seconds(ci['low'])}, {fmt_seconds(ci['high'])}]"
-        if ci["level"] < 0.95:
-            text += f" ({ci['level']:.0%})"
+    text = fmt_seconds(summary.median)
+    ci = summary.median_ci
+    if with_ci and summary.n > 1:
+        text += f" [{fmt_seconds(ci.low)}, {fmt_seconds(ci.high)}]"
+        if ci.level < 0.95:
+            text += f" ({ci.level:.0%})"
     return text
 
 
@@ -71,27 +75,20 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _policy(case: dict, name: str) -> dict:
-    return case["policies"].get(name) or {}
-
-
-def _summary_section(cases: list[dict]) -> list[str]:
+def _summary_section(cases: list[CaseResult]) -> list[str]:
     rows = []
     for case in cases:
-        cold = _policy(case, COLD_CACHE).get("summary") or {}
-        warm_cache = _policy(case, WARM_CACHE).get("summary") or {}
-        warm = _policy(case, WARM_PROCESS).get("summary") or {}
         verdicts = [
-            f"{label}: {_policy(case, p)['cache_verification']['verdict']}"
+            f"{label}: {policy.cache_verification.verdict}"
             for p, label in ((COLD_CACHE, "cold"), (WARM_CACHE, "warm"))
-            if _policy(case, p).get("cache_verification")
+            if (policy := case.policies.get(p))
         ]
         rows.append([
-            f"`{case['case']}`",
-            case["status"] + (f": {case['reason']}" if case["reason"] else ""),
-            fmt_summary(cold.get("ttfr_s")),
-            fmt_summary(warm_cache.get("ttfr_s")),
-            fmt_summary(warm.get("call_s")),
+            f"`{case.case}`",
+            case.status + (f": {case.reason}" if case.reason else ""),
+            fmt_summary(case.figure(COLD_CACHE, "ttfr_s")),
+            fmt_summary(case.figure(WARM_CACHE, "ttfr_s")),
+            fmt_summary(case.figure(WARM_PROCESS, "call_s")),
             ", ".join(verdicts) or DASH,
         ])  # fmt: skip
     header = ["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check"]
@@ -99,22 +96,20 @@ def _summary_section(cases: list[dict]) -> list[str]:
             "too few runs allow 95%).", "", *table(header, rows), ""]  # fmt: skip
 
 
-def _components_section(cases: list[dict], policy: str) -> list[str]:
-    # A user's case times its own import apart (after the runtime stack): a column when any has it.
-    user = any("user_import_s" in (_policy(c, policy).get("summary") or {}) for c in cases)
+def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
+    # A user's case times its own import apart (after the runtime stack): a column when any has it (null included).
+    blocks = [block for c in cases if (block := c.policies.get(policy))]
+    user = any(block.summary.user_import_s is not UNSET for block in blocks)
     components = _COMPONENTS[:2] + (("user_import_s",) if user else ()) + _COMPONENTS[2:]
     rows = []
     for case in cases:
-        block = _policy(case, policy)
-        if not block or case.get("status") == "warn" or case.get("command"):  # a command: the Commands section
+        block = case.policies.get(policy)
+        if not block or case.status == "warn" or case.command:  # a command: the Commands section
             continue
         # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
-        summary = block.get("summary") or {}
-        stages = block.get("stages_summary") or {}
-        split = ", ".join(
-            f"{name[:-2].replace('_', ' ')} {fmt_seconds(stages[name]['median'])}" for name in _STAGE_ORDER if name in stages
-        )
-        rows.append([f"`{case['case']}`"] + [fmt_summary(summary.get(m), with_ci=False) for m in components] + [split or DASH])
+        stages = [(name, stage) for name in _STAGE_ORDER if (stage := named(block.stages_summary, name))]
+        split = ", ".join(f"{name[:-2].replace('_', ' ')} {fmt_seconds(stage.median)}" for name, stage in stages)
+        rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split or DASH])
     if not rows:
         return []
     header = ["case", "interpreter", "import", *(["your import"] if user else []), "setup", "first call", "second call",
@@ -123,22 +118,21 @@ def _components_section(cases: list[dict], policy: str) -> list[str]:
             *table(header, rows), ""]  # fmt: skip
 
 
-def _warm_section(cases: list[dict]) -> list[str]:
+def _warm_section(cases: list[CaseResult]) -> list[str]:
     rows = []
     for case in cases:
-        block = _policy(case, WARM_PROCESS)
-        summary = (block.get("summary") or {}).get("call_s")
+        summary = case.figure(WARM_PROCESS, "call_s")
         if not summary:
             continue
-        procs = [p for p in block["procs"] if p["outcome"] == "ok"]
-        sync_notes = sorted({problem for p in procs for problem in p["sync_check"]["problems"]})
+        procs = [p for p in case.policies.warm_process.procs if p.outcome == "ok"]
+        sync_notes = sorted({problem for p in procs for problem in p.sync_check.problems})
         rows.append([
-            f"`{case['case']}`",
+            f"`{case.case}`",
             fmt_summary(summary),
-            str(summary["n"]),
-            f"{min(p['inner_loops'] for p in procs)}–{max(p['inner_loops'] for p in procs)}",
+            str(summary.n),
+            f"{min(p.inner_loops for p in procs)}–{max(p.inner_loops for p in procs)}",
             "; ".join(sync_notes) or "ok",
-            case["sync_policy"],
+            case.sync_policy,
         ])  # fmt: skip
     if not rows:
         return []
@@ -146,20 +140,20 @@ def _warm_section(cases: list[dict]) -> list[str]:
     return ["## Warm throughput (warm-process)", "", *table(header, rows), ""]
 
 
-def _memory_section(cases: list[dict]) -> list[str]:
+def _memory_section(cases: list[CaseResult]) -> list[str]:
     rows = []
     for case in cases:
-        memory = case.get("memory") or {}
-        rss = memory.get("peak_rss_bytes")
-        compiled = memory.get("compiled") or {}
-        if not rss and not compiled and "device_peak_bytes" not in memory:
+        memory = case.memory
+        rss = memory.peak_rss_bytes
+        compiled = memory.compiled or {}
+        if not rss and not compiled and memory.device_peak_bytes is UNSET:
             continue
         rows.append([
-            f"`{case['case']}`",
-            fmt_bytes(rss["median"]) if rss else DASH,
+            f"`{case.case}`",
+            fmt_bytes(rss.median) if rss else DASH,
             ", ".join(f"{k.replace('_size_in_bytes', '')} {fmt_bytes(v)}" for k, v in sorted(compiled.items()) if v)
             or DASH,
-            fmt_bytes(memory.get("device_peak_bytes")),
+            fmt_bytes(named(memory, "device_peak_bytes")),  # 0 B is a figure, absent is a dash
         ])  # fmt: skip
     if not rows:
         return []
@@ -171,7 +165,7 @@ def _calls(value) -> str:
     return "never" if value is None else f"{value:,}"
 
 
-def _break_even_section(rows: list[dict]) -> list[str]:
+def _break_even_section(rows: list[BreakEven]) -> list[str]:
     if not rows:
         return ["## Break-even", "", "No workload has two backends with both cold and warm figures.", ""]
     lines = [
@@ -184,13 +178,13 @@ def _break_even_section(rows: list[dict]) -> list[str]:
     ]
     body = []
     for row in rows:
-        low, high = row["calls_range"]
+        low, high = row.calls_range
         body.append([
-            f"{row['workload']} {_size_label(row['size'], row.get('dataset'))} {row['dtype']}",
-            row["cold_policy"].split("/")[-1],
-            f"`{row['fast_start']}` ({fmt_seconds(row['fast_start_ttfr_s'])}, {fmt_seconds(row['fast_start_call_s'])}/call)",
-            f"`{row['slow_start']}` ({fmt_seconds(row['slow_start_ttfr_s'])}, {fmt_seconds(row['slow_start_call_s'])}/call)",
-            _calls(row["calls"]),
+            f"{row.workload} {_size_label(row.size, row.dataset)} {row.dtype}",
+            row.cold_policy.split("/")[-1],
+            f"`{row.fast_start}` ({fmt_seconds(row.fast_start_ttfr_s)}, {fmt_seconds(row.fast_start_call_s)}/call)",
+            f"`{row.slow_start}` ({fmt_seconds(row.slow_start_ttfr_s)}, {fmt_seconds(row.slow_start_call_s)}/call)",
+            _calls(row.calls),
             f"{_calls(low)} – {_calls(high)}",
         ])  # fmt: skip
     header = ["workload", "cache", "starts first", "starts later", "break-even calls", "range"]
@@ -206,16 +200,16 @@ def _sci(value) -> str:
     return DASH if value is None else f"{value:.2g}"
 
 
-def _histfactory_section(rows: list[dict]) -> list[str]:
+def _histfactory_section(rows: list[ScalingRow]) -> list[str]:
     # Engines with no figure (no GPU, unsupported) are listed under "Warnings and failures".
-    rows = [r for r in rows if r["status"] == "ok" or r["ttfr_cold_cache_s"] is not None or r["warm_call_s"] is not None]
+    rows = [r for r in rows if r.status == "ok" or r.ttfr_cold_cache_s is not None or r.warm_call_s is not None]
     if not rows:
         return []
     lines = ["## HistFactory workloads", ""]
-    sizes = sorted({(r["parameters"], _size_label(r["parameters"], r.get("dataset"))) for r in rows})
-    by_key = {(r["workload"], r["engine"], _size_label(r["parameters"], r.get("dataset"))): r for r in rows}
-    for workload in sorted({r["workload"] for r in rows}):
-        engines = sorted({r["engine"] for r in rows if r["workload"] == workload})
+    sizes = sorted({(r.parameters, _size_label(r.parameters, r.dataset)) for r in rows})
+    by_key = {(r.workload, r.engine, _size_label(r.parameters, r.dataset)): r for r in rows}
+    for workload in sorted({r.workload for r in rows}):
+        engines = sorted({r.engine for r in rows if r.workload == workload})
         header = ["engine"] + [f"{label}p: TTFR cold / warm cache / warm call" for _n, label in sizes]
         body = []
         for engine in engines:
@@ -223,15 +217,15 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
             for _n, label in sizes:
                 row = by_key.get((workload, engine, label))
                 cells.append(
-                    " / ".join(fmt_seconds(row[k]) for k in ("ttfr_cold_cache_s", "ttfr_warm_cache_s", "warm_call_s"))
+                    " / ".join(fmt_seconds(s) for s in (row.ttfr_cold_cache_s, row.ttfr_warm_cache_s, row.warm_call_s))
                     if row else DASH
                 )  # fmt: skip
             body.append(cells)
         lines += [f"### {workload}: cost against parameter count", "", *table(header, body), ""]
     correctness = [
-        [f"`{r['engine']}`", r["workload"], _size_label(r["parameters"], r.get("dataset")), _sci(r["nll_parity_rel"]),
-         _sci(r["q0_parity_abs"]),
-         _sci(r["fd_max_abs_error"]), _sci(r["fd_max_rel_error"])]
+        [f"`{r.engine}`", r.workload, _size_label(r.parameters, r.dataset), _sci(r.nll_parity_rel),
+         _sci(r.q0_parity_abs),
+         _sci(r.fd_max_abs_error), _sci(r.fd_max_rel_error)]
         for r in rows
     ]  # fmt: skip
     lines += [
@@ -243,11 +237,11 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
         *table(["engine", "workload", "params", "NLL rel diff", "q0 abs diff", "FD max abs err", "FD max rel err"], correctness),
         "",
     ]
-    loops = [r for r in rows if r["train_step_s"] is not None]
+    loops = [r for r in rows if r.train_step_s is not None]
     if loops:
         body = [
-            [f"`{r['engine']}`", str(r["parameters"]), fmt_seconds(r["train_first_step_s"]), fmt_seconds(r["train_step_s"]),
-             f"{r['train_loss_first']:.4f} -> {r['train_loss_last']:.4f}"]
+            [f"`{r.engine}`", str(r.parameters), fmt_seconds(r.train_first_step_s), fmt_seconds(r.train_step_s),
+             f"{r.train_loss_first:.4f} -> {r.train_loss_last:.4f}"]
             for r in loops
         ]  # fmt: skip
         lines += [
@@ -261,15 +255,15 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     reference = []
     for metric, workload, n, value, unit in NEXTSTAT_CUDA_FIGURES:
         if unit == "abs":  # every NLL-gradient case records its FD error, not only hf_fd_check
-            checked = {r["engine"]: r for r in rows if r["parameters"] == n and r["fd_max_abs_error"] is not None
-                       and r["workload"] in ("hf_fd_check", "hf_nll_grad")}  # fmt: skip
+            checked = {r.engine: r for r in rows if r.parameters == n and r.fd_max_abs_error is not None
+                       and r.workload in ("hf_fd_check", "hf_nll_grad")}  # fmt: skip
             shown = f"{value:.3g}"
-            best = ", ".join(f"`{e}` {_sci(r['fd_max_abs_error'])}" for e, r in sorted(checked.items()))
+            best = ", ".join(f"`{e}` {_sci(r.fd_max_abs_error)}" for e, r in sorted(checked.items()))
         else:
             key = "train_step_s" if workload == "hf_train_loop" else "warm_call_s"
-            ours = [r for r in rows if r["workload"] == workload and r["parameters"] == n]
+            ours = [(r, getattr(r, key)) for r in rows if r.workload == workload and r.parameters == n]
             shown = fmt_seconds(value)
-            best = ", ".join(f"`{r['engine']}` {fmt_seconds(r[key])}" for r in sorted(ours, key=lambda r: r[key] or 1e9))
+            best = ", ".join(f"`{r.engine}` {fmt_seconds(s)}" for r, s in sorted(ours, key=lambda pair: pair[1] or 1e9))
         reference.append([metric, f"{n}p", shown, best or "not measured in this run"])
     lines += [
         "### Reference rows (measured elsewhere)",
@@ -284,22 +278,22 @@ def _histfactory_section(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _machine_health_section(cases: list[dict]) -> list[str]:
+def _machine_health_section(cases: list[CaseResult]) -> list[str]:
     health = contention.machine_health(cases)
     lines = ["## Machine health", ""]
-    if not health["runs"]:
+    if not health.runs:
         return lines + ["No run recorded contention evidence.", ""]
     lines.append(
-        f"{health['contended']} of {health['runs']} measured runs and warm processes were `contended`: they waited "
+        f"{health.contended} of {health.runs} measured runs and warm processes were `contended`: they waited "
         "for a CPU while other work used one (run-queue wait > 5% and neighbours >= 0.5 cores; the evidence of each "
         "is under Flags and in its case file)."
     )
-    if health["contended"]:
-        worst = health["max_others_cores"]
-        lines += ["", f"- Cases: {', '.join(f'`{c}`' for c in health['cases'])}"]
+    if health.contended:
+        worst = health.max_others_cores
+        lines += ["", f"- Cases: {', '.join(f'`{c}`' for c in health.cases)}"]
         if worst is not None:
             lines.append(f"- Other work used up to {worst:.2f} cores during a contended run.")
-        lines += [f"- Advice: {text}." for text in health["advice"]]
+        lines += [f"- Advice: {text}." for text in health.advice]
     return lines + [""]
 
 
@@ -320,25 +314,25 @@ _STATE_MEANS = {
 }
 
 
-def precision_headline(bought: dict) -> str:
+def precision_headline(bought: Precision) -> str:
     """One line: the target, how many statistics met it, why adding runs stopped."""
-    summary = bought["summary"]
-    spent = f" in {fmt_seconds(bought['elapsed_s'])}" if bought["elapsed_s"] is not None else ""
-    budget = f" of a {fmt_seconds(bought['budget_s'])} budget" if bought["budget_s"] else ""
-    return (f"precision ±{bought['target']:.1%} at 95%: {summary['met']} of {summary['statistics']} statistics met it; "
-            f"{summary['added_runs']} runs added{spent}{budget}; stopped: {_STOPPED_BY[bought['stopped_by']]}")  # fmt: skip
+    summary = bought.summary
+    spent = f" in {fmt_seconds(bought.elapsed_s)}" if bought.elapsed_s is not None else ""
+    budget = f" of a {fmt_seconds(bought.budget_s)} budget" if bought.budget_s else ""
+    return (f"precision ±{bought.target:.1%} at 95%: {summary.met} of {summary.statistics} statistics met it; "
+            f"{summary.added_runs} runs added{spent}{budget}; stopped: {_STOPPED_BY[bought.stopped_by]}")  # fmt: skip
 
 
-def _precision_section(suite: dict) -> list[str]:
-    bought = suite.get("precision")
+def _precision_section(suite: SuiteResult) -> list[str]:
+    bought = suite.precision
     if not bought:
         return []
     rows = [
-        [f"`{s['case']}`", s["policy"], s["metric"], fmt_seconds(s["median"]),
-         "—" if s["half_width"] is None else f"±{s['half_width']:.1%}", str(s["n"]),
-         "—" if s["needed_runs"] is None else str(s["needed_runs"]), fmt_seconds(s["cost_s"]),
-         f"**{s['state']}**" if s["state"] != "met" else "met"]
-        for s in bought["statistics"]
+        [f"`{s.case}`", s.policy, s.metric, fmt_seconds(s.median),
+         "—" if s.half_width is None else f"±{s.half_width:.1%}", str(s.n),
+         "—" if s.needed_runs is None else str(s.needed_runs), fmt_seconds(s.cost_s),
+         f"**{s.state}**" if s.state != "met" else "met"]
+        for s in bought.statistics
     ]  # fmt: skip
     headline = precision_headline(bought)
     return [
@@ -357,25 +351,29 @@ def _precision_section(suite: dict) -> list[str]:
         ),  # fmt: skip
         "",
         *(
-            f"- {state}: {means}"
-            for state, means in _STATE_MEANS.items()
-            if any(s["state"] == state for s in bought["statistics"])
+            f"- {state}: {means}" for state, means in _STATE_MEANS.items() if any(s.state == state for s in bought.statistics)
         ),  # fmt: skip
         "",
     ]
 
 
-def _flags_section(cases: list[dict]) -> list[str]:
+def _flag_detail(flag: AnyFlag) -> dict:
+    """What the flag says beyond its name and policy, as its case file has it: the flag's JSON,
+    keys sorted as the file writes them (the report shows the dict's text)."""
+    return {k: v for k, v in sorted(encode(flag).items()) if k not in ("flag", "policy")}
+
+
+def _flags_section(cases: list[CaseResult]) -> list[str]:
     items = []
     for case in cases:
-        for flag in case["flags"]:
-            detail = {k: v for k, v in flag.items() if k not in ("flag", "policy")}
+        for flag in case.flags:
+            detail = _flag_detail(flag)
             extra = f" {detail}" if detail else ""
-            items.append(f"- `{case['case']}` ({flag.get('policy', 'case')}): **{flag['flag']}**{extra}")
+            items.append(f"- `{case.case}` ({flag.policy or 'case'}): **{type(flag).__struct_config__.tag}**{extra}")
     return ["## Flags", "", *(items or ["None."]), ""]
 
 
-def _header(suite: dict, manifest: dict) -> list[str]:
+def _header(suite: SuiteResult, manifest: dict) -> list[str]:
     cpu, gpu, runtimes = manifest["cpu"], manifest["gpu"], manifest["runtimes"]
     git = manifest["ttfr"]["git"]
     gpu_text = "none"
@@ -384,21 +382,18 @@ def _header(suite: dict, manifest: dict) -> list[str]:
     if gpu.get("ptxas"):
         gpu_text += f"; ptxas {gpu['ptxas']['version']} ({gpu['ptxas']['source']})"
     versions = ", ".join(f"{k} {v}" for k, v in runtimes.items() if v)
-    summary = suite["summary"]
-    worst = summary["worst_case"]
+    summary = suite.summary
+    worst = summary.worst_case
     lines = [
-        f"# ttfr snapshot `{suite['snapshot_id']}`",
+        f"# ttfr snapshot `{suite.snapshot_id}`",
         "",
-        f"- State: **{suite['state']}**"
-        + (f" ({summary['n_pending']} case(s) pending: finish with `ttfr run --resume DIR`)" if suite["pending"] else ""),
-        f"- Cases: {summary['n_cases']} ({summary['n_ok']} ok, {summary['n_warn']} warn, {summary['n_failed']} failed)",
-        f"- Worst TTFR: `{worst['case']}` {fmt_seconds(worst['ttfr_median_s'])} ({worst['policy']})"
-        if worst
-        else "- Worst TTFR: —",
-        f"- Profile `{suite['profile']}`, seed {suite['seed']}, deterministic: {suite['deterministic']}, "
-        f"policies: {', '.join(suite['policies'])}",
-        f"- ttfr {suite['ttfr_version']}"
-        + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
+        f"- State: **{suite.state}**"
+        + (f" ({summary.n_pending} case(s) pending: finish with `ttfr run --resume DIR`)" if suite.pending else ""),
+        f"- Cases: {summary.n_cases} ({summary.n_ok} ok, {summary.n_warn} warn, {summary.n_failed} failed)",
+        f"- Worst TTFR: `{worst.case}` {fmt_seconds(worst.ttfr_median_s)} ({worst.policy})" if worst else "- Worst TTFR: —",
+        f"- Profile `{suite.profile}`, seed {suite.seed}, deterministic: {suite.deterministic}, "
+        f"policies: {', '.join(suite.policies)}",
+        f"- ttfr {suite.ttfr_version}" + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
         f"- Machine: {cpu['model']}, {cpu['usable_cores']} usable cores, {fmt_bytes(manifest['memory']['total_bytes'])}; "
         f"{manifest['os']['platform']}; Python {manifest['python']['version']}",
         f"- GPU: {gpu_text}",
@@ -420,25 +415,25 @@ def render(result: VerifiedResult) -> str:
     lines += commands_md.section(cases)
     lines += _warm_section(cases)
     lines += _memory_section(cases)
-    lines += _histfactory_section(suite.get("scaling", []))
-    lines += _break_even_section(suite["break_even"])
-    lines += loops_md.section(suite.get("loops", []), cases)
+    lines += _histfactory_section(suite.scaling)
+    lines += _break_even_section(suite.break_even)
+    lines += loops_md.section(suite.loops or [], cases)
     lines += _precision_section(suite)
     lines += _flags_section(cases)
     lines += _machine_health_section(cases)
     problems = summary_problems(suite)
     lines += ["## Warnings and failures", "", *(problems or ["None."]), ""]
     lines += ["## Limitations", "", *(f"- {text}" for text in manifest["limitations"]), ""]
-    torch_notes = sorted({t for c in cases for t in c["limitations"]} - set(manifest["limitations"]))
+    torch_notes = sorted({t for c in cases for t in c.limitations} - set(manifest["limitations"]))
     lines += [f"- {text}" for text in torch_notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def summary_problems(suite: dict) -> list[str]:
-    summary = suite["summary"]
-    items = [f"- failed `{x['case']}`: {one_line(x['reason'])}" for x in summary["failed"]]
-    items += [f"- warn `{x['case']}`: {one_line(x['reason'])}" for x in summary["warned"]]
-    items += [f"- pending `{case}`" for case in suite["pending"]]
+def summary_problems(suite: SuiteResult) -> list[str]:
+    summary = suite.summary
+    items = [f"- failed `{x.case}`: {one_line(x.reason)}" for x in summary.failed]
+    items += [f"- warn `{x.case}`: {one_line(x.reason)}" for x in summary.warned]
+    items += [f"- pending `{case}`" for case in suite.pending]
     return items
 
 

@@ -1,6 +1,6 @@
 """The HTML report's figures: matplotlib (Agg) drawn to inline SVG, text kept as text.
 
-Every function takes artifact data (case files, suite rows, a comparison document) and
+Every function takes artifact data (case results, suite rows, a comparison document) and
 returns a Plot: the SVG and the table of the numbers it draws, so the page can show both
 (screen readers, copy-paste). matplotlib is imported here only, when a page is made: the
 Markdown report and the command line never load it (tests/test_layers.py).
@@ -14,7 +14,12 @@ import math
 import re
 from dataclasses import dataclass
 
+from ttfr.model.base import UNSET
+from ttfr.model.case import CaseResult, FirstRunOutlier, RunFigures, StagesSummary, named
+from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.suite import BreakEven, ScalingRow
+from ttfr.model.summary import Summary
 from ttfr.report.markdown import fmt_seconds, fmt_summary
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
@@ -78,36 +83,30 @@ def _svg(fig) -> str:
     return _ID.sub(lambda m: m.group(1) + prefix + m.group(2), text)
 
 
-def _ci(summary: dict | None) -> tuple[float, float] | None:
-    ci = (summary or {}).get("median_ci")
-    return (ci["low"], ci["high"]) if ci else None
+def _ci(summary: Summary | None) -> tuple[float, float] | None:
+    return (summary.median_ci.low, summary.median_ci.high) if summary else None
 
 
-def _fmt(summary: dict | None) -> str:
+def _fmt(summary: Summary | None) -> str:
     """A median with its CI and the CI's level when below 95% (as every table of ttfr says it)."""
     return fmt_summary(summary)
 
 
-def _metric(case: dict, policy: str, name: str) -> dict | None:
-    summary = (case["policies"].get(policy) or {}).get("summary") or {}
-    return summary.get(name)
-
-
 # ------------------------------------------------------------------ amortisation
-def amortisation(cases: list[dict], break_even: list[dict]) -> list[Plot]:
+def amortisation(cases: list[CaseResult], break_even: list[BreakEven]) -> list[Plot]:
     """Cumulative time against calls, one line per backend, per workload/size/dtype: TTFR for
     the first call, then the warm per-call time; bands from both medians' CIs; the break-even
     points of suite.json marked where the slower starter catches up."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[CaseResult]] = {}
     for case in cases:
-        if case["status"] == "failed" or case.get("command"):
+        if case.status == "failed" or case.command:
             continue
-        if not _metric(case, WARM_PROCESS, "call_s"):
+        if not case.figure(WARM_PROCESS, "call_s"):
             continue
-        groups.setdefault((case["workload"], case["size"], case["dtype"], case["dataset"]["id"]), []).append(case)
+        groups.setdefault((case.workload, case.size, case.dtype, case.dataset.id), []).append(case)
     plots = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        policies = [p for p in COLD_POLICIES if sum(1 for c in members if _metric(c, p, "ttfr_s")) >= 2]
+        policies = [p for p in COLD_POLICIES if sum(1 for c in members if c.figure(p, "ttfr_s")) >= 2]
         if not policies:  # one backend: nothing catches up with anything
             continue
         plots.append(_amortisation_plot(workload, size, dtype, dataset, members, policies, break_even))
@@ -117,32 +116,32 @@ def amortisation(cases: list[dict], break_even: list[dict]) -> list[Plot]:
 def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_even) -> Plot:
     plt = _pyplot()
     key = (workload, size, dtype, dataset)
-    rows_here = [r for r in break_even if (r["workload"], r["size"], r["dtype"], r["dataset"]) == key]
+    rows_here = [r for r in break_even if (r.workload, r.size, r.dtype, r.dataset) == key]
     # far enough to see every break-even (and its CI range); without one, far enough to see the lines part
-    reach = max([10_000] + [3 * max(r["calls"], *(c for c in r["calls_range"] if c)) for r in rows_here if r["calls"]])
+    reach = max([10_000] + [3 * max(r.calls, *(c for c in r.calls_range if c)) for r in rows_here if r.calls])
     reach = min(reach, _MAX_CALLS)
     fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
     table = []
     n = _call_grid(reach)
     # Each drawn break-even gets a number, on the plot and in its table row (text beside the
     # circles would overlap when several backends cross close together).
-    drawn = [r for r in rows_here if r["calls"] and r["calls"] <= reach and r["cold_policy"] in policies]
+    drawn = [r for r in rows_here if r.calls and r.calls <= reach and r.cold_policy in policies]
     number = {id(r): i for i, r in enumerate(drawn, 1)}
     for ax, policy in zip(axes[0], policies):
-        for index, case in enumerate(sorted(members, key=lambda c: c["backend"])):
-            cold, warm = _metric(case, policy, "ttfr_s"), _metric(case, WARM_PROCESS, "call_s")
+        for index, case in enumerate(sorted(members, key=lambda c: c.backend)):
+            cold, warm = case.figure(policy, "ttfr_s"), case.figure(WARM_PROCESS, "call_s")
             if not cold:
                 continue
             colour = f"C{index % 10}"
-            ax.plot(n, [cold["median"] + (k - 1) * warm["median"] for k in n], color=colour, label=case["backend"])
+            ax.plot(n, [cold.median + (k - 1) * warm.median for k in n], color=colour, label=case.backend)
             low, high = _ci(cold), _ci(warm)
             if low and high:
                 ax.fill_between(n, [low[0] + (k - 1) * high[0] for k in n], [low[1] + (k - 1) * high[1] for k in n],
                                 color=colour, alpha=0.15, linewidth=0)  # fmt: skip
-            table.append([case["backend"], _POLICY_LABEL[policy], _fmt(cold), _fmt(warm)])
-        for row in (r for r in rows_here if r["cold_policy"] == policy and r["calls"] and r["calls"] <= reach):
-            calls = row["calls"]  # (one beyond the plotted range is said in the table, not drawn off it)
-            y = row["slow_start_ttfr_s"] + (calls - 1) * row["slow_start_call_s"]
+            table.append([case.backend, _POLICY_LABEL[policy], _fmt(cold), _fmt(warm)])
+        for row in (r for r in rows_here if r.cold_policy == policy and r.calls and r.calls <= reach):
+            calls = row.calls  # (one beyond the plotted range is said in the table, not drawn off it)
+            y = row.slow_start_ttfr_s + (calls - 1) * row.slow_start_call_s
             ax.plot([calls], [y], marker="o", markersize=7, markerfacecolor="none", markeredgecolor="black")
             ax.annotate(str(number[id(row)]), (calls, y), textcoords="offset points", xytext=(-4, 6), ha="right",
                         fontsize=8, fontweight="bold")  # fmt: skip
@@ -154,13 +153,13 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         ax.legend(fontsize=7, frameon=False)
     notes = []
     for row in rows_here:
-        span = row["calls_range"]
-        shown = "never" if row["calls"] is None else f"{row['calls']:,}"
-        rng = "" if row["calls"] is None else f" (CI range {_calls(span[0])}–{_calls(span[1])})"
-        if row["calls"] and row["calls"] > reach:
+        span = row.calls_range
+        shown = "never" if row.calls is None else f"{row.calls:,}"
+        rng = "" if row.calls is None else f" (CI range {_calls(span[0])}–{_calls(span[1])})"
+        if row.calls and row.calls > reach:
             rng += f"; beyond the plotted {reach:,} calls"
         marked = f" — circle {number[id(row)]}" if id(row) in number else ""
-        notes.append([f"{row['slow_start']} vs {row['fast_start']}{marked}", _POLICY_LABEL[row["cold_policy"]], "break-even",
+        notes.append([f"{row.slow_start} vs {row.fast_start}{marked}", _POLICY_LABEL[row.cold_policy], "break-even",
                       shown + rng])  # fmt: skip
     note = "Lines: TTFR + (calls − 1) × warm call; bands: both medians' CIs; numbered circles: the break-even rows."
     return Plot(f"Amortisation: {workload} {size} {dtype}", _svg(fig), ["backend", "policy", "TTFR [CI]", "warm call [CI]"],
@@ -177,10 +176,10 @@ def _call_grid(reach: int) -> list[int]:
 
 
 # ------------------------------------------------------------------ cold-start components
-def components(cases: list[dict], policy: str) -> Plot | None:
+def components(cases: list[CaseResult], policy: str) -> Plot | None:
     """Median cold-start components stacked per case (the first call split by stage when known)."""
     # warn cases with figures too (some runs failed); failed ones have none; commands are not split
-    chosen = [c for c in cases if not c.get("command") and _metric(c, policy, "ttfr_s")]
+    chosen = [c for c in cases if not c.command and c.figure(policy, "ttfr_s")]
     if not chosen:
         return None
     plt = _pyplot()
@@ -188,19 +187,22 @@ def components(cases: list[dict], policy: str) -> Plot | None:
     table = []
     labels = []
     for row_index, case in enumerate(chosen):
-        summary = case["policies"][policy].get("summary") or {}
-        stages = case["policies"][policy].get("stages_summary") or {}
+        block = case.policies.get(policy)
+        summary, stages = block.summary, block.stages_summary
+        split = stages != StagesSummary()  # any stage recorded
         left = 0.0
         parts = []
         for key, label in _COMPONENTS:
-            value = (summary.get(key) or {}).get("median")
-            if value is None:
+            figure = named(summary, key)
+            if figure is None:
                 continue
-            if key == "first_call_s" and stages:
+            value = figure.median
+            if key == "first_call_s" and split:
                 start = left
                 for stage, stage_label in _STAGES:
-                    if stage in stages:
-                        width = stages[stage]["median"]
+                    stage_figure = named(stages, stage)
+                    if stage_figure is not None:
+                        width = stage_figure.median
                         ax.barh(row_index, width, left=left, color=_COLOURS[stage], hatch="//", edgecolor="white",
                                 label=f"first call: {stage_label}")  # fmt: skip
                         left += width
@@ -214,8 +216,8 @@ def components(cases: list[dict], policy: str) -> Plot | None:
             ax.barh(row_index, value, left=left, color=_COLOURS[key], label=label)
             left += value
             parts.append(f"{label} {fmt_seconds(value)}")
-        labels.append(case["case"])
-        table.append([case["case"], _fmt(summary.get("ttfr_s")), ", ".join(parts)])
+        labels.append(case.case)
+        table.append([case.case, _fmt(summary.ttfr_s), ", ".join(parts)])
     ax.set_yticks(range(len(chosen)), labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("seconds (medians over fresh processes)")
@@ -227,7 +229,7 @@ def components(cases: list[dict], policy: str) -> Plot | None:
 
 
 # ------------------------------------------------------------------ run distributions
-def distributions(cases: list[dict], policy: str) -> Plot | None:
+def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
     """Every fresh process's TTFR (or every warm process's median call), the median and its CI;
     runs set aside from the figures (contended, or all of a policy that could not measure
     cleanly) drawn as crosses, a flagged first-run outlier ringed. A failed case (no figures)
@@ -236,22 +238,27 @@ def distributions(cases: list[dict], policy: str) -> Plot | None:
     from ttfr.analyse import case_result
 
     metric = "call_s" if policy == WARM_PROCESS else "ttfr_s"
-    key = "procs" if policy == WARM_PROCESS else "runs"
 
-    def value(run):
-        return run.get("median_s") if policy == WARM_PROCESS else run["metrics"].get("ttfr_s")
+    def value(run: RunFigures) -> float | None:
+        if policy == WARM_PROCESS:
+            return None if run.median_s is UNSET else run.median_s
+        return run.metrics.ttfr_s
 
-    chosen = [c for c in cases if c["status"] != "failed" and any(
-        r["outcome"] == "ok" and (value(r) or 0) > 0 for r in (c["policies"].get(policy) or {}).get(key, []))]  # fmt: skip
+    def measured(case: CaseResult) -> list[RunFigures]:
+        block = case.policies.get(policy)
+        return block.measured if block else []
+
+    chosen = [c for c in cases if c.status != "failed" and any(
+        r.outcome == "ok" and (value(r) or 0) > 0 for r in measured(c))]  # fmt: skip
     if not chosen:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
     table = []
     for row_index, case in enumerate(chosen):
-        block = case["policies"][policy]
-        runs = block.get(key, [])
-        ok = [r for r in runs if r["outcome"] == "ok" and (value(r) or 0) > 0]
+        block = case.policies.get(policy)
+        runs = block.measured
+        ok = [r for r in runs if r.outcome == "ok" and (value(r) or 0) > 0]
         headline = {id(r) for r in case_result.headline_runs(runs)}
         used = [value(r) for r in ok if id(r) in headline]
         aside = [value(r) for r in ok if id(r) not in headline]
@@ -260,19 +267,19 @@ def distributions(cases: list[dict], policy: str) -> Plot | None:
             ax.scatter(used, [row_index + o for o in offsets], s=12, color="C0", alpha=0.7, label="run")
         if aside:
             ax.scatter(aside, [row_index] * len(aside), s=24, color="C3", marker="x", label="set aside (contended)")
-        summary = (block.get("summary") or {}).get(metric)
+        summary = block.figure(metric)
         if summary:
-            ax.plot([summary["median"]], [row_index], marker="|", markersize=16, color="black", label="median")
+            ax.plot([summary.median], [row_index], marker="|", markersize=16, color="black", label="median")
             ci = _ci(summary)
-            if ci and summary["n"] > 1:
+            if ci and summary.n > 1:
                 ax.plot(ci, [row_index, row_index], color="black", linewidth=1, label="median's CI")
-        outlier = next((f for f in block.get("flags", []) if f["flag"] == "first_run_outlier"), None)
-        if outlier and outlier["value"] > 0:  # flagged, never removed: ringed where it lies
-            ax.scatter([outlier["value"]], [row_index], s=70, facecolors="none", edgecolors="C1", label="first-run outlier")
+        outlier = next((f for f in block.flags if isinstance(f, FirstRunOutlier)), None)
+        if outlier and outlier.value > 0:  # flagged, never removed: ringed where it lies
+            ax.scatter([outlier.value], [row_index], s=70, facecolors="none", edgecolors="C1", label="first-run outlier")
         shown = [fmt_seconds(value(r)) + ("" if id(r) in headline else "*") for r in ok]
-        table.append([case["case"], _fmt(summary), str(len(used)), str(len(aside)), str(len(runs) - len(ok)),
+        table.append([case.case, _fmt(summary), str(len(used)), str(len(aside)), str(len(runs) - len(ok)),
                       ", ".join(shown)])  # fmt: skip
-    ax.set_yticks(range(len(chosen)), [c["case"] for c in chosen], fontsize=7)
+    ax.set_yticks(range(len(chosen)), [c.case for c in chosen], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("seconds per call (process medians)" if policy == WARM_PROCESS else "TTFR seconds (each fresh process)")
@@ -285,25 +292,25 @@ def distributions(cases: list[dict], policy: str) -> Plot | None:
 
 
 # ------------------------------------------------------------------ HistFactory
-def scaling(rows: list[dict]) -> list[Plot]:
+def scaling(rows: list[ScalingRow]) -> list[Plot]:
     """Warm cost against parameter count (log-log) per engine and workload, with NextStat's
     published CUDA figures as hollow markers (measured elsewhere, other hardware)."""
     plots = []
     plt = _pyplot()
-    for workload in sorted({r["workload"] for r in rows}):
-        mine = [r for r in rows if r["workload"] == workload and r["warm_call_s"] is not None]
+    for workload in sorted({r.workload for r in rows}):
+        mine = [r for r in rows if r.workload == workload and r.warm_call_s is not None]
         if not mine:
             continue
         fig, ax = plt.subplots(figsize=(6, 3.6))
         table = []
-        for index, engine in enumerate(sorted({r["engine"] for r in mine})):
-            points = sorted((r for r in mine if r["engine"] == engine), key=lambda r: r["parameters"])
-            xs = [r["parameters"] for r in points]
-            ys = [r["warm_call_s"] for r in points]
-            low = [r["warm_call_s"] - (r["warm_call_ci_low_s"] or r["warm_call_s"]) for r in points]
-            high = [(r["warm_call_ci_high_s"] or r["warm_call_s"]) - r["warm_call_s"] for r in points]
+        for index, engine in enumerate(sorted({r.engine for r in mine})):
+            points = sorted((r for r in mine if r.engine == engine), key=lambda r: r.parameters)
+            xs = [r.parameters for r in points]
+            ys = [r.warm_call_s for r in points]
+            low = [r.warm_call_s - (r.warm_call_ci_low_s or r.warm_call_s) for r in points]
+            high = [(r.warm_call_ci_high_s or r.warm_call_s) - r.warm_call_s for r in points]
             ax.errorbar(xs, ys, yerr=[low, high], marker="o", color=f"C{index % 10}", label=engine, capsize=2)
-            table += [[engine, str(r["parameters"]), fmt_seconds(r["warm_call_s"]), fmt_seconds(r["ttfr_cold_cache_s"]),
+            table += [[engine, str(r.parameters), fmt_seconds(r.warm_call_s), fmt_seconds(r.ttfr_cold_cache_s),
                        "ours"] for r in points]  # fmt: skip
         reference = [f for f in NEXTSTAT_CUDA_FIGURES if f[1] == workload and f[4] == "s"]
         if reference:
@@ -321,13 +328,14 @@ def scaling(rows: list[dict]) -> list[Plot]:
     return plots
 
 
-def training_losses(cases: list[dict]) -> Plot | None:
+def training_losses(cases: list[CaseResult]) -> Plot | None:
     """The checked 20-step training loop's loss per step, per engine and workspace."""
     series = []
     for case in cases:
-        losses = (((case.get("correctness") or {}).get("train_loop") or {}).get("kde") or {}).get("losses")
-        if losses:
-            series.append((case["case"], losses))
+        train_loop = case.correctness.train_loop if case.correctness else None
+        kde = train_loop.kde if train_loop else None
+        if kde and kde.losses:
+            series.append((case.case, kde.losses))
     if not series:
         return None
     plt = _pyplot()
@@ -344,46 +352,52 @@ def training_losses(cases: list[dict]) -> Plot | None:
 
 
 # ------------------------------------------------------------------ loops
-def loop_timelines(cases: list[dict], rows: list[dict]) -> list[Plot]:
+def _timeline(case: CaseResult | None, policy: str) -> list[TimelineStep]:
+    """The case's loop timeline under the policy a loop row names ([]: no such case, policy or loop summary)."""
+    block = case.policies.get(policy) if case and policy in (*COLD_POLICIES, WARM_PROCESS) else None
+    summary = named(block, "loop_summary") if block else None  # (a warm process has none)
+    return summary.timeline if summary else []
+
+
+def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
     """Per loop family, backend, dtype and policy: each strategy's per-iteration median time
     (recompiles marked ▲), and its total cost against loop length k."""
-    by_id = {c["case"]: c for c in cases}
-    groups: dict[tuple, list[dict]] = {}
+    by_id = {c.case: c for c in cases}
+    groups: dict[tuple, list[LoopRow]] = {}
     for row in rows:
-        groups.setdefault((row["loop"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+        groups.setdefault((row.loop, row.backend, row.dtype, row.policy), []).append(row)
     plots = []
     plt = _pyplot()
     for (loop, backend, dtype, policy), members in sorted(groups.items()):
         fig, (timeline_ax, cost_ax) = plt.subplots(1, 2, figsize=(9.5, 3.4))
         table = []
         for index, row in enumerate(members):
-            summary = ((by_id.get(row["case"]) or {}).get("policies", {}).get(policy) or {}).get("loop_summary") or {}
             colour = f"C{index % 10}"
-            label = f"{row['strategy']} (size {row['size']})"
+            label = f"{row.strategy} (size {row.size})"
             # x: the iteration's own number (an ahead-of-time phase at 0, an entry without a time skipped
             # without shifting the others)
             points, k = [], 0
-            for entry in summary.get("timeline", []):
-                x = 0 if entry.get("ahead") else k + 1
-                k += 0 if entry.get("ahead") else 1
-                if entry.get("s") and entry["s"]["median"] > 0:
-                    points.append((x, entry["s"]["median"], bool(entry.get("compiles"))))
+            for entry in _timeline(by_id.get(row.case), policy):
+                x = 0 if entry.ahead else k + 1
+                k += 0 if entry.ahead else 1
+                if entry.s and entry.s.median > 0:
+                    points.append((x, entry.s.median, bool(entry.compiles)))
             if points:
                 timeline_ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, label=label, linewidth=1)
                 compiled = [(x, y) for x, y, c in points if c]
                 if compiled:
                     timeline_ax.scatter(*zip(*compiled), marker="^", color=colour, s=18)
-            curve = row.get("cost_curve") or []
-            if len(curve) == 1 and row["size"] > 1:  # a batched loop: one call for all K, a point at k = K
-                curve = [{"k": row["size"], "s": curve[0]["s"]}]
+            curve = row.cost_curve or []
+            if len(curve) == 1 and row.size > 1:  # a batched loop: one call for all K, a point at k = K
+                curve = [CostPoint(k=row.size, s=curve[0].s)]
             if curve:
                 marker = "o" if len(curve) == 1 else None
-                cost_ax.plot([p["k"] for p in curve], [p["s"] for p in curve], color=colour, label=label, marker=marker)
-            total = row["total_s"]
-            table.append([row["strategy"], str(row["size"]), _fmt(total), str(row["compiles"]),
-                          "—" if row["vs_naive"] is None else f"{row['vs_naive']:.2f}×",
-                          _calls(row["overtakes_naive_at_k"]) if row["strategy"] != "naive" else "—",
-                          ", ".join(f"{p['k']}: {fmt_seconds(p['s'])}" for p in curve) or "—",
+                cost_ax.plot([p.k for p in curve], [p.s for p in curve], color=colour, label=label, marker=marker)
+            total = row.total_s
+            table.append([row.strategy, str(row.size), _fmt(total), str(row.compiles),
+                          "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",
+                          _calls(row.overtakes_naive_at_k) if row.strategy != "naive" else "—",
+                          ", ".join(f"{p.k}: {fmt_seconds(p.s)}" for p in curve) or "—",
                           ", ".join(f"{x}: {fmt_seconds(y)}{' ▲' if c else ''}" for x, y, c in points) or "—"])  # fmt: skip
         timeline_ax.set_yscale("log")
         timeline_ax.set_xlabel("iteration (0: ahead of the loop)")

@@ -18,10 +18,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ttfr.analyse import contention
-from ttfr.analyse.figures import headline
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
+from ttfr.model.case import CaseResult, ColdSummary, named
+from ttfr.model.journal import JournalEntry
+from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
+from ttfr.model.suite import SuiteResult
 from ttfr.report.markdown import fmt_seconds, precision_headline
 
 
@@ -108,7 +111,7 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.update(self.bar, description=_describe(task), eta=self._eta())
 
-    def task_finished(self, task: Task, entry: dict | None) -> None:
+    def task_finished(self, task: Task, entry: JournalEntry | None) -> None:
         self.remaining.pop(task.key, None)
         self.count += 1
         if entry is not None and self.started_at is not None:
@@ -116,7 +119,7 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.update(self.bar, advance=1, eta=self._eta())
         elif entry is not None:
-            detail = entry["outcome"] + (f" ({printable(entry['reason'])})" if entry["reason"] else "")
+            detail = entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else "")
             line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
             self.console.print(line, markup=False, highlight=False)
 
@@ -135,43 +138,43 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def print_summary(console: Console, suite: dict, cases: list[dict], result_path) -> None:
-    table = Table(title=f"ttfr {suite['snapshot_id']} ({suite['state']})", show_lines=False)
+def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult], result_path) -> None:
+    table = Table(title=f"ttfr {suite.snapshot_id} ({suite.state})", show_lines=False)
     for column in ("case", "status", "TTFR cold cache", "TTFR warm cache", "warm call", "cache check", "reason"):
         table.add_column(column, overflow="fold")
     for case in cases:
-        figures = headline(case)
-        verdicts = sorted({p["cache_verification"]["verdict"] for p in case["policies"].values() if "cache_verification" in p})
+        figures = case.headline()
+        verdicts = sorted({policy.cache_verification.verdict for _name, policy in case.policies.cold()})
         table.add_row(
-            case["case"],
-            f"[{_STATUS_STYLE[case['status']]}]{case['status']}[/]",
-            fmt_seconds(figures["ttfr_cold_cache_median_s"]),
-            fmt_seconds(figures["ttfr_warm_cache_median_s"]),
-            fmt_seconds(figures["warm_call_median_s"]),
+            case.case,
+            f"[{_STATUS_STYLE[case.status]}]{case.status}[/]",
+            fmt_seconds(figures.ttfr_cold_cache_median_s),
+            fmt_seconds(figures.ttfr_warm_cache_median_s),
+            fmt_seconds(figures.warm_call_median_s),
             ", ".join(verdicts) or "—",
-            Text(printable(case["reason"] or "")),  # free text (a program's output): never markup
+            Text(printable(case.reason or "")),  # free text (a program's output): never markup
         )
     console.print(table)
-    summary = suite["summary"]
-    worst = summary["worst_case"]
+    summary = suite.summary
+    worst = summary.worst_case
     console.print(
-        f"{summary['n_ok']} ok, {summary['n_warn']} warn, {summary['n_failed']} failed"
-        + (f", {summary['n_pending']} pending" if summary["n_pending"] else "")
-        + (f"; worst TTFR {worst['case']} {fmt_seconds(worst['ttfr_median_s'])}" if worst else "")
+        f"{summary.n_ok} ok, {summary.n_warn} warn, {summary.n_failed} failed"
+        + (f", {summary.n_pending} pending" if summary.n_pending else "")
+        + (f"; worst TTFR {worst.case} {fmt_seconds(worst.ttfr_median_s)}" if worst else "")
     )
-    if suite.get("precision"):
-        bought = suite["precision"]
-        counts = bought["summary"]
-        style = "green" if 0 < counts["met"] == counts["statistics"] else "yellow"
+    if suite.precision:
+        bought = suite.precision
+        counts = bought.summary
+        style = "green" if 0 < counts.met == counts.statistics else "yellow"
         console.print(precision_headline(bought), style=style, markup=False, highlight=False)
-        missed = [s for s in bought["statistics"] if s["state"] != "met"]
+        missed = [s for s in bought.statistics if s.state != "met"]
         for item in missed[:5]:
-            width = "no 95% interval" if item["half_width"] is None else f"±{item['half_width']:.1%}"
-            console.print(f"  {item['state']}: {item['case']} {item['policy']} {width} from {item['n']} runs",
+            width = "no 95% interval" if item.half_width is None else f"±{item.half_width:.1%}"
+            console.print(f"  {item.state}: {item.case} {item.policy} {width} from {item.n} runs",
                           markup=False, highlight=False)  # fmt: skip
         if len(missed) > 5:
             console.print(f"  and {len(missed) - 5} more: see Precision in report.md", markup=False, highlight=False)
-    for text, style in loop_lines(suite.get("loops", [])):
+    for text, style in loop_lines(suite.loops or []):
         console.print(text, style=style, markup=False, highlight=False)
     line = contention.health_line(contention.machine_health(cases))
     if line:
@@ -179,36 +182,36 @@ def print_summary(console: Console, suite: dict, cases: list[dict], result_path)
     console.print(f"results: {result_path}", markup=False, highlight=False)
 
 
-def _count(row: dict) -> str:
-    if row["compiles"] is None:
-        return "no compile count" if row["expected_compiles"] is None else "compile counts that differ between runs"
-    return f"{row['compiles']} compiles"
+def _count(row: LoopRow) -> str:
+    if row.compiles is None:
+        return "no compile count" if row.expected_compiles is None else "compile counts that differ between runs"
+    return f"{row.compiles} compiles"
 
 
-def loop_lines(rows: list[dict]) -> list[tuple[str, str | None]]:
+def loop_lines(rows: list[LoopRow]) -> list[tuple[str, str | None]]:
     """Per loop, backend, size and cold policy: the strategy with the lowest total against
     naive's; and every compile count off its strategy's expectation (yellow)."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[LoopRow]] = {}
     for row in rows:
-        groups.setdefault((row["loop"], row["size"], row["backend"], row["dtype"], row["policy"]), []).append(row)
+        groups.setdefault((row.loop, row.size, row.backend, row.dtype, row.policy), []).append(row)
     lines = []
     for (loop, size, backend, dtype, policy), members in groups.items():
-        naive = next((r for r in members if r["strategy"] == "naive"), None)
-        others = [r for r in members if r["strategy"] != "naive"]
+        naive = next((r for r in members if r.strategy == "naive"), None)
+        others = [r for r in members if r.strategy != "naive"]
         if not others:
             continue
         head = f"loop {loop} {size} on {backend} {dtype}, {policy}: "
-        compared = [r for r in others if r["vs_naive"] is not None] if naive else []
+        compared = [r for r in others if r.vs_naive is not None] if naive else []
         if not compared:  # naive's or every strategy's total missing: failed, or runs set aside as contended
             lines.append((head + "no totals to compare (see Loops in report.md)", "yellow"))
             continue
-        best = min(compared, key=lambda r: r["vs_naive"])
-        lines.append((head + f"best {best['strategy']} at {best['vs_naive']:.2f}× naive's total "
+        best = min(compared, key=lambda r: r.vs_naive)
+        lines.append((head + f"best {best.strategy} at {best.vs_naive:.2f}× naive's total "
                       f"({_count(best)} against {_count(naive)})", None))  # fmt: skip
     for row in rows:
-        if row["expected_compiles"] is not None and row["compiles"] != row["expected_compiles"]:
-            lines.append((f"compile count off: {row['case']} {row['policy']}: {_count(row)}, "
-                          f"{row['strategy']} expects {row['expected_compiles']}", "yellow"))  # fmt: skip
+        if row.expected_compiles is not None and row.compiles != row.expected_compiles:
+            lines.append((f"compile count off: {row.case} {row.policy}: {_count(row)}, "
+                          f"{row.strategy} expects {row.expected_compiles}", "yellow"))  # fmt: skip
     return lines
 
 
@@ -330,7 +333,7 @@ _BAR_PARTS = (("interpreter_s", "interpreter", "grey50"), ("import_s", "import",
 _BAR_WIDTH = 32
 
 
-def component_bar(summary: dict, scale_s: float, width: int = _BAR_WIDTH) -> Text:
+def component_bar(summary: ColdSummary, scale_s: float, width: int = _BAR_WIDTH) -> Text:
     """One line of coloured blocks: the medians of a case's cold-start components, `scale_s`
     seconds to the full width (so the bars of a table compare)."""
     bar = Text()
@@ -338,7 +341,8 @@ def component_bar(summary: dict, scale_s: float, width: int = _BAR_WIDTH) -> Tex
         return bar
     total = used = 0
     for key, _label, colour in _BAR_PARTS:  # cumulative rounding: the bar's length is the sum's
-        value = (summary.get(key) or {}).get("median")
+        figure = named(summary, key)
+        value = figure.median if figure else None
         if not value:
             continue
         total += value
@@ -359,27 +363,28 @@ def print_report(console: Console, result) -> None:
     rows = []
     for case in cases:
         for policy in COLD_POLICIES:
-            summary = (case["policies"].get(policy) or {}).get("summary") or {}
-            if summary.get("ttfr_s"):
-                rows.append((case, policy, summary))
-    scale = max((s["ttfr_s"]["median"] for _c, _p, s in rows), default=0.0)
+            block = case.policies.get(policy)
+            if block and block.summary.ttfr_s:
+                rows.append((case, policy, block.summary))
+    scale = max((s.ttfr_s.median for _c, _p, s in rows), default=0.0)
     # the bar never wraps: its cells shrink with the terminal (the other columns need ~90)
     width = max(8, min(_BAR_WIDTH, console.width - 92))
-    table = Table(title=f"ttfr {suite['snapshot_id']} ({suite['state']})")
+    table = Table(title=f"ttfr {suite.snapshot_id} ({suite.state})")
     for column in ("case", "status", "policy", "TTFR", "warm call"):
         table.add_column(column, overflow="fold")
     table.add_column(f"components (bar: {fmt_seconds(scale)})" if scale else "components", no_wrap=True, min_width=width)
     for case in cases:
-        warm = ((case["policies"].get(WARM_PROCESS) or {}).get("summary") or {}).get("call_s")
-        warm_text = fmt_seconds(warm["median"]) if warm else "—"
-        status = Text(case["status"], style=_STATUS_STYLE[case["status"]])
+        warm = case.figure(WARM_PROCESS, "call_s")
+        warm_text = fmt_seconds(warm.median) if warm else "—"
+        status = Text(case.status, style=_STATUS_STYLE[case.status])
         mine = [r for r in rows if r[0] is case]
         for _case, policy, summary in mine:
-            table.add_row(case["case"], status, policy.split("/")[-1], fmt_seconds(summary["ttfr_s"]["median"]), warm_text,
+            table.add_row(case.case, status, policy.split("/")[-1], fmt_seconds(summary.ttfr_s.median), warm_text,
                           component_bar(summary, scale, width))  # fmt: skip
         if not mine:
-            why = case["reason"] or next((f["reason"] for f in case["flags"] if f.get("reason")), None)
-            table.add_row(case["case"], status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
+            # the first flag that gives a reason (could_not_measure_cleanly)
+            why = case.reason or next((reason for f in case.flags if (reason := getattr(f, "reason", None))), None)
+            table.add_row(case.case, status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
     console.print(table)
     legend = Text("components: ")
     for _key, label, colour in _BAR_PARTS:

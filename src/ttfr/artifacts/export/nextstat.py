@@ -25,6 +25,8 @@ from ttfr.artifacts.store import StorageError, write_json
 from ttfr.child.workloads import dataset_sha256, user_case
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, user_cases
+from ttfr.model.base import encode
+from ttfr.model.case import CaseResult, ColdPolicy, RunFigures
 from ttfr.model.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
@@ -41,15 +43,21 @@ def _min_median_p95(values) -> dict | None:
     return {"min": float(x.min()), "median": float(np.median(x)), "p95": float(np.percentile(x, 95))}
 
 
-def _cold_timing(case: dict, policy: str) -> dict:
-    runs = (case["policies"].get(policy) or {}).get("runs", [])
-    complete = [r for r in runs if r["outcome"] == "ok" and all(r["metrics"][m] is not None for m in _COLD_FIELDS.values())]
-    if case["status"] == "failed":
+def _cold_runs(case: CaseResult, policy: str) -> list[RunFigures]:
+    """The runs of the cold policy a NextStat case carries (none when the case did not run it)."""
+    block = case.policies.get(policy)
+    return block.runs if isinstance(block, ColdPolicy) else []
+
+
+def _cold_timing(case: CaseResult, policy: str) -> dict:
+    runs = _cold_runs(case, policy)
+    complete = [r for r in runs if r.outcome == "ok" and all(getattr(r.metrics, m) is not None for m in _COLD_FIELDS.values())]
+    if case.status == "failed":
         complete = []
     cold = {
         "n_runs": len(complete),
         "runs": [
-            {**{name: r["metrics"][metric] for name, metric in _COLD_FIELDS.items()}, "status": "ok", "reason": ""}
+            {**{name: getattr(r.metrics, metric) for name, metric in _COLD_FIELDS.items()}, "status": "ok", "reason": ""}
             for r in complete
         ],
     }
@@ -59,18 +67,18 @@ def _cold_timing(case: dict, policy: str) -> dict:
         ("ttfr_s", "ttfr_s"),
         ("total_s", "process_s"),
     ):
-        summary = _min_median_p95([r["metrics"][metric] for r in complete])
+        summary = _min_median_p95([getattr(r.metrics, metric) for r in complete])
         if summary:
             cold[name] = summary
     return cold
 
 
-def _warm_timing(case: dict) -> dict:
-    block = case["policies"].get(WARM_PROCESS)
-    if not block or case["status"] == "failed":
-        reason = "warm-process not measured" if not block else case["reason"]
+def _warm_timing(case: CaseResult) -> dict:
+    block = case.policies.get(WARM_PROCESS)
+    if not block or case.status == "failed":
+        reason = "warm-process not measured" if not block else case.reason
         return {"n_iters": 0, "calls_s": [], "status": "failed" if block else "warn", "reason": reason}
-    samples = [s for p in block["procs"] if p["outcome"] == "ok" for s in p["samples_s"]]
+    samples = [s for p in block.procs if p.outcome == "ok" for s in p.samples_s]
     warm = {"n_iters": len(samples), "calls_s": samples, "status": "ok" if samples else "failed", "reason": ""}
     summary = _min_median_p95(samples)
     if summary:
@@ -78,9 +86,9 @@ def _warm_timing(case: dict) -> dict:
     return warm
 
 
-def _meta(manifest: dict, case: dict) -> dict:
+def _meta(manifest: dict, case: CaseResult) -> dict:
     runtimes = manifest["runtimes"]
-    versions = case.get("versions") or {}
+    versions = case.versions
     return {
         "python": manifest["python"]["version"],
         "platform": manifest["os"]["platform"],
@@ -89,38 +97,44 @@ def _meta(manifest: dict, case: dict) -> dict:
     }
 
 
-def case_record(case: dict, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
-    dataset = dict(case["dataset"])
+def _warm_iters(case: CaseResult) -> int:
+    """Every sample of every warm process, ok or not."""
+    block = case.policies.get(WARM_PROCESS)
+    return sum(len(p.samples_s or []) for p in block.procs) if block else 0
+
+
+def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
+    dataset = encode(case.dataset)
     if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
-        info = catalog.WORKLOADS[case["workload"]]
+        info = catalog.WORKLOADS[case.workload]
         if info.source:  # a user's case (registered from the plan's case files): its own inputs
             user_case.load(info.source, info.name)
-        dataset["sha256"] = dataset_sha256(info.child_module, case["size"], case["dtype"], case["config"]["seed"])
+        dataset["sha256"] = dataset_sha256(info.child_module, case.size, case.dtype, case.config.seed)
     cold = _cold_timing(case, cold_policy)
-    reason = case["reason"]
-    failed_runs = [r for r in (case["policies"].get(cold_policy) or {}).get("runs", []) if r["outcome"] != "ok"]
-    if failed_runs and case["status"] != "failed":
+    reason = case.reason
+    failed_runs = [r for r in _cold_runs(case, cold_policy) if r.outcome != "ok"]
+    if failed_runs and case.status != "failed":
         reason = (reason + "; " if reason else "") + f"{len(failed_runs)} cold run(s) failed and are not listed"
-    device = case.get("device")
+    device = case.device
     return {
         "schema_version": RESULT_SCHEMA,
         "suite": "ml",
-        "case": case["case"],
+        "case": case.case,
         "deterministic": deterministic,
-        "status": case["status"],
+        "status": case.status,
         "reason": reason,
         "meta": _meta(manifest, case),
         "dataset": dataset,
         "config": {
-            "backend": case["backend"],
-            "workload": case["workload"],
-            "n": case["size"],
-            "dtype": case["dtype"],
+            "backend": case.backend,
+            "workload": case.workload,
+            "n": case.size,
+            "dtype": case.dtype,
             "cold_runs": cold["n_runs"],
-            "warm_iters": sum(len(p.get("samples_s", [])) for p in (case["policies"].get(WARM_PROCESS) or {}).get("procs", [])),
+            "warm_iters": _warm_iters(case),
             "cache_policy": cold_policy,
         },
-        "device": {k: device[k] for k in ("platform", "kind", "count")} if device else None,
+        "device": {"platform": device.platform, "kind": device.kind, "count": device.count} if device else None,
         "timing": {"cold": cold, "warm": _warm_timing(case)},
     }
 
@@ -151,29 +165,29 @@ def _register_planned_cases(root: Path) -> None:
     user_cases.register_recorded([(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()])
 
 
-def commands_left_out(cases: list[dict]) -> list[str]:
+def commands_left_out(cases: list[CaseResult]) -> list[str]:
     """Command cases (`ttfr run --command`): NextStat's ml contract describes a workload on a
     dataset, and a program has neither, so they are not exported."""
-    return [c["case"] for c in cases if c.get("command")]
+    return [c.case for c in cases if c.command]
 
 
 def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest = verified.suite, verified.manifest
     left_out = commands_left_out(verified.cases)
-    cases = [c for c in verified.cases if c["case"] not in left_out]
+    cases = [c for c in verified.cases if c.case not in left_out]
     if not cases:
         raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(left_out)}): NextStat's ml "
                          "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
-    if any(not c["dataset"]["sha256"] and c["workload"] not in catalog.WORKLOADS for c in cases):
+    if any(not c.dataset.sha256 and c.workload not in catalog.WORKLOADS for c in cases):
         _register_planned_cases(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
     # Every record first: a case that cannot be exported stops the export before any file is written.
-    records = [(case, case_record(case, manifest, suite["deterministic"], cold_policy)) for case in cases]
+    records = [(case, case_record(case, manifest, suite.deterministic, cold_policy)) for case in cases]
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None
     for case, record in records:
-        path = dest / f"{case['case']}.json"
+        path = dest / f"{case.case}.json"
         digest = write_json(path, record)
         written.append(path)
         counts[record["status"]] += 1
@@ -181,15 +195,15 @@ def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
         call = record["timing"]["warm"].get("call_s")
         if ttfr and call:
             refs.append({
-                "case": case["case"], "path": path.name, "sha256": digest, "status": record["status"],
+                "case": case.case, "path": path.name, "sha256": digest, "status": record["status"],
                 "cold_ttfr_median_s": ttfr["median"], "warm_call_median_s": call["median"],
             })  # fmt: skip
             if worst is None or ttfr["median"] > worst[1]:
-                worst = (case["case"], ttfr["median"])
+                worst = (case.case, ttfr["median"])
     index = {
         "schema_version": SUITE_SCHEMA,
         "suite": "ml",
-        "deterministic": suite["deterministic"],
+        "deterministic": suite.deterministic,
         "meta": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
         "cases": refs,
         "summary": {

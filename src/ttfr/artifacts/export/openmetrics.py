@@ -27,7 +27,9 @@ from ttfr.analyse import case_result, stats
 from ttfr.artifacts.export import tidy
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import write_bytes_atomic
+from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
+from ttfr.model.summary import Summary
 
 FORMATS = ("openmetrics", "prometheus")
 _CASE_LABELS = ["case", "backend", "workload", "size", "dtype"]
@@ -35,8 +37,8 @@ _QUANTILES = (("0", "min"), ("0.5", "median"), ("0.95", "p95"), ("1", "max"))
 _STATUSES = ("ok", "warn", "failed")
 
 
-def _labels(case: dict) -> list[str]:
-    return [case["case"], case["backend"], case["workload"], str(case["size"]), case["dtype"]]
+def _labels(case: CaseResult) -> list[str]:
+    return [case.case, case.backend, case.workload, str(case.size), case.dtype]
 
 
 class _Snapshot:
@@ -48,9 +50,9 @@ class _Snapshot:
     def collect(self):
         suite, cases = self.verified.suite, self.verified.cases
         info = InfoMetricFamily("ttfr_snapshot", "the ttfr snapshot these figures come from")
-        info.add_metric([], {"snapshot_id": suite["snapshot_id"], "created_at": suite["created_at"],
-                             "ttfr_version": suite["ttfr_version"], "profile": suite["profile"],
-                             "state": suite["state"]})  # fmt: skip
+        info.add_metric([], {"snapshot_id": suite.snapshot_id, "created_at": suite.created_at,
+                             "ttfr_version": suite.ttfr_version, "profile": suite.profile,
+                             "state": suite.state})  # fmt: skip
         yield info
         ttfr = GaugeMetricFamily("ttfr_ttfr_seconds", "time to first result of fresh processes (spawn to first result)",
                                  labels=[*_CASE_LABELS, "policy", "quantile"])  # fmt: skip
@@ -66,32 +68,32 @@ class _Snapshot:
         status = StateSetMetricFamily("ttfr_case_status", "the case's status", labels=_CASE_LABELS)
         for case in cases:
             labels = _labels(case)
-            status.add_metric(labels, {name: case["status"] == name for name in _STATUSES})
-            peak = (case.get("memory") or {}).get("peak_rss_bytes")
+            status.add_metric(labels, {name: case.status == name for name in _STATUSES})
+            peak = case.memory.peak_rss_bytes
             if peak:
-                rss.add_metric(labels, peak["median"])
-            for policy, block in case["policies"].items():
+                rss.add_metric(labels, peak.median)
+            for policy, block in case.policies.items():
                 if policy == WARM_PROCESS:
-                    _quantiles(warm, labels, (block.get("summary") or {}).get("call_s"))
+                    _quantiles(warm, labels, block.figure("call_s"))
                     continue
-                summary = (block.get("summary") or {}).get("ttfr_s")
+                summary = block.figure("ttfr_s")
                 _quantiles(ttfr, [*labels, policy], summary)
                 if summary:
-                    runs.add_metric([*labels, policy], summary["n"])
-                if case["status"] != "failed":  # a failed case has no figures (its summaries are null)
-                    chosen = case_result.headline_runs(block.get("runs", []))
+                    runs.add_metric([*labels, policy], summary.n)
+                if case.status != "failed":  # a failed case has no figures (its summaries are null)
+                    chosen = case_result.headline_runs(block.runs)
                     _quantiles(compile_s, [*labels, policy], stats.summarize([tidy.compile_seconds(r) for r in chosen]))
-                verification = block.get("cache_verification") or {}
-                hits, misses = verification.get("hits_total"), verification.get("misses_total")
+                verification = block.cache_verification
+                hits, misses = verification.hits_total, verification.misses_total
                 if hits is not None and misses is not None and hits + misses > 0:
                     hit_ratio.add_metric([*labels, policy], hits / (hits + misses))
         yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
 
 
-def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: dict | None) -> None:
+def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: Summary | None) -> None:
     if summary:
         for quantile, key in _QUANTILES:
-            family.add_metric([*labels, quantile], summary[key])
+            family.add_metric([*labels, quantile], getattr(summary, key))
 
 
 def render(verified: VerifiedResult, fmt: str = "openmetrics") -> bytes:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, STAGE_METRICS, USER_IMPORT
+from ttfr.model.base import UNSET
+from ttfr.model.case import CaseResult, RunFigures, named
 from ttfr.model.policies import WARM_PROCESS
 
 COLUMNS = ("snapshot", "case", "backend", "workload", "size", "dtype", "policy", "kind", "run", "round", "sample",
@@ -21,65 +23,65 @@ _CACHE = ("hits", "misses", "entries_before", "entries_after")
 COMPILE_STAGES = ("trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s")
 
 
-def compile_seconds(run: dict) -> float | None:
+def compile_seconds(run: RunFigures) -> float | None:
     """A run's compile time: the sum of its compile stages (None: none recorded)."""
-    stages = [run.get("stages", {}).get(name) for name in COMPILE_STAGES]
+    stages = [named(run.stages, name) for name in COMPILE_STAGES]
     present = [s for s in stages if s is not None]
     return sum(present) if present else None
 
 
-def rows(snapshot: str, cases: list[dict]):
+def rows(snapshot: str, cases: list[CaseResult]):
     """Yield one dict per (run, metric) of every case (COLUMNS are its keys)."""
     for case in cases:
-        where = {"snapshot": snapshot, "case": case["case"], "backend": case["backend"], "workload": case["workload"],
-                 "size": case["size"], "dtype": case["dtype"]}  # fmt: skip
-        for policy, block in case["policies"].items():
+        where = {"snapshot": snapshot, "case": case.case, "backend": case.backend, "workload": case.workload,
+                 "size": case.size, "dtype": case.dtype}  # fmt: skip
+        for policy, block in case.policies.items():
             if policy == WARM_PROCESS:
-                for proc in block.get("procs", []):
+                for proc in block.procs:
                     yield from _process_rows({**where, "policy": policy}, proc)
             else:
-                for run in block.get("runs", []):
+                for run in block.runs:
                     yield from _run_rows({**where, "policy": policy}, run)
 
 
-def _row(where: dict, item: dict, kind: str, metric: str, value, unit: str, sample="") -> dict:
-    return {**where, "kind": kind, "run": item["index"], "round": item["round"], "sample": sample,
-            "outcome": item["outcome"], "contended": _contended(item), "metric": metric,
+def _row(where: dict, item: RunFigures, kind: str, metric: str, value, unit: str, sample="") -> dict:
+    return {**where, "kind": kind, "run": item.index, "round": item.round, "sample": sample,
+            "outcome": item.outcome, "contended": _contended(item), "metric": metric,
             "value": "" if value is None else value, "unit": unit}  # fmt: skip
 
 
-def _contended(item: dict) -> str:
-    if item.get("outcome") != "ok":
+def _contended(item: RunFigures) -> str:
+    if item.outcome != "ok":
         return ""
     return "true" if contention.is_contended(item) else "false"
 
 
-def _run_rows(where: dict, run: dict):
-    metrics = run["metrics"]
-    for name in (*COLD_METRICS, USER_IMPORT):
-        if name in metrics:
-            yield _row(where, run, "cold_run", name, metrics[name], "s")
-    for name in STAGE_METRICS:
-        if name in run.get("stages", {}):
-            yield _row(where, run, "cold_run", f"stage_{name}", run["stages"][name], "s")
+def _recorded(struct, names):
+    """(name, value) of the fields a record holds, in `names`' order: an absent one (UNSET) is
+    left out, a null one kept (its row says there was no figure)."""
+    for name in names:
+        value = getattr(struct, name, UNSET)
+        if value is not UNSET:
+            yield name, value
+
+
+def _run_rows(where: dict, run: RunFigures):
+    for name, value in _recorded(run.metrics, (*COLD_METRICS, USER_IMPORT)):
+        yield _row(where, run, "cold_run", name, value, "s")
+    for name, value in _recorded(run.stages, STAGE_METRICS):
+        yield _row(where, run, "cold_run", f"stage_{name}", value, "s")
     compile_s = compile_seconds(run)
     if compile_s is not None:
         yield _row(where, run, "cold_run", "compile_s", compile_s, "s")
-    resources = run.get("resources") or {}
-    for name, unit in _RESOURCES.items():
-        if name in resources:
-            yield _row(where, run, "cold_run", name, resources[name], unit)
-    cache = run.get("cache") or {}
-    for name in _CACHE:
-        if name in cache:
-            yield _row(where, run, "cold_run", f"cache_{name}", cache[name], "count")
+    for name, value in _recorded(run.resources, _RESOURCES):
+        yield _row(where, run, "cold_run", name, value, _RESOURCES[name])
+    for name, value in _recorded(run.cache, _CACHE):
+        yield _row(where, run, "cold_run", f"cache_{name}", value, "count")
 
 
-def _process_rows(where: dict, proc: dict):
-    yield _row(where, proc, "warm_process", "call_s", proc.get("median_s"), "s")
-    for position, sample in enumerate(proc.get("samples_s") or []):
+def _process_rows(where: dict, proc: RunFigures):
+    yield _row(where, proc, "warm_process", "call_s", named(proc, "median_s"), "s")
+    for position, sample in enumerate(proc.samples_s or []):
         yield _row(where, proc, "warm_sample", "call_s", sample, "s", sample=position)
-    resources = proc.get("resources") or {}
-    for name, unit in _RESOURCES.items():
-        if name in resources:
-            yield _row(where, proc, "warm_process", name, resources[name], unit)
+    for name, value in _recorded(proc.resources, _RESOURCES):
+        yield _row(where, proc, "warm_process", name, value, _RESOURCES[name])
