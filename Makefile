@@ -14,7 +14,7 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow
 
-.PHONY: install run test test-fast test-rest test-slurm bench lint clean chromium
+.PHONY: install run test test-fast test-rest test-slurm bench lint clean chromium schemas
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cold_overhead.py
 	$(BIN)/python benchmarks/warm_overhead.py
 	$(BIN)/python benchmarks/import_agreement.py
+
+# The JSON Schemas of ttfr's artifacts, generated from its model's types (tests/test_schemas.py
+# fails when the committed files are not what the types give).
+schemas: $(STAMP)
+	$(BIN)/python -m ttfr.model.schemas src/ttfr/artifacts/schemas
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

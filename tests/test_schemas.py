@@ -1,0 +1,37 @@
+"""The JSON Schemas ttfr ships are generated from the types of its model: a change to a type
+that is not regenerated (`make schemas`), or a hand edit of a schema, fails here."""
+
+import json
+
+import jsonschema
+import pytest
+
+from ttfr.artifacts.store import load_schema
+from ttfr.model import schemas
+
+
+@pytest.mark.parametrize("name", sorted(schemas.GENERATED))
+def test_the_committed_schema_is_what_the_types_give(name):
+    assert load_schema(name) == schemas.generate(name), "run `make schemas` and commit the result"
+
+
+@pytest.mark.parametrize("name", sorted(schemas.GENERATED))
+def test_every_generated_schema_is_a_valid_draft_2020_12_schema(name):
+    jsonschema.Draft202012Validator.check_schema(schemas.generate(name))
+
+
+def test_the_between_fields_rule_is_in_the_schema_and_the_type():
+    """An ok case has no reason; any other status has one: both the schema and the type say so."""
+    from msgspec import ValidationError
+
+    from conftest import make_case
+    from ttfr.artifacts.store import schema_errors
+    from ttfr.model.base import decode, encode
+    from ttfr.model.case import CaseResult
+
+    case = encode(make_case())
+    case["reason"] = "why not"
+    assert any("reason" in e for e in schema_errors(case, "ttfr.case_result.v1"))
+    with pytest.raises(ValidationError, match="an ok case has no reason"):
+        decode(case, CaseResult)
+    assert json.dumps(schemas.generate("ttfr.case_result.v1")).count('"if"') == 1
