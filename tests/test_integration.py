@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import SHARED_SCHEMAS, have
+from conftest import SHARED_SCHEMAS, have, ok_unless_busy
 from determinism import deterministic_view, journal_view, suite_view
 
 from ttfr.artifacts.reader import validate_dir
@@ -56,7 +56,7 @@ def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
     assert suite["state"] == "complete"
     for case_id in ("numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32", "jax_jit_cpu_fused_chain_64_f32"):
         case = cases[case_id]
-        assert case["status"] == "ok", case["reason"]
+        assert ok_unless_busy(case), case["reason"]
         assert set(case["policies"]) == {"cold-process/cold-cache", "cold-process/warm-cache", "warm-process"}
         assert case["correctness"]["passed"]
         # The runs' own figures: a busy machine may set runs aside and leave the summaries null.
@@ -133,10 +133,12 @@ def test_nextstat_export_validates_against_the_published_schemas(small_suite, tm
     for path in files:
         record = json.loads(path.read_text())
         jsonschema.Draft202012Validator(result_schema).validate(record)
-        if record["status"] == "warn":
+        if record["status"] == "warn" and not ok_unless_busy(record):  # unavailable: nothing ran
             assert record["timing"]["cold"]["runs"] == [] and record["timing"]["warm"]["calls_s"] == []
-        else:
+        elif "ttfr_s" in record["timing"]["cold"]:  # absent only where a busy machine left no clean run
             assert record["timing"]["cold"]["ttfr_s"]["median"] > 0
+        else:
+            assert ok_unless_busy(record) and record["timing"]["cold"]["runs"] == []
     listed = {c["case"] for c in suite["cases"]}
     assert "jax_jit_cpu_matmul_64_f32" in listed and "jax_jit_gpu_matmul_64_f32" not in listed
     import hashlib
@@ -189,7 +191,8 @@ def test_ctrl_c_leaves_valid_artifacts_and_resume_completes(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--resume", str(root)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     suite = json.loads((root / "suite.json").read_text())
-    assert suite["state"] == "complete" and suite["summary"]["n_ok"] == 3
+    busy = [c for c in suite["summary"]["warned"] if ok_unless_busy({"status": "warn", "reason": c["reason"]})]
+    assert suite["state"] == "complete" and suite["summary"]["n_ok"] + len(busy) == 3
     keys = [json.loads(line)["task"] for line in journal.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == 3 * (3 + 3 + 2)
     assert validate_dir(root) == []

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import have
+from conftest import have, ok_unless_busy
 
 from ttfr.artifacts.reader import validate_dir
 
@@ -41,7 +41,7 @@ def test_torch_artifacts_are_valid_and_both_modes_agree_with_the_reference(torch
     assert validate_dir(torch_suite) == []
     for case_id in ("torch_eager_cpu_mlp_train_step_8_f32", "torch_compile_cpu_mlp_train_step_8_f32"):
         result = case(torch_suite, case_id)
-        assert result["status"] == "ok", result["reason"]
+        assert ok_unless_busy(result), result["reason"]
         assert result["correctness"]["passed"]
 
 
@@ -82,7 +82,7 @@ def test_histfactory_fit_kernels_compile_and_come_back_whole_from_a_warm_cache(t
     assert done.returncode == 0, done.stdout + done.stderr
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     result = case(root, "torch_compile_cpu_hf_profiled_q0_8_f64")
-    assert result["status"] == "ok", result["reason"]
+    assert ok_unless_busy(result), result["reason"]
     assert result["correctness"]["passed"] and result["correctness"]["fd"]["passed"]
     (warm,) = result["policies"]["cold-process/warm-cache"]["runs"]
     assert warm["cache"]["hits"] > 0 and warm["cache"]["misses"] == 0, warm["cache"]

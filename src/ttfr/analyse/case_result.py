@@ -31,6 +31,7 @@ from ttfr.model.case import (
     CouldNotMeasureCleanly,
     Dataset,
     FirstRunOutlier,
+    figure_runs,
     InvalidMeasurement,
     Policies,
     RunFigures,
@@ -110,15 +111,7 @@ def _warm_policy(views: list[RunFigures]) -> WarmPolicy:
     return WarmPolicy(procs=views, summary=warm_summary(views), flags=flags)
 
 
-def headline_runs(views: list[RunFigures]) -> list[RunFigures]:
-    """The ok runs a policy's figures come from. Contended runs stay in the artifact but are
-    set aside when at least as many clean ones remain; with fewer, none: a figure measured
-    mostly on a busy machine would be a precise-looking wrong number."""
-    ok = [v for v in views if v.outcome == "ok"]
-    clean = [v for v in ok if not contention.is_contended(v)]
-    if 2 * len(clean) >= len(ok):
-        return clean
-    return []
+headline_runs = figure_runs  # the one rule (ttfr.model.case): the runs a policy's figures come from
 
 
 def _contention_flags(views: list[RunFigures], key: str, noun: str) -> list:
@@ -209,7 +202,7 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
         )
     if stopped:
         return "failed", stopped
-    failed_runs = []
+    failed_runs, warnings = [], []
     for name, policy in policies.items():
         measured = policy.measured
         bad = [r for r in measured if r.outcome != "ok"]
@@ -218,7 +211,15 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
             return "failed", f"every {name} run failed; first: {first.outcome}: {first.reason}"
         failed_runs.extend(f"{name}#{r.index} {r.outcome}" for r in bad)
     if failed_runs:
-        return "warn", f"{len(failed_runs)} run(s) failed and are excluded from the figures: " + "; ".join(failed_runs)
+        warnings.append(f"{len(failed_runs)} run(s) failed and are excluded from the figures: " + "; ".join(failed_runs))
+    # a policy whose runs were measured but whose figures are withheld is no ok result
+    withheld: dict[str, list[str]] = {}
+    for name, policy in policies.items():
+        if why := policy.withheld():
+            withheld.setdefault(why, []).append(name)
+    warnings += [f"figures withheld ({', '.join(names)}): {why}" for why, names in withheld.items()]
+    if warnings:
+        return "warn", "; ".join(warnings)
     return "ok", None
 
 

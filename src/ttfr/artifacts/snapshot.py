@@ -119,6 +119,9 @@ def gates(cases: list[CaseResult]) -> list[dict]:
                     "detail": "no result check (a command's exit code is its check)" if case.command else "no check ran",
                 }
             )
+        elif check.state == "not_checked":  # no reference to compare with: not a pass
+            out.append({"case": case.case, "gate": "correctness", "result": "not_applicable",
+                        "detail": "no reference: the result was not checked"})  # fmt: skip
         else:
             out.append(
                 {

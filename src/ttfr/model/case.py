@@ -26,9 +26,17 @@ Seconds = Annotated[float, Meta(ge=0)] | None
 # The cold-start components, in the order of a process's life; a user's case also times its import.
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
 USER_IMPORT = "user_import_s"
-# The first call's stages, where the runtime splits it (JAX AOT; torch.compile's phases).
-STAGE_METRICS = ("wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s",
-                 "backward_compile_s", "first_execute_s")  # fmt: skip
+# The first call's stages, where the runtime splits it (JAX AOT; torch.compile's phases), in the
+# order of the call, with the label every rendering uses: one list, so every output shows the same.
+STAGE_LABELS = {
+    "wrap_s": "wrap", "trace_s": "trace", "lower_s": "lower", "compile_s": "compile", "dynamo_s": "dynamo",
+    "aot_autograd_s": "AOTAutograd", "inductor_s": "inductor", "backward_compile_s": "backward compile",
+    "first_execute_s": "first execute",
+}  # fmt: skip
+STAGE_METRICS = tuple(STAGE_LABELS)
+# Stages that are part of others (torch's lazily compiled backward: its AOTAutograd and inductor time), so a
+# drawing of the first call as segments leaves them out; every table still lists them.
+NESTED_STAGES = ("backward_compile_s",)
 
 
 class Metrics(Artifact):
@@ -157,6 +165,9 @@ class RunFigures(Artifact):
 
 # ------------------------------------------------------------------ flags
 class Flag(Artifact, tag_field="flag", kw_only=True):
+    """Evidence beside the figures: something a reader must know to trust them. Each flag says
+    what it found as a sentence (`sentence()`), which every output shows."""
+
     policy: PolicyName | UnsetType = UNSET  # on the case: which policy raised it
 
     @property
@@ -164,39 +175,51 @@ class Flag(Artifact, tag_field="flag", kw_only=True):
         """The flag's name as artifacts write it (its tag: `contended`, `first_run_outlier`, ...)."""
         return type(self).__struct_config__.tag
 
+    def sentence(self) -> str:
+        return " ".join(type(self).__doc__.split())
+
+
+def _numbered(noun: str, numbers: list[int]) -> str:
+    return f"{noun}{'es' if noun.endswith('s') else 's'} {', '.join(map(str, numbers))}" if len(numbers) > 1 \
+        else f"{noun} {numbers[0]}"  # fmt: skip
 
 class FirstRunOutlier(Flag, tag="first_run_outlier"):
     metric: str
     value: float
     robust_z: float
 
+    def sentence(self) -> str:
+        return (f"the first run's {self.metric} ({self.value:.3g} s) lies {self.robust_z:.1f} robust σ from the others' "
+                "(a cold disk or first-touch effect); it stays in every figure")  # fmt: skip
+
 
 class ColdCacheNotEmpty(Flag, tag="cold_cache_not_empty"):
-    pass
+    """the cache directory held entries before a cold-cache run: that run was not cold"""
 
 
 class ColdCacheHits(Flag, tag="cold_cache_hits"):
-    pass
+    """a cold-cache run loaded compiled code it had not written itself: that run was not cold"""
 
 
 class CacheNotWritten(Flag, tag="cache_not_written"):
-    pass
+    """a cold-cache run wrote nothing into its cache directory: nothing was compiled there, or the cache lives
+    elsewhere"""
 
 
 class WarmCacheEmpty(Flag, tag="warm_cache_empty"):
-    pass
+    """a warm-cache run started with an empty cache directory: that run was not warm"""
 
 
 class WarmCacheNoHits(Flag, tag="warm_cache_no_hits"):
-    pass
+    """a warm-cache run never hit its persistent cache: it compiled everything again"""
 
 
 class WarmCachePartialHits(Flag, tag="warm_cache_partial_hits"):
-    pass
+    """a warm-cache run hit its persistent cache for only part of its compiles"""
 
 
 class WarmCacheGrew(Flag, tag="warm_cache_grew"):
-    pass
+    """a warm-cache run stored new cache files: it compiled what the cache lacked"""
 
 
 class Contended(Flag, tag="contended"):
@@ -205,9 +228,17 @@ class Contended(Flag, tag="contended"):
     processes: list[int] | UnsetType = UNSET
     set_aside: str | UnsetType = UNSET
 
+    def sentence(self) -> str:
+        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes or [])
+        aside = f" ({self.set_aside})" if self.set_aside else ""
+        return f"{which} contended{aside}: " + "; ".join(self.evidence)
+
 
 class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
     reason: str
+
+    def sentence(self) -> str:
+        return self.reason
 
 
 class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
@@ -215,13 +246,24 @@ class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
     expected: int | None
     observed: list[int]
 
+    def sentence(self) -> str:
+        counts = " or ".join(map(str, self.observed))
+        return f"{_numbered('run', self.runs)} compiled {counts} time(s), where the strategy expects {self.expected}"
+
 
 class Unsynchronised(Flag, tag="unsynchronised"):
     processes: list[int]
 
+    def sentence(self) -> str:
+        return (f"warm {_numbered('process', self.processes)}: the timed calls were not synchronised "
+                "(see each process's sync check): its figure may time dispatch, not the work")  # fmt: skip
+
 
 class WarmupUnstable(Flag, tag="warmup_unstable"):
     processes: list[int]
+
+    def sentence(self) -> str:
+        return f"warm {_numbered('process', self.processes)} did not settle within the warm-up time"
 
 
 class ProcessDisagreement(Flag, tag="process_disagreement"):
@@ -230,14 +272,23 @@ class ProcessDisagreement(Flag, tag="process_disagreement"):
     max_over_min_median: float
     process_medians_s: list[float]
 
+    def sentence(self) -> str:
+        return (f"the warm processes' medians differ by {self.max_over_min_median:.2f}x, more than their own spread "
+                f"explains (Kruskal-Wallis p = {self.p_value:.2g})")  # fmt: skip
+
 
 class TickQuantised(Flag, tag="tick_quantised"):
     processes: list[int]
     tick_s: float
 
+    def sentence(self) -> str:
+        return (f"warm {_numbered('process', self.processes)}: the samples sit {self.tick_s * 1e3:g} ms scheduler ticks "
+                "apart (a thread waiting out a neighbour's time slice)")  # fmt: skip
+
 
 class InvalidMeasurement(Flag, tag="invalid_measurement"):
-    pass
+    """a run's result differed from the checked run's, or a warm process returned no samples: it is left out of
+    the figures"""
 
 
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
@@ -282,7 +333,29 @@ class StagesSummary(Artifact):
     first_execute_s: Summary | UnsetType = UNSET
 
 
-class ColdPolicy(Artifact):
+def figure_runs(runs: list[RunFigures]) -> list[RunFigures]:
+    """The ok runs a policy's figures come from. Contended runs stay in the artifact but are set
+    aside when at least as many clean ones remain; with fewer, none: a figure measured mostly on
+    a busy machine would be a precise-looking wrong number."""
+    ok = [r for r in runs if r.outcome == "ok"]
+    clean = [r for r in ok if not (r.contention and r.contention.contended)]
+    return clean if 2 * len(clean) >= len(ok) else []
+
+
+class _Policy:
+    """What both kinds of policy answer (mixed into their Structs)."""
+
+    __slots__ = ()
+
+    def figure_runs(self) -> list[RunFigures]:
+        return figure_runs(self.measured)
+
+    def withheld(self) -> str | None:
+        """Why this policy gives no figure although its runs are ok (None: it gives them, or it failed)."""
+        return next((f.reason for f in self.flags if isinstance(f, CouldNotMeasureCleanly)), None)
+
+
+class ColdPolicy(Artifact, _Policy):
     runs: list[RunFigures]
     summary: ColdSummary
     stages_summary: StagesSummary
@@ -304,7 +377,7 @@ class WarmSummary(Artifact):
     samples_per_process: int | None
 
 
-class WarmPolicy(Artifact):
+class WarmPolicy(Artifact, _Policy):
     procs: list[RunFigures]
     summary: WarmSummary
     flags: list[AnyFlag]

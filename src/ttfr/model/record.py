@@ -17,6 +17,7 @@ from ttfr.model.base import UNSET, Count, Open, Seconds, Sha256, Stamp, UnsetTyp
 
 NonNegative = Annotated[float, Meta(ge=0)]
 
+NO_REFERENCE = "none"  # a check's reference when there is nothing to compare the result with
 # Every outcome a run can have: the worker's, and those the parent adds (timeout, oom, signal).
 OUTCOMES = ("ok", "unavailable", "error", "timeout", "oom", "signal", "invalid-measurement")
 
@@ -104,6 +105,13 @@ class Check(Open):
     train_loop: TrainLoop | UnsetType = UNSET
     scan: Scan | UnsetType = UNSET
     timed_call_normalised_error: float | None | UnsetType = UNSET  # hf_fd_check: its timed call's gradient
+
+    @property
+    def state(self) -> str:
+        """`passed`, `failed`, or `not_checked` (a workload or case without a reference: nothing was compared)."""
+        if self.reference == NO_REFERENCE:
+            return "not_checked"
+        return "passed" if self.passed else "failed"
 
 
 class Overlap(Open):

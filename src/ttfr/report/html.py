@@ -9,12 +9,10 @@ import html
 import shlex
 from pathlib import Path
 
-import msgspec
 
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
-from ttfr.model.base import UNSET
-from ttfr.model.case import AnyFlag, CaseResult
+from ttfr.model.case import CaseResult
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
 
@@ -78,8 +76,9 @@ def _summary(cases: list[CaseResult]) -> str:
         rows.append([case.case, case.status + (f": {case.reason}" if case.reason else ""),
                      markdown.fmt_summary(case.figure(COLD_POLICIES[0], "ttfr_s")),
                      markdown.fmt_summary(case.figure(COLD_POLICIES[1], "ttfr_s")),
-                     markdown.fmt_summary(case.figure(WARM_PROCESS, "call_s"))])  # fmt: skip
-    table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call"], rows)
+                     markdown.fmt_summary(case.figure(WARM_PROCESS, "call_s")),
+                     markdown.cache_check(case), markdown.result_check(case)])  # fmt: skip
+    table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check", "result check"], rows)
     # colour the status cells: the text is escaped, the class is ours
     for status in ("ok", "warn", "failed"):
         table = table.replace(f"<td>{status}", f"<td class=status-{status}>{status}")
@@ -92,19 +91,12 @@ def _commands(cases: list[CaseResult]) -> str:
     return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
 
 
-def _flag_detail(flag: AnyFlag) -> str:
-    """A flag's own fields (not its name or policy) in the order of its case file (keys sorted)."""
-    fields = sorted(((f.encode_name, getattr(flag, f.name)) for f in msgspec.structs.fields(flag) if f.name != "policy"),
-                    key=lambda field: field[0])  # fmt: skip
-    return "; ".join(f"{name}: {value}" for name, value in fields if value is not UNSET)
-
-
 def _flags(cases: list[CaseResult]) -> str:
     rows = []
     for case in cases:
         for flag in case.flags:
-            rows.append([case.case, flag.policy or "", type(flag).__struct_config__.tag, _flag_detail(flag)])
-    return _table(["case", "policy", "flag", "detail"], rows) if rows else "<p>None.</p>"
+            rows.append([case.case, flag.policy or "", flag.name, flag.sentence()])
+    return _table(["case", "policy", "flag", "what it found"], rows) if rows else "<p>None.</p>"
 
 
 _ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)

@@ -8,8 +8,8 @@ from pathlib import Path
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
-from ttfr.model.base import UNSET, encode
-from ttfr.model.case import AnyFlag, CaseResult, named
+from ttfr.model.base import UNSET
+from ttfr.model.case import STAGE_LABELS, CaseResult, StagesSummary, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.model.summary import Summary
@@ -17,8 +17,6 @@ from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 DASH = "—"
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
-_STAGE_ORDER = ("wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s",
-                "backward_compile_s", "first_execute_s")  # fmt: skip
 
 
 def fmt_seconds(value: float | None) -> str:
@@ -75,23 +73,37 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def stage_split(stages: StagesSummary) -> str:
+    """The first call's stages that were recorded, labelled as every output labels them."""
+    return ", ".join(f"{label} {fmt_seconds(stage.median)}" for name, label in STAGE_LABELS.items()
+                     if (stage := named(stages, name))) or DASH  # fmt: skip
+
+
+def cache_check(case: CaseResult) -> str:
+    """Each cold policy's cache verdict, as every summary shows it."""
+    verdicts = [f"{label}: {policy.cache_verification.verdict}"
+                for p, label in ((COLD_CACHE, "cold"), (WARM_CACHE, "warm")) if (policy := case.policies.get(p))]  # fmt: skip
+    return ", ".join(verdicts) or DASH
+
+
+def result_check(case: CaseResult) -> str:
+    """The result check's state (`not checked`: nothing to compare with), as every summary shows it."""
+    return case.correctness.state.replace("_", " ") if case.correctness else DASH
+
+
 def _summary_section(cases: list[CaseResult]) -> list[str]:
     rows = []
     for case in cases:
-        verdicts = [
-            f"{label}: {policy.cache_verification.verdict}"
-            for p, label in ((COLD_CACHE, "cold"), (WARM_CACHE, "warm"))
-            if (policy := case.policies.get(p))
-        ]
         rows.append([
             f"`{case.case}`",
             case.status + (f": {case.reason}" if case.reason else ""),
             fmt_summary(case.figure(COLD_CACHE, "ttfr_s")),
             fmt_summary(case.figure(WARM_CACHE, "ttfr_s")),
             fmt_summary(case.figure(WARM_PROCESS, "call_s")),
-            ", ".join(verdicts) or DASH,
+            cache_check(case),
+            result_check(case),
         ])  # fmt: skip
-    header = ["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check"]
+    header = ["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check", "result check"]
     return ["## Summary", "", "Medians with their 95% order-statistic CI (the achieved level is shown when "
             "too few runs allow 95%).", "", *table(header, rows), ""]  # fmt: skip
 
@@ -104,11 +116,10 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
     rows = []
     for case in cases:
         block = case.policies.get(policy)
-        if not block or case.status == "warn" or case.command:  # a command: the Commands section
+        if not block or not block.measured or case.command:  # a command: the Commands section
             continue
         # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
-        stages = [(name, stage) for name in _STAGE_ORDER if (stage := named(block.stages_summary, name))]
-        split = ", ".join(f"{name[:-2].replace('_', ' ')} {fmt_seconds(stage.median)}" for name, stage in stages)
+        split = stage_split(block.stages_summary)
         rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split or DASH])
     if not rows:
         return []
@@ -357,19 +368,9 @@ def _precision_section(suite: SuiteResult) -> list[str]:
     ]
 
 
-def _flag_detail(flag: AnyFlag) -> dict:
-    """What the flag says beyond its name and policy, as its case file has it: the flag's JSON,
-    keys sorted as the file writes them (the report shows the dict's text)."""
-    return {k: v for k, v in sorted(encode(flag).items()) if k not in ("flag", "policy")}
-
-
 def _flags_section(cases: list[CaseResult]) -> list[str]:
-    items = []
-    for case in cases:
-        for flag in case.flags:
-            detail = _flag_detail(flag)
-            extra = f" {detail}" if detail else ""
-            items.append(f"- `{case.case}` ({flag.policy or 'case'}): **{type(flag).__struct_config__.tag}**{extra}")
+    items = [f"- `{case.case}` ({flag.policy or 'case'}): **{flag.name}**: {one_line(flag.sentence())}"
+             for case in cases for flag in case.flags]  # fmt: skip
     return ["## Flags", "", *(items or ["None."]), ""]
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ttfr.model.base import UNSET
-from ttfr.model.case import CaseResult, FirstRunOutlier, RunFigures, StagesSummary, named
+from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
@@ -31,13 +31,13 @@ _COMPONENTS = (("interpreter_s", "interpreter"), ("import_s", "import"), ("user_
                ("setup_s", "setup"), ("first_call_s", "first call"))  # fmt: skip
 # One colour per component and stage (none repeats within a bar).
 _COLOURS = dict(zip(
-    ("interpreter_s", "import_s", "user_import_s", "setup_s", "first_call_s", "trace_s", "lower_s", "compile_s",
+    ("interpreter_s", "import_s", "user_import_s", "setup_s", "first_call_s", "wrap_s", "trace_s", "lower_s", "compile_s",
      "dynamo_s", "aot_autograd_s", "inductor_s", "first_execute_s"),
-    ("#7f7f7f", "#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c", "#98df8a",
-     "#e377c2", "#8c564b"),
+    ("#7f7f7f", "#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c",
+     "#98df8a", "#e377c2", "#8c564b"),
 ))  # fmt: skip
-_STAGES = (("trace_s", "trace"), ("lower_s", "lower"), ("compile_s", "compile"), ("dynamo_s", "dynamo"),
-           ("aot_autograd_s", "AOTAutograd"), ("inductor_s", "inductor"), ("first_execute_s", "first execute"))  # fmt: skip
+# The stages drawn as segments of the first call: every recorded one but those nested in others.
+_STAGES = tuple((name, label) for name, label in STAGE_LABELS.items() if name not in NESTED_STAGES)
 
 
 @dataclass
@@ -189,7 +189,7 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
     for row_index, case in enumerate(chosen):
         block = case.policies.get(policy)
         summary, stages = block.summary, block.stages_summary
-        split = stages != StagesSummary()  # any stage recorded
+        split = any(named(stages, name) for name, _label in _STAGES)  # a stage it can draw was recorded
         left = 0.0
         parts = []
         for key, label in _COMPONENTS:
@@ -207,10 +207,12 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
                                 label=f"first call: {stage_label}")  # fmt: skip
                         left += width
                         parts.append(f"{stage_label} {fmt_seconds(width)}")
-                rest = value - (left - start)  # wrapping, dispatch: the part no stage accounts for
+                rest = value - (left - start)  # dispatch: the part no stage accounts for
                 if rest > 0:
                     ax.barh(row_index, rest, left=left, color=_COLOURS[key], label="first call: other")
                     left += rest
+                parts += [f"{STAGE_LABELS[n]} {fmt_seconds(s.median)} (within the others)" for n in NESTED_STAGES
+                          if (s := named(stages, n))]  # fmt: skip
                 parts.append(f"first call {fmt_seconds(value)}")
                 continue
             ax.barh(row_index, value, left=left, color=_COLOURS[key], label=label)

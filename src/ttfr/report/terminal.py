@@ -25,7 +25,7 @@ from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
-from ttfr.report.markdown import fmt_seconds, precision_headline
+from ttfr.report.markdown import fmt_seconds, precision_headline, result_check
 
 
 def _cost_key(task: Task) -> str:
@@ -140,7 +140,8 @@ def printable(text: str) -> str:
 
 def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult], result_path) -> None:
     table = Table(title=f"ttfr {suite.snapshot_id} ({suite.state})", show_lines=False)
-    for column in ("case", "status", "TTFR cold cache", "TTFR warm cache", "warm call", "cache check", "reason"):
+    for column in ("case", "status", "TTFR cold cache", "TTFR warm cache", "warm call", "cache check", "result check",
+                   "reason"):  # fmt: skip
         table.add_column(column, overflow="fold")
     for case in cases:
         figures = case.headline()
@@ -152,6 +153,7 @@ def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult],
             fmt_seconds(figures.ttfr_warm_cache_median_s),
             fmt_seconds(figures.warm_call_median_s),
             ", ".join(verdicts) or "—",
+            result_check(case),
             Text(printable(case.reason or "")),  # free text (a program's output): never markup
         )
     console.print(table)

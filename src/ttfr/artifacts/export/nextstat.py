@@ -49,11 +49,16 @@ def _cold_runs(case: CaseResult, policy: str) -> list[RunFigures]:
     return block.runs if isinstance(block, ColdPolicy) else []
 
 
+def _figure_runs(case: CaseResult, policy: str) -> list[RunFigures]:
+    """The runs ttfr's own figures of the policy come from: a contended run set aside, or every run
+    of a policy whose figures are withheld, is no figure here either (a failed case has none)."""
+    block = case.policies.get(policy)
+    return block.figure_runs() if block and case.status != "failed" else []
+
+
 def _cold_timing(case: CaseResult, policy: str) -> dict:
-    runs = _cold_runs(case, policy)
-    complete = [r for r in runs if r.outcome == "ok" and all(getattr(r.metrics, m) is not None for m in _COLD_FIELDS.values())]
-    if case.status == "failed":
-        complete = []
+    runs = _figure_runs(case, policy) if isinstance(case.policies.get(policy), ColdPolicy) else []
+    complete = [r for r in runs if all(getattr(r.metrics, m) is not None for m in _COLD_FIELDS.values())]
     cold = {
         "n_runs": len(complete),
         "runs": [
@@ -78,8 +83,10 @@ def _warm_timing(case: CaseResult) -> dict:
     if not block or case.status == "failed":
         reason = "warm-process not measured" if not block else case.reason
         return {"n_iters": 0, "calls_s": [], "status": "failed" if block else "warn", "reason": reason}
-    samples = [s for p in block.procs if p.outcome == "ok" for s in p.samples_s]
-    warm = {"n_iters": len(samples), "calls_s": samples, "status": "ok" if samples else "failed", "reason": ""}
+    withheld = block.withheld()
+    samples = [s for p in _figure_runs(case, WARM_PROCESS) for s in p.samples_s]
+    warm = {"n_iters": len(samples), "calls_s": samples, "status": "ok" if samples else "warn" if withheld else "failed",
+            "reason": f"figures withheld: {withheld}" if withheld else ""}  # fmt: skip
     summary = _min_median_p95(samples)
     if summary:
         warm["call_s"] = summary
@@ -115,6 +122,10 @@ def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_poli
     failed_runs = [r for r in _cold_runs(case, cold_policy) if r.outcome != "ok"]
     if failed_runs and case.status != "failed":
         reason = (reason + "; " if reason else "") + f"{len(failed_runs)} cold run(s) failed and are not listed"
+    figures = len(_figure_runs(case, cold_policy)) if case.status != "failed" else None
+    set_aside = len([r for r in _cold_runs(case, cold_policy) if r.outcome == "ok"]) - (figures or 0)
+    if figures is not None and set_aside:  # contended runs ttfr's figures leave out: not listed as figures either
+        reason = (reason + "; " if reason else "") + f"{set_aside} contended cold run(s) set aside are not listed"
     device = case.device
     return {
         "schema_version": RESULT_SCHEMA,

@@ -13,8 +13,10 @@ from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult, RunFigures, named
 from ttfr.model.policies import WARM_PROCESS
 
-COLUMNS = ("snapshot", "case", "backend", "workload", "size", "dtype", "policy", "kind", "run", "round", "sample",
-           "outcome", "contended", "metric", "value", "unit")  # fmt: skip
+# case_status: the case's verdict; in_figures: whether the run's values enter the case's figures (a contended run
+# set aside, or every run of a policy whose figures are withheld, is `false`; a failed run has none).
+COLUMNS = ("snapshot", "case", "backend", "workload", "size", "dtype", "case_status", "policy", "kind", "run", "round",
+           "sample", "outcome", "contended", "in_figures", "metric", "value", "unit")  # fmt: skip
 _RESOURCES = {"peak_rss_bytes": "bytes", "tree_peak_rss_bytes": "bytes", "cpu_user_s": "s", "cpu_sys_s": "s",
               "involuntary_switches": "count"}  # fmt: skip
 _CACHE = ("hits", "misses", "entries_before", "entries_after")
@@ -34,26 +36,26 @@ def rows(snapshot: str, cases: list[CaseResult]):
     """Yield one dict per (run, metric) of every case (COLUMNS are its keys)."""
     for case in cases:
         where = {"snapshot": snapshot, "case": case.case, "backend": case.backend, "workload": case.workload,
-                 "size": case.size, "dtype": case.dtype}  # fmt: skip
+                 "size": case.size, "dtype": case.dtype, "case_status": case.status}  # fmt: skip
         for policy, block in case.policies.items():
-            if policy == WARM_PROCESS:
-                for proc in block.procs:
-                    yield from _process_rows({**where, "policy": policy}, proc)
-            else:
-                for run in block.runs:
-                    yield from _run_rows({**where, "policy": policy}, run)
+            # a failed case has no figures: none of its runs enters one
+            used = {run.index for run in block.figure_runs()} if case.status != "failed" else set()
+            for run in block.measured:
+                run_where = {**where, "policy": policy, "in_figures": _flag(run, run.index in used)}
+                yield from (_process_rows if policy == WARM_PROCESS else _run_rows)(run_where, run)
 
 
 def _row(where: dict, item: RunFigures, kind: str, metric: str, value, unit: str, sample="") -> dict:
     return {**where, "kind": kind, "run": item.index, "round": item.round, "sample": sample,
-            "outcome": item.outcome, "contended": _contended(item), "metric": metric,
+            "outcome": item.outcome, "contended": _flag(item, contention.is_contended(item)), "metric": metric,
             "value": "" if value is None else value, "unit": unit}  # fmt: skip
 
 
-def _contended(item: RunFigures) -> str:
+def _flag(item: RunFigures, value: bool) -> str:
+    """true / false for an ok run; empty for a failed one (it has no figures to judge)."""
     if item.outcome != "ok":
         return ""
-    return "true" if contention.is_contended(item) else "false"
+    return "true" if value else "false"
 
 
 def _recorded(struct, names):
