@@ -105,9 +105,9 @@ def test_without_a_marker_the_exit_is_the_first_result(tmp_path):
 def test_a_programs_peak_memory_is_its_own_never_the_forked_parents(tmp_path):
     """A child's ru_maxrss starts at the parent's peak (the memory it held between fork and
     exec): a small program's figure is unknown (None), never ttfr's size; a larger one's is its own."""
-    from ttfr.measure import spawn
+    from ttfr.measure import supervisor
 
-    floor = spawn.inherited_rss_floor()
+    floor = supervisor.inherited_rss_floor()
     small = command_run.run_command(_command(tmp_path, "print(1)\n"), _env(), 30.0)
     assert small.outcome == "ok" and small.record.rusage_self.max_rss_bytes is None
     assert small.rusage.rss_floor_bytes >= floor  # this process's peak then (it only grows)
@@ -328,10 +328,10 @@ def test_ab_of_two_programs_runs_each_arms_own_command(tmp_path, capsys):
 def test_a_daemon_that_escapes_the_group_kill_cannot_hang_ttfr(tmp_path, monkeypatch):
     """A program that starts a process in a session of its own (setsid) which keeps its output
     open: ttfr stops waiting for the pipe and says what happened, instead of hanging."""
-    from ttfr.measure import spawn
+    from ttfr.measure import supervisor
 
-    monkeypatch.setattr(spawn, "READER_GRACE_S", 0.5)
-    monkeypatch.setattr(command_run, "READER_GRACE_S", 0.5)
+    monkeypatch.setattr(supervisor, "READER_GRACE_S", 0.5)  # the supervisor's wait for a held pipe
+    monkeypatch.setattr(command_run, "READER_GRACE_S", 0.5)  # the reason that quotes it
     pid_file = tmp_path / "daemon.pid"
     source = (
         "import os, subprocess, sys\n"

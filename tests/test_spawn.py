@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ttfr.child.job import Job, JobError
-from ttfr.measure import spawn
+from ttfr.measure import spawn, supervisor
 from ttfr.model.base import decode
 from ttfr.model.record import Marks, RunRecord
 
@@ -70,7 +70,7 @@ def test_crash_by_signal_is_reported_with_its_name(tmp_path):
 def test_sigkill_without_an_oom_kill_is_a_signal_not_oom(tmp_path):
     result = run(script(tmp_path, "kill -KILL $$"))
     assert result.outcome == "signal" and result.reason.startswith("killed by SIGKILL from outside ttfr")
-    if spawn.find_oom_counter() is not None:  # this machine has a counter to check: it did not rise
+    if supervisor.find_oom_counter() is not None:  # this machine has a counter to check: it did not rise
         assert "no OOM kill recorded" in result.reason
 
 
@@ -80,23 +80,24 @@ OOM_CONTROL = "oom_kill_disable 0\nunder_oom 0\noom_kill {}\n"
 def test_classify_calls_sigkill_oom_only_when_the_oom_kill_counter_rose():
     killed = -signal.SIGKILL
     cgroup = dict(source="memory.oom_control", scope="in this cgroup")
-    outcome, reason = spawn.classify(None, killed, False, 5, spawn.OomCheck(kills=2, **cgroup))
+    outcome, reason = spawn.classify(None, killed, False, 5, supervisor.OomCheck(kills=2, **cgroup))
     assert outcome == spawn.OOM == "oom"
     assert (
         reason == "killed by SIGKILL; the kernel's OOM killer killed 2 process(es) in this cgroup meanwhile (memory.oom_control)"
     )
-    outcome, reason = spawn.classify(None, killed, False, 5, spawn.OomCheck(kills=0, **cgroup))
+    outcome, reason = spawn.classify(None, killed, False, 5, supervisor.OomCheck(kills=0, **cgroup))
     assert outcome == spawn.SIGNAL == "signal"
     assert reason == "killed by SIGKILL from outside ttfr (no OOM kill recorded in this cgroup: memory.oom_control)"
-    machine = spawn.OomCheck(kills=0, source="/proc/vmstat", scope="on this machine")
+    machine = supervisor.OomCheck(kills=0, source="/proc/vmstat", scope="on this machine")
     assert spawn.classify(None, killed, False, 5, machine)[1].endswith("(no OOM kill recorded on this machine: /proc/vmstat)")
     outcome, reason = spawn.classify(None, killed, False, 5, None)
     assert outcome == "signal" and "could not be checked" in reason
     # Other signals and exits are not OOM; a rise is still noted where it may explain a failure (g++ killed).
-    assert spawn.classify(None, -signal.SIGSEGV, False, 5, spawn.OomCheck(kills=1, **cgroup)) == ("signal", "killed by SIGSEGV")
-    outcome, reason = spawn.classify(None, 1, False, 5, spawn.OomCheck(kills=1, **cgroup))
+    segv = spawn.classify(None, -signal.SIGSEGV, False, 5, supervisor.OomCheck(kills=1, **cgroup))
+    assert segv == ("signal", "killed by SIGSEGV")
+    outcome, reason = spawn.classify(None, 1, False, 5, supervisor.OomCheck(kills=1, **cgroup))
     assert outcome == "error" and reason.startswith("exit code 1 without a result record; the kernel's OOM killer killed 1")
-    assert spawn.classify(None, 1, False, 5, spawn.OomCheck(kills=0, **cgroup))[1] == "exit code 1 without a result record"
+    assert spawn.classify(None, 1, False, 5, supervisor.OomCheck(kills=0, **cgroup))[1] == "exit code 1 without a result record"
 
 
 def fake_system(tmp_path, cgroup_lines, files):
@@ -113,22 +114,22 @@ def fake_system(tmp_path, cgroup_lines, files):
 def test_the_oom_kill_counter_is_the_cgroups_v1_or_v2_else_the_machines(tmp_path):
     vmstat = {"proc/vmstat": "pgfault 10\noom_kill 7\n"}
     v1 = ["4:memory:/process_api/abc", "1:cpu:/", "0::/"]
-    counter = spawn.find_oom_counter(*fake_system(tmp_path / "v1", v1, {
+    counter = supervisor.find_oom_counter(*fake_system(tmp_path / "v1", v1, {
         "cgroup/memory/process_api/abc/memory.oom_control": OOM_CONTROL.format(3), **vmstat}))  # fmt: skip
     assert (counter.source, counter.scope, counter.read()) == ("memory.oom_control", "in this cgroup", 3)
     assert counter.path.endswith("memory/process_api/abc/memory.oom_control")
 
     v2 = ["0::/user.slice/ttfr.scope"]
-    counter = spawn.find_oom_counter(*fake_system(tmp_path / "v2", v2, {
+    counter = supervisor.find_oom_counter(*fake_system(tmp_path / "v2", v2, {
         "cgroup/user.slice/ttfr.scope/memory.events": "low 0\nhigh 0\nmax 4\noom 2\noom_kill 1\noom_group_kill 0\n",
         **vmstat}))  # fmt: skip
     assert (counter.source, counter.read()) == ("memory.events", 1)
 
     # A cgroup whose files are not visible here (v2 root has no memory.events): the machine-wide count.
-    counter = spawn.find_oom_counter(*fake_system(tmp_path / "root", ["0::/"], vmstat))
+    counter = supervisor.find_oom_counter(*fake_system(tmp_path / "root", ["0::/"], vmstat))
     assert (counter.source, counter.scope, counter.read()) == ("/proc/vmstat", "on this machine", 7)
 
-    assert spawn.find_oom_counter(*fake_system(tmp_path / "none", ["0::/"], {"proc/vmstat": "pgfault 1\n"})) is None
+    assert supervisor.find_oom_counter(*fake_system(tmp_path / "none", ["0::/"], {"proc/vmstat": "pgfault 1\n"})) is None
 
 
 def test_exit_code_and_output_tail_are_kept(tmp_path):
@@ -214,7 +215,7 @@ def test_a_real_worker_killed_from_outside_is_a_signal_not_oom():
     assert result.exit_code == -signal.SIGKILL
     assert result.outcome == "signal", result.reason
     assert result.reason.startswith("killed by SIGKILL from outside ttfr"), result.reason
-    if spawn.find_oom_counter() is not None:
+    if supervisor.find_oom_counter() is not None:
         assert "no OOM kill recorded" in result.reason
 
 

@@ -24,8 +24,8 @@ import msgspec
 
 import ttfr_mark
 from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord
-from ttfr.measure.spawn import (ERROR, ESCAPED, READER_GRACE_S, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note,
-                                _supervise, classify)  # fmt: skip
+from ttfr.measure.spawn import ERROR, ESCAPED, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note, classify
+from ttfr.measure.supervisor import READER_GRACE_S, supervise
 from ttfr.measure.user_commands import UserCommand, changed_files
 from ttfr.redaction import argv_secrets, redact_text
 
@@ -131,7 +131,7 @@ def run_prepare(command: UserCommand, env: dict, timeout_s: float) -> str | None
         return None
     watch = _OutputWatch(None)
     read_fd, output = os.pipe()
-    ended = _supervise(list(command.prepare), env, command.cwd, timeout_s, output, readers=[(read_fd, watch.read)])
+    ended = supervise(list(command.prepare), env, command.cwd, timeout_s, output, readers=[(read_fd, watch.read)])
     if isinstance(ended, str):
         return f"--prepare {ended}"
     if ended.timed_out or ended.exit_code != 0:
@@ -169,7 +169,7 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     watch = _OutputWatch(command.first_result, on_first if command.first_result is not None else None)
     read_fd, output = os.pipe()
     readers.append((read_fd, watch.read))
-    ended = _supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop)
+    ended = supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop)
     if isinstance(ended, str):
         return RunResult(ERROR, f"could not start the command: {ended}", None, time.monotonic_ns(), None, None)
     outcome, reason, record = _judge(command, ended, marks, watch, timeout_s)

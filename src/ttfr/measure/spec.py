@@ -338,81 +338,39 @@ _WORKER_PROBE = (
 def check_worker_python(python: str, env: dict | None = None, option: str = "--python") -> None:
     """The interpreter given for workers must exist and import this ttfr's worker, in the
     environment its workers get (`env`: what is added to ours), within
-    WORKER_PYTHON_TIMEOUT_S. It runs in a session of its own: when it does not answer, or
-    leaves anything behind, its whole process group is killed (no orphan survives it); the
-    group is registered with the sweeper meanwhile, so it dies with a ttfr killed outright."""
+    WORKER_PYTHON_TIMEOUT_S. It runs under the supervisor, like a worker: in a session of its
+    own, its whole process group killed when it does not answer or leaves anything behind, and
+    registered with the sweeper meanwhile, so it dies with a ttfr killed outright."""
     import os
-    import subprocess
     import tempfile
 
-    from ttfr.measure import sweeper
+    from ttfr.measure.supervisor import supervise
 
-    sweeper.start()  # a no-op once it runs; when it cannot start, it has warned once
-    with tempfile.TemporaryFile() as stderr:
-        try:
-            proc = subprocess.Popen([python, "-c", _WORKER_PROBE], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})},
-                                    start_new_session=True)  # fmt: skip
-        except OSError as exc:
-            raise UsageError(f"{option} {python!r} cannot be run: {exc.strerror}") from None
-        except ValueError as exc:  # an embedded NUL byte
-            raise UsageError(f"{option} {python!r} cannot be run: {exc}") from None
-        sweeper.watch(proc.pid)  # it leads its own session: pgid == pid
-        try:
-            answered = _exited_within(proc.pid, WORKER_PYTHON_TIMEOUT_S)
-        finally:
-            _kill_group(proc)  # the leader is unreaped until then, so its group id is still ours
-        if not answered:
+    environment = {**os.environ, **(env or {})}
+    with tempfile.TemporaryFile() as output:
+        ended = supervise([python, "-c", _WORKER_PROBE], environment, None, WORKER_PYTHON_TIMEOUT_S, output)
+        if isinstance(ended, str):  # no such program; a NUL byte in the path
+            raise UsageError(f"{option} {python!r} cannot be run: {ended.split(': ', 1)[-1]}") from None
+        if ended.timed_out:
             raise UsageError(
                 f"{option} {python!r} did not answer within {WORKER_PYTHON_TIMEOUT_S:g} s (running "
                 "`import ttfr.child.worker`); it and every process it started were killed"
             )
-        stderr.seek(0, os.SEEK_END)
-        stderr.seek(max(0, stderr.tell() - 8192))
+        output.seek(0, os.SEEK_END)
+        output.seek(max(0, output.tell() - 8192))
         # The interpreter's own words, as any recorded output: through the one redaction.
-        text = redact_text(stderr.read().decode("utf-8", "replace"), {**os.environ, **(env or {})})
-        last_lines = text.strip().splitlines()
-    if proc.returncode == _OLDER_WORKER:
+        last_lines = redact_text(output.read().decode("utf-8", "replace"), environment).strip().splitlines()
+    if ended.exit_code == _OLDER_WORKER:
         raise UsageError(
             f"{option} {python!r} has an older ttfr worker: its jobs lack fields this ttfr sends "
             f"({(last_lines or ['?'])[-1]}); install this ttfr into that environment"
         )
-    if proc.returncode != 0:
+    if ended.exit_code != 0:
         last = (last_lines or ["no output"])[-1]
         raise UsageError(
             f"{option} {python!r} cannot import ttfr's worker, ttfr.child.worker ({last}): install a ttfr with the "
             "same worker protocol into that environment (ttfr before the stage packages had ttfr.worker)"
         )
-
-
-def _exited_within(pid: int, timeout_s: float) -> bool:
-    """Wait for a child to exit without reaping it (WNOWAIT), at most `timeout_s`."""
-    import os
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-
-
-def _kill_group(proc) -> None:
-    """SIGKILL the process group `proc` leads (its own session), have the sweeper forget it,
-    then reap `proc` (unreaped until then, so the group id cannot have been reused)."""
-    import os
-    import signal
-
-    from ttfr.measure import sweeper
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    sweeper.release(proc.pid)
-    proc.wait()
 
 
 def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[str, ...]]:

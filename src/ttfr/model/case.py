@@ -183,6 +183,7 @@ def _numbered(noun: str, numbers: list[int]) -> str:
     return f"{noun}{'es' if noun.endswith('s') else 's'} {', '.join(map(str, numbers))}" if len(numbers) > 1 \
         else f"{noun} {numbers[0]}"  # fmt: skip
 
+
 class FirstRunOutlier(Flag, tag="first_run_outlier"):
     metric: str
     value: float
