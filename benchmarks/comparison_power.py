@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from ttfr.commands import selftest
+from ttfr.pipeline import selftest
 from ttfr.report.terminal import format_rate
 
 TARGETS = {"false_alarm": 0.01, 0.20: 0.80, 0.10: 0.50, "coverage": 0.93}

@@ -143,9 +143,9 @@ def main() -> int:
                                  old["standard_wall_s"], s_stats))  # fmt: skip
         return _exit(figures)
     selection = ["--backends", args.backends] if args.backends else []
-    from ttfr.measure.spec import build_spec
+    from ttfr.measure.spec import RunRequest, build_spec
 
-    cases = [c.id for c in build_spec(backends=args.backends or ()).cases]
+    cases = [c.id for c in build_spec(RunRequest(backends=args.backends or ())).cases]
     from ttfr.measure import catalog
 
     cases = [c for c in cases if not catalog.availability(catalog.parse_case_id(c).backend_info)]

@@ -20,9 +20,10 @@ import types
 
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.child.job import WARM
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 
 SNAPSHOT = "20260101T000000Z-fixture"
 FIXED_NOW = real_dt.datetime(2026, 1, 1, tzinfo=real_dt.timezone.utc)
@@ -118,19 +119,19 @@ def fixed_manifest(real_collect):
 
 
 def fix_machine(monkeypatch):
-    """Everything a fake run reads of the real machine and clock, made fixed."""
+    """Everything a fake run reads of the real machine and clock, made fixed (but the host's
+    readings around each run: FixedHost, given with the executors)."""
     from ttfr.artifacts import manifest
     from ttfr.measure import scheduler
 
     monkeypatch.setattr(suite_run, "dt", FIXED_DT)
     monkeypatch.setattr(scheduler, "dt", FIXED_DT)
-    monkeypatch.setattr(scheduler, "hostinfo", FixedHost)
     monkeypatch.setattr(manifest, "collect", fixed_manifest(manifest.collect))
 
 
 def fixture_spec():
-    return build_spec(backends="numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cpu", workloads="matmul,fused_chain",
-                      sizes="64", cold_runs=4, warm_procs=2, warm_samples=5, seed=7, deterministic=True)  # fmt: skip
+    return build_spec(RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu,torch_eager_cpu", workloads="matmul,fused_chain",
+                      sizes="64", cold_runs=4, warm_procs=2, warm_samples=5, seed=7, deterministic=True))  # fmt: skip
 
 
 def run_fixture_suite(tmp_path, monkeypatch):
@@ -138,7 +139,7 @@ def run_fixture_suite(tmp_path, monkeypatch):
     fix_machine(monkeypatch)
     spec = fixture_spec()
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run", "--fixture"], name=SNAPSHOT)
-    outcome = suite_run.execute(result_dir, spec, FixtureExecutor())
+    outcome = suite_run.execute(result_dir, spec, Executors(worker=FixtureExecutor(), host=FixedHost))
     return outcome
 
 
@@ -148,7 +149,7 @@ def run_loop_suite(tmp_path, monkeypatch):
     from test_loops import LoopExecutor
 
     fix_machine(monkeypatch)
-    spec = build_spec(backends="numpy,jax_jit_cpu", workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2,
-                      warm_samples=5, seed=7, deterministic=True)  # fmt: skip
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2,
+                      warm_samples=5, seed=7, deterministic=True))  # fmt: skip
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run", "--fixture"], name=SNAPSHOT)
-    return suite_run.execute(result_dir, spec, LoopExecutor(wrong=("bucketed",)))
+    return suite_run.execute(result_dir, spec, Executors(worker=LoopExecutor(wrong=("bucketed",)), host=FixedHost))

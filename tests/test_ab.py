@@ -10,15 +10,18 @@ import numpy as np
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
+from ttfr.measure.executors import Executors
 from ttfr.model.journal import CacheDir, Host, JournalEntry, Rusage
 from ttfr.analyse import diagnostics
 from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.reader import validate_dir
-from ttfr.commands import ab, compare, selftest
+from ttfr.pipeline import interleaved as ab
+from ttfr.pipeline import comparison as compare
+from ttfr.pipeline import selftest
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.plan import PRIME, build_plan
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 class SlowerB:
@@ -44,8 +47,8 @@ class SlowerB:
 
 
 def ab_spec(rounds=12, min_rounds=None, precision=None, **kwargs):
-    run = build_spec(backends="numpy", workloads="matmul,fused_chain", sizes="64",
-                     policies="cold-cache,warm", seed=kwargs.pop("seed", 5))  # fmt: skip
+    run = build_spec(RunRequest(backends="numpy", workloads="matmul,fused_chain", sizes="64",
+                     policies="cold-cache,warm", seed=kwargs.pop("seed", 5)))  # fmt: skip
     arms = (ab.Arm("A", sys.executable), ab.Arm("B", sys.executable, (("TTFR_SPIN_EXTRA", "0.2"),)))
     return ab.AbSpec(run, arms, min_rounds or rounds, rounds, precision, None, **kwargs)
 
@@ -64,8 +67,8 @@ def test_rounds_are_abba_balanced_and_reproducible():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_round_zero_runs_the_template_producers_first(seed):
-    spec = build_spec(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64",
-                      policies="cold-cache,warm-cache,warm", seed=seed)  # fmt: skip
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64",
+                      policies="cold-cache,warm-cache,warm", seed=seed))  # fmt: skip
     producers = [t.makes_template or t.kind == PRIME for t in ab._rounds(build_plan(spec), seed)[0]]
     assert any(producers) and not all(producers)
     assert producers == sorted(producers, reverse=True)
@@ -73,7 +76,7 @@ def test_round_zero_runs_the_template_producers_first(seed):
 
 def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
     fake = SlowerB(factor=1.25)
-    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=fake)
+    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executors=Executors(worker=fake))
     assert len(fake.calls) % 2 == 0
     pairs = [fake.calls[i : i + 2] for i in range(0, len(fake.calls), 2)]
     assert all({p[0][0], p[1][0]} == {"A", "B"} for p in pairs)  # every pair is A and B back to back
@@ -90,13 +93,15 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
 
 
 def test_identical_arms_are_not_called_regressions(tmp_path):
-    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executor=SlowerB(factor=1.0, noise=0.002))
+    outcome = ab.execute(ab_spec(rounds=12), tmp_path, executors=Executors(worker=SlowerB(factor=1.0, noise=0.002)))
     assert {r["verdict"] for r in outcome.comparison["comparisons"]} <= {"equivalent", "inconclusive"}
     assert outcome.exit_code == EXIT_OK
 
 
 def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
-    outcome = ab.execute(ab_spec(rounds=30, min_rounds=8, precision=0.05), tmp_path, executor=SlowerB(1.0, noise=0.001))
+    outcome = ab.execute(
+        ab_spec(rounds=30, min_rounds=8, precision=0.05), tmp_path, executors=Executors(worker=SlowerB(1.0, noise=0.001))
+    )
     rounds = outcome.comparison["rounds"]
     assert rounds["stopped_by"] == "precision" and 8 <= rounds["completed"] < 30
     spec = json.loads((outcome.root / "A" / "plan.json").read_text())["spec"]
@@ -105,7 +110,7 @@ def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
 
 
 def test_fail_on_inconclusive_fails_the_gate(tmp_path):
-    outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executor=SlowerB(1.0, noise=0.3))
+    outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executors=Executors(worker=SlowerB(1.0, noise=0.3)))
     summary = outcome.comparison["summary"]
     assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == EXIT_REGRESSION
 
@@ -124,13 +129,13 @@ def test_bad_arms_are_usage_errors(tmp_path):
 def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
     from fakes import FakeExecutor
 
-    from ttfr.commands import run as suite_run
+    from ttfr.pipeline import suite as suite_run
 
     dirs = []
     for name in ("one", "two"):
-        spec = build_spec(backends="numpy", workloads="matmul", sizes="64", cold_runs=6, warm_procs=6)
+        spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=6, warm_procs=6))
         result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
-        dirs.append(suite_run.execute(result_dir, spec, FakeExecutor()).result_dir.root)
+        dirs.append(suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor())).result_dir.root)
     with pytest.raises(UsageError, match="two separate sessions"):
         compare.compare_dirs(dirs[0], dirs[1], tmp_path, cross_session=False, correction="holm", fail_on="regression")
     assert not list(tmp_path.glob("compare-*"))  # refused before anything is written
@@ -143,7 +148,7 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
 
 
 def test_compare_pairs_the_two_arms_of_an_ab_run(tmp_path):
-    outcome = ab.execute(ab_spec(rounds=10), tmp_path, executor=SlowerB(factor=1.3))
+    outcome = ab.execute(ab_spec(rounds=10), tmp_path, executors=Executors(worker=SlowerB(factor=1.3)))
     _out, document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", tmp_path / "again",
                                           cross_session=False, correction="holm", fail_on="regression")  # fmt: skip
     assert document["paired"] is True and {r["verdict"] for r in document["comparisons"]} == {"regression"}

@@ -4,13 +4,14 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.analyse import case_result, suite_figures
 from ttfr.measure.catalog import parse_case_id
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.model.base import decode, encode
 from ttfr.model.case import CaseResult
 from ttfr.model.summary import Summary
@@ -22,9 +23,9 @@ def measure(tmp_path, executor=None, **kwargs):
     kwargs.setdefault("sizes", "64")
     kwargs.setdefault("cold_runs", 3)
     kwargs.setdefault("warm_procs", 2)
-    plan = build_plan(build_spec(**kwargs), lambda b, _w=None: "gpu_unavailable" if b.device == "gpu" else None)
+    plan = build_plan(build_spec(RunRequest(**kwargs)), lambda b, _w=None: "gpu_unavailable" if b.device == "gpu" else None)
     journal = Journal(tmp_path / "journal.jsonl")
-    Scheduler(plan, journal, tmp_path / "scratch", executor or FakeExecutor()).run()
+    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=executor or FakeExecutor())).run()
     entries = journal.entries()
     results = {}
     for case in plan.spec.cases:  # each case result as its JSON: what the case file holds

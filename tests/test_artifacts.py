@@ -3,12 +3,13 @@ import json
 import pytest
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.reader import validate_dir
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import ArtifactError
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.model.base import encode
 
 
@@ -18,13 +19,13 @@ def spec(**kwargs):
     kwargs.setdefault("sizes", "64")
     kwargs.setdefault("cold_runs", 2)
     kwargs.setdefault("warm_procs", 2)
-    return build_spec(**kwargs)
+    return build_spec(RunRequest(**kwargs))
 
 
 def run_fake(tmp_path, executor=None, **kwargs):
     the_spec = spec(**kwargs)
     result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, the_spec, executor or FakeExecutor())
+    return suite_run.execute(result_dir, the_spec, Executors(worker=executor or FakeExecutor()))
 
 
 def test_a_complete_run_writes_valid_artifacts(tmp_path):
@@ -51,7 +52,7 @@ def test_interrupted_run_leaves_valid_artifacts_for_finished_cases(tmp_path):
     written = {c["case"] for c in index["cases"]}
     assert not written & set(index["pending"])
     result_dir, the_spec = suite_run.reopen(root)
-    finished = suite_run.execute(result_dir, the_spec, FakeExecutor())
+    finished = suite_run.execute(result_dir, the_spec, Executors(worker=FakeExecutor()))
     assert finished.suite.state == "complete" and validate_dir(root) == []
     journal_keys = [json.loads(line)["task"] for line in (root / "journal.jsonl").read_text().splitlines()]
     assert len(journal_keys) == len(set(journal_keys))

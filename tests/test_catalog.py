@@ -4,7 +4,7 @@ decision (edit this table too), never the side effect of a refactor."""
 import pytest
 
 from ttfr.measure import catalog
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.measure import workerenv
 from ttfr.measure.workerenv import build_env
 
@@ -41,12 +41,12 @@ def test_barrier_counters_and_worker_environment(name, monkeypatch):
     barrier, counters, env = FACTS[name]
     assert (backend.barrier, backend.cache_counters) == (barrier, counters)
     if name == catalog.COMMAND:
-        spec = build_spec(commands=["true"])
+        spec = build_spec(RunRequest(commands=["true"]))
         case = spec.cases[0]
     else:
         case = next(c for c in catalog.catalogued_cases() if c.backend == name)
         presets = ["complex8p"] if case.uses_workspace else []
-        spec = build_spec(cases=[case.id], workspace_presets=presets)
+        spec = build_spec(RunRequest(cases=[case.id], workspace_presets=presets))
     assert build_env(case, spec, {}, base={}) == env
     # a user's own platform choice is kept
     assert build_env(case, spec, {}, base={"JAX_PLATFORMS": "cuda"}).get("JAX_PLATFORMS") == "cuda"
@@ -56,7 +56,7 @@ def test_a_gpu_jax_case_points_xla_at_a_cuda_toolkit(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ptxas").write_text("")
     case = catalog.make_case("jax_jit_gpu", "matmul", 64, "float32")
-    env = build_env(case, build_spec(cases=[case.id]), {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
+    env = build_env(case, build_spec(RunRequest(cases=[case.id])), {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
     assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
 
 

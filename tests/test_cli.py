@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import manifest
 from ttfr.commands import cli
 from ttfr.measure import catalog
@@ -86,12 +87,12 @@ def test_report_validate_and_export_on_a_missing_directory_fail_cleanly(tmp_path
 def test_resume_says_which_interpreter_its_workers_run(tmp_path):
     from fakes import FakeExecutor
 
-    from ttfr.commands import run as suite_run
-    from ttfr.measure.spec import build_spec
+    from ttfr.pipeline import suite as suite_run
+    from ttfr.measure.spec import RunRequest, build_spec
 
-    spec = build_spec(backends="numpy", workloads="matmul", sizes="64", cold_runs=1, warm_procs=1, seed=1)
+    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=1, warm_procs=1, seed=1))
     result_dir = suite_run.start(spec, tmp_path)
-    suite_run.execute(result_dir, spec, FakeExecutor())  # complete: a resume runs nothing
+    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))  # complete: a resume runs nothing
     done = ttfr("run", "--resume", str(result_dir.root))
     assert done.returncode == 0, done.stderr
     assert f"resuming {result_dir.root}: workers run {sys.executable}" in done.stdout

@@ -5,7 +5,6 @@ started), cache verification by directory entries, case results and the report's
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shlex
@@ -17,12 +16,13 @@ from pathlib import Path
 import pytest
 from conftest import make_case
 
+from ttfr.measure.executors import Executors
 from ttfr.analyse import case_result
 from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.reader import validate_dir
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.commands import cli
-from ttfr.commands import run as suite_run
+from ttfr.pipeline import suite as suite_run
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_USAGE
 from ttfr.measure import cache, catalog, user_commands
@@ -32,7 +32,7 @@ from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import RunResult
-from ttfr.measure.spec import RunSpec, build_spec
+from ttfr.measure.spec import RunSpec, RunRequest, build_spec
 from ttfr.redaction import REDACTED
 from ttfr.model.base import decode, encode
 from ttfr.model.journal import JournalEntry, Rusage
@@ -52,7 +52,7 @@ def command_plan(**kwargs):
     kwargs.setdefault("commands", f"{PY} train.py")
     kwargs.setdefault("cold_runs", 2)
     kwargs.setdefault("seed", 5)
-    return build_plan(build_spec(**kwargs), _always_available)
+    return build_plan(build_spec(RunRequest(**kwargs)), _always_available)
 
 
 def _no_worker(*_args, **_kwargs):
@@ -286,14 +286,14 @@ def test_command_options_without_a_command_are_refused(options, named):
 
 def test_command_options_without_a_command_are_refused_by_build_spec():
     with pytest.raises(UsageError, match="--first-result"):
-        build_spec(workloads="matmul", backends="numpy", first_result="loss=")
+        build_spec(RunRequest(workloads="matmul", backends="numpy", first_result="loss="))
 
 
 # --- build_spec ------------------------------------------------------------------------------
 
 
 def test_build_spec_makes_one_command_case_per_command_under_the_cold_policies():
-    spec = build_spec(commands=[f"{PY} train.py", f"{PY} eval.py"], first_result="loss=")
+    spec = build_spec(RunRequest(commands=[f"{PY} train.py", f"{PY} eval.py"], first_result="loss="))
     assert sorted(c.id for c in spec.cases) == ["command_eval_1_f64", "command_train_1_f64"]
     assert all(c.backend == catalog.COMMAND and c.workload_info.command for c in spec.cases)
     assert spec.policies == COLD_POLICIES
@@ -304,16 +304,16 @@ def test_build_spec_makes_one_command_case_per_command_under_the_cold_policies()
 
 
 def test_build_spec_keeps_one_cold_policy_when_asked():
-    spec = build_spec(commands=f"{PY} train.py", policies="cold-cache")
+    spec = build_spec(RunRequest(commands=f"{PY} train.py", policies="cold-cache"))
     assert spec.policies == (COLD_CACHE,)
-    spec = build_spec(commands=f"{PY} train.py", policies=["warm-cache"])
+    spec = build_spec(RunRequest(commands=f"{PY} train.py", policies=["warm-cache"]))
     assert spec.policies == (WARM_CACHE,)
 
 
 @pytest.mark.parametrize("policies", ["warm-process", "all", "warm", "cold-cache,warm-process"])
 def test_a_command_has_no_warm_process_policy(policies):
     with pytest.raises(UsageError) as info:
-        build_spec(commands=f"{PY} train.py", policies=policies)
+        build_spec(RunRequest(commands=f"{PY} train.py", policies=policies))
     assert info.value.exit_code == EXIT_USAGE == 2
     message = str(info.value)
     assert WARM_PROCESS in message
@@ -344,30 +344,30 @@ def test_the_cli_refuses_warm_process_for_a_command_with_exit_2(tmp_path, capsys
 )
 def test_a_command_run_does_not_mix_with_ttfrs_cases(option, value, named):
     with pytest.raises(UsageError, match="--command measures programs") as info:
-        build_spec(commands=f"{PY} train.py", **{option: value})
+        build_spec(RunRequest(commands=f"{PY} train.py", **{option: value}))
     assert named in str(info.value)
 
 
 @pytest.mark.parametrize(("option", "value"), [("case_files", "cases.py"), ("workspace_presets", "simple")])
 def test_the_mixing_error_names_options_the_cli_has(option, value):
     with pytest.raises(UsageError) as info:
-        build_spec(commands=f"{PY} train.py", **{option: value})
+        build_spec(RunRequest(commands=f"{PY} train.py", **{option: value}))
     assert f"--{option.replace('_', '-')}" not in str(info.value)
 
 
 def test_a_command_named_like_a_builtin_workload_is_refused_with_a_hint():
     with pytest.raises(UsageError, match="built-in workload") as info:
-        build_spec(commands=f"{PY} train.py", command_names=["matmul"])
+        build_spec(RunRequest(commands=f"{PY} train.py", command_names=["matmul"]))
     assert "--command-name" in str(info.value)
     with pytest.raises(UsageError, match="--command-name"):  # its script's name, by default
-        build_spec(commands=f"{PY} matmul.py")
+        build_spec(RunRequest(commands=f"{PY} matmul.py"))
     with pytest.raises(UsageError, match="--command-name"):  # a loop family's name too
-        build_spec(commands=f"{PY} train.py", command_names=["sweep_mlp"])
+        build_spec(RunRequest(commands=f"{PY} train.py", command_names=["sweep_mlp"]))
     assert catalog.WORKLOADS["matmul"].command is False  # the built-in is untouched
 
 
 def test_a_command_spec_honours_the_run_counts_and_shards():
-    spec = build_spec(commands=[f"{PY} a.py", f"{PY} b.py"], cold_runs=3, timeout=12, shard="1/2", seed=4)
+    spec = build_spec(RunRequest(commands=[f"{PY} a.py", f"{PY} b.py"], cold_runs=3, timeout=12, shard="1/2", seed=4))
     assert spec.cold_runs == 3 and spec.timeout_s == 12.0
     assert [c.id for c in spec.cases] == ["command_a_1_f64"]
     assert [c.name for c in spec.commands] == ["a"]  # the other shard's command is not recorded
@@ -377,8 +377,8 @@ def test_a_command_spec_honours_the_run_counts_and_shards():
 
 
 def test_run_spec_round_trips_its_commands():
-    spec = build_spec(commands=[f"{PY} train.py --epochs 1", f"{PY} eval.py"], command_names=["fit"],
-                      first_result=r"loss=\d", prepare=["true"], seed=7)  # fmt: skip
+    spec = build_spec(RunRequest(commands=[f"{PY} train.py --epochs 1", f"{PY} eval.py"], command_names=["fit"],
+                      first_result=r"loss=\d", prepare=["true"], seed=7))  # fmt: skip
     data = json.loads(json.dumps(spec.to_json()))
     assert data["commands"][0] == {
         "name": "fit",
@@ -402,13 +402,13 @@ def test_run_spec_round_trips_its_commands():
 
 
 def test_a_mark_command_round_trips():
-    spec = build_spec(commands=f"{PY} train.py", first_result_mark=True, seed=1)
+    spec = build_spec(RunRequest(commands=f"{PY} train.py", first_result_mark=True, seed=1))
     back = RunSpec.from_json(json.loads(json.dumps(spec.to_json())))
     assert back.command("train").mark and back.command("train").first_result_by == "mark"
 
 
 def test_plan_json_of_a_command_run_validates_and_resumes(tmp_path):
-    spec = build_spec(commands=f"{PY} train.py", first_result="loss=", prepare="true", seed=3)
+    spec = build_spec(RunRequest(commands=f"{PY} train.py", first_result="loss=", prepare="true", seed=3))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
     result_dir.unlock()
     plan = json.loads(result_dir.plan.read_text())
@@ -430,7 +430,7 @@ def test_plan_json_of_a_command_run_validates_and_resumes(tmp_path):
     ],
 )
 def test_a_command_with_a_secret_is_recorded_redacted(command, prepare):
-    spec = build_spec(commands=command, prepare=prepare, seed=1)
+    spec = build_spec(RunRequest(commands=command, prepare=prepare, seed=1))
     recorded = spec.to_json()["commands"][0]
     assert recorded["redacted"] is True
     assert REDACTED in json.dumps(recorded)
@@ -441,7 +441,7 @@ def test_a_command_with_a_secret_is_recorded_redacted(command, prepare):
 
 
 def test_a_command_without_a_secret_is_not_marked_redacted():
-    spec = build_spec(commands=f"{PY} t.py --epochs 5 --lr=0.1 --out run1", prepare="true", seed=1)
+    spec = build_spec(RunRequest(commands=f"{PY} t.py --epochs 5 --lr=0.1 --out run1", prepare="true", seed=1))
     recorded = spec.to_json()["commands"][0]
     assert recorded["redacted"] is False
     assert recorded["argv"] == [sys.executable, "t.py", "--epochs", "5", "--lr=0.1", "--out", "run1"]
@@ -449,7 +449,7 @@ def test_a_command_without_a_secret_is_not_marked_redacted():
 
 
 def test_a_redacted_command_cannot_be_resumed(tmp_path, capsys):
-    spec = build_spec(commands=f"{PY} t.py --api-token {SECRET}", seed=2)
+    spec = build_spec(RunRequest(commands=f"{PY} t.py --api-token {SECRET}", seed=2))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
     result_dir.unlock()
     raw = result_dir.plan.read_bytes()
@@ -475,7 +475,7 @@ def test_a_redacted_command_cannot_be_resumed(tmp_path, capsys):
 
 def test_the_manifest_does_not_record_a_commands_secret(tmp_path):
     text = f"{PY} t.py --api-token {SECRET}"
-    spec = build_spec(commands=text, seed=2)
+    spec = build_spec(RunRequest(commands=text, seed=2))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run", "--command", text])
     result_dir.unlock()
     assert SECRET.encode() not in result_dir.plan.read_bytes()
@@ -519,7 +519,7 @@ def test_a_cold_cache_only_command_plan_needs_no_template():
 
 
 def test_the_real_availability_probe_accepts_a_command():
-    plan = build_plan(build_spec(commands=f"{PY} train.py", seed=1))
+    plan = build_plan(build_spec(RunRequest(commands=f"{PY} train.py", seed=1)))
     assert plan.unavailable == {} and plan.tasks
 
 
@@ -584,9 +584,9 @@ def schedule(plan, tmp_path, command=None, prepare=None, base_env=None):
     command = command or FakeCommand(log)
     prepare = prepare or FakePrepare(command.log)
     journal = Journal(tmp_path / "journal.jsonl")
-    scheduler = Scheduler(plan, journal, tmp_path / "scratch", _no_worker,
-                          base_env={"PATH": os.environ.get("PATH", "")} if base_env is None else base_env,
-                          command_executor=command, prepare_executor=prepare)  # fmt: skip
+    executors = Executors(worker=_no_worker, command=command, prepare=prepare)
+    scheduler = Scheduler(plan, journal, tmp_path / "scratch", executors,
+                          base_env={"PATH": os.environ.get("PATH", "")} if base_env is None else base_env)  # fmt: skip
     scheduler.run()
     return [encode(e) for e in journal.entries()], scheduler, command, prepare  # the journal's JSON
 
@@ -907,14 +907,12 @@ def test_no_commands_section_without_a_command_case():
 # --- the whole run with fake executors -------------------------------------------------------
 
 
-def test_a_whole_command_run_writes_valid_artifacts_and_a_commands_report(tmp_path, monkeypatch):
-    spec = build_spec(commands=f"{PY} train.py", first_result="loss=", prepare="true", cold_runs=2, seed=9)
+def test_a_whole_command_run_writes_valid_artifacts_and_a_commands_report(tmp_path):
+    spec = build_spec(RunRequest(commands=f"{PY} train.py", first_result="loss=", prepare="true", cold_runs=2, seed=9))
     log = []
     command, prepare = FakeCommand(log), FakePrepare(log)
-    patched = functools.partial(Scheduler, command_executor=command, prepare_executor=prepare)
-    monkeypatch.setattr(suite_run, "Scheduler", patched)
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    outcome = suite_run.execute(result_dir, spec, executor=_no_worker)
+    outcome = suite_run.execute(result_dir, spec, Executors(worker=_no_worker, command=command, prepare=prepare))
     assert not outcome.interrupted and outcome.suite.pending == []
     assert len(command.calls) == len(prepare.calls) == 4
     assert validate_dir(result_dir.root) == []

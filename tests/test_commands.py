@@ -348,15 +348,15 @@ def test_a_daemon_that_escapes_the_group_kill_cannot_hang_ttfr(tmp_path, monkeyp
 
 
 def test_a_resume_refuses_a_program_that_changed_since_the_run_started(tmp_path, capsys):
-    from ttfr.commands import run as suite_run
-    from ttfr.measure.spec import build_spec
+    from ttfr.pipeline import suite as suite_run
+    from ttfr.measure.spec import RunRequest, build_spec
 
     script = tmp_path / "fit.py"
     script.write_text("print('v1')\n")
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
-        spec = build_spec(commands=[f"{PY} fit.py"], cold_runs=1)
+        spec = build_spec(RunRequest(commands=[f"{PY} fit.py"], cold_runs=1))
     finally:
         os.chdir(here)
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])

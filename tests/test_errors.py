@@ -8,9 +8,10 @@ import pytest
 from fakes import FakeExecutor
 from test_artifacts import run_fake, spec
 
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import StorageError
-from ttfr.commands import run as suite_run
+from ttfr.pipeline import suite as suite_run
 from ttfr.commands.cli import main
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from ttfr.measure.journal import Journal
@@ -66,12 +67,12 @@ def test_a_full_disk_mid_run_names_the_file_and_resume_finishes_the_job(tmp_path
     the_spec = spec()
     result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
     with pytest.raises(StorageError) as caught:
-        suite_run.execute(result_dir, the_spec, FakeExecutor())
+        suite_run.execute(result_dir, the_spec, Executors(worker=FakeExecutor()))
     message = str(caught.value)
     assert "journal.jsonl" in message and "No space left" in message and f"--resume {result_dir.root}" in message
     monkeypatch.setattr(Journal, "append", real_append)
     resumed, resumed_spec = suite_run.reopen(result_dir.root)  # the lock was given back
-    outcome = suite_run.execute(resumed, resumed_spec, FakeExecutor())
+    outcome = suite_run.execute(resumed, resumed_spec, Executors(worker=FakeExecutor()))
     assert outcome.suite.state == "complete" and outcome.exit_code == EXIT_OK
 
 
@@ -123,7 +124,7 @@ def test_a_full_disk_during_export_is_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_two_compares_in_one_second_get_two_directories(tmp_path):
-    from ttfr.commands import compare
+    from ttfr.pipeline import comparison as compare
 
     roots = [run_fake(tmp_path / name).result_dir.root for name in ("a", "b")]
     outs = [

@@ -14,18 +14,19 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
 from conftest import fake_result
+from ttfr.measure.executors import Executors
 from ttfr.artifacts.export import csv_long, formats, openmetrics, tidy
 from ttfr.artifacts.reader import load_finished
 from ttfr.commands import cli
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def _run(tmp_path, executor=None):
-    spec = build_spec(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=3, warm_procs=2,
-                      seed=3)  # fmt: skip
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=3,
+                                 warm_procs=2, seed=3))  # fmt: skip
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, executor or FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
     return load_finished(result_dir.root)
 
 

@@ -392,15 +392,15 @@ def test_user_workspace_errors_say_what_is_wrong(tmp_path):
 
 
 def test_user_workspace_size_becomes_the_histfactory_case_size(tmp_path):
-    from ttfr.measure.spec import build_spec
+    from ttfr.measure.spec import RunRequest, build_spec
 
     path = tmp_path / "ws.json"
     path.write_text(json.dumps(WITH_EVERY_MODIFIER))
-    spec = build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", workspace=str(path))
+    spec = build_spec(RunRequest(workloads="hf_nll_grad", backends="jax_jit_cpu", workspace=str(path)))
     size = hf_workspace.count_parameters(WITH_EVERY_MODIFIER)
     assert [c.id for c in spec.cases] == [f"jax_jit_cpu_hf_nll_grad_custom_{size}_f64"]
     with pytest.raises(UsageError, match="presets"):
-        build_spec(workloads="hf_nll_grad", backends="jax_jit_cpu", sizes="77")
+        build_spec(RunRequest(workloads="hf_nll_grad", backends="jax_jit_cpu", sizes="77"))
 
 
 FIT_INPUTS = ("init", "free", "lower", "upper")

@@ -17,10 +17,12 @@ from fakes import FakeExecutor
 from rich.console import Console
 
 from conftest import fake_result
+from ttfr.measure.executors import Executors
 from ttfr.artifacts.reader import load_finished, validate_dir
-from ttfr.commands import ab, cli
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.commands import cli
+from ttfr.pipeline import interleaved as ab
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.model.case import COLD_METRICS, CaseResult, ColdSummary
 from ttfr.model.suite import ScalingRow
 from ttfr.report import html, terminal
@@ -30,9 +32,9 @@ HOSTILE = "<script>alert('x')</script> & \"quoted\" | ## heading"
 
 def _run(tmp_path, executor=None, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    spec = build_spec(workloads="matmul,fused_chain", sizes="64", cold_runs=3, warm_procs=2, seed=2, **kwargs)
+    spec = build_spec(RunRequest(workloads="matmul,fused_chain", sizes="64", cold_runs=3, warm_procs=2, seed=2, **kwargs))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, executor or FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
     return result_dir.root
 
 
@@ -120,7 +122,7 @@ def test_a_bar_is_its_components_to_scale():
 def test_ab_writes_a_comparison_page_with_a_forest_plot(tmp_path):
     from test_ab import SlowerB, ab_spec
 
-    outcome = ab.execute(ab_spec(rounds=4), tmp_path, executor=SlowerB(factor=1.3, noise=0.01))
+    outcome = ab.execute(ab_spec(rounds=4), tmp_path, executors=Executors(worker=SlowerB(factor=1.3, noise=0.01)))
     page = (outcome.root / "comparison.html").read_text()
     (figure,) = _figures(page)
     assert "B against A" in figure and "<svg" in figure
@@ -265,9 +267,9 @@ def test_a_run_whose_every_case_failed_still_gets_its_page(tmp_path, capsys):
 
 
 def test_the_terminal_report_has_a_row_for_every_case(tmp_path):
-    spec = build_spec(backends="numpy", workloads="matmul", sizes="64", policies="warm", warm_procs=2, seed=2)
+    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", policies="warm", warm_procs=2, seed=2))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
     terminal.print_report(console, load_finished(result_dir.root))
     text = console.file.getvalue()

@@ -11,7 +11,8 @@ import pytest
 from fakes import FakeExecutor
 from test_artifacts import run_fake
 
-from ttfr.commands import run as suite_run
+from ttfr.measure.executors import Executors
+from ttfr.pipeline import suite as suite_run
 from ttfr.commands.cli import main
 from ttfr.measure import journal as journal_module
 from ttfr.measure.journal import MAX_LINE_BYTES, Journal, JournalError, read_entry
@@ -85,7 +86,7 @@ def test_resume_over_a_garbage_journal_line_reruns_that_task_and_warns(tmp_path,
     (root / "journal.jsonl").write_text("\n".join(lines) + "\n")
     result_dir, spec = suite_run.reopen(root)
     executor = FakeExecutor()
-    finished = suite_run.execute(result_dir, spec, executor)
+    finished = suite_run.execute(result_dir, spec, Executors(worker=executor))
     assert finished.suite.state == "complete"
     assert finished.warnings and "line 2: Expected `str`, got `int` - at `task`" in finished.warnings[0]
     assert main(["validate", str(root)]) == 0
@@ -221,7 +222,7 @@ def test_a_line_analysis_cannot_use_is_skipped_and_resume_completes(tmp_path, na
     assert len(read.entries()) == len(entries) - 1
     assert len(read.skipped) == 1 and f"line {index + 1}: " in read.skipped[0] and why in read.skipped[0], read.skipped
     result_dir, spec = suite_run.reopen(root)
-    finished = suite_run.execute(result_dir, spec, FakeExecutor())  # reruns that task; analysis must not crash
+    finished = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))  # reruns that task; analysis must not crash
     assert finished.suite.state == "complete" and finished.warnings == read.skipped
     assert main(["validate", str(root)]) == 0
 
@@ -357,7 +358,7 @@ def test_a_resume_over_a_fifo_journal_is_a_journal_error(tmp_path):
     signal.alarm(30)
     try:
         with pytest.raises(JournalError) as raised:
-            suite_run.execute(result_dir, spec, FakeExecutor())
+            suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
@@ -379,5 +380,5 @@ def test_an_infinite_doubling_ratio_or_an_overflowed_digest_sum_is_data_not_garb
     assert len(read.entries()) == len(entries) and read.skipped == []
     (root / "suite.json").unlink()
     result_dir, spec = suite_run.reopen(root)
-    finished = suite_run.execute(result_dir, spec, FakeExecutor())
+    finished = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     assert finished.suite.state == "complete" and main(["validate", str(root)]) == 0

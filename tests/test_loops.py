@@ -13,6 +13,7 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.model.base import encode
 from ttfr.analyse import case_result, loops
 from ttfr.artifacts.reader import load_finished, validate_dir
@@ -21,10 +22,10 @@ from ttfr.child import worker
 from ttfr.child.contracts import Loop
 from ttfr.child.job import WARM, Job
 from ttfr.child.workloads import loop_mlp, loop_strategies, ragged_batches, sweep_mlp
-from ttfr.commands import run as suite_run
+from ttfr.pipeline import suite as suite_run
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
-from ttfr.measure.spec import build_spec, select_cases
+from ttfr.measure.spec import RunRequest, build_spec, select_cases
 from ttfr.model.case import CompileCountMismatch, RunFigures
 from ttfr.model.loops import CostPoint
 from ttfr.model.record import Check, LoopRecord
@@ -248,9 +249,9 @@ class LoopExecutor(FakeExecutor):
 
 def _run(tmp_path, executor, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    spec = build_spec(workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2, **kwargs)
+    spec = build_spec(RunRequest(workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2, **kwargs))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, spec, executor)
+    return suite_run.execute(result_dir, spec, Executors(worker=executor))
 
 
 def test_loop_figures_reach_the_artifacts_and_the_report(tmp_path):

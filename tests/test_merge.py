@@ -6,19 +6,20 @@ import json
 
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.artifacts.reader import validate_dir
 from ttfr.commands import cli
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 
 SELECTION = dict(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64", cold_runs=2, warm_procs=2,
                  seed=9)  # fmt: skip
 
 
 def _run(tmp_path, name, **kwargs):
-    spec = build_spec(**{**SELECTION, **kwargs})
+    spec = build_spec(RunRequest(**{**SELECTION, **kwargs}))
     result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     return result_dir.root
 
 
@@ -71,7 +72,7 @@ def test_slices_of_different_plans_are_refused(tmp_path, capsys):
 
 
 def test_the_merged_manifest_records_the_merge_command_line_redacted(tmp_path):
-    from ttfr.commands import merge
+    from ttfr.pipeline import shards as merge
 
     shards = [_run(tmp_path, f"s{k}", shard=f"{k}/2") for k in (1, 2)]
     root = merge.merge(shards, tmp_path / "m", ["ttfr", "merge", "--api-token", "s3cr3tvalue", *map(str, shards)])

@@ -2,7 +2,7 @@ from collections import Counter
 
 from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def always_available(_backend, _workload=None):
@@ -14,7 +14,7 @@ def spec(**kwargs):
     kwargs.setdefault("workloads", "matmul")
     kwargs.setdefault("cold_runs", 3)
     kwargs.setdefault("warm_procs", 2)
-    return build_spec(**kwargs)
+    return build_spec(RunRequest(**kwargs))
 
 
 def test_every_case_gets_its_runs_per_policy():

@@ -9,6 +9,7 @@ import pytest
 from conftest import fake_result
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.analyse import precision
 from ttfr.analyse.precision import BUSY, FAILING, MET, MIN_RUNS, SHORT, UNREACHABLE
 from ttfr.model.base import decode, encode
@@ -16,9 +17,9 @@ from ttfr.model.record import RunRecord
 from ttfr.model.suite import Statistic
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import ArtifactError
-from ttfr.commands import run as suite_run
+from ttfr.pipeline import suite as suite_run
 from ttfr.errors import UsageError
-from ttfr.measure.spec import MAX_COLD_RUNS, build_spec
+from ttfr.measure.spec import MAX_COLD_RUNS, RunRequest, build_spec
 
 COLD_CACHE, WARM_CACHE, WARM = "cold-process/cold-cache", "cold-process/warm-cache", "warm-process"
 
@@ -159,9 +160,9 @@ class CostedExecutor(FakeExecutor):
 
 def _run(tmp_path, executor, clock, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    the_spec = build_spec(workloads="matmul", sizes="64", seed=1, **kwargs)
+    the_spec = build_spec(RunRequest(workloads="matmul", sizes="64", seed=1, **kwargs))
     result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, the_spec, executor, clock=clock)
+    return suite_run.execute(result_dir, the_spec, Executors(worker=executor), clock=clock)
 
 
 def _runs_per_stream(cases):
@@ -229,7 +230,7 @@ def test_an_interrupted_precision_phase_resumes_from_the_journal(tmp_path):
     root = outcome.result_dir.root
     result_dir, the_spec = suite_run.reopen(root)
     assert the_spec.precision == 0.05
-    resumed = suite_run.execute(result_dir, the_spec, CostedExecutor(clock, costs, spread, seed=1), clock=clock)
+    resumed = suite_run.execute(result_dir, the_spec, Executors(worker=CostedExecutor(clock, costs, spread, seed=1)), clock=clock)
     assert resumed.suite.precision.stopped_by == "target_met"
     for case in resumed.cases:
         for _name, data in case.policies.items():
@@ -315,9 +316,10 @@ def test_an_edited_precision_state_is_refused(tmp_path):
 )
 def test_bad_precision_options_are_refused_before_anything_runs(kwargs, message):
     with pytest.raises(UsageError, match=message):
-        build_spec(backends="numpy", workloads="matmul", sizes="64", **kwargs)
+        build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", **kwargs))
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("600", 600.0), ("600s", 600.0), ("10m", 600.0), ("1.5h", 5400.0)])
 def test_budget_durations(text, seconds):
-    assert build_spec(backends="numpy", workloads="matmul", sizes="64", precision=0.05, budget=text).budget_s == seconds
+    request = RunRequest(backends="numpy", workloads="matmul", sizes="64", precision=0.05, budget=text)
+    assert build_spec(request).budget_s == seconds

@@ -12,17 +12,18 @@ import pytest
 from fakes import FakeExecutor
 
 from conftest import SHARED_SCHEMAS, fake_result
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import snapshot
 from ttfr.commands import cli
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def _run(tmp_path, executor=None, name="out"):
-    spec = build_spec(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=2,
-                      warm_procs=2, seed=4)  # fmt: skip
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=2,
+                      warm_procs=2, seed=4))  # fmt: skip
     result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, executor or FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
     return result_dir.root
 
 

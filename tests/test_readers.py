@@ -9,6 +9,7 @@ import threading
 import pytest
 from test_artifacts import run_fake
 
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import validate_dir
 from ttfr.artifacts.store import ArtifactError, sha256_file
@@ -132,14 +133,14 @@ def test_an_oversized_artifact_is_refused_before_it_is_read(finished, monkeypatc
 
 
 def test_a_workspace_file_changed_after_the_run_is_refused(tmp_path):
-    from ttfr.commands import run as suite_run
-    from ttfr.measure.spec import build_spec
+    from ttfr.pipeline import suite as suite_run
+    from ttfr.measure.spec import RunRequest, build_spec
 
     from fakes import FakeExecutor
 
-    spec = build_spec(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=1, warm_procs=1)
+    spec = build_spec(RunRequest(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=1, warm_procs=1))
     result_dir = suite_run.start(spec, tmp_path, ["ttfr", "run"])
-    root = suite_run.execute(result_dir, spec, FakeExecutor()).result_dir.root
+    root = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor())).result_dir.root
     dataset = _suite(root)["datasets"][0]
     (root / dataset["path"]).write_text("{}")
     with pytest.raises(ArtifactError, match=dataset["path"]):
@@ -175,12 +176,12 @@ def test_validate_never_crashes_and_readers_give_one_line(finished, tmp_path, ca
 def test_resume_refuses_workspace_paths_of_plan_json_outside_the_directory(tmp_path, path):
     from fakes import FakeExecutor
 
-    from ttfr.commands import run as suite_run
-    from ttfr.measure.spec import build_spec
+    from ttfr.pipeline import suite as suite_run
+    from ttfr.measure.spec import RunRequest, build_spec
 
-    spec = build_spec(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=2, warm_procs=1)
+    spec = build_spec(RunRequest(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=2, warm_procs=1))
     result_dir = suite_run.start(spec, tmp_path, ["ttfr", "run"])
-    root = suite_run.execute(result_dir, spec, FakeExecutor(interrupt_at=1)).result_dir.root
+    root = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor(interrupt_at=1))).result_dir.root
     (root / "workspaces" / "link.json").symlink_to("/etc/passwd")
     plan = json.loads((root / "plan.json").read_text())
     next(iter(plan["datasets"].values()))["files"]["workspace"] = path
@@ -221,7 +222,7 @@ def test_an_edited_case_median_is_refused_even_with_its_hash_updated(finished, t
 def test_resume_refuses_a_directory_whose_own_files_are_symlinks(tmp_path, entry):
     from fakes import FakeExecutor
 
-    from ttfr.commands import run as suite_run
+    from ttfr.pipeline import suite as suite_run
 
     root = run_fake(tmp_path / "runs", FakeExecutor(interrupt_at=3)).result_dir.root
     victim = tmp_path / "victim"
@@ -242,7 +243,7 @@ def test_resume_refuses_a_directory_whose_own_files_are_symlinks(tmp_path, entry
 def test_resume_refuses_a_symlinked_manifest_and_never_blocks_on_a_fifo_one(tmp_path):
     from fakes import FakeExecutor
 
-    from ttfr.commands import run as suite_run
+    from ttfr.pipeline import suite as suite_run
 
     root = run_fake(tmp_path / "runs", FakeExecutor(interrupt_at=3)).result_dir.root
     (root / "manifest.json").unlink()
@@ -261,7 +262,7 @@ def test_resume_refuses_a_symlinked_manifest_and_never_blocks_on_a_fifo_one(tmp_
     signal.alarm(30)
     try:
         with pytest.raises(ArtifactError, match="manifest.json: not a regular file"):
-            suite_run.execute(result_dir, spec, FakeExecutor())
+            suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
+from ttfr.measure.executors import Executors
 from ttfr.redaction import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
-from ttfr.commands import ab
-from ttfr.measure.spec import build_spec
+from ttfr.pipeline import interleaved as ab
+from ttfr.measure.spec import RunRequest, build_spec
 
 SECRETS = {"HF_TOKEN": "hf_tok_4f9a", "DB_PASSWORD": "pw_77e1", "GPG_PASSPHRASE": "pp_9c2d", "GITHUB_PAT": "pat_31ab",
            "SSH_PRIVATE_KEY": "pk_5e0f", "CLIENT_CERT": "cert_8d44", "API_KEY": "key_12fe", "MY_SECRET": "sec_aa01",
@@ -59,9 +60,11 @@ def test_no_secret_of_an_ab_run_reaches_any_file_it_writes(tmp_path, monkeypatch
     b_env = [f"{name}={value}" for name, value in list(SECRETS.items())[5:]]
     argv = ["ttfr", "ab", *[w for item in a_env for w in ("--a-env", item)], *[w for item in b_env for w in ("--b-env", item)]]
     monkeypatch.setattr(sys, "argv", argv)
-    run = build_spec(backends="numpy", workloads="matmul", sizes="64", policies="cold-cache,warm", seed=3)
+    run = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", policies="cold-cache,warm", seed=3))
     arms = (ab.Arm("A", sys.executable, ab.parse_env(a_env)), ab.Arm("B", sys.executable, ab.parse_env(b_env)))
-    outcome = ab.execute(ab.AbSpec(run, arms, 3, 3, None, None), tmp_path, command_line=argv, executor=_Quick())
+    outcome = ab.execute(
+        ab.AbSpec(run, arms, 3, 3, None, None), tmp_path, command_line=argv, executors=Executors(worker=_Quick())
+    )
     written = {p: p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()}
     assert {p.name for p in written} >= {"plan.json", "manifest.json", "comparison.json", "comparison.md"}
     for value in [*SECRETS.values(), "flag_tok_19"]:

@@ -9,23 +9,25 @@ import pytest
 from fakes import FakeExecutor
 
 from conftest import PASSED_CHECK, fake_record, fake_result
+from ttfr.measure.executors import Executors
 from ttfr.artifacts import snapshot
-from ttfr.commands import cli, replicate
-from ttfr.commands import run as suite_run
-from ttfr.measure.spec import build_spec
+from ttfr.commands import cli
+from ttfr.pipeline import replication as replicate
+from ttfr.pipeline import suite as suite_run
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def _snapshot(tmp_path):
-    spec = build_spec(backends="numpy,jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2, seed=6)
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2, seed=6))
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, FakeExecutor())
+    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     path, _ = snapshot.publish(result_dir.root, tmp_path / "snaps")
     return path
 
 
 def test_the_same_plan_on_the_same_machine_replicates_every_gate(tmp_path):
     path = _snapshot(tmp_path)
-    outcome, document = replicate.replicate(path, tmp_path / "again", executor=FakeExecutor())
+    outcome, document = replicate.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
     summary = document["summary"]
     assert summary["replicated"] and summary["exit_code"] == 0 and document["schema_valid"]
     assert summary["required_gates"] == summary["required_replicated"] > 0
@@ -45,7 +47,7 @@ def test_a_gate_that_does_not_replicate_is_exit_3_and_named(tmp_path):
             return fake_result(fake_record(check=check))
         return None
 
-    _outcome, document = replicate.replicate(path, tmp_path / "again", executor=FakeExecutor(decide=wrong))
+    _outcome, document = replicate.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor(decide=wrong)))
     assert document["summary"]["exit_code"] == 3 and not document["summary"]["replicated"]
     assert "numpy_matmul_64_f32 correctness: pass -> fail" in document["summary"]["not_replicated"]
 

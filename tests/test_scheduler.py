@@ -4,11 +4,12 @@ import pytest
 from conftest import fake_result
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.measure import catalog
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def make_plan(**kwargs):
@@ -18,12 +19,12 @@ def make_plan(**kwargs):
     kwargs.setdefault("cold_runs", 2)
     kwargs.setdefault("warm_procs", 2)
     kwargs.setdefault("seed", 3)
-    return build_plan(build_spec(**kwargs), lambda _b, _w=None: None)
+    return build_plan(build_spec(RunRequest(**kwargs)), lambda _b, _w=None: None)
 
 
 def run(plan, tmp_path, executor):
     journal = Journal(tmp_path / "journal.jsonl")
-    scheduler = Scheduler(plan, journal, tmp_path / "scratch", executor)
+    scheduler = Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=executor))
     scheduler.run()
     return journal, scheduler
 

@@ -13,10 +13,11 @@ import sys
 
 import pytest
 
-from ttfr.commands import cli, slurm
+from ttfr.commands import cli
+from ttfr.pipeline import slurm
 from ttfr.errors import UsageError
 from ttfr.measure.plan import build_plan
-from ttfr.measure.spec import build_spec
+from ttfr.measure.spec import RunRequest, build_spec
 
 
 def test_a_shard_runs_the_same_options_with_its_slice_seed_and_directory(tmp_path):
@@ -68,7 +69,7 @@ def test_a_two_shard_slurm_run_merges_into_the_single_runs_cases_and_run_counts(
     assert "slurm: 2/2 shard(s) done" in done.stdout
     (merged,) = [p for p in tmp_path.iterdir() if p.name.startswith("merged-")]
     assert subprocess.run([sys.executable, "-m", "ttfr", "validate", str(merged)], capture_output=True).returncode == 0
-    plan = build_plan(build_spec(cases=selection[1].split(","), cold_runs=2, warm_procs=1, warm_samples=3, seed=5))
+    plan = build_plan(build_spec(RunRequest(cases=selection[1].split(","), cold_runs=2, warm_procs=1, warm_samples=3, seed=5)))
     journal = [json.loads(line) for line in (merged / "journal.jsonl").read_text().splitlines()]
     assert sorted(e["task"] for e in journal) == sorted(t.key for t in plan.tasks)  # every run of the plan, once
     manifest = json.loads((merged / "manifest.json").read_text())

@@ -3,11 +3,11 @@ import pytest
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
-from ttfr.measure.spec import RunSpec, build_spec, parse_policies
+from ttfr.measure.spec import RunSpec, RunRequest, build_spec, parse_policies
 
 
 def test_quick_default_suite_is_smallest_f32_of_every_real_workload_and_backend():
-    spec = build_spec()
+    spec = build_spec(RunRequest())
     ids = {c.id for c in spec.cases}
     assert "numpy_matmul_512_f32" in ids and "jax_jit_cpu_matmul_512_f32" in ids
     array_backends = {b.name for b in catalog.BACKENDS.values() if b.framework in ("numpy", "jax", "torch")}
@@ -20,7 +20,7 @@ def test_quick_default_suite_is_smallest_f32_of_every_real_workload_and_backend(
 
 
 def test_publish_profile_takes_every_catalogued_size_and_dtype():
-    spec = build_spec(profile="publish", backends="numpy", workloads="matmul")
+    spec = build_spec(RunRequest(profile="publish", backends="numpy", workloads="matmul"))
     assert sorted(c.id for c in spec.cases) == [
         "numpy_matmul_1024_f32", "numpy_matmul_1024_f64", "numpy_matmul_512_f32", "numpy_matmul_512_f64",
     ]  # fmt: skip
@@ -62,7 +62,7 @@ def test_uncatalogued_size_inside_the_range_is_accepted():
 )
 def test_bad_input_is_a_usage_error_that_names_the_valid_choices(kwargs, expected):
     with pytest.raises(UsageError) as err:
-        build_spec(**kwargs)
+        build_spec(RunRequest(**kwargs))
     assert expected in str(err.value)
 
 
@@ -70,10 +70,10 @@ def test_worker_python_must_exist_and_import_ttfr(tmp_path):
     import sys
 
     with pytest.raises(UsageError, match="cannot be run"):
-        build_spec(python=str(tmp_path / "no-such-python"))
+        build_spec(RunRequest(python=str(tmp_path / "no-such-python")))
     with pytest.raises(UsageError, match="cannot import ttfr"):
-        build_spec(python="/bin/false")
-    assert build_spec(python=sys.executable).python == sys.executable
+        build_spec(RunRequest(python="/bin/false"))
+    assert build_spec(RunRequest(python=sys.executable)).python == sys.executable
 
 
 def test_policies_accept_aliases_and_keep_canonical_order():
@@ -83,21 +83,21 @@ def test_policies_accept_aliases_and_keep_canonical_order():
 
 
 def test_shards_partition_the_cases():
-    full = build_spec(profile="publish").cases
-    shards = [build_spec(profile="publish", shard=f"{k}/3", seed=1).cases for k in (1, 2, 3)]
+    full = build_spec(RunRequest(profile="publish")).cases
+    shards = [build_spec(RunRequest(profile="publish", shard=f"{k}/3", seed=1)).cases for k in (1, 2, 3)]
     assert sorted(c for s in shards for c in s) == sorted(full)
     assert not set(shards[0]) & set(shards[1])
     with pytest.raises(UsageError, match="same --seed"):  # unmergeable: each shard would draw its own seed
-        build_spec(shard="1/3")
+        build_spec(RunRequest(shard="1/3"))
 
 
 def test_deterministic_spec_fixes_the_seed_and_random_specs_differ():
-    assert build_spec(deterministic=True).seed == 0
-    assert len({build_spec().seed for _ in range(5)}) > 1
+    assert build_spec(RunRequest(deterministic=True)).seed == 0
+    assert len({build_spec(RunRequest()).seed for _ in range(5)}) > 1
 
 
 def test_spec_round_trips_through_json():
-    spec = build_spec(backends="numpy,jax_jit_cpu", sizes="64", threads=2, shard="1/1", seed=7)
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", sizes="64", threads=2, shard="1/1", seed=7))
     assert RunSpec.from_json(spec.to_json()) == spec
 
 
@@ -118,4 +118,4 @@ def test_spec_round_trips_through_json():
 )
 def test_an_empty_selection_is_an_error_naming_the_option_not_everything(option, kwargs):
     with pytest.raises(UsageError, match=f"^{option} was given an empty value"):
-        build_spec(**kwargs)
+        build_spec(RunRequest(**kwargs))

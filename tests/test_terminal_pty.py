@@ -311,7 +311,7 @@ def test_selftest_and_the_ab_note_it_leads_to_on_a_terminal(tmp_path, monkeypatc
     flat = " ".join(text.split())
     # 2 rounds are below any answer (a signed-rank test needs 8 to reach p < 0.01 at all); a self-test on a
     # busy machine may have found no answer (no δ): then no note, so what is expected comes from the stored file
-    from ttfr.commands import selftest
+    from ttfr.pipeline import selftest
 
     note = selftest.rounds_advice(selftest.load_stored(), 2, None)
     if note is not None:

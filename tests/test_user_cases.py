@@ -91,7 +91,7 @@ def test_a_case_file_becomes_workloads_with_its_frameworks_sizes_and_source(tmp_
 
 def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(tmp_path):
     path = case_file(tmp_path)
-    chosen = spec.build_spec(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1)
+    chosen = spec.build_spec(spec.RunRequest(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1))
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
     assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
@@ -181,7 +181,7 @@ def test_missing_files_other_suffixes_and_duplicate_names_are_refused(tmp_path):
     with pytest.raises(UsageError, match="is defined in .*one.py and in .*two.py"):
         user_cases.register([one, two], installed=False)
     with pytest.raises(UsageError, match="empty value"):
-        spec.build_spec(case_files=[""])
+        spec.build_spec(spec.RunRequest(case_files=[""]))
 
 
 def test_the_cli_refuses_a_bad_case_file_with_exit_2_before_any_run(tmp_path):
@@ -335,9 +335,9 @@ def test_installed_packages_publish_cases_through_the_entry_point_group(tmp_path
         user_cases.installed_cases()
     catalog.WORKLOADS.pop("pkg_cumsum")
     # ...but only for a run that asks for something only an installed package could provide.
-    assert spec.build_spec(workloads="matmul", backends="numpy", seed=1).cases
+    assert spec.build_spec(spec.RunRequest(workloads="matmul", backends="numpy", seed=1)).cases
     with pytest.raises(UsageError, match="half installed"):
-        spec.build_spec(workloads="pkg_cumsum", backends="numpy", seed=1)
+        spec.build_spec(spec.RunRequest(workloads="pkg_cumsum", backends="numpy", seed=1))
 
 
 def test_an_interpreter_whose_ttfr_worker_is_older_is_refused_up_front(tmp_path):

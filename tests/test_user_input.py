@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeExecutor
 
+from ttfr.measure.executors import Executors
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.commands import cli
 from ttfr.errors import UsageError
@@ -23,7 +24,7 @@ from ttfr.measure import catalog, datasets, spec
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spec import RunSpec, build_spec
+from ttfr.measure.spec import RunSpec, RunRequest, build_spec
 
 BASE = hf_workspace.preset("complex8p", seed=11)  # 8 parameters, like the complex8p preset
 
@@ -207,14 +208,14 @@ def test_options_above_their_limits_are_refused(kwargs, expected):
     if kwargs.get("profile") == "publish":
         kwargs.pop("backends")
     with pytest.raises(UsageError) as err:
-        build_spec(**kwargs)
+        build_spec(RunRequest(**kwargs))
     assert expected in str(err.value)
 
 
 def test_limits_allow_their_maximum():
-    chosen = build_spec(cases="numpy_matmul_512_f32", cold_runs=spec.MAX_COLD_RUNS, warm_procs=spec.MAX_WARM_PROCS,
+    chosen = build_spec(RunRequest(cases="numpy_matmul_512_f32", cold_runs=spec.MAX_COLD_RUNS, warm_procs=spec.MAX_WARM_PROCS,
                         warm_samples=spec.MAX_WARM_SAMPLES, timeout=spec.MAX_TIMEOUT_S, threads=spec.MAX_THREADS,
-                        seed=spec.SEED_LIMIT - 1)  # fmt: skip
+                        seed=spec.SEED_LIMIT - 1))  # fmt: skip
     assert (chosen.cold_runs, chosen.warm_procs, chosen.seed) == (1000, 100, 2**32 - 1)
 
 
@@ -249,8 +250,8 @@ def test_ab_limits(args, expected):
 
 def _both(tmp_path, **kwargs):
     path = _write(tmp_path, BASE)  # seed 11: not the preset a run with seed 3 generates
-    return path, build_spec(workloads="hf_nll_grad", backends="nextstat", workspace=str(path),
-                            workspace_presets="complex8p", seed=3, **kwargs)  # fmt: skip
+    return path, build_spec(RunRequest(workloads="hf_nll_grad", backends="nextstat", workspace=str(path),
+                            workspace_presets="complex8p", seed=3, **kwargs))  # fmt: skip
 
 
 def test_workspace_and_preset_of_the_same_size_are_two_cases(tmp_path):
@@ -268,21 +269,21 @@ def test_workspace_and_preset_of_the_same_size_are_two_cases(tmp_path):
 
 def test_custom_case_ids_name_the_workspace_file(tmp_path):
     path = _write(tmp_path, BASE)
-    picked = build_spec(cases="nextstat_hf_nll_grad_custom_8_f64", workspace=str(path))
+    picked = build_spec(RunRequest(cases="nextstat_hf_nll_grad_custom_8_f64", workspace=str(path)))
     assert [(c.size, c.custom) for c in picked.cases] == [(8, True)]
     with pytest.raises(UsageError, match="--workspace was not given"):
-        build_spec(cases="nextstat_hf_nll_grad_custom_8_f64")
+        build_spec(RunRequest(cases="nextstat_hf_nll_grad_custom_8_f64"))
     with pytest.raises(UsageError, match="only the HistFactory workloads"):
-        build_spec(cases="numpy_matmul_custom_512_f32")
+        build_spec(RunRequest(cases="numpy_matmul_custom_512_f32"))
     # --sizes: the file when it has that many parameters; the preset too when it was named
-    only_file = build_spec(workloads="hf_nll_grad", backends="nextstat", workspace=str(path), sizes="8")
+    only_file = build_spec(RunRequest(workloads="hf_nll_grad", backends="nextstat", workspace=str(path), sizes="8"))
     assert [c.id for c in only_file.cases] == ["nextstat_hf_nll_grad_custom_8_f64"]
     _, both = _both(tmp_path, sizes="8")
     assert len(both.cases) == 2
 
 
 def test_each_case_reads_its_own_workspace_file(tmp_path):
-    from ttfr.commands import run as suite_run
+    from ttfr.pipeline import suite as suite_run
 
     path, chosen = _both(tmp_path, cold_runs=1, warm_procs=1, warm_samples=3)
     result_dir = suite_run.start(chosen, tmp_path / "out")
@@ -297,7 +298,7 @@ def test_each_case_reads_its_own_workspace_file(tmp_path):
         assert json.loads(preset_file.read_text()) == hf_workspace.preset("complex8p", 3)
         executor = FakeExecutor()
         plan = build_plan(chosen, lambda _b, _w=None: None)
-        Scheduler(plan, Journal(result_dir.journal), result_dir.scratch, executor, dataset_fields=fields).run()
+        Scheduler(plan, Journal(result_dir.journal), result_dir.scratch, Executors(worker=executor), dataset_fields=fields).run()
     finally:
         result_dir.unlock()
     read = {(call["case"], call["job"].workspace) for call in executor.calls}
@@ -306,11 +307,11 @@ def test_each_case_reads_its_own_workspace_file(tmp_path):
 
 def test_a_run_with_a_workspace_and_its_preset_twin_writes_valid_artifacts(tmp_path):
     from ttfr.artifacts.reader import validate_dir
-    from ttfr.commands import run as suite_run
+    from ttfr.pipeline import suite as suite_run
 
     _, chosen = _both(tmp_path, cold_runs=1, warm_procs=1, warm_samples=3)
     result_dir = suite_run.start(chosen, tmp_path / "out")
-    outcome = suite_run.execute(result_dir, chosen, executor=FakeExecutor())
+    outcome = suite_run.execute(result_dir, chosen, Executors(worker=FakeExecutor()))
     assert {c.case for c in outcome.cases} == {"nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"}
     assert sorted((d.name[:7], d.size) for d in outcome.suite.datasets if d.path.endswith(".point.json")) == [
         ("complex", 8), ("custom-", 8)

@@ -1,355 +1,120 @@
-"""One `ttfr run`, start to finish: spec -> plan -> scheduler -> analysis -> artifacts.
-
-An interrupted run (Ctrl-C, SIGTERM) still writes valid artifacts for every case whose
-runs all finished; `--resume DIR` re-plans from plan.json, skips what the journal holds
-and completes the rest.
-"""
+"""`ttfr run`: measure a suite (default: the quick CPU suite), locally or as a Slurm job array;
+`--resume DIR` finishes an interrupted one."""
 
 from __future__ import annotations
 
-import datetime as dt
-import signal
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import ttfr
-from ttfr.analyse import case_result, loops, precision, suite_figures
-from ttfr.artifacts import manifest
-from ttfr.artifacts import reader
-from ttfr.artifacts.reader import load_finished
-from ttfr.artifacts.result_dir import ResultDir, snapshot_id
-from ttfr.artifacts.store import (
-    PLAN_SCHEMA,
-    SUITE_SCHEMA,
-    ArtifactError,
-    StorageError,
-    read_json,
-    write_bytes_atomic,
-    write_json,
-)
+from rich.console import Console
+
+from ttfr.commands.options import command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
-from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from ttfr.measure import datasets
-from ttfr.measure.journal import Journal
-from ttfr.measure.plan import Plan, added_tasks, build_plan, pending_cases
-from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
-from ttfr.measure.spec import MAX_WORKER_PROCESSES, RunSpec, check_worker_python
-from ttfr.measure.user_commands import changed_files
-from ttfr.model.base import UNSET, encode
-from ttfr.model.case import CASE_SCHEMA, CaseResult
-from ttfr.model.journal import JournalEntry
-from ttfr.model.suite import CaseRef, DatasetFile, FileRef, ScalingRow, SuiteResult
-from ttfr.report import markdown
+from ttfr.measure.spec import PROFILES, RunRequest, build_spec
+
+NAME = "run"
+# Every option that chooses what to run: --resume continues the stored plan, so none of them goes with it.
+_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
+              "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
+              "signal", "precision", "budget", "case_file", "command", "command_name", "first_result",
+              "first_result_mark", "prepare", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",
+              "slurm_account")  # fmt: skip
 
 
-@dataclass
-class SuiteOutcome:
-    result_dir: ResultDir
-    suite: SuiteResult
-    cases: list[CaseResult]
-    interrupted: bool
-    warnings: list[str]  # e.g. journal lines that were skipped
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return EXIT_INTERRUPTED
-        return EXIT_CASE_FAILED if self.suite.summary.n_failed else EXIT_OK
-
-
-def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
-          session_id: str | None = None, arm: dict | None = None) -> ResultDir:  # fmt: skip
-    """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
-    names each arm's directory, shares one session id between them and records the arm."""
-    now = dt.datetime.now(dt.timezone.utc)
-    spec_json = spec.to_json()
-    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
-    try:
-        plan = {
-            "spec": spec_json,
-            "created_at": now.isoformat(timespec="seconds"),
-            "ttfr_version": ttfr.__version__,
-            "datasets": write_datasets(spec, result_dir),
-        }
-        info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
-        if arm is not None:
-            plan["arm"] = info["arm"] = arm
-        write_json(result_dir.plan, plan, PLAN_SCHEMA)
-        write_json(result_dir.manifest, info, "ttfr.manifest.v1")
-    except BaseException as exc:
-        # A failed or interrupted start leaves nothing behind: the directory held nothing
-        # before create() (it checks), so all of it is ours to remove.
-        result_dir.discard()
-        if isinstance(exc, OSError):
-            raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); "
-                               "nothing was measured and the result directory was removed") from None  # fmt: skip
-        raise
-    return result_dir
-
-
-def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
-    """Write the HistFactory workspaces the cases use, keyed by the cases' size token (`8`: the
-    preset with 8 parameters, `custom_8`: the --workspace file) -> name, size, signal, hashes."""
-    by_key = {c.size_token: c for c in sorted(spec.cases) if c.uses_workspace}
-    user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
-    mapping = {}
-    for key, case in sorted(by_key.items(), key=lambda kv: (kv[1].size, kv[1].custom)):
-        workspace = datasets.resolve(case.size, spec.seed, user, case.custom)
-        written = {}
-        for role, (name, payload) in datasets.files(workspace, spec.seed).items():
-            write_bytes_atomic(result_dir.workspaces / name, payload)
-            written[role] = (result_dir.workspaces / name).relative_to(result_dir.root).as_posix()
-        mapping[key] = {
-            "name": workspace.name,
-            "size": case.size,
-            "dataset_id": datasets.dataset_id(case, spec.seed),
-            "signal": "/".join(workspace.signal),
-            "files": written,
-            "sha256": workspace.sha256,
-        }
-    return mapping
-
-
-def dataset_fields(result_dir: ResultDir) -> dict[str, dict]:
-    """Job fields per HistFactory size token (Case.size_token, e.g. `8` or `custom_8`): absolute
-    paths, the signal and the reference cache."""
-    fields = {}
-    for key, info in read_json(result_dir.plan).get("datasets", {}).items():
-        # plan.json may come from someone else (--resume): its files must be the directory's own
-        fields[key] = {
-            "workspace": str(reader.confined(result_dir.root, info["files"]["workspace"])),
-            "point": str(reader.confined(result_dir.root, info["files"]["point"])),
-            "signal": info["signal"],
-            "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
-        }
-    return fields
-
-
-def write_scaling_csv(result_dir: ResultDir, rows: list[ScalingRow]) -> None:
-    """scaling.csv: suite.json's `scaling` rows, for plotting (cost vs parameter count)."""
-    import csv
-    import io
-
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(ScalingRow.__struct_encode_fields__), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(encode(rows))
-    write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
-
-
-def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
-    """The result directory to resume and its spec, checked like a new run's: plan.json
-    against its schema, and the interpreter it names by the same pre-check as --python
-    (resuming someone else's directory must not run an arbitrary program unannounced)."""
-    result_dir = ResultDir.open(root)
-    linked = reader.symlinked_entries(result_dir.root)
-    if linked:  # a writer would follow them out of the directory
-        raise ArtifactError(f"{result_dir.root}: {', '.join(linked)} is a symlink; a result directory holds its own "
-                            "files, so it cannot be resumed")  # fmt: skip
-    result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
-    try:
-        return result_dir, _resumable_spec(result_dir)
-    except BaseException:
-        result_dir.unlock()
-        raise
-
-
-def _resumable_spec(result_dir: ResultDir) -> RunSpec:
-    plan, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
-    if problems:
-        shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
-        raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
-    spec = RunSpec.from_json(plan["spec"])
-    redacted = [c.name for c in spec.commands if c.redacted]
-    if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
-        raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
-                         "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
-    for command in spec.commands:
-        changed = changed_files(command)
-        if changed:
-            raise UsageError(f"{result_dir.plan}: command {command.name}'s {changed[0]} changed or is gone since the run "
-                             "started (sha256 in plan.json): restore it, or start a new run")  # fmt: skip
-    dataset_fields(result_dir)  # every workspace path it names must be the directory's own
-    if spec.python is not None:
-        check_worker_python(spec.python, option="plan.json's python")
-    return spec
-
-
-class _TerminateAsInterrupt:
-    """SIGTERM ends a run like Ctrl-C does: finished cases still get their artifacts."""
-
-    def __enter__(self):
-        self.previous = signal.signal(signal.SIGTERM, self._raise)
-        return self
-
-    @staticmethod
-    def _raise(_signum, _frame):
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc):
-        signal.signal(signal.SIGTERM, self.previous)
-        return False
-
-
-def execute(result_dir: ResultDir, spec: RunSpec, executor=run_worker, progress=None, clock=time.monotonic) -> SuiteOutcome:
-    started = clock()  # --budget counts from here (a resumed run gets its budget again)
-    plan = build_plan(spec)
-    journal = Journal(result_dir.journal)
-    if executor is run_worker:
-        ensure_worker_bytecode()
-    interrupted = False
-    try:
-        with _TerminateAsInterrupt():
-            scheduler = Scheduler(plan, journal, result_dir.scratch, executor, progress,
-                                  dataset_fields=dataset_fields(result_dir))  # fmt: skip
-            bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
-            try:
-                scheduler.run()
-                if bought:
-                    bought.run()
-            except KeyboardInterrupt:
-                interrupted = True
-            entries = journal.entries()
-            suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
-        if not suite.pending and not (bought and bought.stopped_by is None):
-            result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
-    except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
-        raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
-                           f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
-    finally:
-        result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
-    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
-
-
-BATCH_PER_ASSESSMENT = 10.0  # a batch of added runs lasts at least 10x the re-assessment before it
-
-
-class PrecisionPurchase:
-    """After the plan: batches of runs where they buy the most precision per second
-    (analyse/precision.py), re-assessed from the journal after each batch, until every
-    statistic meets the target, nothing more can be bought, or the budget is spent. What it
-    decides comes from the journal, so a resumed run continues it; the budget and
-    `elapsed_s` are this session's (a resume gets its budget again). A run is started only
-    when its median cost fits in what is left, so one that runs long can overrun by that much."""
-
-    def __init__(self, plan: Plan, journal: Journal, scheduler: Scheduler, started: float, clock):
-        self.plan, self.journal, self.scheduler = plan, journal, scheduler
-        self.spec = plan.spec
-        self.started, self.clock = started, clock
-        self.stopped_by = None
-
-    def _left_s(self) -> float | None:
-        return None if self.spec.budget_s is None else self.spec.budget_s - (self.clock() - self.started)
-
-    def run(self) -> None:
-        target = self.spec.precision
-        while self.stopped_by is None:
-            assessing = self.clock()
-            entries = self.journal.entries()
-            statistics = precision.assess(case_result.case_results(self.plan, entries), target)
-            # a case the scheduler stopped (unavailable, failed gate) takes no more runs
-            open_ = [s for s in statistics if s.case not in self.scheduler.stopped]
-            batch_floor = BATCH_PER_ASSESSMENT * (self.clock() - assessing)
-            left = self._left_s()
-            counts = precision.allocate(open_, target, limit_s=left, min_batch_s=batch_floor)
-            room = MAX_WORKER_PROCESSES - len(entries)
-            if not counts or room <= 0:
-                self.stopped_by = "process_limit" if counts else self._why_nothing(statistics, open_, left)
-                break
-            costs = {s.key: s.cost_s for s in open_}
-            tasks = added_tasks(self.plan, counts, _next_indexes(entries), 1 + max(e.round for e in entries))
-            tasks = tasks[:room]
-            progress = self.scheduler.progress
-            progress.add(tasks)
-            for position, task in enumerate(tasks):
-                left = self._left_s()
-                if left is not None and costs[(task.case.id, task.policy)] > left:
-                    progress.remove(tasks[position:])
-                    self.stopped_by = "budget"
-                    break
-                self.scheduler.run_task(task)
-
-    @staticmethod
-    def _why_nothing(statistics, open_, left: float | None) -> str:
-        if statistics and all(s.state == precision.MET for s in statistics):
-            return "target_met"
-        if left is not None and any(precision.buyable(s) for s in open_):
-            return "budget"  # a statistic could still improve, but not one of its runs fits in what is left
-        return "cannot_improve"  # nothing measured, or the rest are unreachable, busy, failing or stopped
-
-    def outcome(self, clock) -> precision.PhaseEnd:
-        return precision.PhaseEnd(target=self.spec.precision, budget_s=self.spec.budget_s,
-                                  stopped_by=self.stopped_by or "interrupted", elapsed_s=clock() - self.started)  # fmt: skip
-
-
-def _next_indexes(entries: list[JournalEntry]) -> dict[tuple[str, str], int]:
-    """The next free run index of every measured (case, policy) stream the journal holds."""
-    nexts: dict[tuple[str, str], int] = {}
-    for entry in entries:
-        if entry.measured:
-            key = (entry.case, entry.policy)
-            nexts[key] = max(nexts.get(key, 0), entry.index + 1)
-    return nexts
-
-
-def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
-                  bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
-    """Analyse what the journal holds and write case files, the suite index and the report;
-    `bought`: how the --precision phase ended (its statistics are derived here)."""
-    pending = pending_cases(plan, entries)
-    cases = case_result.case_results(plan, entries, skip=pending)
-    refs = []
-    for result in cases:
-        case_id = result.case
-        digest = write_json(result_dir.case_path(case_id), result, CASE_SCHEMA)
-        refs.append(CaseRef(case=case_id, path=f"cases/{case_id}.json", sha256=digest, status=result.status,
-                            reason=result.reason, headline=result.headline()))  # fmt: skip
-    plan_info = read_json(result_dir.plan)
-    spec = plan.spec
-    loop_rows = loops.strategy_rows(cases)
-    suite = SuiteResult(
-        schema=SUITE_SCHEMA,
-        snapshot_id=result_dir.root.name,
-        created_at=plan_info["created_at"],
-        state="incomplete" if pending else "complete",
-        ttfr_version=plan_info["ttfr_version"],
-        deterministic=spec.deterministic,
-        profile=spec.profile,
-        seed=spec.seed,
-        policies=list(spec.policies),
-        manifest=FileRef(path="manifest.json", sha256=reader.sha256_of(result_dir.root, "manifest.json")),
-        cases=refs,
-        pending=pending,
-        summary=suite_figures.suite_summary(cases, pending),
-        break_even=suite_figures.break_even(cases),
-        scaling=suite_figures.scaling_rows(cases),
-        loops=loop_rows or UNSET,
-        datasets=[
-            DatasetFile(name=info["name"], size=info["size"], path=path, sha256=artifact_sha)
-            for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))
-            for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
-        ],
-        precision=precision.record(cases, bought) if bought is not None else UNSET,
+def add_parser(commands) -> None:
+    run = commands.add_parser(NAME, help="measure a suite (default: the quick CPU suite)")
+    selection_args(run)
+    run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
+    command_args(run)
+    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
+    run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
+    run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
+    run.add_argument("--warm-samples", type=int, help="samples per warm process")
+    run.add_argument("--timeout", type=float, metavar="S", help="per-run timeout in seconds")
+    run.add_argument("--deterministic", action="store_true", help="fixed seed and order; byte-stable JSON but for timings")
+    run.add_argument("--seed", type=int, help="input-data and round-order seed")
+    run.add_argument("--threads", type=int, help="set OMP/MKL/OpenBLAS thread counts in every worker")
+    run.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the cases")
+    run.add_argument("--python", metavar="PATH", help="interpreter the workers run under (default: this one)")
+    run.add_argument(
+        "--precision",
+        type=float,
+        metavar="REL",
+        help="after the profile's runs, add runs where they buy the most precision per second until "
+        "every 95%% CI half-width is <= REL of its median (e.g. 0.05)",
     )
-    write_json(result_dir.suite, suite, SUITE_SCHEMA)
-    if suite.scaling:
-        write_scaling_csv(result_dir, suite.scaling)
-    verified = load_finished(result_dir.root)
-    markdown.write(verified)  # rendered from the files, as `ttfr report` would
-    write_html(verified)
-    return suite, cases
+    run.add_argument("--budget", metavar="DURATION", help="with --precision: wall-time limit of the run, e.g. 600, 10m, 1h")
+    run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
+    run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
+    run.add_argument(
+        "--executor",
+        choices=("local", "slurm"),
+        default="local",
+        help="slurm: run the plan as a Slurm job array of --shards N (one node each) and merge them",
+    )
+    run.add_argument("--shards", type=int, metavar="N", help="with --executor slurm: how many shards")
+    run.add_argument("--slurm-partition", metavar="P")
+    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00")
+    run.add_argument("--slurm-account", metavar="A")
+    run.set_defaults(handler=handle)
 
 
-def write_html(verified) -> None:
-    """report.html beside report.md. A figure that cannot be drawn must not cost the run its
-    results: every JSON artifact and report.md are written by then, so it is a warning."""
-    from ttfr.report import html
+def request(args) -> RunRequest:
+    """The run the command line asks for, unchecked (build_spec checks it)."""
+    return RunRequest(
+        profile=args.profile, cold_runs=args.cold_runs, warm_procs=args.warm_procs, warm_samples=args.warm_samples,
+        timeout=args.timeout, deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
+        python=args.python, signal=args.signal, precision=args.precision, budget=args.budget,
+        **selection_request(args), **command_request(args),
+    )  # fmt: skip
 
+
+def handle(args, console: Console) -> int:
+    spec = None
+    if args.resume:
+        chosen = [f"--{n.replace('_', '-')}" for n in _SELECTION if getattr(args, n) not in (None, [], False)]
+        chosen += ["--executor"] if args.executor != "local" else []
+        if chosen or args.deterministic:
+            raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
+    else:
+        spec = build_spec(request(args))
+    if args.executor == "slurm" or args.shards is not None:
+        return _on_slurm(args, spec, console)
+    from ttfr.pipeline import suite  # the analysis stack, once the input is known good
+    from ttfr.report import terminal
+
+    if args.resume:
+        result_dir, spec = suite.reopen(args.resume)
+        console.print(f"resuming {result_dir.root}: workers run {spec.python or sys.executable}", markup=False,
+                      highlight=False)  # fmt: skip
+    else:
+        result_dir = suite.start(spec, args.out, ["ttfr", *args.argv])
+    progress = terminal.ProgressDisplay(console)
     try:
-        html.write(verified)
-    except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the run's data is safe
-        print(f"ttfr: warning: {verified.result_dir.root / 'report.html'} could not be rendered "
-              f"({type(exc).__name__}: {exc}); the JSON artifacts and report.md are complete", file=sys.stderr)  # fmt: skip
+        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress)
+    finally:
+        progress.stop()
+    for warning in outcome.warnings:
+        print(f"ttfr: warning: {warning}", file=sys.stderr)
+    terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
+    if outcome.interrupted:
+        console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
+    return outcome.exit_code
+
+
+def _on_slurm(args, spec, console: Console) -> int:
+    from ttfr.artifacts.reader import load_finished
+    from ttfr.pipeline import slurm
+    from ttfr.report import terminal
+
+    if args.executor != "slurm" or args.shards is None:
+        raise UsageError("--shards N goes with --executor slurm (and --executor slurm needs --shards N)")
+    if args.shard:
+        raise UsageError("--executor slurm cuts the plan into --shards N itself: drop --shard")
+    options = slurm.SlurmOptions(args.shards, args.slurm_partition, args.slurm_time, args.slurm_account)
+    slurm.check(options, len(spec.cases))
+    root = slurm.run(args.argv[1:], spec.seed, options, args.out, ["ttfr", *args.argv],
+                     say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
+    result = load_finished(root)
+    terminal.print_summary(console, result.suite, result.cases, root)
+    return 1 if result.suite.summary.n_failed else 0

@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from ttfr.child import hostinfo
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
-from ttfr.measure.command_run import run_command, run_prepare
 from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
-from ttfr.measure.spawn import ERROR, RunResult, run_worker
+from ttfr.measure.executors import REAL, Executors
+from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
 from ttfr.model.journal import CacheDir, Host, JournalEntry
-
-Executor = Callable[..., RunResult]
 
 
 class NullProgress:
@@ -30,22 +26,19 @@ class NullProgress:
     def remove(self, tasks: list[Task]) -> None: ...  # added runs that will not run after all
 
 
-def _host_reading():
+def _host_reading(host):
     """CPU pressure, the machine's CPU times and its runnable count: read once before a
     spawn and once after the reap."""
-    return hostinfo.cpu_pressure(), hostinfo.cpu_times(), hostinfo.runnable_tasks()
+    return host.cpu_pressure(), host.cpu_times(), host.runnable_tasks()
 
 
 class Scheduler:
-    def __init__(self, plan: Plan, journal: Journal, scratch: Path, executor: Executor = run_worker,
-                 progress=None, base_env: dict | None = None, dataset_fields: dict | None = None,
-                 command_executor: Executor = run_command, prepare_executor=run_prepare):  # fmt: skip
+    def __init__(self, plan: Plan, journal: Journal, scratch: Path, executors: Executors = REAL, progress=None,
+                 base_env: dict | None = None, dataset_fields: dict | None = None):  # fmt: skip
         self.plan = plan
         self.journal = journal
         self.scratch = Path(scratch)
-        self.executor = executor
-        self.command_executor = command_executor
-        self.prepare_executor = prepare_executor
+        self.executors = executors
         self.progress = progress or NullProgress()
         self.base_env = base_env
         self.dataset_fields = dataset_fields or {}
@@ -116,15 +109,15 @@ class Scheduler:
         """A command's --prepare, run before the run (and before the host readings around it)."""
         if task.case.backend_info.in_process:
             return None
-        return self.prepare_executor(self.plan.spec.command(task.case.workload), self._env(task, cache), timeout_s)
+        return self.executors.prepare(self.plan.spec.command(task.case.workload), self._env(task, cache), timeout_s)
 
     def _spawn(self, task: Task, cache: CacheDirs, timeout_s: float) -> RunResult:
         spec = self.plan.spec
         env = self._env(task, cache)
         if not task.case.backend_info.in_process:
-            return self.command_executor(spec.command(task.case.workload), env, timeout_s)
+            return self.executors.command(spec.command(task.case.workload), env, timeout_s)
         job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
-        return self.executor(job, env, timeout_s, spec.python)
+        return self.executors.worker(job, env, timeout_s, spec.python)
 
     def _execute(self, task: Task) -> JournalEntry:
         cache = CacheDirs(self.scratch, task.case.id)
@@ -132,14 +125,15 @@ class Scheduler:
         timeout_s = self._timeout(task)
         unprepared = self._prepare_failure(task, cache, timeout_s)
         before, by_directory = cache.count_entries(), cache.count_by_directory()
-        load = hostinfo.load_average()
-        pressure_before, times_before, runnable_start = _host_reading()
+        host = self.executors.host
+        load = host.load_average()
+        pressure_before, times_before, runnable_start = _host_reading(host)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         if unprepared:  # the program does not run: its run fails with why
             result = RunResult(ERROR, unprepared, None, time.monotonic_ns(), None, None)
         else:
             result = self._spawn(task, cache, timeout_s)
-        pressure_after, times_after, runnable_end = _host_reading()
+        pressure_after, times_after, runnable_end = _host_reading(host)
         stall = steal = busy = None
         if pressure_before and pressure_after:
             stall = (pressure_after["total_us"] - pressure_before["total_us"]) / 1e6
@@ -179,7 +173,7 @@ class Scheduler:
                 runnable_start=runnable_start,
                 runnable_end=runnable_end,
                 cpu_pressure_stall_s=stall,
-                usable_cores=hostinfo.usable_cpus(),
+                usable_cores=host.usable_cpus(),
                 # CPU seconds every task of the machine used from spawn to reap (the worker's
                 # own are in its rusage): what was left is what its neighbours took.
                 machine_busy_s=busy,

@@ -391,38 +391,53 @@ def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[s
     return [user_commands.case_of(c).id for c in commands], chosen_policies
 
 
-def build_spec(
-    *,
-    profile="quick",
-    cases=(),
-    backends=(),
-    workloads=(),
-    sizes=(),
-    dtypes=(),
-    policies=(),
-    cold_runs=None,
-    warm_procs=None,
-    warm_samples=None,
-    timeout=None,
-    deterministic=False,
-    seed=None,
-    threads=None,
-    shard=None,
-    python=None,
-    workspace=None,
-    workspace_presets=(),
-    signal=None,
-    precision=None,
-    budget=None,
-    case_files=(),
-    commands=(),
-    command_names=(),
-    first_result=None,
-    first_result_mark=False,
-    prepare=(),
-    command_path=None,
-    stop_at_first_result=False,
-) -> RunSpec:
+@dataclass(frozen=True)
+class RunRequest:
+    """What a user asked for, as given (the command line, `ttfr ab`, a test): every option of a
+    run before it is checked. build_spec checks it all (exit code 2, before anything runs) and
+    makes the RunSpec that is planned and recorded."""
+
+    profile: str = "quick"
+    cases: object = ()  # comma lists, repeated options, or sequences of them: as the command line gives them
+    backends: object = ()
+    workloads: object = ()
+    sizes: object = ()
+    dtypes: object = ()
+    policies: object = ()
+    cold_runs: object = None
+    warm_procs: object = None
+    warm_samples: object = None
+    timeout: object = None
+    deterministic: bool = False
+    seed: object = None
+    threads: object = None
+    shard: str | None = None
+    python: str | None = None
+    workspace: object = None
+    workspace_presets: object = ()
+    signal: str | None = None
+    precision: object = None
+    budget: object = None
+    case_files: object = ()
+    # `ttfr run --command`: the programs, their names and how their first result is taken
+    commands: object = ()
+    command_names: object = ()
+    first_result: str | None = None
+    first_result_mark: bool = False
+    prepare: object = ()
+    command_path: str | None = None  # the PATH a command's program is looked up on (an arm's, in `ttfr ab`)
+    stop_at_first_result: bool = False
+
+
+def build_spec(request: RunRequest) -> RunSpec:
+    r = request
+    profile, cases, backends, workloads, sizes, dtypes = r.profile, r.cases, r.backends, r.workloads, r.sizes, r.dtypes
+    policies, cold_runs, warm_procs, warm_samples, timeout = r.policies, r.cold_runs, r.warm_procs, r.warm_samples, r.timeout
+    deterministic, seed, threads, shard, python = r.deterministic, r.seed, r.threads, r.shard, r.python
+    workspace, workspace_presets, signal, precision, budget = r.workspace, r.workspace_presets, r.signal, r.precision, r.budget
+    commands, command_names, first_result, prepare = r.commands, r.command_names, r.first_result, r.prepare
+    first_result_mark, command_path, stop_at_first_result = r.first_result_mark, r.command_path, r.stop_at_first_result
+    case_files = r.case_files
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]

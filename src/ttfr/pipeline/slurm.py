@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttfr.commands import merge
+from ttfr.pipeline import shards
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED
 
@@ -182,4 +182,4 @@ def _merge(work: Path, count: int, out_parent: Path, command_line) -> Path:
             dirs.append(found[0])
     if problems:
         raise ShardsFailed("the Slurm job's shards did not all finish: " + "; ".join(problems))
-    return merge.merge(dirs, Path(out_parent), command_line)
+    return shards.merge(dirs, Path(out_parent), command_line)

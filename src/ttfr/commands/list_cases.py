@@ -1,0 +1,22 @@
+"""`ttfr list`: backends, workloads and case ids, with what is available here and why not."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+NAME = "list"
+
+
+def add_parser(commands) -> None:
+    listing = commands.add_parser(NAME, help="backends, workloads and case ids, with availability here")
+    listing.add_argument("--case-file", action="append", default=[], metavar="FILE", help="also your cases in FILE")
+    listing.set_defaults(handler=handle)
+
+
+def handle(args, console: Console) -> int:
+    from ttfr.measure import user_cases
+    from ttfr.report import terminal
+
+    user_cases.register(args.case_file)
+    terminal.print_catalog(console)
+    return 0

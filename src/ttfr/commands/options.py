@@ -1,0 +1,113 @@
+"""What the commands share to parse their options: a parser that answers a mistyped option or
+subcommand with a did-you-mean (exit code 2), and the option groups several commands take."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+
+from ttfr.exit_codes import EXIT_USAGE
+from ttfr.measure.spec import RunRequest
+from ttfr.model.policies import POLICIES
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for unknown options and subcommands (exit code 2)."""
+
+    known_options: set[str] = set()
+
+    def __init__(self, *args, **kwargs):
+        # No prefixes: `--exec slurm` must not pass for `--executor` (a Slurm shard re-runs the
+        # command line, and a prefix it does not know would be a different option there).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        hint = ""
+        unknown = re.search(r"unrecognized arguments: (.+)", message)
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.+)\)", message)
+        if unknown:
+            for token in unknown.group(1).split():
+                close = difflib.get_close_matches(token.split("=")[0], sorted(self.known_options), n=1)
+                if token.startswith("-") and close:
+                    hint = f" Did you mean {close[0]}?"
+                    break
+        elif choice:
+            options = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), options, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}.{hint}\n")
+
+    def add_argument(self, *names, **kwargs):
+        Parser.known_options.update(n for n in names if n.startswith("-"))
+        return super().add_argument(*names, **kwargs)
+
+
+def list_arg(parser, name, help_text):
+    parser.add_argument(name, action="append", default=[], metavar="A,B", help=help_text)
+
+
+def command_args(parser, arms: bool = False) -> None:
+    parser.add_argument("--command", action="append", default=[], metavar="CMD",
+                        help="measure a program's time to first result, e.g. \"python train.py --epochs 1\" (split like a "
+                        "shell would, run without one); repeatable. Policies: cold-cache, warm-cache")  # fmt: skip
+    if arms:
+        parser.add_argument("--a-command", metavar="CMD", help="arm A's program (with --b-command: two commands, one case)")
+        parser.add_argument("--b-command", metavar="CMD", help="arm B's program")
+    parser.add_argument("--command-name", action="append", default=[], metavar="NAME",
+                        help="the case name of each --command, in order (default: its script's name)")  # fmt: skip
+    parser.add_argument(
+        "--first-result",
+        metavar="REGEX",
+        help="a command's first result is its first output line matching REGEX (default: its exit)",
+    )
+    parser.add_argument(
+        "--first-result-mark", action="store_true", help="a command's first result is its call of ttfr_mark.first_result()"
+    )
+    parser.add_argument("--stop-at-first-result", action="store_true",
+                        help="end each run of a command at its first result (a server, a long training)")  # fmt: skip
+    parser.add_argument(
+        "--prepare",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="run before every run of a command, untimed (once for all, or once per --command)",
+    )
+
+
+def command_request(args) -> dict:
+    """The RunRequest fields of the command options (command_args)."""
+    return {
+        "commands": args.command,
+        "command_names": args.command_name,
+        "first_result": args.first_result,
+        "stop_at_first_result": args.stop_at_first_result,
+        "first_result_mark": args.first_result_mark,
+        "prepare": args.prepare,
+    }
+
+
+def selection_args(parser) -> None:
+    """Which cases: the selection `ttfr run` and `ttfr ab` share."""
+    list_arg(parser, "--cases", "case ids, e.g. jax_jit_cpu_matmul_512_f32 (see `ttfr list`)")
+    list_arg(parser, "--backends", "backends to include (default: all but `python`)")
+    list_arg(parser, "--workloads", "workloads to include (default: all non-diagnostic)")
+    list_arg(parser, "--sizes", "sizes (default: the profile's)")
+    list_arg(parser, "--dtypes", "f32, f64 (default: the profile's)")
+    list_arg(parser, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    list_arg(parser, "--workspace-preset", "HistFactory presets: simple, complex8p, thu184p, ladder500/1000/2000")
+    parser.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
+    parser.add_argument("--case-file", action="append", default=[], metavar="FILE",
+                        help="your own cases (ttfr.cases.Case objects in a Python file); repeatable. "
+                        "Without --workloads/--cases, only these cases run")  # fmt: skip
+
+
+def selection_request(args) -> dict:
+    """The RunRequest fields of selection_args."""
+    return {"cases": args.cases, "backends": args.backends, "workloads": args.workloads, "sizes": args.sizes,
+            "dtypes": args.dtypes, "policies": args.cache_policy, "workspace": args.workspace,
+            "workspace_presets": args.workspace_preset, "case_files": args.case_file}  # fmt: skip
+
+
+__all__ = ["Parser", "RunRequest", "command_args", "command_request", "list_arg", "selection_args", "selection_request"]

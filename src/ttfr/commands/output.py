@@ -1,0 +1,39 @@
+"""What the commands share to show their results: one line instead of a traceback for artifacts
+no renderer expects, and a comparison's verdicts on the terminal (ttfr ab, ttfr compare)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from ttfr.artifacts.store import ArtifactError
+
+
+@contextlib.contextmanager
+def rendering(*dirs):
+    """Artifacts that pass every check can still hold values no renderer expects (a hand-made
+    file): one line naming the directories, not a traceback."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
+        where = " and ".join(str(d) for d in dirs)
+        raise ArtifactError(f"{where}: its artifacts pass their schemas and hashes but cannot be rendered "
+                            f"({type(exc).__name__}: {exc}); if nobody edited them, this is a ttfr bug") from None  # fmt: skip
+
+
+def show_comparison(console: Console, document: dict, root: Path, markdown_path, exit_code: int) -> int:
+    """The verdicts on the terminal, comparison.md copied where --markdown asks; the exit code."""
+    from ttfr.report import terminal
+
+    terminal.print_comparison(console, document)
+    if markdown_path:
+        try:
+            markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+        except OSError as exc:
+            print(f"ttfr: warning: --markdown {markdown_path}: cannot be written ({exc.strerror}); "
+                  f"the table is in {root / 'comparison.md'}", file=sys.stderr)  # fmt: skip
+    console.print(f"comparison: {root / 'comparison.json'}", markup=False, highlight=False)
+    return exit_code

@@ -1,0 +1,28 @@
+"""`ttfr publish DIR`: an immutable, content-addressed snapshot of a finished result directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from ttfr.commands.output import rendering
+
+NAME = "publish"
+
+
+def add_parser(commands) -> None:
+    publish = commands.add_parser(NAME, help="an immutable, content-addressed snapshot of a finished result directory")
+    publish.add_argument("dir", type=Path)
+    publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
+    publish.set_defaults(handler=handle)
+
+
+def handle(args, console: Console) -> int:
+    from ttfr.artifacts import snapshot
+
+    with rendering(args.dir):
+        path, new = snapshot.publish(args.dir, args.out)
+    verdict = snapshot.read_validation(path)
+    console.print(f"{'published' if new else 'already published'}: {path} (gates: {verdict})", markup=False, highlight=False)
+    return 0

@@ -1,0 +1,29 @@
+"""`ttfr validate DIR`: every artifact against its schema and hash (a published snapshot: its
+index too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+NAME = "validate"
+
+
+def add_parser(commands) -> None:
+    validate = commands.add_parser(NAME, help="check every artifact against its schema and hash")
+    validate.add_argument("dir", type=Path)
+    validate.set_defaults(handler=handle)
+
+
+def handle(args, console: Console) -> int:
+    from ttfr.artifacts import snapshot
+    from ttfr.artifacts.reader import validate_dir
+
+    # a published snapshot: its index (every file's hash, nothing extra) and the result inside it
+    problems = snapshot.verify(args.dir) if snapshot.is_snapshot(args.dir) else validate_dir(args.dir)
+    for problem in problems:
+        console.print(f"invalid: {problem}", markup=False, highlight=False)
+    if not problems:
+        console.print(f"ok: every artifact in {args.dir} matches its schema and hash", markup=False, highlight=False)
+    return 1 if problems else 0

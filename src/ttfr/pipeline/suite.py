@@ -1,0 +1,290 @@
+"""One `ttfr run`, start to finish: spec -> plan -> scheduler -> analysis -> artifacts.
+
+An interrupted run (Ctrl-C, SIGTERM) still writes valid artifacts for every case whose
+runs all finished; `--resume DIR` re-plans from plan.json, skips what the journal holds
+and completes the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ttfr
+from ttfr.analyse import case_result, loops, precision, suite_figures
+from ttfr.artifacts import manifest
+from ttfr.artifacts import reader
+from ttfr.artifacts.reader import load_finished
+from ttfr.artifacts.result_dir import ResultDir, snapshot_id
+from ttfr.artifacts.store import (
+    PLAN_SCHEMA,
+    SUITE_SCHEMA,
+    ArtifactError,
+    StorageError,
+    read_json,
+    write_bytes_atomic,
+    write_json,
+)
+from ttfr.errors import UsageError
+from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from ttfr.measure import datasets
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import Plan, build_plan, pending_cases
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.executors import REAL, Executors
+from ttfr.measure.spawn import ensure_worker_bytecode
+from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.pipeline.precision_phase import PrecisionPurchase
+from ttfr.measure.user_commands import changed_files
+from ttfr.model.base import UNSET, encode
+from ttfr.model.case import CASE_SCHEMA, CaseResult
+from ttfr.model.journal import JournalEntry
+from ttfr.model.suite import CaseRef, DatasetFile, FileRef, ScalingRow, SuiteResult
+from ttfr.report import markdown
+
+
+@dataclass
+class SuiteOutcome:
+    result_dir: ResultDir
+    suite: SuiteResult
+    cases: list[CaseResult]
+    interrupted: bool
+    warnings: list[str]  # e.g. journal lines that were skipped
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_CASE_FAILED if self.suite.summary.n_failed else EXIT_OK
+
+
+def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
+          session_id: str | None = None, arm: dict | None = None) -> ResultDir:  # fmt: skip
+    """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
+    names each arm's directory, shares one session id between them and records the arm."""
+    now = dt.datetime.now(dt.timezone.utc)
+    spec_json = spec.to_json()
+    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
+    try:
+        plan = {
+            "spec": spec_json,
+            "created_at": now.isoformat(timespec="seconds"),
+            "ttfr_version": ttfr.__version__,
+            "datasets": write_datasets(spec, result_dir),
+        }
+        info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
+        if arm is not None:
+            plan["arm"] = info["arm"] = arm
+        write_json(result_dir.plan, plan, PLAN_SCHEMA)
+        write_json(result_dir.manifest, info, "ttfr.manifest.v1")
+    except BaseException as exc:
+        # A failed or interrupted start leaves nothing behind: the directory held nothing
+        # before create() (it checks), so all of it is ours to remove.
+        result_dir.discard()
+        if isinstance(exc, OSError):
+            raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); "
+                               "nothing was measured and the result directory was removed") from None  # fmt: skip
+        raise
+    return result_dir
+
+
+def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
+    """Write the HistFactory workspaces the cases use, keyed by the cases' size token (`8`: the
+    preset with 8 parameters, `custom_8`: the --workspace file) -> name, size, signal, hashes."""
+    by_key = {c.size_token: c for c in sorted(spec.cases) if c.uses_workspace}
+    user = datasets.load_user_workspace(spec.workspace, spec.signal) if spec.workspace else None
+    mapping = {}
+    for key, case in sorted(by_key.items(), key=lambda kv: (kv[1].size, kv[1].custom)):
+        workspace = datasets.resolve(case.size, spec.seed, user, case.custom)
+        written = {}
+        for role, (name, payload) in datasets.files(workspace, spec.seed).items():
+            write_bytes_atomic(result_dir.workspaces / name, payload)
+            written[role] = (result_dir.workspaces / name).relative_to(result_dir.root).as_posix()
+        mapping[key] = {
+            "name": workspace.name,
+            "size": case.size,
+            "dataset_id": datasets.dataset_id(case, spec.seed),
+            "signal": "/".join(workspace.signal),
+            "files": written,
+            "sha256": workspace.sha256,
+        }
+    return mapping
+
+
+def dataset_fields(result_dir: ResultDir) -> dict[str, dict]:
+    """Job fields per HistFactory size token (Case.size_token, e.g. `8` or `custom_8`): absolute
+    paths, the signal and the reference cache."""
+    fields = {}
+    for key, info in read_json(result_dir.plan).get("datasets", {}).items():
+        # plan.json may come from someone else (--resume): its files must be the directory's own
+        fields[key] = {
+            "workspace": str(reader.confined(result_dir.root, info["files"]["workspace"])),
+            "point": str(reader.confined(result_dir.root, info["files"]["point"])),
+            "signal": info["signal"],
+            "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
+        }
+    return fields
+
+
+def write_scaling_csv(result_dir: ResultDir, rows: list[ScalingRow]) -> None:
+    """scaling.csv: suite.json's `scaling` rows, for plotting (cost vs parameter count)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(ScalingRow.__struct_encode_fields__), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(encode(rows))
+    write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
+
+
+def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
+    """The result directory to resume and its spec, checked like a new run's: plan.json
+    against its schema, and the interpreter it names by the same pre-check as --python
+    (resuming someone else's directory must not run an arbitrary program unannounced)."""
+    result_dir = ResultDir.open(root)
+    linked = reader.symlinked_entries(result_dir.root)
+    if linked:  # a writer would follow them out of the directory
+        raise ArtifactError(f"{result_dir.root}: {', '.join(linked)} is a symlink; a result directory holds its own "
+                            "files, so it cannot be resumed")  # fmt: skip
+    result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
+    try:
+        return result_dir, _resumable_spec(result_dir)
+    except BaseException:
+        result_dir.unlock()
+        raise
+
+
+def _resumable_spec(result_dir: ResultDir) -> RunSpec:
+    plan, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
+    if problems:
+        shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
+        raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
+    spec = RunSpec.from_json(plan["spec"])
+    redacted = [c.name for c in spec.commands if c.redacted]
+    if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
+        raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
+                         "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
+    for command in spec.commands:
+        changed = changed_files(command)
+        if changed:
+            raise UsageError(f"{result_dir.plan}: command {command.name}'s {changed[0]} changed or is gone since the run "
+                             "started (sha256 in plan.json): restore it, or start a new run")  # fmt: skip
+    dataset_fields(result_dir)  # every workspace path it names must be the directory's own
+    if spec.python is not None:
+        check_worker_python(spec.python, option="plan.json's python")
+    return spec
+
+
+class _TerminateAsInterrupt:
+    """SIGTERM ends a run like Ctrl-C does: finished cases still get their artifacts."""
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(_signum, _frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = None, progress=None,
+            clock=time.monotonic) -> SuiteOutcome:  # fmt: skip
+    """Run the plan's tasks the journal does not hold yet (`executors`: real processes unless a
+    test gives fakes), then analyse and write everything."""
+    executors = executors or REAL
+    started = clock()  # --budget counts from here (a resumed run gets its budget again)
+    plan = build_plan(spec)
+    journal = Journal(result_dir.journal)
+    if executors.starts_workers:
+        ensure_worker_bytecode()
+    interrupted = False
+    try:
+        with _TerminateAsInterrupt():
+            scheduler = Scheduler(plan, journal, result_dir.scratch, executors, progress,
+                                  dataset_fields=dataset_fields(result_dir))  # fmt: skip
+            bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
+            try:
+                scheduler.run()
+                if bought:
+                    bought.run()
+            except KeyboardInterrupt:
+                interrupted = True
+            entries = journal.entries()
+            suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
+        if not suite.pending and not (bought and bought.stopped_by is None):
+            result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
+    except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
+        raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
+                           f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
+    finally:
+        result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
+    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
+
+
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
+                  bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
+    """Analyse what the journal holds and write case files, the suite index and the report;
+    `bought`: how the --precision phase ended (its statistics are derived here)."""
+    pending = pending_cases(plan, entries)
+    cases = case_result.case_results(plan, entries, skip=pending)
+    refs = []
+    for result in cases:
+        case_id = result.case
+        digest = write_json(result_dir.case_path(case_id), result, CASE_SCHEMA)
+        refs.append(CaseRef(case=case_id, path=f"cases/{case_id}.json", sha256=digest, status=result.status,
+                            reason=result.reason, headline=result.headline()))  # fmt: skip
+    plan_info = read_json(result_dir.plan)
+    spec = plan.spec
+    loop_rows = loops.strategy_rows(cases)
+    suite = SuiteResult(
+        schema=SUITE_SCHEMA,
+        snapshot_id=result_dir.root.name,
+        created_at=plan_info["created_at"],
+        state="incomplete" if pending else "complete",
+        ttfr_version=plan_info["ttfr_version"],
+        deterministic=spec.deterministic,
+        profile=spec.profile,
+        seed=spec.seed,
+        policies=list(spec.policies),
+        manifest=FileRef(path="manifest.json", sha256=reader.sha256_of(result_dir.root, "manifest.json")),
+        cases=refs,
+        pending=pending,
+        summary=suite_figures.suite_summary(cases, pending),
+        break_even=suite_figures.break_even(cases),
+        scaling=suite_figures.scaling_rows(cases),
+        loops=loop_rows or UNSET,
+        datasets=[
+            DatasetFile(name=info["name"], size=info["size"], path=path, sha256=artifact_sha)
+            for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))
+            for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
+        ],
+        precision=precision.record(cases, bought) if bought is not None else UNSET,
+    )
+    write_json(result_dir.suite, suite, SUITE_SCHEMA)
+    if suite.scaling:
+        write_scaling_csv(result_dir, suite.scaling)
+    verified = load_finished(result_dir.root)
+    markdown.write(verified)  # rendered from the files, as `ttfr report` would
+    write_html(verified)
+    return suite, cases
+
+
+def write_html(verified) -> None:
+    """report.html beside report.md. A figure that cannot be drawn must not cost the run its
+    results: every JSON artifact and report.md are written by then, so it is a warning."""
+    from ttfr.report import html
+
+    try:
+        html.write(verified)
+    except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the run's data is safe
+        print(f"ttfr: warning: {verified.result_dir.root / 'report.html'} could not be rendered "
+              f"({type(exc).__name__}: {exc}); the JSON artifacts and report.md are complete", file=sys.stderr)  # fmt: skip
