@@ -12,7 +12,7 @@ ARGS ?=
 # runs one test at a time: real workers measured beside another test's would be contended, and
 # their figures set aside. Every test has a time limit, and the slowest are listed.
 XDIST := -n auto --dist loadscope
-FAST := not integration and not torch_compile and not slow
+FAST := not integration and not torch_compile and not slow and not terminal
 
 .PHONY: install run test test-fast test-rest test-slurm bench lint clean chromium schemas
 

@@ -20,20 +20,43 @@ SHARED_SCHEMAS = Path(
 )
 
 
+class _Canvas:
+    """Stands in for matplotlib's pyplot, figures and axes: takes every call, draws nothing."""
+
+    def __getattr__(self, _name):
+        return self
+
+    def __call__(self, *_args, **_kwargs):
+        return self
+
+    def __getitem__(self, _index):
+        return self
+
+    def __iter__(self):
+        return iter(())
+
+    def subplots(self, nrows=1, ncols=1, squeeze=True, **_kwargs):
+        axes = [[_Canvas() for _ in range(ncols)] for _ in range(nrows)]
+        if not squeeze:
+            return self, axes
+        return self, axes[0][0] if nrows == ncols == 1 else axes[0] if nrows == 1 else [row[0] for row in axes]
+
+    def get_legend_handles_labels(self):
+        return [], []
+
+
 @pytest.fixture(autouse=True)
 def figures_drawn_only_where_asked(request, monkeypatch):
     """report.html's figures are drawn by matplotlib (~2 s a page): every fake run writes the
-    page with each figure's SVG stubbed (its table, layout and escaping still real); a test
-    marked `figures` draws them for real."""
+    page with a stand-in for matplotlib and each figure's SVG a stub (its table, layout and
+    escaping still real); a test marked `figures` draws them for real."""
     if request.node.get_closest_marker("figures"):
         return
     from ttfr.report import plots
 
-    def stub_svg(fig):
-        plots._pyplot().close(fig)
-        return '<svg xmlns="http://www.w3.org/2000/svg" data-stub="figure not drawn in this test"></svg>'
-
-    monkeypatch.setattr(plots, "_svg", stub_svg)
+    monkeypatch.setattr(plots, "_pyplot", lambda: _Canvas())
+    monkeypatch.setattr(plots, "_svg", lambda _fig: '<svg xmlns="http://www.w3.org/2000/svg" '
+                                                    'data-stub="figure not drawn in this test"></svg>')  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

@@ -236,6 +236,7 @@ def test_newton_step_through_the_bins_equals_the_dense_solve(name):
     assert structured == (name != "simple")  # both paths of _newton_direction are covered
 
 
+@pytest.mark.slow  # JAX and torch in-process
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 def test_a_failed_factorisation_gives_nan_in_jax_and_torch_alike():
     """The fits reject a step that is not finite; torch's _ex solves (used so compiled

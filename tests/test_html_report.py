@@ -167,6 +167,7 @@ def _ink(png) -> tuple[float, int]:
 
 
 @pytest.mark.figures
+@pytest.mark.integration  # a browser: seconds to start
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (`make test` installs Debian's package)")
 def test_headless_chromium_renders_the_page_without_errors_and_not_blank(tmp_path):
     root = _run(tmp_path)

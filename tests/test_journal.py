@@ -2,10 +2,12 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from fakes import FakeExecutor
@@ -209,10 +211,16 @@ CORRUPTIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """One finished fake run, which each corruption below copies (a run each would cost ~0.3 s)."""
+    return run_fake(tmp_path_factory.mktemp("finished")).result_dir.root
+
+
 @pytest.mark.parametrize("name", sorted(CORRUPTIONS))
-def test_a_line_analysis_cannot_use_is_skipped_and_resume_completes(tmp_path, name):
+def test_a_line_analysis_cannot_use_is_skipped_and_resume_completes(tmp_path, name, finished_run):
     pick, corrupt, why = CORRUPTIONS[name]
-    root = run_fake(tmp_path).result_dir.root
+    root = Path(shutil.copytree(finished_run, tmp_path / finished_run.name))
     journal = root / "journal.jsonl"
     entries = [json.loads(line) for line in journal.read_text().splitlines()]
     index = pick(entries)

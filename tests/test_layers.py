@@ -108,6 +108,7 @@ def test_the_command_line_loads_no_statistics_or_runtime_before_a_command_needs_
     assert {m.split(".")[0] for m in loaded} & {"scipy", "jax", "torch", "pyhf", "nextstat"} == set()
 
 
+@pytest.mark.slow  # imports pyhf and JAX in a child
 @pytest.mark.parametrize("variant", ["numpy", "jax"])
 def test_the_pyhf_adapter_imports_no_other_ttfr_module_in_its_timed_import(variant):
     # Its import_s is pyhf's: ttfr's HistFactory code used to ride along (pyhf_engine -> common -> dense).
