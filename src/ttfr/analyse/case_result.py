@@ -13,7 +13,7 @@ import msgspec
 from ttfr.analyse import contention, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan
-from ttfr.model.base import UNSET, UnsetType
+from ttfr.model.base import UNSET, UnsetType, copied
 from ttfr.model.case import (
     CACHE_FLAGS,
     CASE_SCHEMA,
@@ -223,19 +223,14 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
     return "ok", None
 
 
+_SETTINGS = ("profile", "cold_runs", "warm_procs", "warm_samples", "min_sample_s", "max_warmup_s", "timeout_s", "seed",
+             "threads", "deterministic")  # fmt: skip
+
+
 def _config(spec) -> Config:
     return Config(
-        profile=spec.profile,
+        **copied(spec, _SETTINGS),
         policies=list(spec.policies),
-        cold_runs=spec.cold_runs,
-        warm_procs=spec.warm_procs,
-        warm_samples=spec.warm_samples,
-        min_sample_s=spec.min_sample_s,
-        max_warmup_s=spec.max_warmup_s,
-        timeout_s=spec.timeout_s,
-        seed=spec.seed,
-        threads=spec.threads,
-        deterministic=spec.deterministic,
         # --precision adds runs beyond cold_runs / warm_procs where they buy the most precision
         precision=spec.precision if spec.precision is not None else UNSET,
         budget_s=spec.budget_s if spec.precision is not None else UNSET,

@@ -17,7 +17,7 @@ from ttfr.measure.spec import PROFILES, RunRequest, build_spec, check_ab_limits
 NAME = "ab"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     ab = commands.add_parser(NAME, help="measure the same cases under two arms, interleaved, and judge B vs A")
     ab.add_argument("--a", metavar="PYTHON|VENV", help="arm A's interpreter or virtualenv (default: this one)")
     ab.add_argument("--b", metavar="PYTHON|VENV", help="arm B's interpreter or virtualenv (default: this one)")
@@ -42,7 +42,7 @@ def add_parser(commands) -> None:
     ab.add_argument("--seed", type=int)
     ab.add_argument("--timeout", type=float, metavar="S")
     ab.add_argument("--out", type=Path, default=Path("ttfr-results"))
-    ab.set_defaults(handler=handle)
+    return ab
 
 
 def handle(args, console: Console) -> int:

@@ -29,8 +29,8 @@ def build_parser() -> Parser:
     parser = Parser(prog="ttfr", description="Time to first result: cold-start and warm-throughput benchmarks.")
     parser.add_argument("--version", action="version", version=f"ttfr {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(commands)
+    for command in COMMANDS:  # each command's own parser, and the function that runs it
+        command.add_parser(commands).set_defaults(handler=command.handle)
     return parser
 
 

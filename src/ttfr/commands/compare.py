@@ -12,7 +12,7 @@ from ttfr.commands.output import rendering, show_comparison
 NAME = "compare"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     compare = commands.add_parser(NAME, help="compare two result directories (B against A)")
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
     compare.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
     compare.add_argument("--markdown", type=Path, metavar="FILE")
     compare.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the comparison directory")
-    compare.set_defaults(handler=handle)
+    return compare
 
 
 def handle(args, console: Console) -> int:

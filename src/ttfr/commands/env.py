@@ -11,9 +11,9 @@ from ttfr.model.policies import POLICIES
 NAME = "env"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     env = commands.add_parser(NAME, help="print the environment manifest a run would record")
-    env.set_defaults(handler=handle)
+    return env
 
 
 def handle(args, _console: Console) -> int:

@@ -15,7 +15,7 @@ from ttfr.model.policies import COLD_POLICIES
 NAME = "export"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     export = commands.add_parser(NAME, help="write a result directory's figures in another format")
     export.add_argument("--format", required=True, choices=FORMATS,
                         help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus "
@@ -27,7 +27,7 @@ def add_parser(commands) -> None:
     export.add_argument(
         "dest", type=Path, help="a directory (nextstat-v1; the others write ttfr.prom / <snapshot>.csv in it) or a file"
     )
-    export.set_defaults(handler=handle)
+    return export
 
 
 def handle(args, console: Console) -> int:

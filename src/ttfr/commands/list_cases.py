@@ -7,10 +7,10 @@ from rich.console import Console
 NAME = "list"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     listing = commands.add_parser(NAME, help="backends, workloads and case ids, with availability here")
     listing.add_argument("--case-file", action="append", default=[], metavar="FILE", help="also your cases in FILE")
-    listing.set_defaults(handler=handle)
+    return listing
 
 
 def handle(args, console: Console) -> int:

@@ -11,11 +11,11 @@ from ttfr.commands.output import rendering
 NAME = "merge"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     merging = commands.add_parser(NAME, help="one result directory from the --shard K/N runs of one plan")
     merging.add_argument("shards", type=Path, nargs="+", metavar="SHARD_DIR")
     merging.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the merged directory")
-    merging.set_defaults(handler=handle)
+    return merging
 
 
 def handle(args, console: Console) -> int:

@@ -11,11 +11,11 @@ from ttfr.commands.output import rendering
 NAME = "publish"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     publish = commands.add_parser(NAME, help="an immutable, content-addressed snapshot of a finished result directory")
-    publish.add_argument("dir", type=Path)
     publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
-    publish.set_defaults(handler=handle)
+    publish.add_argument("dir", type=Path)
+    return publish
 
 
 def handle(args, console: Console) -> int:

@@ -10,11 +10,11 @@ from rich.console import Console
 NAME = "replicate"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     again = commands.add_parser(NAME, help="run a published snapshot's plan again here and say what replicated")
     again.add_argument("snapshot", type=Path)
     again.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the replica's result directory")
-    again.set_defaults(handler=handle)
+    return again
 
 
 def handle(args, console: Console) -> int:

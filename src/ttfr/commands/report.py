@@ -14,11 +14,11 @@ from ttfr.commands.output import rendering
 NAME = "report"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     report = commands.add_parser(NAME, help="render report.md (and report.html) for a result directory and print it")
     report.add_argument("dir", type=Path)
     report.add_argument("--html", action="store_true", help="also (re)write report.html and print its path")
-    report.set_defaults(handler=handle)
+    return report
 
 
 def handle(args, console: Console) -> int:

@@ -21,7 +21,7 @@ _SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy
               "slurm_account")  # fmt: skip
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     run = commands.add_parser(NAME, help="measure a suite (default: the quick CPU suite)")
     selection_args(run)
     run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
@@ -56,7 +56,7 @@ def add_parser(commands) -> None:
     run.add_argument("--slurm-partition", metavar="P")
     run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00")
     run.add_argument("--slurm-account", metavar="A")
-    run.set_defaults(handler=handle)
+    return run
 
 
 def request(args) -> RunRequest:

@@ -8,13 +8,13 @@ from rich.console import Console
 NAME = "selftest"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     test_self = commands.add_parser(NAME, help="measure this machine's false-alarm rate and detection power")
     test_self.add_argument("--aa", type=int, default=40, help="A/A comparisons per regime")
     test_self.add_argument("--per-level", type=int, default=20, help="comparisons per injected slowdown")
     test_self.add_argument("--rounds", type=int, default=20)
     test_self.add_argument("--no-store", action="store_true", help="do not keep the noise floor for `ttfr ab`")
-    test_self.set_defaults(handler=handle)
+    return test_self
 
 
 def handle(args, console: Console) -> int:

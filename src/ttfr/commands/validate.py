@@ -10,10 +10,10 @@ from rich.console import Console
 NAME = "validate"
 
 
-def add_parser(commands) -> None:
+def add_parser(commands):
     validate = commands.add_parser(NAME, help="check every artifact against its schema and hash")
     validate.add_argument("dir", type=Path)
-    validate.set_defaults(handler=handle)
+    return validate
 
 
 def handle(args, console: Console) -> int:

@@ -15,6 +15,7 @@ from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
+from ttfr.model.base import copied
 from ttfr.model.journal import CacheDir, Host, JournalEntry
 
 
@@ -149,12 +150,7 @@ class Scheduler:
         entry = JournalEntry(
             task=task.key,
             case=task.case.id,
-            kind=task.kind,
-            policy=task.policy,
-            index=task.index,
-            round=task.round,
-            measured=task.measured,
-            makes_template=task.makes_template,
+            **copied(task, ("kind", "policy", "index", "round", "measured", "makes_template")),
             timeout_s=timeout_s,
             cache_dir=CacheDir(
                 entries_before=before,
@@ -178,13 +174,6 @@ class Scheduler:
                 # own are in its rusage): what was left is what its neighbours took.
                 machine_busy_s=busy,
             ),
-            outcome=result.outcome,
-            reason=result.reason,
-            record=result.record,
-            spawn_ns=result.spawn_ns,
-            reaped_ns=result.reaped_ns,
-            exit_code=result.exit_code,
-            rusage=result.rusage,
-            output_tail=result.output_tail,
+            **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
         )
         return entry

@@ -255,11 +255,7 @@ def bounded(value, what: str, minimum: float, maximum: float) -> float:
     """A finite number in [minimum, maximum], else UsageError naming both limits."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise UsageError(f"{what} must be a finite number in {minimum:g}..{maximum:g}, got {value!r}")
-    if value < minimum:
-        raise UsageError(f"{what} must be >= {minimum:g}, got {value!r} (at most {maximum:g})")
-    if value > maximum:
-        raise UsageError(f"{what} {value!r} is above the limit of {maximum:g}; valid: {minimum:g}..{maximum:g}")
-    return value
+    return _within(value, what, minimum, maximum, repr(value))
 
 
 def whole(value, what: str, minimum: int, maximum: int) -> int:
@@ -268,10 +264,15 @@ def whole(value, what: str, minimum: int, maximum: int) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{what} must be a whole number >= {minimum}, got {value!r} (at most {maximum})")
+    return _within(value, what, minimum, maximum, str(value))
+
+
+def _within(value, what: str, minimum, maximum, shown: str):
+    low, high = (f"{x:g}" if isinstance(x, float) else str(x) for x in (minimum, maximum))
     if value < minimum:
-        raise UsageError(f"{what} must be >= {minimum}, got {value!r} (at most {maximum})")
+        raise UsageError(f"{what} must be >= {low}, got {value!r} (at most {high})")
     if value > maximum:
-        raise UsageError(f"{what} {value} is above the limit of {maximum}; valid: {minimum}..{maximum}")
+        raise UsageError(f"{what} {shown} is above the limit of {high}; valid: {low}..{high}")
     return value
 
 

@@ -9,7 +9,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 __all__ = [
     "UNSET", "Artifact", "Count", "Fraction", "Open", "Seconds", "Sha256", "Stamp", "Struct", "UnsetType",
-    "decode", "encode", "field", "present",
+    "copied", "decode", "encode", "field", "present",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -39,6 +39,12 @@ def encode(value: Any) -> Any:
 def decode(data: Any, kind: type[T]) -> T:
     """`data` (parsed JSON) as `kind`, checked: msgspec.ValidationError names the first bad field."""
     return msgspec.convert(data, kind)
+
+
+def copied(source, names) -> dict:
+    """The attributes `names` of `source`, by name: what one type hands on to another under the
+    same names (a task's coordinates to its journal entry, a spec's settings to a case result)."""
+    return {name: getattr(source, name) for name in names}
 
 
 def present(value) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
@@ -53,18 +54,16 @@ class Metrics(Artifact):
     user_import_s: Seconds | UnsetType = field(default=UNSET)  # a user's case: importing its case file or module
 
 
-class Stages(Artifact):
-    """The first call split by stage, where the runtime allows (absent: not recorded)."""
+def _per_stage(name: str, kind, doc: str):
+    """A struct with one optional field per first-call stage (STAGE_LABELS, in their order), each
+    a `kind`: the stages are listed once, whatever holds them."""
+    struct = msgspec.defstruct(name, [(stage, kind | UnsetType, UNSET) for stage in STAGE_METRICS], bases=(Artifact,),
+                               module=__name__)  # fmt: skip
+    struct.__doc__ = doc
+    return struct
 
-    wrap_s: float | UnsetType = UNSET
-    trace_s: float | UnsetType = UNSET
-    lower_s: float | UnsetType = UNSET
-    compile_s: float | UnsetType = UNSET
-    dynamo_s: float | UnsetType = UNSET
-    aot_autograd_s: float | UnsetType = UNSET
-    inductor_s: float | UnsetType = UNSET
-    backward_compile_s: float | UnsetType = UNSET
-    first_execute_s: float | UnsetType = UNSET
+
+Stages = _per_stage("Stages", float, "The first call split by stage, where the runtime allows (absent: not recorded).")
 
 
 class Resources(Artifact):
@@ -94,11 +93,13 @@ class CacheCheck(Artifact):
     entries_before: Count
     entries_after: Count
     note: str | UnsetType = UNSET
+    # the runtime's counters (a compiling backend): persistent-cache hits and misses over the run
     hits: int | UnsetType = UNSET
     misses: int | UnsetType = UNSET
-    self_hits: int | UnsetType = UNSET
-    written: int | UnsetType = UNSET
+    self_hits: int | UnsetType = UNSET  # a cold-cache run's hits on entries it wrote itself
     counters: HitMiss | UnsetType = UNSET
+    # a program's cache (a user's command): the files it wrote, per cache variable's directory
+    written: int | UnsetType = UNSET
     by_directory: dict[str, list[Count]] | UnsetType = UNSET
 
 
@@ -322,16 +323,7 @@ class ColdSummary(Artifact):
     user_import_s: Summary | None | UnsetType = UNSET
 
 
-class StagesSummary(Artifact):
-    wrap_s: Summary | UnsetType = UNSET
-    trace_s: Summary | UnsetType = UNSET
-    lower_s: Summary | UnsetType = UNSET
-    compile_s: Summary | UnsetType = UNSET
-    dynamo_s: Summary | UnsetType = UNSET
-    aot_autograd_s: Summary | UnsetType = UNSET
-    inductor_s: Summary | UnsetType = UNSET
-    backward_compile_s: Summary | UnsetType = UNSET
-    first_execute_s: Summary | UnsetType = UNSET
+StagesSummary = _per_stage("StagesSummary", Summary, "Each recorded stage's summary over a policy's headline runs.")
 
 
 def figure_runs(runs: list[RunFigures]) -> list[RunFigures]:

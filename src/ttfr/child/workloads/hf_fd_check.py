@@ -9,9 +9,7 @@ import numpy as np
 
 from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problems.load_problem
-inputs_for = engines.inputs_for
-dataset_sha256 = problems.dataset_sha256
+load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 STEP = gate.FD_STEP["nll"]
 
 
@@ -35,9 +33,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, e = engines.split_native(inputs)
-    engine = native.TorchEngine(torch, compile_fn, arrays)
-    point, signal = e["point"], e["signal"]
+    engine, point, signal = engines.torch_engine(torch, compile_fn, inputs)
 
     def hf_fd_check():
         gradient = engine.value_and_grads(point, signal)[2]

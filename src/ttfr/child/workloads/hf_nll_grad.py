@@ -7,9 +7,7 @@ NumPy backend, q0 parity, and the signal gradient against central finite differe
 
 from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problems.load_problem
-inputs_for = engines.inputs_for
-dataset_sha256 = problems.dataset_sha256
+load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 
 
 def jax_fn(jax):
@@ -24,9 +22,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, extra = engines.split_native(inputs)
-    engine = native.TorchEngine(torch, compile_fn, arrays)
-    point, signal = extra["point"], extra["signal"]
+    engine, point, signal = engines.torch_engine(torch, compile_fn, inputs)
 
     def hf_nll_grad():
         value, g_point, g_signal = engine.value_and_grads(point, signal)

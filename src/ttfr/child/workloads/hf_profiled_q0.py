@@ -8,9 +8,7 @@ NLL parity with pyhf, and dq0/ds against central finite differences of q0.
 
 from ttfr.child.workloads.histfactory import engines, gate, native, problems
 
-load_inputs = problems.load_problem
-inputs_for = engines.inputs_for
-dataset_sha256 = problems.dataset_sha256
+load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 
 
 def jax_fn(jax):

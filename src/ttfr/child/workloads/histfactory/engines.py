@@ -32,6 +32,14 @@ def split_native(inputs) -> tuple[dict, dict]:
     return dict(zip(dense.ARRAY_NAMES, inputs[:n])), dict(zip(EXTRA_INPUTS, inputs[n:]))
 
 
+def torch_engine(torch, compile_fn, inputs):
+    """The native torch engine on a problem's inputs, with the point and signal it is evaluated at."""
+    from ttfr.child.workloads.histfactory import native
+
+    arrays, extra = split_native(inputs)
+    return native.TorchEngine(torch, compile_fn, arrays), extra["point"], extra["signal"]
+
+
 def inputs_for(runtime, problem: Problem):
     """What `runtime.put` receives: dense arrays for JAX/torch, an engine for pyhf/NextStat."""
     framework = runtime.framework
