@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ttfr.measure import catalog
 from ttfr.measure.spawn import RunResult
 from ttfr.model.base import decode
 from ttfr.model.case import CaseResult
@@ -57,16 +56,6 @@ def figures_drawn_only_where_asked(request, monkeypatch):
     monkeypatch.setattr(plots, "_pyplot", lambda: _Canvas())
     monkeypatch.setattr(plots, "_svg", lambda _fig: '<svg xmlns="http://www.w3.org/2000/svg" '
                                                     'data-stub="figure not drawn in this test"></svg>')  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def fresh_catalog():
-    """Users' cases and commands are added to this process's catalogue: every test gets it back
-    as it was (a registered command would otherwise show up in later tests' catalogued cases)."""
-    saved = dict(catalog.WORKLOADS)
-    yield
-    catalog.WORKLOADS.clear()
-    catalog.WORKLOADS.update(saved)
 
 
 def fake_record(*, start_ns=1_000_000_000, outcome="ok", stages=None, check=None, warm=None, cache=None, digest=None):

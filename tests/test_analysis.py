@@ -6,7 +6,7 @@ from fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
 from ttfr.analyse import case_result, suite_figures
-from ttfr.measure.catalog import parse_case_id
+from ttfr.measure.catalog import BUILTIN
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
@@ -198,5 +198,5 @@ def test_suite_summary_worst_case_ignores_failed_cases():
 def test_case_id_and_sync_policy_in_results(tmp_path):
     _, results = measure(tmp_path)
     assert results["jax_jit_cpu_matmul_64_f32"]["sync_policy"].startswith("jax.block_until_ready")
-    assert parse_case_id(results["numpy_matmul_64_f32"]["case"]).size == 64
+    assert BUILTIN.parse_case_id(results["numpy_matmul_64_f32"]["case"]).size == 64
     assert math.isfinite(results["numpy_matmul_64_f32"]["policies"][WARM_PROCESS]["summary"]["call_s"]["median"])

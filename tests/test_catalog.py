@@ -44,7 +44,7 @@ def test_barrier_counters_and_worker_environment(name, monkeypatch):
         spec = build_spec(RunRequest(commands=["true"]))
         case = spec.cases[0]
     else:
-        case = next(c for c in catalog.catalogued_cases() if c.backend == name)
+        case = next(c for c in catalog.BUILTIN.catalogued_cases() if c.backend == name)
         presets = ["complex8p"] if case.uses_workspace else []
         spec = build_spec(RunRequest(cases=[case.id], workspace_presets=presets))
     assert build_env(case, spec, {}, base={}) == env
@@ -55,7 +55,7 @@ def test_barrier_counters_and_worker_environment(name, monkeypatch):
 def test_a_gpu_jax_case_points_xla_at_a_cuda_toolkit(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ptxas").write_text("")
-    case = catalog.make_case("jax_jit_gpu", "matmul", 64, "float32")
+    case = catalog.BUILTIN.make_case("jax_jit_gpu", "matmul", 64, "float32")
     env = build_env(case, build_spec(RunRequest(cases=[case.id])), {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
     assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
 

@@ -47,7 +47,7 @@ def test_resume_of_a_non_result_directory_is_a_clear_error(tmp_path):
 def test_list_shows_every_catalogued_case_and_why_gpu_cases_are_unavailable():
     done = ttfr("list", env=dict(os.environ, COLUMNS="200"))
     assert done.returncode == 0
-    for case in catalog.catalogued_cases():
+    for case in catalog.BUILTIN.catalogued_cases():
         assert case.id in done.stdout
     if not catalog.gpu_present():
         assert "warn: gpu_unavailable" in done.stdout

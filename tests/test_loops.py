@@ -11,9 +11,8 @@ import msgspec
 import numpy as np
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 
-from ttfr.measure.executors import Executors
 from ttfr.model.base import encode
 from ttfr.analyse import case_result, loops
 from ttfr.artifacts.reader import load_finished, validate_dir
@@ -22,10 +21,9 @@ from ttfr.child import worker
 from ttfr.child.contracts import Loop
 from ttfr.child.job import WARM, Job
 from ttfr.child.workloads import loop_mlp, loop_strategies, ragged_batches, sweep_mlp
-from ttfr.pipeline import suite as suite_run
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
-from ttfr.measure.spec import RunRequest, build_spec, select_cases
+from ttfr.measure.spec import RunRequest, select_cases
 from ttfr.model.case import CompileCountMismatch, RunFigures
 from ttfr.model.loops import CostPoint
 from ttfr.model.record import Check, LoopRecord
@@ -37,7 +35,7 @@ STRATEGIES = [s[0] for s in catalog.LOOP_STRATEGIES]
 
 # ------------------------------------------------------------------ catalog and spec
 def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
-    cases = select_cases(PROFILES["quick"], backends="numpy,jax_jit_cpu,torch_eager_cpu,torch_compile_cpu",
+    cases = select_cases(catalog.BUILTIN, PROFILES["quick"], backends="numpy,jax_jit_cpu,torch_eager_cpu,torch_compile_cpu",
                          workloads="sweep_mlp", sizes="4", dtypes="f32")  # fmt: skip
     by_backend = {}
     for case in cases:
@@ -49,18 +47,18 @@ def test_a_loop_family_name_selects_every_strategy_its_backends_can_run():
         "torch_eager_cpu": {"naive", "vmapped"},
         "torch_compile_cpu": set(STRATEGIES),
     }
-    assert catalog.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
+    assert catalog.BUILTIN.parse_case_id("jax_jit_cpu_sweep_mlp_bucketed_16_f32").workload == "sweep_mlp_bucketed"
 
 
 def test_a_compilers_strategy_on_an_eager_backend_is_refused_naming_the_backends_that_run_it():
     with pytest.raises(UsageError, match=r"does not run workload 'sweep_mlp_bucketed'.*jax_jit_cpu.*torch_compile_cpu"):
-        catalog.parse_case_id("torch_eager_cpu_sweep_mlp_bucketed_4_f32")
+        catalog.BUILTIN.parse_case_id("torch_eager_cpu_sweep_mlp_bucketed_4_f32")
     with pytest.raises(UsageError, match="backends that do"):
-        select_cases(PROFILES["quick"], backends="numpy", workloads="sweep_mlp_aot")
+        select_cases(catalog.BUILTIN, PROFILES["quick"], backends="numpy", workloads="sweep_mlp_aot")
 
 
 def test_a_loop_that_carries_its_parameters_offers_no_batching():
-    cases = select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="ragged_batches", sizes="8")
+    cases = select_cases(catalog.BUILTIN, PROFILES["quick"], backends="jax_jit_cpu", workloads="ragged_batches", sizes="8")
     assert {catalog.WORKLOADS[c.workload].strategy for c in cases} == {"naive", "bucketed", "dynamic", "aot"}
     with pytest.raises(ValueError, match="carries its parameters"):
         loop_strategies.build(type("R", (), {"framework": "jax"})(), "vmapped",
@@ -69,9 +67,9 @@ def test_a_loop_that_carries_its_parameters_offers_no_batching():
 
 def test_a_loop_length_outside_the_grid_is_refused_with_the_valid_range():
     with pytest.raises(UsageError, match=r"valid sizes are 1\.\.192"):
-        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp_naive", sizes="193")
+        select_cases(catalog.BUILTIN, PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp_naive", sizes="193")
     with pytest.raises(UsageError, match="sweep_mlp"):  # the family is listed among the choices
-        select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlpp")
+        select_cases(catalog.BUILTIN, PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlpp")
 
 
 def test_the_catalog_offers_every_loop_length_its_workload_can_make():
@@ -101,8 +99,8 @@ def test_the_mass_scan_moves_the_signal_and_splits_the_binning():
 
 
 def test_every_strategy_of_a_loop_shares_its_dataset():
-    ids = {catalog.WORKLOADS[c.workload].strategy: datasets.dataset_id(c, 3)
-           for c in select_cases(PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp", sizes="4")}  # fmt: skip
+    cases = select_cases(catalog.BUILTIN, PROFILES["quick"], backends="jax_jit_cpu", workloads="sweep_mlp", sizes="4")
+    ids = {c.workload_info.strategy: datasets.dataset_id(c, 3) for c in cases}
     assert set(ids.values()) == {"sweep_mlp-4-float32-seed3"}
 
 
@@ -249,9 +247,8 @@ class LoopExecutor(FakeExecutor):
 
 def _run(tmp_path, executor, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    spec = build_spec(RunRequest(workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2, **kwargs))
-    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, spec, Executors(worker=executor))
+    return run_suite(tmp_path / "out", RunRequest(workloads="sweep_mlp", sizes="4", cold_runs=2, warm_procs=2, **kwargs),
+                     executor)  # fmt: skip
 
 
 def test_loop_figures_reach_the_artifacts_and_the_report(tmp_path):

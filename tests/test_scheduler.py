@@ -112,10 +112,12 @@ def test_missing_template_on_resume_is_reprimed_unmeasured(tmp_path):
 
 
 @pytest.mark.parametrize("factor", [1.0, 4.0])
-def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, monkeypatch, factor):
-    for name in ("matmul", "fused_chain"):
-        monkeypatch.setitem(catalog.WORKLOADS, name, replace(catalog.WORKLOADS[name], check_timeout_factor=factor))
-    plan = make_plan(backends="numpy", timeout=10)
+def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, factor):
+    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2, seed=3,
+                                 timeout=10))  # fmt: skip
+    # The scheduler reads the factor from the case's own workload (as a user's case carries it).
+    cases = tuple(replace(c, info=replace(c.workload_info, check_timeout_factor=factor)) for c in spec.cases)
+    plan = build_plan(replace(spec, cases=cases), lambda _b, _w=None: None)
     seen = []
 
     class Recording(FakeExecutor):

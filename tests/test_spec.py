@@ -26,19 +26,19 @@ def test_publish_profile_takes_every_catalogued_size_and_dtype():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("case", catalog.catalogued_cases(), ids=lambda c: c.id)
+@pytest.mark.parametrize("case", catalog.BUILTIN.catalogued_cases(), ids=lambda c: c.id)
 def test_every_catalogued_case_id_parses_back_to_itself(case):
-    assert catalog.parse_case_id(case.id) == case
+    assert catalog.BUILTIN.parse_case_id(case.id) == case
 
 
 def test_seed_case_ids_keep_their_form():
     for case_id in ("jax_jit_cpu_matmul_512_f32", "jax_jit_cpu_matmul_1024_f32"):
-        case = catalog.parse_case_id(case_id)
+        case = catalog.BUILTIN.parse_case_id(case_id)
         assert (case.backend, case.workload, case.dtype) == ("jax_jit_cpu", "matmul", "float32")
 
 
 def test_uncatalogued_size_inside_the_range_is_accepted():
-    assert catalog.parse_case_id("torch_eager_cpu_matmul_96_f64").size == 96
+    assert catalog.BUILTIN.parse_case_id("torch_eager_cpu_matmul_96_f64").size == 96
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.report.terminal import RunEstimator
 
 
-@pytest.mark.parametrize("case", catalog.catalogued_cases(), ids=lambda c: c.id)
+@pytest.mark.parametrize("case", catalog.BUILTIN.catalogued_cases(), ids=lambda c: c.id)
 def test_every_catalogued_backend_has_an_eta_prior(case):
     # The display asked a framework-keyed table before: pyhf and nextstat crashed it (KeyError).
     estimator = RunEstimator()
@@ -20,7 +20,7 @@ def test_every_catalogued_backend_has_an_eta_prior(case):
 
 
 def test_the_prior_gives_way_to_observed_runs_of_the_same_kind():
-    case = catalog.make_case("torch_compile_cpu", "matmul", 64, "float32")
+    case = catalog.BUILTIN.make_case("torch_compile_cpu", "matmul", 64, "float32")
     estimator = RunEstimator()
     cold, warm_cache = Task(COLD, case, COLD_CACHE, 0, 0), Task(COLD, case, WARM_CACHE, 0, 2)
     fresh, from_template = case.backend_info.cost_prior_s

@@ -106,7 +106,7 @@ def test_live_progress_display_of_real_workers_on_a_terminal(tmp_path):
 
 
 def _live_display_of_one_case(ttfr, case_id, tmp_path):
-    case = catalog.parse_case_id(case_id)
+    case = catalog.BUILTIN.parse_case_id(case_id)
     missing = catalog.availability(case.backend_info, case.workload)
     if missing:
         pytest.skip(f"{case_id}: {missing}")

@@ -78,15 +78,26 @@ def test_decorators_register_builders_and_refuse_what_is_not_callable():
         case.builder("tensorflow")
 
 
+def catalogue_of(paths):
+    """The built-in catalogue with the cases of these files (where a name clash is refused)."""
+    return catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read(paths, installed=False))
+
+
 def test_a_case_file_becomes_workloads_with_its_frameworks_sizes_and_source(tmp_path):
     path = case_file(tmp_path)
-    (found,) = user_cases.register([path], installed=False)
+    (found,) = user_cases.read([path], installed=False)
     assert (found.name, found.frameworks, found.sizes, found.dtypes) == ("my_cumsum", ("numpy", "jax"), (64, 256), ("float64",))
-    workload = catalog.WORKLOADS["my_cumsum"]
+    known = catalogue_of([path])
+    workload = known.workloads["my_cumsum"]
     assert workload.source == str(path.resolve()) and workload.child_module == catalog.USER_CASE_MODULE
-    assert catalog.make_case("jax_jit_cpu", "my_cumsum", 64, "f64").id == "jax_jit_cpu_my_cumsum_64_f64"
+    case = known.make_case("jax_jit_cpu", "my_cumsum", 64, "f64")
+    assert case.id == "jax_jit_cpu_my_cumsum_64_f64" and case.workload_info is workload
     with pytest.raises(UsageError, match="does not run workload"):
-        catalog.make_case("torch_eager_cpu", "my_cumsum", 64, "f64")  # no torch builder
+        known.make_case("torch_eager_cpu", "my_cumsum", 64, "f64")  # no torch builder
+    # The user's case is the run's, not the process's: the built-in catalogue never learns it.
+    assert "my_cumsum" not in catalog.WORKLOADS and "my_cumsum" not in catalog.BUILTIN.workloads
+    with pytest.raises(TypeError):
+        catalog.WORKLOADS["my_cumsum"] = workload  # type: ignore[index]
 
 
 def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(tmp_path):
@@ -95,8 +106,7 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
     assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
-    catalog.WORKLOADS.pop("my_cumsum")  # a new process: the case is known again only from the file
-    assert spec.RunSpec.from_json(stored) == chosen
+    assert spec.RunSpec.from_json(stored) == chosen  # known again only from the file
     # A file edited (or gone) since the run started would mix two versions: --resume refuses it.
     path.write_text(path.read_text() + "\n# edited\n")
     with pytest.raises(UsageError, match="changed since this run started"):
@@ -114,7 +124,7 @@ def test_names_that_would_make_unreadable_case_ids_and_edits_after_creation_are_
     path = tmp_path / "edited.py"
     path.write_text("from ttfr.cases import Case\nc = Case('ok', sizes=(8,))\nc.numpy(lambda np: np.sum)\nc.sizes = (-1,)\n")
     with pytest.raises(UsageError, match="sizes must be whole numbers"):
-        user_cases.register([path], installed=False)
+        catalogue_of([path])
 
 
 def test_an_alias_is_the_same_case_and_a_case_file_imports_its_neighbours(tmp_path):
@@ -122,7 +132,7 @@ def test_an_alias_is_the_same_case_and_a_case_file_imports_its_neighbours(tmp_pa
     path = tmp_path / "aliased.py"
     path.write_text("import helpers\nfrom ttfr.cases import Case\nc = Case('aliased', sizes=(8,))\n"
                     "c.numpy(helpers.build)\nsame = c\n")  # fmt: skip
-    (found,) = user_cases.register([path], installed=False)
+    (found,) = user_cases.read([path], installed=False)
     assert found.name == "aliased"
 
 
@@ -167,19 +177,19 @@ def test_a_bad_case_file_is_a_usage_error_with_the_users_traceback(tmp_path, con
     path = tmp_path / "bad.py"
     path.write_text(content)
     with pytest.raises(UsageError, match=match):
-        user_cases.register([path], installed=False)
+        catalogue_of([path])
 
 
 def test_missing_files_other_suffixes_and_duplicate_names_are_refused(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
-        user_cases.register([tmp_path / "absent.py"], installed=False)
+        catalogue_of([tmp_path / "absent.py"])
     (tmp_path / "cases.txt").write_text("")
     with pytest.raises(UsageError, match="not a .py file"):
-        user_cases.register([tmp_path / "cases.txt"], installed=False)
+        catalogue_of([tmp_path / "cases.txt"])
     one = case_file(tmp_path, file="one.py")
     two = case_file(tmp_path, file="two.py")
     with pytest.raises(UsageError, match="is defined in .*one.py and in .*two.py"):
-        user_cases.register([one, two], installed=False)
+        catalogue_of([one, two])
     with pytest.raises(UsageError, match="empty value"):
         spec.build_spec(spec.RunRequest(case_files=[""]))
 
@@ -326,14 +336,13 @@ def test_installed_packages_publish_cases_through_the_entry_point_group(tmp_path
     monkeypatch.syspath_prepend(str(package))
     (found,) = [c for c in user_cases.installed_cases() if c.name == "pkg_cumsum"]
     assert found.source == "module:mycases" and not found.from_file
-    user_cases.register([], installed=True)
-    assert catalog.WORKLOADS["pkg_cumsum"].source == "module:mycases"
+    assert catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read([], installed=True)).workloads[
+        "pkg_cumsum"].source == "module:mycases"  # fmt: skip
     # A broken installed module is the same exit-2 error as a broken file, naming the entry point.
     (package / "mycases" / "__init__.py").write_text("raise ImportError('half installed')\n")
     sys.modules.pop("mycases", None)
     with pytest.raises(UsageError, match=r"entry point 'mine' \(mycases\) could not be imported(.|\n)*half installed"):
         user_cases.installed_cases()
-    catalog.WORKLOADS.pop("pkg_cumsum")
     # ...but only for a run that asks for something only an installed package could provide.
     assert spec.build_spec(spec.RunRequest(workloads="matmul", backends="numpy", seed=1)).cases
     with pytest.raises(UsageError, match="half installed"):

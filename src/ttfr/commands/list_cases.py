@@ -14,9 +14,9 @@ def add_parser(commands):
 
 
 def handle(args, console: Console) -> int:
-    from ttfr.measure import user_cases
+    from ttfr.measure import catalog, user_cases
     from ttfr.report import terminal
 
-    user_cases.register(args.case_file)
-    terminal.print_catalog(console)
+    known = catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read(args.case_file))
+    terminal.print_catalog(console, known)
     return 0

@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ttfr.child import hostinfo
 from ttfr.errors import UsageError, unknown_choice
@@ -172,7 +174,7 @@ HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
 _HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
            check_timeout_factor=4.0, reads_workspace=True)  # fmt: skip
-WORKLOADS = {
+_BUILTIN_WORKLOADS = {
     w.name: w
     for w in (
         Workload("matmul", _ARRAY_FRAMEWORKS, (512, 1024), (2, 16384), ("float32", "float64"),
@@ -207,7 +209,7 @@ WORKLOADS = {
                  description="the same scan; every binning compiled ahead, serialised, loaded by later runs"),
     )
 }  # fmt: skip
-HF_WORKLOADS = tuple(name for name, w in WORKLOADS.items() if w.reads_workspace)
+HF_WORKLOADS = tuple(name for name, w in _BUILTIN_WORKLOADS.items() if w.reads_workspace)
 
 # Loop strategies: (name, frameworks, needs a compiler, what it does).
 LOOP_STRATEGIES = (
@@ -236,12 +238,15 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
         if _strategy not in _strategies:
             continue
         _name = f"{_family}_{_strategy}"
-        WORKLOADS[_name] = Workload(_name, _frameworks, _sizes, _range, ("float32", "float64"), _meaning,
+        _BUILTIN_WORKLOADS[_name] = Workload(_name, _frameworks, _sizes, _range, ("float32", "float64"), _meaning,
                                     f"{_what}; {_strategy}: {_how}", default=False, module=_family, loop=_family,
                                     strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
 LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
 LOOP_FAMILIES["hf_train20"] = ("hf_train20",)
-LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in WORKLOADS.items() if w.loop == "hf_mass_scan")
+LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in _BUILTIN_WORKLOADS.items() if w.loop == "hf_mass_scan")
+# The built-in workloads, read-only: a user's cases and commands make a Catalog of their own
+# (Catalog.with_workloads), never an entry here.
+WORKLOADS: Mapping[str, Workload] = MappingProxyType(_BUILTIN_WORKLOADS)
 
 
 USER_CASE_MODULE = "user_case"  # the worker's module for every user case
@@ -251,19 +256,6 @@ def command_workload(name: str, description: str) -> Workload:
     """The workload of a user's command `name` (its program and options are in the run's spec)."""
     return Workload(name, (COMMAND,), (1,), (1, 1), ("float64",), "unused (1)", description, default=False,
                     source=COMMAND, command=True)  # fmt: skip
-
-
-def register_user_workload(workload: Workload) -> None:
-    """Add a user's case (measure/user_cases.py) to the catalogue of this process; its name
-    must not be a built-in workload's or another source's case."""
-    known = WORKLOADS.get(workload.name)
-    if workload.name in LOOP_FAMILIES or (known is not None and known.source != workload.source):
-        where = f"a case in {known.source}" if known is not None and known.source else "a built-in workload"
-        where = "another command" if known is not None and known.command else where
-        what = f"command {workload.name!r}" if workload.command else f"case {workload.name!r} from {workload.source}"
-        fix = "name it with --command-name" if workload.command else "rename it"
-        raise UsageError(f"{what} has the name of {where}: {fix}")
-    WORKLOADS[workload.name] = workload
 
 
 def expand_workloads(names) -> list[str]:
@@ -286,6 +278,9 @@ class Case:
     size: int
     dtype: str  # float32 | float64
     custom: bool = False  # a HistFactory case on the user's --workspace file (not a preset)
+    # The workload itself, from the catalogue that made the case (a user's case or command is
+    # in no module-level table); a case written by hand names a built-in one.
+    info: Workload | None = field(default=None, compare=False, repr=False)
 
     @property
     def size_token(self) -> str:
@@ -303,11 +298,11 @@ class Case:
 
     @property
     def workload_info(self) -> Workload:
-        return WORKLOADS[self.workload]
+        return self.info if self.info is not None else WORKLOADS[self.workload]
 
     @property
     def uses_workspace(self) -> bool:
-        return WORKLOADS[self.workload].reads_workspace
+        return self.workload_info.reads_workspace
 
 
 def required_packages() -> tuple[str, ...]:
@@ -321,18 +316,6 @@ def supports(backend: Backend, workload: Workload) -> bool:
 
 def unsupported_reason(backend: Backend, workload: str) -> str | None:
     return dict(backend.unsupported).get(workload)
-
-
-def catalogued_cases() -> list[Case]:
-    """Every catalogued combination (sizes and dtypes from the catalogue)."""
-    return sorted(
-        Case(b.name, w.name, size, dtype)
-        for b in BACKENDS.values()
-        for w in WORKLOADS.values()
-        if supports(b, w)
-        for size in w.sizes
-        for dtype in w.dtypes
-    )
 
 
 def check_size(workload: Workload, size: int, extra_sizes=(), custom: bool = False) -> None:
@@ -366,25 +349,6 @@ def check_size(workload: Workload, size: int, extra_sizes=(), custom: bool = Fal
         )
 
 
-def make_case(backend: str, workload: str, size: int, dtype: str, extra_sizes=(), custom: bool = False) -> Case:
-    if backend not in BACKENDS:
-        raise unknown_choice("backend", backend, BACKENDS)
-    if workload not in WORKLOADS:
-        raise unknown_choice("workload", workload, WORKLOADS)
-    b, w = BACKENDS[backend], WORKLOADS[workload]
-    if not supports(b, w):
-        able = sorted(x.name for x in BACKENDS.values() if supports(x, w))
-        raise UsageError(f"backend {backend!r} does not run workload {workload!r}; backends that do: {', '.join(able)}")
-    dtype = DTYPES.get(dtype, dtype)
-    if dtype not in w.dtypes:
-        raise UsageError(
-            f"dtype {dtype!r} is not offered by workload {workload!r}; valid: "
-            + ", ".join(f"{DTYPE_SHORT[d]} ({d})" for d in w.dtypes)
-        )
-    check_size(w, size, extra_sizes, custom)
-    return Case(backend, workload, size, dtype, custom)
-
-
 _CASE_TAIL = re.compile(r"^(?P<head>.+?)(?P<custom>_custom)?_(?P<size>\d+)_(?P<dtype>f32|f64)$")
 # What any case id looks like (lower-case words, size, dtype): safe as a file name. A custom
 # case's `custom_<n>` size is two such words.
@@ -395,18 +359,84 @@ def is_case_id(text) -> bool:
     return isinstance(text, str) and CASE_ID_GRAMMAR.match(text) is not None
 
 
-def parse_case_id(case_id: str, extra_sizes=()) -> Case:
-    """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted.
-    `..._custom_<n>_...` is a HistFactory case on the --workspace file (`extra_sizes`: its
-    parameter count)."""
-    match = _CASE_TAIL.match(case_id)
-    if match:
-        head = match["head"]
-        for backend in sorted(BACKENDS, key=len, reverse=True):
-            if head.startswith(backend + "_") and head[len(backend) + 1 :] in WORKLOADS:
-                return make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"], extra_sizes,
-                                 custom=bool(match["custom"]))  # fmt: skip
-    raise unknown_choice("case id", case_id, [c.id for c in catalogued_cases()])
+@dataclass(frozen=True, eq=False)
+class Catalog:
+    """The workloads one run can name: the built-ins plus the users' cases and commands it read.
+    Immutable and passed to whoever needs it: adding workloads makes a new catalogue, so
+    nothing one run (or test) reads leaks into another."""
+
+    workloads: Mapping[str, Workload]
+
+    def with_workloads(self, added: Iterable[Workload]) -> Catalog:
+        """This catalogue and the users' workloads; a name must not be a built-in workload's, a
+        loop family's or another source's case."""
+        workloads = dict(self.workloads)
+        for workload in added:
+            known = workloads.get(workload.name)
+            if workload.name in LOOP_FAMILIES or (known is not None and known.source != workload.source):
+                where = f"a case in {known.source}" if known is not None and known.source else "a built-in workload"
+                where = "another command" if known is not None and known.command else where
+                what = f"command {workload.name!r}" if workload.command else f"case {workload.name!r} from {workload.source}"
+                fix = "name it with --command-name" if workload.command else "rename it"
+                raise UsageError(f"{what} has the name of {where}: {fix}")
+            workloads[workload.name] = workload
+        return Catalog(MappingProxyType(workloads))
+
+    def names(self) -> list[str]:
+        """What --workloads accepts: every workload and loop family."""
+        return [*self.workloads, *LOOP_FAMILIES]
+
+    def catalogued_cases(self) -> list[Case]:
+        """Every catalogued combination (sizes and dtypes from the catalogue)."""
+        return sorted(
+            Case(b.name, w.name, size, dtype, info=w)
+            for b in BACKENDS.values()
+            for w in self.workloads.values()
+            if supports(b, w)
+            for size in w.sizes
+            for dtype in w.dtypes
+        )
+
+    def make_case(self, backend: str, workload: str, size: int, dtype: str, extra_sizes=(), custom: bool = False) -> Case:
+        if backend not in BACKENDS:
+            raise unknown_choice("backend", backend, BACKENDS)
+        if workload not in self.workloads:
+            raise unknown_choice("workload", workload, self.workloads)
+        b, w = BACKENDS[backend], self.workloads[workload]
+        if not supports(b, w):
+            able = sorted(x.name for x in BACKENDS.values() if supports(x, w))
+            raise UsageError(f"backend {backend!r} does not run workload {workload!r}; backends that do: {', '.join(able)}")
+        dtype = DTYPES.get(dtype, dtype)
+        if dtype not in w.dtypes:
+            raise UsageError(
+                f"dtype {dtype!r} is not offered by workload {workload!r}; valid: "
+                + ", ".join(f"{DTYPE_SHORT[d]} ({d})" for d in w.dtypes)
+            )
+        check_size(w, size, extra_sizes, custom)
+        return Case(backend, workload, size, dtype, custom, info=w)
+
+    def parse_case_id(self, case_id: str, extra_sizes=()) -> Case:
+        """`jax_jit_cpu_matmul_512_f32` -> Case; any size in the workload's range is accepted.
+        `..._custom_<n>_...` is a HistFactory case on the --workspace file (`extra_sizes`: its
+        parameter count)."""
+        match = _CASE_TAIL.match(case_id)
+        if match:
+            head = match["head"]
+            for backend in sorted(BACKENDS, key=len, reverse=True):
+                if head.startswith(backend + "_") and head[len(backend) + 1 :] in self.workloads:
+                    return self.make_case(backend, head[len(backend) + 1 :], int(match["size"]), match["dtype"],
+                                          extra_sizes, custom=bool(match["custom"]))  # fmt: skip
+        raise unknown_choice("case id", case_id, [c.id for c in self.catalogued_cases()])
+
+    def knows_case_id(self, case_id: str) -> bool:
+        try:
+            self.parse_case_id(case_id)
+        except UsageError:
+            return False
+        return True
+
+
+BUILTIN = Catalog(WORKLOADS)  # what ttfr itself offers
 
 
 def gpu_present() -> bool:

@@ -105,32 +105,26 @@ class RunSpec:
         data = dict(data)
         data["case_files"] = tuple((f["path"], f["sha256"]) for f in data.get("case_files") or ())
         data["commands"] = tuple(user_commands.UserCommand.from_json(c) for c in data.get("commands") or ())
-        user_commands.register(data["commands"])
-        user_cases.register_recorded(data["case_files"])  # their workloads, before their case ids are read
+        # their workloads, before their case ids are read
+        known = catalog.BUILTIN.with_workloads(c.workload() for c in data["commands"])
+        known = known.with_workloads(c.workload() for c in user_cases.read_recorded(data["case_files"]))
+        known = _installed_cases_if_unknown(known, (), data["cases"])
         extra = (data["custom_size"],) if data.get("custom_size") else ()
-        _installed_cases_if_unknown((), data["cases"])
-        data["cases"] = tuple(catalog.parse_case_id(c, extra) for c in data["cases"])
+        data["cases"] = tuple(known.parse_case_id(c, extra) for c in data["cases"])
         data["policies"] = tuple(data["policies"])
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
         data["plan_cases"] = tuple(data.get("plan_cases") or ())
         return cls(**data)
 
 
-def _installed_cases_if_unknown(workloads, case_ids) -> None:
+def _installed_cases_if_unknown(known: catalog.Catalog, workloads, case_ids) -> catalog.Catalog:
     """Installed packages' cases (entry-point group `ttfr.cases`) are imported only when a
     run names a workload or case id that nothing else provides: a broken or heavy package
     never touches a run that does not use it."""
-
-    def known(case_id):
-        try:
-            catalog.parse_case_id(case_id)
-        except UsageError:
-            return False
-        return True
-
-    names = set(catalog.WORKLOADS) | set(catalog.LOOP_FAMILIES)
-    if any(w not in names for w in workloads) or not all(known(c) for c in case_ids):
-        user_cases.register((), installed=True)
+    names = set(known.names())
+    if any(w not in names for w in workloads) or not all(known.knows_case_id(c) for c in case_ids):
+        return known.with_workloads(c.workload() for c in user_cases.read((), installed=True))
+    return known
 
 
 def _split(values, option: str | None = None, choices=()):
@@ -172,7 +166,15 @@ def _parse_int(text, what):
 
 
 def select_cases(
-    profile: Profile, case_ids=(), backends=(), workloads=(), sizes=(), dtypes=(), hf_sizes=(), custom_size=None
+    known: catalog.Catalog,
+    profile: Profile,
+    case_ids=(),
+    backends=(),
+    workloads=(),
+    sizes=(),
+    dtypes=(),
+    hf_sizes=(),
+    custom_size=None,
 ) -> tuple[catalog.Case, ...]:
     """`hf_sizes`: HistFactory preset sizes chosen with --workspace-preset; `custom_size`: the
     parameter count of the --workspace file, whose cases are `custom` ones (neither: the
@@ -181,31 +183,31 @@ def select_cases(
     (N is the file's count and that preset was not named with --workspace-preset)."""
     case_ids = _split(case_ids, "--cases", ["case ids from `ttfr list`"])
     backends = _split(backends, "--backends", catalog.BACKENDS)
-    workloads = catalog.expand_workloads(_split(workloads, "--workloads", [*catalog.WORKLOADS, *catalog.LOOP_FAMILIES]))
+    workloads = catalog.expand_workloads(_split(workloads, "--workloads", known.names()))
     sizes = _split(sizes, "--sizes", ["whole numbers (see `ttfr list`)"])
     dtypes = _split(dtypes, "--dtypes", catalog.DTYPES)
     extra = (custom_size,) if custom_size else ()
     if case_ids:
         if backends or workloads or sizes or dtypes:
             raise UsageError("--cases names whole case ids; do not combine it with --backends/--workloads/--sizes/--dtypes")
-        cases = [catalog.parse_case_id(c, extra) for c in case_ids]
+        cases = [known.parse_case_id(c, extra) for c in case_ids]
         return tuple(sorted(set(cases)))
     for name in backends:
         if name not in catalog.BACKENDS:
             raise unknown_choice("backend", name, catalog.BACKENDS)
     for name in workloads:
-        if name not in catalog.WORKLOADS:
-            raise unknown_choice("workload", name, [*catalog.WORKLOADS, *catalog.LOOP_FAMILIES])
+        if name not in known.workloads:
+            raise unknown_choice("workload", name, known.names())
     for name in dtypes:
         if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
             raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
     size_values = [_parse_int(s, "--sizes") for s in sizes]
     dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
     chosen_backends = backends or [name for name, b in catalog.BACKENDS.items() if not b.diagnostic]
-    chosen_workloads = workloads or [w for w, info in catalog.WORKLOADS.items() if info.default and not info.diagnostic]
+    chosen_workloads = workloads or [w for w, info in known.workloads.items() if info.default and not info.diagnostic]
     cases = set()
     for w_name in chosen_workloads:
-        workload = catalog.WORKLOADS[w_name]
+        workload = known.workloads[w_name]
         for b_name in chosen_backends:
             if not catalog.supports(catalog.BACKENDS[b_name], workload):
                 continue
@@ -229,10 +231,10 @@ def select_cases(
                 w_dtypes = list(workload.dtypes[:1])
             for size, custom in w_sizes:
                 for dtype in w_dtypes:
-                    cases.add(catalog.Case(b_name, w_name, size, dtype, custom))
+                    cases.add(catalog.Case(b_name, w_name, size, dtype, custom, info=workload))
     if not cases:
         runs = "; ".join(
-            f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, catalog.WORKLOADS[w]))
+            f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, known.workloads[w]))
             for w in chosen_workloads
         )
         raise UsageError(f"no chosen backend ({', '.join(chosen_backends)}) runs the chosen workloads; backends that do: {runs}")
@@ -383,7 +385,6 @@ def _command_selection(commands, policies, **others) -> tuple[list[str], tuple[s
     if chosen:
         raise UsageError(f"--command measures programs, not ttfr's cases: drop {', '.join(chosen)} (run those "
                          "separately; --threads, --cache-policy and the run counts apply to commands)")  # fmt: skip
-    user_commands.register(commands)
     chosen_policies = parse_policies(policies) if policies else COLD_POLICIES
     if WARM_PROCESS in chosen_policies:  # asked for by name (or `all`)
         given = ",".join(_split(policies))
@@ -444,6 +445,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     prof = PROFILES[profile]
     user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare,
                                             path_env=command_path, stop_at_first_result=stop_at_first_result)  # fmt: skip
+    known = catalog.BUILTIN.with_workloads(c.workload() for c in user_command_list)
     if user_command_list:
         cases, policies = _command_selection(
             user_command_list, policies, cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,
@@ -453,8 +455,9 @@ def build_spec(request: RunRequest) -> RunSpec:
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    from_files = [c for c in user_cases.register(case_files, installed=False) if c.from_file]
-    _installed_cases_if_unknown(_split(workloads), _split(cases))
+    from_files = [c for c in user_cases.read(case_files, installed=False) if c.from_file]
+    known = known.with_workloads(c.workload() for c in from_files)
+    known = _installed_cases_if_unknown(known, _split(workloads), _split(cases))
     if case_files and not (cases or workloads):  # your files' cases, not the default suite
         workloads = [c.name for c in from_files]
     case_files = tuple(dict.fromkeys((c.source, c.sha256) for c in from_files))
@@ -465,7 +468,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
     user = datasets.load_user_workspace(workspace, signal) if workspace else None
     hf_sizes = datasets.preset_sizes(_split(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES))
-    chosen = select_cases(prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
+    chosen = select_cases(known, prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
     plan_cases = tuple(c.id for c in chosen) if shard_pair else ()
     if shard_pair:

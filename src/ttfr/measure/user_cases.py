@@ -1,5 +1,6 @@
 """Users' own cases: case files (`--case-file`) and installed packages (entry-point group
-`ttfr.cases`), read before anything runs and added to the catalogue as workloads.
+`ttfr.cases`), read before anything runs; their workloads make the run's catalogue
+(catalog.Catalog.with_workloads).
 
 Reading a file imports it in this process (its top-level code runs, as it will in every
 worker); anything wrong is a UsageError (exit 2) with the user's traceback tail: a syntax
@@ -106,7 +107,7 @@ def installed_cases() -> list[UserCase]:
     return out
 
 
-def register_recorded(recorded) -> list[UserCase]:
+def read_recorded(recorded) -> list[UserCase]:
     """The case files a plan records, `[(path, sha256)]`: each must still hold what the run
     started with (a changed file would mix two versions of the code in one result)."""
     for path, sha256 in recorded:
@@ -116,12 +117,11 @@ def register_recorded(recorded) -> list[UserCase]:
         if now != sha256:
             raise UsageError(f"case file {path} changed since this run started (sha256 {sha256[:12]}... in plan.json): "
                              "restore it, or start a new run")  # fmt: skip
-    return register([path for path, _sha in recorded])
+    return read([path for path, _sha in recorded])
 
 
-def register(case_files=(), installed: bool = True) -> list[UserCase]:
-    """Read the case files (and installed packages' cases) and add them to the catalogue;
-    the cases, files first."""
+def read(case_files=(), installed: bool = True) -> list[UserCase]:
+    """The cases of the case files (and of installed packages), files first."""
     cases = []
     for path in case_files:
         cases += read_case_file(path)
@@ -132,5 +132,4 @@ def register(case_files=(), installed: bool = True) -> list[UserCase]:
         if case.name in seen and seen[case.name] != case.source:
             raise UsageError(f"case {case.name!r} is defined in {seen[case.name]} and in {case.source}: rename one")
         seen[case.name] = case.source
-        catalog.register_user_workload(case.workload())
     return cases

@@ -246,11 +246,5 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
     return tuple(out)
 
 
-def register(commands) -> None:
-    """Add the commands' workloads to this process's catalogue (before their case ids are read)."""
-    for command in commands:
-        catalog.register_user_workload(command.workload())
-
-
 def case_of(command: UserCommand) -> catalog.Case:
-    return catalog.Case(catalog.COMMAND, command.name, 1, "float64")
+    return catalog.Case(catalog.COMMAND, command.name, 1, "float64", info=command.workload())

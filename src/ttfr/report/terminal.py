@@ -25,7 +25,8 @@ from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
-from ttfr.report.markdown import fmt_seconds, precision_headline, result_check
+from ttfr.report.formatting import fmt_seconds
+from ttfr.report.markdown import precision_headline, result_check
 
 
 def _cost_key(task: Task) -> str:
@@ -217,7 +218,7 @@ def loop_lines(rows: list[LoopRow]) -> list[tuple[str, str | None]]:
     return lines
 
 
-def print_catalog(console: Console) -> None:
+def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) -> None:
     backends = Table(title="backends")
     for column in ("backend", "available", "description"):
         backends.add_column(column)
@@ -232,7 +233,7 @@ def print_catalog(console: Console) -> None:
     for column in ("workload", "sizes", "size means", "dtypes", "description"):
         workloads.add_column(column)
     presets = ", ".join(f"{name}={n}" for name, n in catalog.HF_PRESET_SIZES.items())
-    for workload in catalog.WORKLOADS.values():
+    for workload in known.workloads.values():
         low, high = workload.size_range
         if workload.name in catalog.HF_WORKLOADS:
             sizes = f"presets {presets}; or --workspace FILE"
@@ -251,7 +252,7 @@ def print_catalog(console: Console) -> None:
     cases = Table(title="catalogued case ids")
     cases.add_column("case")
     cases.add_column("available here")
-    for case in catalog.catalogued_cases():
+    for case in known.catalogued_cases():
         reason = reasons[case.backend] or catalog.availability(case.backend_info, case.workload)
         cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
     console.print(cases)

@@ -110,11 +110,14 @@ def _warm_iters(case: CaseResult) -> int:
     return sum(len(p.samples_s or []) for p in block.procs) if block else 0
 
 
-def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
+def case_record(
+    case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str, known: catalog.Catalog = catalog.BUILTIN
+) -> dict:
+    """`known`: the run's catalogue (a user's case that never ran is hashed with its own inputs)."""
     dataset = encode(case.dataset)
     if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
-        info = catalog.WORKLOADS[case.workload]
-        if info.source:  # a user's case (registered from the plan's case files): its own inputs
+        info = known.workloads[case.workload]
+        if info.source:  # a user's case (from the plan's case files): its own inputs
             user_case.load(info.source, info.name)
         dataset["sha256"] = dataset_sha256(info.child_module, case.size, case.dtype, case.config.seed)
     cold = _cold_timing(case, cold_policy)
@@ -168,12 +171,14 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
                            "incomplete: fix that and export again") from None  # fmt: skip
 
 
-def _register_planned_cases(root: Path) -> None:
-    """The users' case files the verified plan names (each still holding what the run used)."""
+def _planned_catalog(root: Path) -> catalog.Catalog:
+    """The catalogue with the users' case files the verified plan names (each still holding
+    what the run used)."""
     plan, problems = reader.inspect(root, "plan.json", reader.PLAN_SCHEMA)
     if plan is None or problems:
         raise UsageError(f"{root}: plan.json does not verify: {'; '.join(problems)}")
-    user_cases.register_recorded([(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()])
+    recorded = [(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()]
+    return catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read_recorded(recorded))
 
 
 def commands_left_out(cases: list[CaseResult]) -> list[str]:
@@ -190,10 +195,11 @@ def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     if not cases:
         raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(left_out)}): NextStat's ml "
                          "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
-    if any(not c.dataset.sha256 and c.workload not in catalog.WORKLOADS for c in cases):
-        _register_planned_cases(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
+    known = catalog.BUILTIN
+    if any(not c.dataset.sha256 and c.workload not in known.workloads for c in cases):
+        known = _planned_catalog(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
     # Every record first: a case that cannot be exported stops the export before any file is written.
-    records = [(case, case_record(case, manifest, suite.deterministic, cold_policy)) for case in cases]
+    records = [(case, case_record(case, manifest, suite.deterministic, cold_policy, known)) for case in cases]
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None
