@@ -61,7 +61,7 @@ bench: $(STAMP)
 # The JSON Schemas of ttfr's artifacts, generated from its model's types (tests/test_schemas.py
 # fails when the committed files are not what the types give).
 schemas: $(STAMP)
-	$(BIN)/python -m ttfr.model.schemas src/ttfr/artifacts/schemas
+	$(BIN)/python -m ttfr.artifacts.schema_files src/ttfr/artifacts/schemas
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

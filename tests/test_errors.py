@@ -86,7 +86,7 @@ def test_storage_errors_are_exit_1_with_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_report_on_a_read_only_directory_prints_the_report_and_warns(tmp_path, monkeypatch, capsys):
-    from ttfr.report import markdown
+    from ttfr.artifacts import result_dir
 
     root = run_fake(tmp_path).result_dir.root
     before = (root / "report.md").read_bytes()
@@ -94,7 +94,7 @@ def test_report_on_a_read_only_directory_prints_the_report_and_warns(tmp_path, m
     def read_only(path, _payload):
         raise OSError(errno.EROFS, "Read-only file system", str(path))
 
-    monkeypatch.setattr(markdown, "write_bytes_atomic", read_only)
+    monkeypatch.setattr(result_dir, "write_bytes_atomic", read_only)
     assert main(["report", str(root)]) == EXIT_OK
     captured = capsys.readouterr()
     assert "## Break-even" in captured.out

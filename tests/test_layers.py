@@ -71,11 +71,77 @@ def test_the_name_check_finds_what_it_forbids(tmp_path):
     assert len([f for f in found if "keys on" in f]) == 3 and any("reads .framework" in f for f in found)
 
 
+# Who may write files besides artifacts/, and why. Everything else renders, decides or
+# measures, and hands what is to be kept to artifacts/ (results, exports, comparisons, a
+# Slurm job's directory: ttfr.artifacts.store and ResultDir).
+WRITERS = {
+    "child": "the worker's own compiled-program and reference caches (stdlib side of the pipe)",
+    "measure/journal.py": "the journal, appended and fsynced while measuring (a layer below artifacts/)",
+    "measure/cache.py": "the compilation-cache directories whose state is the cache policy measured",
+    "artifacts": "the artifacts",
+}
+_WRITING_CALLS = {"write_text", "write_bytes", "mkdir", "makedirs", "rmtree", "copyfile", "copytree", "copy2",
+                  "move", "rename", "unlink", "rmdir", "touch", "chmod", "symlink_to", "dump"}  # fmt: skip
+_WRITING_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
+_STORE_WRITERS = {"write_bytes_atomic", "write_json", "copy_file", "remove_tree", "make_directories", "new_directory",
+                  "new_stamped_directory"}  # fmt: skip
+
+
+def files_written(path: Path, root: Path = SOURCE) -> list[str]:
+    """Calls in one module that write, move or remove files (a renderer may not even call
+    artifacts/'s writers: it returns text)."""
+    relative = path.relative_to(root).as_posix()
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        mode = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)]
+        mode += [k.value.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
+        flags = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} & _WRITING_FLAGS
+        if (
+            name in _WRITING_CALLS
+            or (owner in ("os", "shutil") and name in ("replace", "remove", "copy"))
+            or (name == "open" and owner != "os" and any(set(str(m)) & set("wax+") for m in mode))
+            or (name == "open" and owner == "os" and flags)
+            or (relative.startswith("report/") and name in _STORE_WRITERS)
+        ):
+            found.append(f"{relative}:{node.lineno} {owner + '.' if owner else ''}{name}")
+    return found
+
+
+def test_only_artifacts_writes_files():
+    found = [
+        hit
+        for path in sorted(SOURCE.rglob("*.py"))
+        if not any(path.relative_to(SOURCE).as_posix().startswith(w) for w in WRITERS)
+        for hit in files_written(path)
+    ]
+    assert found == [], "write through ttfr.artifacts (store, ResultDir):\n" + "\n".join(found)
+
+
+def test_the_write_check_finds_what_it_forbids():
+    bad = SOURCE / "report" / "_probe_for_test.py"
+    bad.write_text(
+        "import os, shutil\nfrom ttfr.artifacts.store import write_json\n"
+        "def f(p, t):\n    p.write_text(t)\n    open(p, 'a')\n    os.open(p, os.O_WRONLY | os.O_CREAT)\n"
+        "    shutil.rmtree(p)\n    os.replace(p, t)\n    write_json(p, {})\n    open(p)\n    os.open(p, os.O_RDONLY)\n"
+    )
+    try:
+        found = files_written(bad)
+    finally:
+        bad.unlink()
+    assert [hit.split()[-1] for hit in found] == ["p.write_text", "open", "os.open", "shutil.rmtree", "os.replace",
+                                                  "write_json"]  # fmt: skip
+
+
 def test_stages_import_only_downwards():
     lint = Path(sys.executable).parent / "lint-imports"  # import-linter is in the test extra and the lock file
     done = subprocess.run([str(lint)], capture_output=True, text=True, cwd=SOURCE.parent.parent, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "3 kept, 0 broken" in done.stdout  # the layers, no command importing another, the model importing no stage
+    assert "4 kept, 0 broken" in done.stdout  # the layers, no command importing another, report acyclic, model bare
 
 
 def _modules_after_import(module: str) -> set[str]:

@@ -21,7 +21,7 @@ from ttfr.artifacts.export import formats, nextstat
 from ttfr.artifacts.reader import load_finished
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.report import terminal
-from ttfr.report.markdown import DASH, fmt_seconds
+from ttfr.report.formatting import DASH, fmt_seconds
 
 HEADLINES = ((COLD_CACHE, "ttfr_s"), (WARM_CACHE, "ttfr_s"), (WARM_PROCESS, "call_s"))
 

@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ttfr.artifacts.store import ArtifactError
+from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
 from ttfr.redaction import redact_argv
 from ttfr.errors import UsageError
 
@@ -46,6 +46,15 @@ class ResultDir:
 
     def case_path(self, case_id: str) -> Path:
         return self.cases / f"{case_id}.json"
+
+    def write_page(self, name: str, text: str) -> Path:
+        """A rendering of the artifacts (report.md, report.html) beside them."""
+        path = self.root / name
+        try:
+            write_bytes_atomic(path, text.encode("utf-8"))
+        except OSError as exc:
+            raise ArtifactError(f"{path}: cannot be written ({exc.strerror})") from None
+        return path
 
     @classmethod
     def create(cls, parent: Path, snapshot_id: str) -> ResultDir:

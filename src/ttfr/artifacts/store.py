@@ -1,15 +1,20 @@
 """Artifact files: schemas, schema-validated atomic writes, hashes, reading.
 
 Every JSON write is validated against its schema first, then written to a temporary file,
-fsynced and renamed, so a reader never sees a half-written or invalid artifact.
+fsynced and renamed, so a reader never sees a half-written or invalid artifact. Whatever
+ttfr writes outside a worker (results, exports, comparisons, a Slurm job's directory) is
+written by artifacts/, through these functions (tests/test_layers.py holds every other
+module to it; the journal and the measured compilation caches have their own owners).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -78,12 +83,13 @@ def dumps(data: dict) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
 
 
-def write_bytes_atomic(path: Path, payload: bytes) -> None:
+def write_bytes_atomic(path: Path, payload: bytes, executable: bool = False) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; artifacts are ordinary files
+        # mkstemp makes 0600; artifacts are ordinary files (a script, executable ones)
+        os.fchmod(fd, (0o777 if executable else 0o666) & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -109,6 +115,38 @@ def write_json(path: Path, data, schema: str | None = None) -> str:
     payload = dumps(data)
     write_bytes_atomic(path, payload)
     return hashlib.sha256(payload).hexdigest()
+
+
+def make_directories(*paths: Path) -> None:
+    for path in paths:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def new_directory(path: Path) -> Path:
+    """A directory that must not exist yet (FileExistsError when it does)."""
+    Path(path).mkdir(parents=True, exist_ok=False)
+    return Path(path)
+
+
+def new_stamped_directory(parent: Path, prefix: str) -> Path:
+    """`<prefix>-<UTC stamp>-<random>` under `parent`: two made in one second are two."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime(f"{prefix}-%Y%m%dT%H%M%SZ")
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            return new_directory(Path(parent) / f"{stamp}-{os.urandom(3).hex()}")
+        except FileExistsError:
+            continue
+
+
+def copy_file(source: Path, target: Path) -> None:
+    Path(target).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def remove_tree(path: Path) -> None:
+    """A directory ttfr made and will not keep (nothing in it was a result)."""
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def sha256_file(path: Path) -> str:

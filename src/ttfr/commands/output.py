@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ttfr.artifacts.store import ArtifactError
+from ttfr.artifacts.store import ArtifactError, copy_file
 
 
 @contextlib.contextmanager
@@ -31,7 +31,7 @@ def show_comparison(console: Console, document: dict, root: Path, markdown_path,
     terminal.print_comparison(console, document)
     if markdown_path:
         try:
-            markdown_path.write_text((root / "comparison.md").read_text(encoding="utf-8"), encoding="utf-8")
+            copy_file(root / "comparison.md", markdown_path)
         except OSError as exc:
             print(f"ttfr: warning: --markdown {markdown_path}: cannot be written ({exc.strerror}); "
                   f"the table is in {root / 'comparison.md'}", file=sys.stderr)  # fmt: skip

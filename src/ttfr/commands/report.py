@@ -29,14 +29,14 @@ def handle(args, console: Console) -> int:
     with rendering(args.dir):
         text = markdown.render(result)
     try:
-        markdown.write(result)
+        result.result_dir.write_page("report.md", text)
     except ArtifactError as exc:  # a read-only result directory still gets its report printed
         print(f"ttfr: warning: {exc}; the report is printed only", file=sys.stderr)
     if args.html:
         from ttfr.report import html
 
         with rendering(args.dir):
-            page = html.write(result)
+            page = result.result_dir.write_page("report.html", html.render(result))
         print(f"wrote {page}", file=sys.stderr)
     if console.is_terminal:  # a person: the tables with inline bars; a pipe gets the Markdown
         from ttfr.report import terminal

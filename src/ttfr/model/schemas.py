@@ -1,7 +1,7 @@
 """The JSON Schemas of ttfr's artifacts, generated from the types of the model.
 
-`python -m ttfr.model.schemas DIR` writes them (`make schemas` writes the package's own, in
-ttfr/artifacts/schemas/); tests/test_schemas.py fails when a committed schema is not what the
+`make schemas` writes them into ttfr/artifacts/schemas/ (ttfr/artifacts/schema_files.py);
+tests/test_schemas.py fails when a committed schema is not what the
 types give, so a change to either is a visible diff. Constraints between fields that no
 single field's type can say (an ok case has no reason) are added here and checked again by
 the type's __post_init__ on every decode.
@@ -10,8 +10,6 @@ the type's __post_init__ on every decode.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import msgspec
 
@@ -68,17 +66,3 @@ def _point_refs_at_top(node, root_name: str):
 
 def text(name: str) -> str:
     return json.dumps(generate(name), indent=2, ensure_ascii=False) + "\n"
-
-
-def write(directory: Path) -> list[Path]:
-    written = []
-    for name, (file_name, _root, _title) in GENERATED.items():
-        path = Path(directory) / file_name
-        path.write_text(text(name), encoding="utf-8")
-        written.append(path)
-    return written
-
-
-if __name__ == "__main__":
-    for path in write(Path(sys.argv[1])):
-        print(f"wrote {path}")

@@ -10,15 +10,13 @@ identical code measured in two sessions differed 81-88% of the time.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-import os
 from pathlib import Path
 
 from ttfr.analyse import comparison_stats as comparison
 from ttfr.analyse import diagnostics
 from ttfr.artifacts.reader import load_finished
-from ttfr.artifacts.store import write_bytes_atomic, write_json
+from ttfr.artifacts.store import new_stamped_directory, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
 from ttfr.model.base import encode
@@ -145,7 +143,7 @@ def _write_comparison_html(root: Path, document: dict) -> None:
     from ttfr.report import html
 
     try:
-        html.write_comparison(root, document)
+        write_bytes_atomic(root / "comparison.html", html.render_comparison(document).encode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the verdicts are safe
         print(f"ttfr: warning: {root / 'comparison.html'} could not be rendered ({type(exc).__name__}: {exc})",
               file=sys.stderr)  # fmt: skip
@@ -153,16 +151,8 @@ def _write_comparison_html(root: Path, document: dict) -> None:
 
 def _new_comparison_dir(parent: Path) -> Path:
     """compare-<UTC stamp>-<random>: two comparisons in one second get two directories."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("compare-%Y%m%dT%H%M%SZ")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            out = parent / f"{stamp}-{os.urandom(3).hex()}"
-            try:
-                out.mkdir()
-                return out
-            except FileExistsError:
-                continue
+        return new_stamped_directory(parent, "compare")
     except OSError as exc:
         raise UsageError(f"--out {parent}: cannot create the comparison directory ({exc.strerror}); "
                          "choose a writable folder") from None  # fmt: skip

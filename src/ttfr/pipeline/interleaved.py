@@ -26,7 +26,7 @@ from pathlib import Path
 from ttfr.analyse.case_result import case_results
 from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.result_dir import snapshot_id
-from ttfr.artifacts.store import PLAN_SCHEMA, read_json, write_json
+from ttfr.artifacts.store import PLAN_SCHEMA, new_directory, read_json, write_json
 from ttfr.pipeline import comparison
 from ttfr.pipeline.suite import dataset_fields, start, write_results
 from ttfr.errors import UsageError
@@ -238,7 +238,7 @@ def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, exec
     run = replace(ab.run, cold_runs=ab.max_rounds, warm_procs=ab.max_rounds)
     now = dt.datetime.now(dt.timezone.utc)
     root = Path(out_parent) / snapshot_id(now, run.to_json(), run.deterministic)
-    root.mkdir(parents=True, exist_ok=False)
+    new_directory(root)
     session = os.urandom(8).hex()  # provenance, like a timestamp: never derived from the seed
     executors = executors or REAL
     arms = [_Arm(a, root, run, session, command_line, progress or NullProgress(), executors) for a in ab.arms]

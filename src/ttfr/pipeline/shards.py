@@ -13,14 +13,13 @@ shard's host, session and share.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import ttfr
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
-from ttfr.artifacts.store import MANIFEST_SCHEMA, PLAN_SCHEMA, StorageError, read_json, write_json
+from ttfr.artifacts.store import MANIFEST_SCHEMA, PLAN_SCHEMA, StorageError, copy_file, read_json, write_json
 from ttfr.pipeline.suite import write_results
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
@@ -122,8 +121,7 @@ def merge(shard_dirs, out_parent: Path, command_line=None) -> Path:
                 for rel in info["files"].values():
                     target = result_dir.root / rel
                     if not target.exists():
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.copyfile(shard.root / rel, target)
+                        copy_file(shard.root / rel, target)
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
         manifest = dict(shards[0].manifest)
         # the merge's own command line, through the one redaction like every recorded one

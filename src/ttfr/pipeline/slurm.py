@@ -11,7 +11,6 @@ its log. Nothing home-made schedules anything: Slurm does (`sbatch --array`, `sq
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shlex
 import shutil
@@ -21,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttfr.artifacts.store import make_directories, new_stamped_directory, remove_tree, write_bytes_atomic
 from ttfr.pipeline import shards
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED
@@ -86,7 +86,7 @@ def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
     # expanded inside double quotes (a `$` or a space in a path is never read as anything else).
     line = shlex.join([sys.executable, "-m", "ttfr", "run", *common_argv(run_argv, seed)])
     script = work / "shard.sh"
-    script.write_text(
+    text = (
         "#!/bin/bash\n"
         "# One shard of a ttfr run (a Slurm array task): written by `ttfr run --executor slurm`.\n"
         "K=${SLURM_ARRAY_TASK_ID:?not a Slurm array task}\n"
@@ -94,7 +94,7 @@ def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
         f'{line} --shard "$K/{count}" --out "$WORK/shards/$K" > "$WORK/logs/shard-$K.log" 2>&1\n'
         'echo $? > "$WORK/status/$K.tmp" && mv "$WORK/status/$K.tmp" "$WORK/status/$K"\n'
     )
-    script.chmod(0o755)
+    write_bytes_atomic(script, text.encode(), executable=True)
     return script
 
 
@@ -109,7 +109,7 @@ def _sbatch(script: Path, work: Path, options: SlurmOptions) -> str:
         argv.append(f"--account={options.account}")
     done = subprocess.run([*argv, str(script)], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        shutil.rmtree(work, ignore_errors=True)  # nothing was submitted: nothing to keep
+        remove_tree(work)  # nothing was submitted: nothing to keep
         raise UsageError(f"sbatch refused the job array: {(done.stderr or done.stdout).strip()[-500:]}")
     return done.stdout.strip().split(";")[0]
 
@@ -130,10 +130,8 @@ def _active(job: str) -> int | None:
 def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path, command_line=None, say=print) -> Path:
     """Submit, wait (with progress), merge; the merged result directory."""
     check(options)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    work = Path(out_parent).resolve() / f"slurm-{stamp}-{os.urandom(3).hex()}"
-    for sub in ("shards", "logs", "status"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
+    work = new_stamped_directory(Path(out_parent).resolve(), "slurm")
+    make_directories(*(work / sub for sub in ("shards", "logs", "status")))
     script = _script(work, run_argv, options.shards, seed)
     job = _sbatch(script, work, options)
     say(f"slurm: job {job}, {options.shards} shard(s), one node each; work directory {work}")

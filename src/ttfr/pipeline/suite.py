@@ -273,7 +273,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry]
     if suite.scaling:
         write_scaling_csv(result_dir, suite.scaling)
     verified = load_finished(result_dir.root)
-    markdown.write(verified)  # rendered from the files, as `ttfr report` would
+    result_dir.write_page("report.md", markdown.render(verified))  # rendered from the files, as `ttfr report` would
     write_html(verified)
     return suite, cases
 
@@ -284,7 +284,7 @@ def write_html(verified) -> None:
     from ttfr.report import html
 
     try:
-        html.write(verified)
+        verified.result_dir.write_page("report.html", html.render(verified))
     except Exception as exc:  # noqa: BLE001 - matplotlib's failures are many; the run's data is safe
         print(f"ttfr: warning: {verified.result_dir.root / 'report.html'} could not be rendered "
               f"({type(exc).__name__}: {exc}); the JSON artifacts and report.md are complete", file=sys.stderr)  # fmt: skip

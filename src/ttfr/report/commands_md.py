@@ -8,7 +8,7 @@ import shlex
 
 from ttfr.model.case import CaseResult, ColdPolicy, ColdSummary, CommandInfo
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
-from ttfr.report.markdown import DASH, code, fmt_seconds, fmt_summary, table
+from ttfr.report.formatting import DASH, code, fmt_seconds, fmt_summary, table
 
 
 def _first_result(command: CommandInfo) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ttfr.analyse import comparison_stats as comparison
-from ttfr.report.markdown import code, fmt_seconds
+from ttfr.report.formatting import code, fmt_seconds
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "equivalent": "⚪", "inconclusive": "🟡", "not_compared": "⚫"}
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import html
 import shlex
-from pathlib import Path
 
 
 from ttfr.artifacts.reader import VerifiedResult
-from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
 from ttfr.model.case import CaseResult
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
+from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 _CSS = """
 :root { color-scheme: light; --fg: #1b2631; --muted: #5d6d7e; --line: #d5d8dc; --ok: #1e8449; --warn: #b7950b;
@@ -74,9 +73,9 @@ def _summary(cases: list[CaseResult]) -> str:
     rows = []
     for case in cases:
         rows.append([case.case, case.status + (f": {case.reason}" if case.reason else ""),
-                     markdown.fmt_summary(case.figure(COLD_POLICIES[0], "ttfr_s")),
-                     markdown.fmt_summary(case.figure(COLD_POLICIES[1], "ttfr_s")),
-                     markdown.fmt_summary(case.figure(WARM_PROCESS, "call_s")),
+                     fmt_summary(case.figure(COLD_POLICIES[0], "ttfr_s")),
+                     fmt_summary(case.figure(COLD_POLICIES[1], "ttfr_s")),
+                     fmt_summary(case.figure(WARM_PROCESS, "call_s")),
                      markdown.cache_check(case), markdown.result_check(case)])  # fmt: skip
     table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check", "result check"], rows)
     # colour the status cells: the text is escaped, the class is ours
@@ -86,7 +85,7 @@ def _summary(cases: list[CaseResult]) -> str:
 
 
 def _commands(cases: list[CaseResult]) -> str:
-    rows = [[c.case, shlex.join(c.command.argv), markdown.fmt_summary(c.figure(COLD_POLICIES[0], "ttfr_s"))]
+    rows = [[c.case, shlex.join(c.command.argv), fmt_summary(c.figure(COLD_POLICIES[0], "ttfr_s"))]
             for c in cases if c.command]  # fmt: skip
     return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
 
@@ -118,7 +117,7 @@ def render(result: VerifiedResult) -> str:
     suite, manifest, cases = result.suite, result.manifest, result.cases
     cpu = manifest.get("cpu") or {}
     machine = (f"{cpu.get('model')}, {cpu.get('usable_cores')} usable cores, "
-               f"{markdown.fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
+               f"{fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
                f"{(manifest.get('os') or {}).get('platform', '')}")  # fmt: skip
     counts = suite.summary
     pending = (f", {counts.n_pending} pending — finish with `ttfr run --resume {result.result_dir.root}`"
@@ -146,15 +145,6 @@ def render(result: VerifiedResult) -> str:
     return _page(f"ttfr snapshot {suite.snapshot_id}", meta, sections)
 
 
-def write(result: VerifiedResult) -> Path:
-    path = result.result_dir.root / "report.html"
-    try:
-        write_bytes_atomic(path, render(result).encode("utf-8"))
-    except OSError as exc:
-        raise ArtifactError(f"{path}: cannot be written ({exc.strerror})") from None
-    return path
-
-
 def render_comparison(document: dict) -> str:
     from ttfr.report import comparison_md, plots
 
@@ -172,9 +162,3 @@ def render_comparison(document: dict) -> str:
         _section("B against A", [_figure(plot) if plot else "", _table(header, [[c.strip("`") for c in r] for r in rows])]),
     ]
     return _page("ttfr comparison: B vs A", meta, sections)
-
-
-def write_comparison(root: Path, document: dict) -> Path:
-    path = Path(root) / "comparison.html"
-    write_bytes_atomic(path, render_comparison(document).encode("utf-8"))
-    return path

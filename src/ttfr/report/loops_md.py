@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ttfr.model.case import CaseResult
 from ttfr.model.loops import LoopRow, LoopSummary
-from ttfr.report.markdown import fmt_bytes, fmt_seconds, fmt_summary, table
+from ttfr.report.formatting import fmt_bytes, fmt_seconds, fmt_summary, table
 
 _COMPILE_MARK = "⟳"
 

@@ -2,75 +2,18 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
-from ttfr.artifacts.store import ArtifactError, write_bytes_atomic
 from ttfr.model.base import UNSET
 from ttfr.model.case import STAGE_LABELS, CaseResult, StagesSummary, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
-from ttfr.model.summary import Summary
+from ttfr.report import commands_md, loops_md
+from ttfr.report.formatting import DASH, fmt_bytes, fmt_seconds, fmt_summary, one_line, table
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
-DASH = "—"
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
-
-
-def fmt_seconds(value: float | None) -> str:
-    if value is None:
-        return DASH
-    magnitude = abs(value)
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if magnitude >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
-def fmt_bytes(value: int | float | None) -> str:
-    if value is None:
-        return DASH
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{int(value)} B"
-
-
-def fmt_summary(summary: Summary | None, with_ci: bool = True) -> str:
-    if not summary:
-        return DASH
-    text = fmt_seconds(summary.median)
-    ci = summary.median_ci
-    if with_ci and summary.n > 1:
-        text += f" [{fmt_seconds(ci.low)}, {fmt_seconds(ci.high)}]"
-        if ci.level < 0.95:
-            text += f" ({ci.level:.0%})"
-    return text
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def one_line(text) -> str:
-    """Free text (a reason, a program's output) as one line of Markdown: control characters
-    (terminal escapes) dropped, line breaks folded, so it cannot break a table or add a heading."""
-    return " ".join(_CONTROL.sub("", str(text)).split())
-
-
-def code(text) -> str:
-    """`text` as one inline code span, whatever backticks it holds."""
-    text = one_line(text)
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(one_line(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return lines
 
 
 def stage_split(stages: StagesSummary) -> str:
@@ -411,8 +354,6 @@ def render(result: VerifiedResult) -> str:
     for policy in POLICIES:
         if policy != WARM_PROCESS:
             lines += _components_section(cases, policy)
-    from ttfr.report import commands_md, loops_md  # format with this module's helpers
-
     lines += commands_md.section(cases)
     lines += _warm_section(cases)
     lines += _memory_section(cases)
@@ -436,13 +377,3 @@ def summary_problems(suite: SuiteResult) -> list[str]:
     items += [f"- warn `{x.case}`: {one_line(x.reason)}" for x in summary.warned]
     items += [f"- pending `{case}`" for case in suite.pending]
     return items
-
-
-def write(result: VerifiedResult) -> Path:
-    """report.md beside the artifacts it was rendered from."""
-    path = result.result_dir.report
-    try:
-        write_bytes_atomic(path, render(result).encode("utf-8"))
-    except OSError as exc:
-        raise ArtifactError(f"{path}: cannot be written ({exc.strerror})") from None
-    return path

@@ -20,7 +20,7 @@ from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
-from ttfr.report.markdown import fmt_seconds, fmt_summary
+from ttfr.report.formatting import fmt_seconds, fmt_summary
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
