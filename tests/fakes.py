@@ -7,6 +7,18 @@ from pathlib import Path
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
 from ttfr.child.job import WARM
+from ttfr.measure.executors import Executors
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.pipeline import suite as suite_run
+
+
+def run_suite(out: Path, request: RunRequest, executor=None, **execute):
+    """A whole `ttfr run` (plan, schedule, journal, analysis, artifacts, reports) into a new
+    result directory under `out`, every worker answered by `executor` (a FakeExecutor by
+    default); the outcome (`.result_dir`, `.suite`, `.cases`)."""
+    spec = build_spec(request)
+    result_dir = suite_run.start(spec, Path(out), ["ttfr", "run"])
+    return suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()), **execute)
 
 
 class FakeExecutor:

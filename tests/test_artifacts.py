@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 
 from ttfr.measure.executors import Executors
 from ttfr.artifacts import store as artifacts
@@ -13,19 +13,17 @@ from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.model.base import encode
 
 
+SELECTION = dict(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2)
+
+
 def spec(**kwargs):
-    kwargs.setdefault("backends", "numpy,jax_jit_cpu,jax_jit_gpu")
-    kwargs.setdefault("workloads", "matmul")
-    kwargs.setdefault("sizes", "64")
-    kwargs.setdefault("cold_runs", 2)
-    kwargs.setdefault("warm_procs", 2)
-    return build_spec(RunRequest(**kwargs))
+    return build_spec(RunRequest(**{**SELECTION, **kwargs}))
 
 
 def run_fake(tmp_path, executor=None, **kwargs):
-    the_spec = spec(**kwargs)
-    result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, the_spec, Executors(worker=executor or FakeExecutor()))
+    for name, value in SELECTION.items():
+        kwargs.setdefault(name, value)
+    return run_suite(tmp_path / "out", RunRequest(**kwargs), executor)
 
 
 def test_a_complete_run_writes_valid_artifacts(tmp_path):

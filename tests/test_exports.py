@@ -9,25 +9,21 @@ import io
 import json
 
 import pytest
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
 from conftest import fake_result
-from ttfr.measure.executors import Executors
 from ttfr.artifacts.export import csv_long, formats, openmetrics, tidy
 from ttfr.artifacts.reader import load_finished
 from ttfr.commands import cli
-from ttfr.pipeline import suite as suite_run
-from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.measure.spec import RunRequest
 
 
 def _run(tmp_path, executor=None):
-    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=3,
-                                 warm_procs=2, seed=3))  # fmt: skip
-    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
-    return load_finished(result_dir.root)
+    request = RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=3,
+                         warm_procs=2, seed=3)  # fmt: skip
+    return load_finished(run_suite(tmp_path / "out", request, executor).result_dir.root)
 
 
 def _samples(families) -> dict:

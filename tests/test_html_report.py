@@ -13,7 +13,7 @@ import sys
 
 import msgspec
 import pytest
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 from rich.console import Console
 
 from conftest import fake_result
@@ -32,10 +32,8 @@ HOSTILE = "<script>alert('x')</script> & \"quoted\" | ## heading"
 
 def _run(tmp_path, executor=None, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    spec = build_spec(RunRequest(workloads="matmul,fused_chain", sizes="64", cold_runs=3, warm_procs=2, seed=2, **kwargs))
-    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
-    return result_dir.root
+    request = RunRequest(workloads="matmul,fused_chain", sizes="64", cold_runs=3, warm_procs=2, seed=2, **kwargs)
+    return run_suite(tmp_path / "out", request, executor).result_dir.root
 
 
 def _figures(page: str) -> list[str]:
@@ -135,7 +133,7 @@ def test_a_page_that_cannot_be_drawn_is_a_warning_not_a_lost_run(tmp_path, monke
     def broken(_result):
         raise ValueError("no figure today")
 
-    monkeypatch.setattr(html, "write", broken)
+    monkeypatch.setattr(html, "render", broken)
     root = _run(tmp_path)
     assert "report.html could not be rendered (ValueError: no figure today)" in capsys.readouterr().err
     assert validate_dir(root) == [] and (root / "report.md").is_file() and not (root / "report.html").exists()

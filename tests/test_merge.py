@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import json
 
-from fakes import FakeExecutor
+from fakes import run_suite
 
-from ttfr.measure.executors import Executors
 from ttfr.artifacts.reader import validate_dir
 from ttfr.commands import cli
-from ttfr.pipeline import suite as suite_run
-from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.measure.spec import RunRequest
 
 SELECTION = dict(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64", cold_runs=2, warm_procs=2,
                  seed=9)  # fmt: skip
 
 
 def _run(tmp_path, name, **kwargs):
-    spec = build_spec(RunRequest(**{**SELECTION, **kwargs}))
-    result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
-    return result_dir.root
+    return run_suite(tmp_path / name, RunRequest(**{**SELECTION, **kwargs})).result_dir.root
 
 
 def _cases(root) -> dict:

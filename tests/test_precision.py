@@ -7,7 +7,7 @@ import random
 
 import pytest
 from conftest import fake_result
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 
 from ttfr.measure.executors import Executors
 from ttfr.analyse import precision
@@ -160,9 +160,7 @@ class CostedExecutor(FakeExecutor):
 
 def _run(tmp_path, executor, clock, **kwargs):
     kwargs.setdefault("backends", "numpy,jax_jit_cpu")
-    the_spec = build_spec(RunRequest(workloads="matmul", sizes="64", seed=1, **kwargs))
-    result_dir = suite_run.start(the_spec, tmp_path / "out", ["ttfr", "run"])
-    return suite_run.execute(result_dir, the_spec, Executors(worker=executor), clock=clock)
+    return run_suite(tmp_path / "out", RunRequest(workloads="matmul", sizes="64", seed=1, **kwargs), executor, clock=clock)
 
 
 def _runs_per_stream(cases):

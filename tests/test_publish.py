@@ -9,22 +9,18 @@ import stat
 
 import jsonschema
 import pytest
-from fakes import FakeExecutor
+from fakes import FakeExecutor, run_suite
 
 from conftest import SHARED_SCHEMAS, fake_result
-from ttfr.measure.executors import Executors
 from ttfr.artifacts import snapshot
 from ttfr.commands import cli
-from ttfr.pipeline import suite as suite_run
-from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.measure.spec import RunRequest
 
 
 def _run(tmp_path, executor=None, name="out"):
-    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=2,
-                      warm_procs=2, seed=4))  # fmt: skip
-    result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
-    suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()))
-    return result_dir.root
+    request = RunRequest(backends="numpy,jax_jit_cpu,jax_jit_gpu", workloads="matmul", sizes="64", cold_runs=2,
+                         warm_procs=2, seed=4)  # fmt: skip
+    return run_suite(tmp_path / name, request, executor).result_dir.root
 
 
 def test_a_snapshot_is_complete_read_only_and_named_for_its_content(tmp_path):
