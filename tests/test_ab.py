@@ -11,6 +11,8 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
 from ttfr.measure.executors import Executors
+from ttfr.model.base import decode
+from ttfr.model.comparison import Comparison
 from ttfr.model.journal import CacheDir, Host, JournalEntry, Rusage
 from ttfr.analyse import diagnostics
 from ttfr.artifacts import store as artifacts
@@ -80,12 +82,14 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
     assert len(fake.calls) % 2 == 0
     pairs = [fake.calls[i : i + 2] for i in range(0, len(fake.calls), 2)]
     assert all({p[0][0], p[1][0]} == {"A", "B"} for p in pairs)  # every pair is A and B back to back
-    verdicts = Counter(r["verdict"] for r in outcome.comparison["comparisons"])
+    verdicts = Counter(r.verdict for r in outcome.comparison.comparisons)
     assert verdicts == {"regression": 4}
     assert outcome.exit_code == EXIT_REGRESSION
     root = outcome.root
     assert validate_dir(root / "A") == [] and validate_dir(root / "B") == []
-    assert artifacts.schema_errors(json.loads((root / "comparison.json").read_text()), "ttfr.comparison.v1") == []
+    written = json.loads((root / "comparison.json").read_text())
+    assert artifacts.schema_errors(written, "ttfr.comparison.v1") == []
+    assert decode(written, Comparison) == outcome.comparison  # what was written is what every rendering read
     assert "gate **FAIL**" in (root / "comparison.md").read_text()
     manifests = [json.loads((root / arm / "manifest.json").read_text()) for arm in "AB"]
     assert manifests[0]["session_id"] == manifests[1]["session_id"]
@@ -94,7 +98,7 @@ def test_ab_interleaves_pairs_and_detects_a_slower_b(tmp_path):
 
 def test_identical_arms_are_not_called_regressions(tmp_path):
     outcome = ab.execute(ab_spec(rounds=12), tmp_path, executors=Executors(worker=SlowerB(factor=1.0, noise=0.002)))
-    assert {r["verdict"] for r in outcome.comparison["comparisons"]} <= {"equivalent", "inconclusive"}
+    assert {r.verdict for r in outcome.comparison.comparisons} <= {"equivalent", "inconclusive"}
     assert outcome.exit_code == EXIT_OK
 
 
@@ -102,17 +106,17 @@ def test_precision_target_stops_early_but_never_before_min_rounds(tmp_path):
     outcome = ab.execute(
         ab_spec(rounds=30, min_rounds=8, precision=0.05), tmp_path, executors=Executors(worker=SlowerB(1.0, noise=0.001))
     )
-    rounds = outcome.comparison["rounds"]
-    assert rounds["stopped_by"] == "precision" and 8 <= rounds["completed"] < 30
+    rounds = outcome.comparison.rounds
+    assert rounds.stopped_by == "precision" and 8 <= rounds.completed < 30
     spec = json.loads((outcome.root / "A" / "plan.json").read_text())["spec"]
-    assert spec["cold_runs"] == rounds["completed"]  # the arm's artifacts describe what ran
+    assert spec["cold_runs"] == rounds.completed  # the arm's artifacts describe what ran
     assert json.loads((outcome.root / "A" / "suite.json").read_text())["state"] == "complete"
 
 
 def test_fail_on_inconclusive_fails_the_gate(tmp_path):
     outcome = ab.execute(ab_spec(rounds=6, fail_on="inconclusive"), tmp_path, executors=Executors(worker=SlowerB(1.0, noise=0.3)))
-    summary = outcome.comparison["summary"]
-    assert summary["inconclusive"] and summary["gate"] == "fail" and outcome.exit_code == EXIT_REGRESSION
+    summary = outcome.comparison.summary
+    assert summary.inconclusive and summary.gate == "fail" and outcome.exit_code == EXIT_REGRESSION
 
 
 def test_bad_arms_are_usage_errors(tmp_path):
@@ -142,8 +146,8 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
     out, document = compare.compare_dirs(dirs[0], dirs[1], tmp_path / "cmp", cross_session=True, correction="holm",
                                          fail_on="regression")  # fmt: skip
     assert out.parent == tmp_path / "cmp" and out.name.startswith("compare-")
-    assert document["paired"] is False and "CROSS-SESSION" in document["warning"]
-    assert all(r["verdict"].endswith("(weak)") for r in document["comparisons"])
+    assert document.paired is False and "CROSS-SESSION" in document.warning
+    assert all(r.verdict.endswith("(weak)") for r in document.comparisons)
     assert "CROSS-SESSION" in (out / "comparison.md").read_text()
 
 
@@ -151,13 +155,13 @@ def test_compare_pairs_the_two_arms_of_an_ab_run(tmp_path):
     outcome = ab.execute(ab_spec(rounds=10), tmp_path, executors=Executors(worker=SlowerB(factor=1.3)))
     _out, document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", tmp_path / "again",
                                           cross_session=False, correction="holm", fail_on="regression")  # fmt: skip
-    assert document["paired"] is True and {r["verdict"] for r in document["comparisons"]} == {"regression"}
+    assert document.paired is True and {r.verdict for r in document.comparisons} == {"regression"}
 
 
 def test_dip_test_against_published_values():
-    assert diagnostics.bimodality([0.0] * 50 + [1.0] * 50)["dip"] == pytest.approx(0.25)  # two point masses
+    assert diagnostics.bimodality([0.0] * 50 + [1.0] * 50).dip == pytest.approx(0.25)  # two point masses
     even = diagnostics.bimodality(list(np.linspace(0, 1, 101)))
-    assert even["dip"] == pytest.approx(1 / 202) and not even["bimodal"]  # the minimum, 1/(2n)
+    assert even.dip == pytest.approx(1 / 202) and not even.bimodal  # the minimum, 1/(2n)
     assert diagnostics.bimodality([1.0] * 29) is None  # below 30 values: not judged
 
 
@@ -165,8 +169,8 @@ def test_drift_is_flagged_only_when_it_is_real():
     rng = np.random.default_rng(0)
     steady = list(1.0 + rng.normal(0, 0.005, 20))
     drifting = [v * (1 + 0.004 * i) for i, v in enumerate(steady)]
-    assert diagnostics.drift(steady)["drifting"] is False
-    assert diagnostics.drift(drifting)["drifting"] is True and diagnostics.drift(drifting)["relative_change"] > 0.05
+    assert diagnostics.drift(steady).drifting is False
+    assert diagnostics.drift(drifting).drifting is True and diagnostics.drift(drifting).relative_change > 0.05
 
 
 def test_host_noise_warns_with_numbers():
@@ -176,8 +180,8 @@ def test_host_noise_warns_with_numbers():
                             outcome="error", reason="(a test)", record=None, spawn_ns=1, reaped_ns=2, exit_code=1,
                             rusage=Rusage(involuntary_switches=50), output_tail=None)] * 3  # fmt: skip
     noise = diagnostics.host_noise(entries, usable_cores=2)
-    assert noise["noisy"] and any("load_per_core 3" in w for w in noise["why"])
-    assert any("cpu_pressure_avg10 30" in w for w in noise["why"])
+    assert noise.noisy and any("load_per_core 3" in w for w in noise.why)
+    assert any("cpu_pressure_avg10 30" in w for w in noise.why)
 
 
 def test_selftest_rates_carry_exact_binomial_intervals():
@@ -254,7 +258,7 @@ def test_ab_on_real_processes_detects_real_extra_work(tmp_path):
     )  # fmt: skip
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-2000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    document = json.loads((root / "comparison.json").read_text())
-    (record,) = document["comparisons"]
-    assert record["verdict"] == "regression" and record["effect"]["ratio"] > 1.3
+    document = decode(json.loads((root / "comparison.json").read_text()), Comparison)  # the artifact reads back typed
+    (record,) = document.comparisons
+    assert record.verdict == "regression" and record.effect.ratio > 1.3
     assert "🔴 regression" in (tmp_path / "pr.md").read_text()

@@ -5,6 +5,7 @@ import pytest
 from scipy import stats as sps
 
 from ttfr.analyse import comparison_stats as C
+from ttfr.model.comparison import Estimate
 
 
 @pytest.mark.parametrize("n", [5, 8, 12, 20])
@@ -26,8 +27,8 @@ def test_ten_rounds_use_the_ninth_walsh_averages_from_each_end():
     d = np.arange(1, 11) / 100.0
     walsh = C.walsh_averages(d)
     effect = C.paired(np.zeros(10), d)
-    assert effect["ci"] == pytest.approx([math.exp(walsh[8]), math.exp(walsh[-9])])
-    assert effect["ratio"] == pytest.approx(math.exp(np.median(walsh)))
+    assert effect.ci == pytest.approx([math.exp(walsh[8]), math.exp(walsh[-9])])
+    assert effect.ratio == pytest.approx(math.exp(np.median(walsh)))
 
 
 def test_hodges_lehmann_is_unbiased_and_its_interval_covers_the_true_ratio():
@@ -38,8 +39,8 @@ def test_hodges_lehmann_is_unbiased_and_its_interval_covers_the_true_ratio():
         log_a = base + rng.normal(0, 0.04, 20)
         log_b = base + math.log(true_ratio) + rng.normal(0, 0.04, 20)
         effect = C.paired(log_a, log_b)
-        covered += effect["ci"][0] <= true_ratio <= effect["ci"][1]
-        estimates.append(math.log(effect["ratio"]))
+        covered += effect.ci[0] <= true_ratio <= effect.ci[1]
+        estimates.append(math.log(effect.ratio))
     assert 0.93 <= covered / trials <= 0.985
     assert abs(np.mean(estimates) - math.log(true_ratio)) < 0.003
 
@@ -49,8 +50,8 @@ def test_pairing_removes_shared_round_noise_that_unpaired_analysis_cannot():
     base = rng.normal(0.0, 0.5, 20)
     log_a, log_b = base + rng.normal(0, 0.01, 20), base + math.log(1.05) + rng.normal(0, 0.01, 20)
     paired, unpaired = C.paired(log_a, log_b), C.unpaired(log_a, log_b)
-    assert paired["ci"][0] > 1.0 and paired["p_value"] < 0.001
-    assert unpaired["ci"][0] < 1.0 < unpaired["ci"][1]  # the shift drowns in between-round noise
+    assert paired.ci[0] > 1.0 and paired.p_value < 0.001
+    assert unpaired.ci[0] < 1.0 < unpaired.ci[1]  # the shift drowns in between-round noise
 
 
 def test_holm_against_a_worked_example():
@@ -64,7 +65,7 @@ def test_benjamini_hochberg_against_a_worked_example():
 
 
 def effect(ratio, low, high, p=0.5):
-    return {"ratio": ratio, "ci": [low, high], "p_value": p, "n": 20, "ci_level": 0.95}
+    return Estimate(ratio=ratio, ci=[low, high], p_value=p, n=20, ci_level=0.95)
 
 
 @pytest.mark.parametrize(
@@ -93,11 +94,11 @@ def test_inconclusive_names_the_smallest_detectable_effect():
 def test_judge_applies_holm_across_the_suite_and_flags_bh_warnings():
     effects = [effect(1.10, 1.05, 1.15, p=0.004), effect(1.10, 1.05, 1.15, p=0.03), effect(1.0, 0.99, 1.01, p=0.9)]
     judged = C.judge(effects, [0.03] * 3, correction="holm")
-    assert [j["verdict"] for j in judged] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
-    assert judged[0]["p_gate"] == pytest.approx(0.012) and judged[1]["p_gate"] == pytest.approx(0.06)
-    assert judged[1]["p_bh"] == pytest.approx(0.045) and judged[1]["warning"] is True  # BH flags what Holm did not
+    assert [j.verdict for j in judged] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
+    assert judged[0].p_gate == pytest.approx(0.012) and judged[1].p_gate == pytest.approx(0.06)
+    assert judged[1].p_bh == pytest.approx(0.045) and judged[1].warning is True  # BH flags what Holm did not
     per_case = C.judge(effects, [0.03] * 3, correction="none")
-    assert [j["verdict"] for j in per_case] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
+    assert [j.verdict for j in per_case] == [C.REGRESSION, C.INCONCLUSIVE, C.EQUIVALENT]
 
 
 def test_delta_uses_the_noise_floor_when_it_is_larger():
@@ -111,7 +112,7 @@ def test_rounds_for_power_gives_the_power_it_promises(spread):
     comparisons at 20 rounds, ask for the rounds that detect +10% with 80% power, then judge
     comparisons with a true +10% at that many rounds with the real verdict code."""
     rng = np.random.default_rng(7)
-    widths = [C.log_half_width(C.paired([0.0] * 20, rng.normal(0, spread, 20))["ci"]) for _ in range(200)]
+    widths = [C.log_half_width(C.paired([0.0] * 20, rng.normal(0, spread, 20)).ci) for _ in range(200)]
     need = C.rounds_for_power(float(np.median(widths)), 20, 0.10, delta=0.03, alpha=0.01)
     assert 10 <= need["rounds"] <= 60 and 0 < need["precision"] < 0.10
     assert (need["rounds"] > 20) == (need["power_at_measured_rounds"] < 0.8)  # the model agrees with itself
@@ -121,7 +122,7 @@ def test_rounds_for_power_gives_the_power_it_promises(spread):
         d = rng.normal(math.log(1.10), spread, need["rounds"])
         effect = C.paired([0.0] * need["rounds"], d)
         (judged,) = C.judge([effect], [0.03], correction="none")
-        detected += judged["verdict"] == C.REGRESSION
+        detected += judged.verdict == C.REGRESSION
     assert 0.72 <= detected / trials <= 0.88  # 80% promised; 300 trials resolve it to about +-2.3 points (1 sd)
 
 

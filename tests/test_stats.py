@@ -48,7 +48,7 @@ def test_summarize_ignores_missing_and_returns_none_when_empty():
 def test_first_run_outlier_is_flagged_only_when_far_from_the_rest():
     steady = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03]
     flagged = stats.first_run_outlier([5.0] + steady)
-    assert flagged and flagged["robust_z"] > 3.5
+    assert flagged and flagged.robust_z > 3.5 and flagged.value == 5.0
     assert stats.first_run_outlier([1.05] + steady) is None
     assert stats.first_run_outlier([5.0, 1.0, 1.0]) is None  # too few to judge
 

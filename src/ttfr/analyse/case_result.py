@@ -81,7 +81,7 @@ def _cold_policy(views: list[RunFigures]) -> ColdPolicy:
     ttfr = [v.metrics.ttfr_s if v.outcome == "ok" else None for v in sorted(views, key=lambda v: v.index)]
     outlier = stats.first_run_outlier(ttfr)
     if outlier:
-        flags.append(FirstRunOutlier(metric="ttfr_s", **outlier))
+        flags.append(FirstRunOutlier(metric="ttfr_s", value=outlier.value, robust_z=outlier.robust_z))
     cache_overview = _cache_overview(views)
     flags.extend(CACHE_FLAGS[name]() for name in cache_overview.flags)
     flags += _contention_flags(views, "runs", "run")

@@ -21,8 +21,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import msgspec
 import numpy as np
 from scipy import stats as sps
+
+from ttfr.model.comparison import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION, Effect, Estimate
 
 CONFIDENCE = 0.95
 GATE_ALPHA_SUITE = 0.05  # Holm across a suite
@@ -30,9 +33,6 @@ GATE_ALPHA_CASE = 0.01  # one comparison, no correction
 WARN_FDR = 0.10  # Benjamini-Hochberg, for warnings
 DELTA_MIN = {"warm": 0.03, "cold": 0.05}
 POWER = 0.80
-
-REGRESSION, IMPROVEMENT, EQUIVALENT, INCONCLUSIVE = "regression", "improvement", "equivalent", "inconclusive"
-WEAK_MARK = " (weak)"  # appended to verdicts of unpaired, cross-session comparisons
 
 
 @lru_cache(maxsize=256)
@@ -66,12 +66,16 @@ def walsh_averages(d) -> np.ndarray:
     return np.sort((d[i] + d[j]) / 2.0)
 
 
-def paired(log_a, log_b, confidence: float = CONFIDENCE) -> dict:
+def _none(n: int) -> Estimate:
+    return Estimate(n=int(n), ratio=None, ci=None, ci_level=None, p_value=None)
+
+
+def paired(log_a, log_b, confidence: float = CONFIDENCE) -> Estimate:
     """Hodges-Lehmann ratio B/A with its signed-rank CI and the Wilcoxon p-value."""
     d = np.asarray(log_b, dtype=float) - np.asarray(log_a, dtype=float)
     n = d.size
     if n < 2:
-        return {"n": n, "ratio": None, "ci": None, "p_value": None, "ci_level": None}
+        return _none(n)
     walsh = walsh_averages(d)
     hl = float(np.median(walsh))
     k, coverage = _signed_rank_k(n, confidence)
@@ -81,35 +85,35 @@ def paired(log_a, log_b, confidence: float = CONFIDENCE) -> dict:
         low, high = walsh[k - 1], walsh[walsh.size - k]
     identical = np.all(d == 0)  # scipy refuses a sample of zeros; nothing differs
     p_value = 1.0 if identical else float(sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
-    return {
-        "n": int(n),
-        "ratio": math.exp(hl),
-        "ci": [math.exp(low), math.exp(high)],
-        "ci_level": float(coverage),
-        "p_value": p_value,
-        "method": "Hodges-Lehmann on paired log ratios, Wilcoxon signed-rank CI and test",
-    }
+    return Estimate(
+        n=int(n),
+        ratio=math.exp(hl),
+        ci=[math.exp(low), math.exp(high)],
+        ci_level=float(coverage),
+        p_value=p_value,
+        method="Hodges-Lehmann on paired log ratios, Wilcoxon signed-rank CI and test",
+    )
 
 
-def unpaired(log_a, log_b, confidence: float = CONFIDENCE) -> dict:
+def unpaired(log_a, log_b, confidence: float = CONFIDENCE) -> Estimate:
     """Two-sample Hodges-Lehmann shift of log B over log A, Mann-Whitney CI and p-value."""
     a, b = np.asarray(log_a, dtype=float), np.asarray(log_b, dtype=float)
     if a.size < 2 or b.size < 2:
-        return {"n": int(min(a.size, b.size)), "ratio": None, "ci": None, "p_value": None, "ci_level": None}
+        return _none(min(a.size, b.size))
     diffs = np.sort((b[:, None] - a[None, :]).ravel())
     m, n = a.size, b.size
     z = sps.norm.ppf(0.5 + confidence / 2.0)
     k = int(math.floor(m * n / 2.0 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
     k = min(max(k, 1), diffs.size // 2)
     p_value = float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
-    return {
-        "n": int(min(m, n)),
-        "ratio": math.exp(float(np.median(diffs))),
-        "ci": [math.exp(diffs[k - 1]), math.exp(diffs[diffs.size - k])],
-        "ci_level": confidence,
-        "p_value": p_value,
-        "method": "two-sample Hodges-Lehmann on log times, Mann-Whitney CI and test (unpaired)",
-    }
+    return Estimate(
+        n=int(min(m, n)),
+        ratio=math.exp(float(np.median(diffs))),
+        ci=[math.exp(diffs[k - 1]), math.exp(diffs[diffs.size - k])],
+        ci_level=confidence,
+        p_value=p_value,
+        method="two-sample Hodges-Lehmann on log times, Mann-Whitney CI and test (unpaired)",
+    )
 
 
 def holm(p_values) -> list[float]:
@@ -143,25 +147,20 @@ def log_half_width(ci) -> float:
     return (math.log(ci[1]) - math.log(ci[0])) / 2.0
 
 
-def base_verdict(record: dict) -> str:
-    """The verdict without the cross-session "(weak)" mark."""
-    return record["verdict"].removesuffix(WEAK_MARK)
-
-
-def smallest_detectable(effect: dict, confidence: float = CONFIDENCE, power: float = POWER) -> float | None:
+def smallest_detectable(effect: Estimate, confidence: float = CONFIDENCE, power: float = POWER) -> float | None:
     """Relative effect this run could detect with `power`: the CI's half-width (log scale)
     scaled by (z_{1-a/2} + z_power) / z_{1-a/2}."""
-    if not effect.get("ci"):
+    if not effect.ci:
         return None
     z = sps.norm.ppf(0.5 + confidence / 2.0)
-    return math.expm1(log_half_width(effect["ci"]) * (z + sps.norm.ppf(power)) / z)
+    return float(math.expm1(log_half_width(effect.ci) * (z + sps.norm.ppf(power)) / z))
 
 
-def verdict(effect: dict, delta: float, significant: bool) -> tuple[str, str]:
+def verdict(effect: Estimate, delta: float, significant: bool) -> tuple[str, str]:
     """(verdict, one-line explanation)."""
-    if effect.get("ratio") is None:
+    if effect.ratio is None or effect.ci is None:
         return INCONCLUSIVE, "too few paired rounds"
-    ratio, (low, high) = effect["ratio"], effect["ci"]
+    ratio, (low, high) = effect.ratio, effect.ci
     upper, lower = 1.0 + delta, 1.0 / (1.0 + delta)
     change = f"{ratio - 1:+.1%} [{low - 1:+.1%}, {high - 1:+.1%}]"
     if lower <= low and high <= upper:
@@ -176,9 +175,9 @@ def verdict(effect: dict, delta: float, significant: bool) -> tuple[str, str]:
     return INCONCLUSIVE, f"{change}; smallest detectable effect ≈ {mde:.1%}" if mde is not None else change
 
 
-def judge(effects: list[dict], deltas: list[float], correction: str = "holm") -> list[dict]:
+def judge(effects: list[Estimate], deltas: list[float], correction: str = "holm") -> list[Effect]:
     """Gate and verdicts for a suite of comparisons (Holm or per-case alpha; BH warnings)."""
-    p_values = [e["p_value"] if e.get("p_value") is not None else 1.0 for e in effects]
+    p_values = [e.p_value if e.p_value is not None else 1.0 for e in effects]
     if correction == "holm":
         gate_p, alpha = holm(p_values), GATE_ALPHA_SUITE
     else:
@@ -188,11 +187,11 @@ def judge(effects: list[dict], deltas: list[float], correction: str = "holm") ->
     for effect, delta, p_gate, p_warn in zip(effects, deltas, gate_p, warn_p):
         significant = p_gate < alpha
         name, why = verdict(effect, delta, significant)
-        judged.append({
-            **effect, "delta": delta, "p_gate": p_gate, "gate_alpha": alpha, "correction": correction,
-            "p_bh": p_warn, "warning": bool(p_warn < WARN_FDR and not significant),
-            "verdict": name, "explanation": why, "smallest_detectable": smallest_detectable(effect),
-        })  # fmt: skip
+        judged.append(Effect(
+            **msgspec.structs.asdict(effect), delta=delta, p_gate=float(p_gate), gate_alpha=alpha, correction=correction,
+            p_bh=float(p_warn), warning=bool(p_warn < WARN_FDR and not significant), verdict=name, explanation=why,
+            smallest_detectable=smallest_detectable(effect),
+        ))  # fmt: skip
     return judged
 
 

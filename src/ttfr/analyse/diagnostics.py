@@ -11,6 +11,7 @@ from scipy import stats as sps
 
 from ttfr.analyse import stats
 from ttfr.model.base import UNSET
+from ttfr.model.comparison import Bimodality, Drift, HostNoise, SeriesDiagnostics
 from ttfr.model.journal import Host, JournalEntry
 
 DIP_MIN_N = 30
@@ -20,7 +21,7 @@ DRIFT_MIN_TOTAL = 0.02  # relative change over the whole run worth reporting
 NOISY = {"load_per_core": 1.0, "cpu_pressure_avg10": 10.0, "steal_fraction": 0.02}
 
 
-def bimodality(values) -> dict | None:
+def bimodality(values) -> Bimodality | None:
     """Hartigan's dip test (package `diptest`), from 30 values up."""
     x = np.asarray([v for v in values if v is not None], dtype=float)
     if x.size < DIP_MIN_N:
@@ -28,10 +29,10 @@ def bimodality(values) -> dict | None:
     import diptest
 
     dip, p_value = diptest.diptest(x)
-    return {"dip": float(dip), "p_value": float(p_value), "bimodal": bool(p_value < DIP_ALPHA), "n": int(x.size)}
+    return Bimodality(dip=float(dip), p_value=float(p_value), bimodal=bool(p_value < DIP_ALPHA), n=int(x.size))
 
 
-def drift(values) -> dict | None:
+def drift(values) -> Drift | None:
     """Theil-Sen slope of the values against their round, as a relative change over the
     run; flagged when its 95% CI excludes 0 and the change exceeds 2%."""
     pairs = [(i, v) for i, v in enumerate(values) if v is not None]
@@ -41,26 +42,24 @@ def drift(values) -> dict | None:
     slope, _intercept, low, high = sps.theilslopes(y, rounds, alpha=0.95)
     level = float(np.median(y))
     if not level:  # a relative change of a zero median has no figure
-        return {"relative_change": None, "ci": None, "drifting": False}
+        return Drift(relative_change=None, ci=None, drifting=False)
     span = rounds[-1] - rounds[0]
     total = slope * span / level
-    return {
-        "relative_change": float(total),
-        "ci": [float(low * span / level), float(high * span / level)],
-        "drifting": bool((low > 0 or high < 0) and abs(total) >= DRIFT_MIN_TOTAL),
-    }
+    return Drift(
+        relative_change=float(total),
+        ci=[float(low * span / level), float(high * span / level)],
+        drifting=bool((low > 0 or high < 0) and abs(total) >= DRIFT_MIN_TOTAL),
+    )
 
 
-def series(values) -> dict:
+def series(values) -> SeriesDiagnostics:
     """All value-based diagnostics of one arm's series (in round order)."""
-    return {
-        "first_run_outlier": stats.first_run_outlier(list(values)),
-        "bimodality": bimodality(values),
-        "drift": drift(values),
-    }
+    return SeriesDiagnostics(
+        first_run_outlier=stats.first_run_outlier(list(values)), bimodality=bimodality(values), drift=drift(values)
+    )
 
 
-def host_noise(entries: list[JournalEntry], usable_cores: int | None) -> dict:
+def host_noise(entries: list[JournalEntry], usable_cores: int | None) -> HostNoise:
     """Load, CPU pressure, steal and involuntary switches during the runs, and a warning."""
 
     def median_of(values):
@@ -81,6 +80,4 @@ def host_noise(entries: list[JournalEntry], usable_cores: int | None) -> dict:
         for name, limit in NOISY.items()
         if summary.get(name) is not None and summary[name] > limit
     ]
-    summary["noisy"] = bool(reasons)
-    summary["why"] = reasons
-    return summary
+    return HostNoise(**summary, noisy=bool(reasons), why=reasons)

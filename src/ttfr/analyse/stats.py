@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy import stats as sps
 
-from ttfr.model.summary import MedianCI, Summary
+from ttfr.model.summary import MedianCI, Outlier, Summary
 
 CONFIDENCE = 0.95
 ROBUST_Z_OUTLIER = 3.5
@@ -66,7 +66,7 @@ def robust_z(value: float, others) -> float | None:
     return abs(value - float(np.median(x))) / spread
 
 
-def first_run_outlier(values) -> dict | None:
+def first_run_outlier(values) -> Outlier | None:
     """Flag the first run when it sits > 3.5 robust sigmas from the rest (a cold-disk or
     first-touch effect), without removing it from any statistic."""
     if len(values) < 4 or values[0] is None:
@@ -74,4 +74,4 @@ def first_run_outlier(values) -> dict | None:
     z = robust_z(values[0], [v for v in values[1:] if v is not None])
     if z is None or not math.isfinite(z) or z <= ROBUST_Z_OUTLIER:
         return None
-    return {"value": values[0], "robust_z": z}
+    return Outlier(value=values[0], robust_z=z)

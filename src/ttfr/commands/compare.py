@@ -32,4 +32,4 @@ def handle(args, console: Console) -> int:
     with rendering(args.a, args.b):
         out, document = comparison.compare_dirs(args.a, args.b, args.out, cross_session=args.cross_session,
                                                 correction=args.correction, fail_on=args.fail_on)  # fmt: skip
-    return show_comparison(console, document, out, args.markdown, document["summary"]["exit_code"])
+    return show_comparison(console, document, out, args.markdown, document.summary.exit_code)

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr.artifacts.store import ArtifactError, copy_file
+from ttfr.model.comparison import Comparison
 
 
 @contextlib.contextmanager
@@ -24,7 +25,7 @@ def rendering(*dirs):
                             f"({type(exc).__name__}: {exc}); if nobody edited them, this is a ttfr bug") from None  # fmt: skip
 
 
-def show_comparison(console: Console, document: dict, root: Path, markdown_path, exit_code: int) -> int:
+def show_comparison(console: Console, document: Comparison, root: Path, markdown_path, exit_code: int) -> int:
     """The verdicts on the terminal, comparison.md copied where --markdown asks; the exit code."""
     from ttfr.report import terminal
 

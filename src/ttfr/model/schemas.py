@@ -14,6 +14,7 @@ import json
 import msgspec
 
 from ttfr.model.case import CASE_SCHEMA, CaseResult
+from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -23,6 +24,7 @@ BASE_ID = "https://github.com/ttfr/ttfr/schemas/"
 GENERATED = {
     CASE_SCHEMA: ("case_result.v1.schema.json", CaseResult, "ttfr case result v1"),
     SUITE_SCHEMA: ("suite_result.v1.schema.json", SuiteResult, "ttfr suite result v1"),
+    COMPARISON_SCHEMA: ("comparison.v1.schema.json", Comparison, "ttfr comparison v1"),
 }
 
 # What a type's fields cannot say alone, by the type's name.
@@ -32,6 +34,13 @@ _BETWEEN_FIELDS = {
             "if": {"properties": {"status": {"const": "ok"}}},
             "then": {"properties": {"reason": {"type": "null"}}},
             "else": {"properties": {"reason": {"type": "string", "minLength": 1}}},
+        }],
+    },
+    "Record": {
+        "allOf": [{
+            "if": {"properties": {"verdict": {"const": "not_compared"}}},
+            "then": {"required": ["failed"], "not": {"required": ["effect"]}},
+            "else": {"required": ["a", "b", "diagnostics", "effect"], "not": {"required": ["failed"]}},
         }],
     },
 }  # fmt: skip

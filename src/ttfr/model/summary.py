@@ -18,6 +18,13 @@ class MedianCI(Artifact):
     level: Fraction
 
 
+class Outlier(Artifact):
+    """A series' first value, far (robust z) from the rest: reported, never removed."""
+
+    value: float
+    robust_z: float
+
+
 class Summary(Artifact):
     n: Annotated[int, Meta(ge=1)]
     min: float

@@ -19,11 +19,23 @@ from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import new_stamped_directory, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_OK, EXIT_REGRESSION
-from ttfr.model.base import encode
+from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
+from ttfr.model.comparison import (
+    COMPARISON_SCHEMA,
+    INCONCLUSIVE,
+    NOT_COMPARED,
+    REGRESSION,
+    WEAK_MARK,
+    ArmDiagnostics,
+    Comparison,
+    ComparisonSummary,
+    Estimate,
+    Record,
+    RecordedArm,
+)
 from ttfr.model.policies import WARM_PROCESS
 
-SCHEMA = "ttfr.comparison.v1"
 CROSS_SESSION_WARNING = (
     "CROSS-SESSION COMPARISON: A and B were not measured interleaved in one session. On a shared "
     "machine identical code measured in two sessions looks different 81-88% of the time; these "
@@ -40,102 +52,114 @@ def _values(case: CaseResult, policy: str) -> dict[int, float]:
     return {r.index: r.metrics.ttfr_s for r in runs if r.outcome == "ok" and r.metrics.ttfr_s}
 
 
-def _record(case_a: CaseResult, case_b: CaseResult, policy: str, paired: bool) -> tuple[dict, dict | None]:
-    regime = "warm" if policy == WARM_PROCESS else "cold"
-    record = {"case": case_a.case, "policy": policy, "regime": regime,
-              "metric": "call_s" if regime == "warm" else "ttfr_s", "paired": paired}  # fmt: skip
-    for side, case in (("a", case_a), ("b", case_b)):
+def _not_compared(case_a: CaseResult, case_b: CaseResult) -> tuple[str, bool] | None:
+    """Why a case is not compared (an arm failed, or warned with nothing measured), and
+    whether an arm failed; None when both arms have figures to compare."""
+    for side, case in (("A", case_a), ("B", case_b)):
         if case.status == "failed" or (case.status == "warn" and not case.policies.items()):
-            record.update(verdict="not_compared", explanation=f"arm {side.upper()} {case.status}: {case.reason}",
-                          failed=case.status == "failed")  # fmt: skip
-            return record, None
+            return f"arm {side} {case.status}: {case.reason}", case.status == "failed"
+    return None
+
+
+def _measured(case_a: CaseResult, case_b: CaseResult, policy: str, paired: bool) -> tuple[dict, Estimate]:
+    """Both arms' summaries and diagnostics (the record's fields) and the estimate of B/A."""
+    from ttfr.analyse import stats
+
     a, b = _values(case_a, policy), _values(case_b, policy)
+    fields = {}
     if paired:
         indices = sorted(set(a) & set(b))
         xs, ys = [a[i] for i in indices], [b[i] for i in indices]
-        record["excluded_rounds"] = sorted((set(a) | set(b)) - set(indices))
-        effect = comparison.paired([math.log(v) for v in xs], [math.log(v) for v in ys])
+        fields["excluded_rounds"] = sorted((set(a) | set(b)) - set(indices))
+        estimate = comparison.paired([math.log(v) for v in xs], [math.log(v) for v in ys])
     else:
         xs, ys = [a[i] for i in sorted(a)], [b[i] for i in sorted(b)]
-        effect = comparison.unpaired([math.log(v) for v in xs], [math.log(v) for v in ys])
-    from ttfr.analyse import stats
-
-    record.update(
-        a=encode(stats.summarize(xs)), b=encode(stats.summarize(ys)),
-        diagnostics={"a": diagnostics.series([a[i] for i in sorted(a)]), "b": diagnostics.series([b[i] for i in sorted(b)])},
+        estimate = comparison.unpaired([math.log(v) for v in xs], [math.log(v) for v in ys])
+    fields.update(
+        a=stats.summarize(xs), b=stats.summarize(ys),
+        diagnostics=ArmDiagnostics(a=diagnostics.series([a[i] for i in sorted(a)]),
+                                   b=diagnostics.series([b[i] for i in sorted(b)])),
     )  # fmt: skip
-    return record, effect
+    return fields, estimate
 
 
-def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correction="holm") -> list[dict]:
-    """Judged comparison records for every case and policy both arms have."""
+def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correction="holm") -> list[Record]:
+    """Judged comparison records for every case and policy both arms have (in A's order)."""
     by_id = {c.case: c for c in cases_b}
-    pending, records = [], []
+    slots: list[Record | tuple[dict, int]] = []  # a record, or a measured one's fields and its estimate's place
+    estimates, deltas = [], []
     for case_a in cases_a:
         case_b = by_id.get(case_a.case)
         if case_b is None:
             continue
         for policy in case_a.config.policies:
-            record, effect = _record(case_a, case_b, policy, paired)
-            records.append(record)
-            if effect is not None:
-                floor = (noise_floor or {}).get(record["regime"])
-                pending.append((record, effect, comparison.delta_for(record["regime"], floor)))
-    judged = comparison.judge([e for _, e, _ in pending], [d for _, _, d in pending], correction) if pending else []
-    for (record, _effect, _delta), verdict in zip(pending, judged):
-        record["effect"] = verdict
-        record["verdict"] = verdict["verdict"] if paired else verdict["verdict"] + comparison.WEAK_MARK
-        record["explanation"] = verdict["explanation"]
-    return records
+            regime = "warm" if policy == WARM_PROCESS else "cold"
+            head = dict(case=case_a.case, policy=policy, regime=regime, metric="call_s" if regime == "warm" else "ttfr_s",
+                        paired=paired)  # fmt: skip
+            why_not = _not_compared(case_a, case_b)
+            if why_not is not None:
+                slots.append(Record(**head, verdict=NOT_COMPARED, explanation=why_not[0], failed=why_not[1]))
+                continue
+            fields, estimate = _measured(case_a, case_b, policy, paired)
+            slots.append(({**head, **fields}, len(estimates)))
+            estimates.append(estimate)
+            deltas.append(comparison.delta_for(regime, (noise_floor or {}).get(regime)))
+    judged = comparison.judge(estimates, deltas, correction) if estimates else []
+    return [
+        slot if isinstance(slot, Record) else Record(
+            **slot[0], effect=judged[slot[1]], explanation=judged[slot[1]].explanation,
+            verdict=judged[slot[1]].verdict + ("" if paired else WEAK_MARK),
+        )
+        for slot in slots
+    ]  # fmt: skip
 
 
-def precise_enough(records: list[dict], precision: float) -> bool:
+def precise_enough(records: list[Record], precision: float) -> bool:
     """Every compared statistic's CI half-width (relative) is at most `precision`."""
-    compared = [r for r in records if r.get("effect") and r["effect"].get("ci")]
-    if not compared:
+    intervals = [r.effect.ci for r in records if r.effect is not UNSET and r.effect.ci]
+    if not intervals:
         return False
-    return all(math.expm1(comparison.log_half_width(r["effect"]["ci"])) <= precision for r in compared)
+    return all(math.expm1(comparison.log_half_width(ci)) <= precision for ci in intervals)
 
 
-def summarise(records: list[dict], fail_on: str) -> dict:
+def summarise(records: list[Record], fail_on: str) -> ComparisonSummary:
     counts: dict[str, int] = {}
     for record in records:
-        counts[comparison.base_verdict(record)] = counts.get(comparison.base_verdict(record), 0) + 1
-    regressions = [f"{r['case']} ({r['policy']})" for r in records if comparison.base_verdict(r) == comparison.REGRESSION]
-    inconclusive = [f"{r['case']} ({r['policy']})" for r in records if comparison.base_verdict(r) == comparison.INCONCLUSIVE]
-    failed = sorted({r["case"] for r in records if r.get("failed")})
+        counts[record.base_verdict] = counts.get(record.base_verdict, 0) + 1
+    regressions = [r.label for r in records if r.base_verdict == REGRESSION]
+    inconclusive = [r.label for r in records if r.base_verdict == INCONCLUSIVE]
+    failed = sorted({r.case for r in records if r.failed is True})
     gate_failures = regressions + (inconclusive if fail_on == "inconclusive" else [])
     exit_code = EXIT_REGRESSION if gate_failures else EXIT_CASE_FAILED if failed else EXIT_OK
-    return {"counts": counts, "regressions": regressions, "inconclusive": inconclusive, "failed": failed,
-            "fail_on": fail_on, "gate": "fail" if gate_failures else "pass", "exit_code": exit_code}  # fmt: skip
+    return ComparisonSummary(counts=counts, regressions=regressions, inconclusive=inconclusive, failed=failed,
+                             fail_on=fail_on, gate="fail" if gate_failures else "pass", exit_code=exit_code)  # fmt: skip
 
 
 def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, session, correction, fail_on,
-                     noise_floor=None, entries=(), rounds=None, usable_cores=None, warning=None) -> dict:  # fmt: skip
+                     noise_floor=None, entries=(), rounds=None, usable_cores=None, warning=None) -> Comparison:  # fmt: skip
     from ttfr.child import hostinfo
     from ttfr.report import comparison_md
 
     records = compare_cases(cases_a, cases_b, paired=paired, noise_floor=noise_floor, correction=correction)
-    document = {
-        "schema": SCHEMA,
-        "paired": paired,
-        "session": session,
-        "arms": list(arms),
-        "correction": correction,
-        "noise_floor": noise_floor,
-        "rounds": rounds,
-        "warning": warning,
-        "host_noise": diagnostics.host_noise(list(entries), usable_cores or hostinfo.usable_cpus()),
-        "comparisons": records,
-        "summary": summarise(records, fail_on),
-    }
-    write_json(Path(root) / "comparison.json", document, SCHEMA)
+    document = Comparison(
+        paired=paired,
+        session=session,
+        arms=list(arms),
+        correction=correction,
+        noise_floor=noise_floor,
+        rounds=rounds,
+        warning=warning,
+        host_noise=diagnostics.host_noise(list(entries), usable_cores or hostinfo.usable_cpus()),
+        comparisons=records,
+        summary=summarise(records, fail_on),
+    )
+    write_json(Path(root) / "comparison.json", document, COMPARISON_SCHEMA)
     write_bytes_atomic(Path(root) / "comparison.md", comparison_md.render(document).encode())
     _write_comparison_html(Path(root), document)
     return document
 
 
-def _write_comparison_html(root: Path, document: dict) -> None:
+def _write_comparison_html(root: Path, document: Comparison) -> None:
     """comparison.html beside comparison.md; a figure that cannot be drawn is a warning (the
     verdicts are written by then)."""
     import sys
@@ -172,7 +196,7 @@ def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, cor
             "session (use `ttfr ab`), or pass --cross-session for a weak, unpaired comparison"
         )
     cases = [r.cases for r in results]
-    arms = [{"name": name, "python": m["python"]["worker_executable"], "env": {}} for name, m in zip("AB", manifests)]
+    arms = [RecordedArm(name=name, python=m["python"]["worker_executable"], env={}) for name, m in zip("AB", manifests)]
     warning = None if same_session else CROSS_SESSION_WARNING
     if not same_session and machine_a != machine_b:
         warning += " The two results also come from different machines."

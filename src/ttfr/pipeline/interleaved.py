@@ -27,6 +27,10 @@ from ttfr.analyse.case_result import case_results
 from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.result_dir import snapshot_id
 from ttfr.artifacts.store import PLAN_SCHEMA, new_directory, read_json, write_json
+from ttfr.model.base import decode
+from ttfr.model.case import CaseResult
+from ttfr.model.comparison import Comparison, RecordedArm, Record, Rounds
+from ttfr.model.journal import JournalEntry
 from ttfr.pipeline import comparison
 from ttfr.pipeline.suite import dataset_fields, start, write_results
 from ttfr.errors import UsageError
@@ -223,14 +227,14 @@ class _Arm:
 @dataclass
 class AbOutcome:
     root: Path
-    comparison: dict
+    comparison: Comparison
     interrupted: bool
 
     @property
     def exit_code(self) -> int:
         if self.interrupted:
             return EXIT_INTERRUPTED
-        return self.comparison["summary"]["exit_code"]
+        return self.comparison.summary.exit_code
 
 
 def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, executors: Executors | None = None) -> AbOutcome:
@@ -278,7 +282,7 @@ def _sync_stops(arms, case_id: str) -> None:
             other.scheduler.stop_case(case_id, f"stopped in arm {arm.arm.name}: {arm.scheduler.stopped[case_id]}")
 
 
-def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]], list[dict]]:
+def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseResult]], list[JournalEntry]]:
     """Case results of each arm over the first `completed` rounds (written when `write`),
     and every journal entry of both arms."""
     results, all_entries = [], []
@@ -297,18 +301,18 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[dict]],
     return results, all_entries
 
 
-def _partial(arms, ab: AbSpec, completed: int) -> list[dict]:
+def _partial(arms, ab: AbSpec, completed: int) -> list[Record]:
     (cases_a, cases_b), _entries = _final_results(arms, completed, write=False)
     return comparison.compare_cases(cases_a, cases_b, paired=True, noise_floor=ab.noise_floor, correction=ab.correction)
 
 
-def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> dict:
+def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> Comparison:
     (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
     for arm in arms:
         arm.dir.unlock()  # taken when the arm's directory was created
     return comparison.write_comparison(
-        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[a.arm.to_json() for a in arms], session=session,
-        correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,
-        rounds={"completed": completed, "min": ab.min_rounds, "max": ab.max_rounds, "precision": ab.precision,
-                "budget_s": ab.budget_s, "stopped_by": stop_reason, "elapsed_s": elapsed_s},
+        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[decode(a.arm.to_json(), RecordedArm) for a in arms],
+        session=session, correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,
+        rounds=Rounds(completed=completed, min=ab.min_rounds, max=ab.max_rounds, precision=ab.precision,
+                      budget_s=ab.budget_s, stopped_by=stop_reason, elapsed_s=elapsed_s),
     )  # fmt: skip

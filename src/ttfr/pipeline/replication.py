@@ -25,6 +25,7 @@ from pathlib import Path
 from ttfr.artifacts import snapshot
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import read_json, write_json
+from ttfr.model.base import UNSET
 from ttfr.pipeline import comparison, suite
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
@@ -102,13 +103,13 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
             "warning": comparison.CROSS_SESSION_WARNING,
             "comparisons": [
                 {
-                    "case": r["case"],
-                    "policy": r["policy"],
-                    "metric": r.get("metric"),
-                    "verdict": r["verdict"],
-                    "ratio": (r.get("effect") or {}).get("ratio"),
-                    "ci": (r.get("effect") or {}).get("ci"),
-                    "explanation": r.get("explanation"),
+                    "case": r.case,
+                    "policy": r.policy,
+                    "metric": r.metric,
+                    "verdict": r.verdict,
+                    "ratio": r.effect.ratio if r.effect is not UNSET else None,
+                    "ci": r.effect.ci if r.effect is not UNSET else None,
+                    "explanation": r.explanation,
                 }
                 for r in timing
             ],

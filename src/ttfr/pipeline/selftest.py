@@ -30,6 +30,7 @@ from pathlib import Path
 from scipy import stats as sps
 
 from ttfr.analyse import comparison_stats as comparison
+from ttfr.model.comparison import REGRESSION, Effect
 from ttfr.analyse import runs
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import validate, write_json
@@ -129,22 +130,22 @@ def rate(count: int, total: int) -> dict:
     return {"count": int(count), "total": int(total), "rate": count / total, "ci95": [interval.low, interval.high]}
 
 
-def _judge(a, b, regime: str) -> dict:
+def _judge(a, b, regime: str) -> Effect:
     effect = comparison.paired([math.log(v) for v in a], [math.log(v) for v in b])
     return comparison.judge([effect], [comparison.delta_for(regime)], correction="none")[0]
 
 
-def _aa_summary(judged: list[dict]) -> dict:
-    alarms = sum(j["verdict"] == comparison.REGRESSION for j in judged)
-    significant = sum(j["p_gate"] < j["gate_alpha"] for j in judged)
-    deviations = sorted(abs(j["ratio"] - 1.0) for j in judged)
+def _aa_summary(judged: list[Effect]) -> dict:
+    alarms = sum(j.verdict == REGRESSION for j in judged)
+    significant = sum(j.p_gate < j.gate_alpha for j in judged)
+    deviations = sorted(abs(j.ratio - 1.0) for j in judged)
     floor = deviations[min(len(deviations) - 1, int(math.ceil(0.95 * len(deviations))) - 1)]
-    detectable = [j["smallest_detectable"] for j in judged if j["smallest_detectable"] is not None]
+    detectable = [j.smallest_detectable for j in judged if j.smallest_detectable is not None]
     return {
         "comparisons": len(judged), "false_alarms": int(alarms), "false_alarm_rate": alarms / len(judged),
         "false_alarm": rate(alarms, len(judged)), "significant_either_way": rate(significant, len(judged)),
         "noise_floor_p95": floor,
-        "median_ci_half_width": statistics.median(math.expm1(comparison.log_half_width(j["ci"])) for j in judged),
+        "median_ci_half_width": statistics.median(math.expm1(comparison.log_half_width(j.ci)) for j in judged),
         "median_smallest_detectable": statistics.median(detectable) if detectable else None,
     }  # fmt: skip
 
@@ -173,9 +174,9 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
         if not truths:
             raise RuntimeError(f"could not measure the injected +{level:.0%} in a fresh process of {python}")
         truth = statistics.median(truths)
-        detected = sum(j["verdict"] == comparison.REGRESSION for j in judged)
-        significant = sum(j["p_gate"] < j["gate_alpha"] and j["ratio"] > 1 for j in judged)
-        covered = sum(j["ci"][0] <= truth <= j["ci"][1] for j in judged)
+        detected = sum(j.verdict == REGRESSION for j in judged)
+        significant = sum(j.p_gate < j.gate_alpha and j.ratio > 1 for j in judged)
+        covered = sum(j.ci[0] <= truth <= j.ci[1] for j in judged)
         result["injected"].append({
             "nominal": level, "measured_ratio": truth,
             "measured_ratio_range": [min(truths), max(truths)], "truth_processes": len(truths),
@@ -183,7 +184,7 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
             "detected_as_regression": detected / len(judged), "detected": rate(detected, len(judged)),
             "significant_slowdown": significant / len(judged),
             "ci_coverage": covered / len(judged), "coverage": rate(covered, len(judged)),
-            "median_estimate": statistics.median(j["ratio"] for j in judged),
+            "median_estimate": statistics.median(j.ratio for j in judged),
         })  # fmt: skip
     result["noise_floor"] = {regime: aa_result["noise_floor_p95"] for regime, aa_result in result["aa"].items()}
     result["rounds_for_power"] = rounds_for_power(result)

@@ -11,6 +11,7 @@ import shlex
 
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.case import CaseResult
+from ttfr.model.comparison import Comparison
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
@@ -145,18 +146,18 @@ def render(result: VerifiedResult) -> str:
     return _page(f"ttfr snapshot {suite.snapshot_id}", meta, sections)
 
 
-def render_comparison(document: dict) -> str:
+def render_comparison(document: Comparison) -> str:
     from ttfr.report import comparison_md, plots
 
-    summary = document["summary"]
+    summary = document.summary
     plot = plots.forest(document)
-    rows = [comparison_md.row(r) for r in document["comparisons"]]
+    rows = [comparison_md.row(r) for r in document.comparisons]
     meta = [
         line.lstrip("- ").replace("`", "")
         for line in comparison_md.render(document).splitlines()
         if line.startswith(("- ", "> "))
     ]  # comparison.md's header: arms, pairing, rounds, noise, warnings
-    meta.insert(0, f"gate {summary['gate']}")
+    meta.insert(0, f"gate {summary.gate}")
     header = ["case", "policy", "A median", "B median", "B/A", "95% CI", "p (gate)", "verdict", "why"]
     sections = [
         _section("B against A", [_figure(plot) if plot else "", _table(header, [[c.strip("`") for c in r] for r in rows])]),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ttfr.model.base import UNSET
 from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
+from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
@@ -416,34 +417,32 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
 
 
 # ------------------------------------------------------------------ comparisons
-def forest(document: dict) -> Plot | None:
+def forest(document: Comparison) -> Plot | None:
     """B/A ratio with its CI per case and policy against the ±δ band, coloured by verdict."""
-    records = [r for r in document["comparisons"] if (r.get("effect") or {}).get("ratio")]
+    records = [r for r in document.comparisons if r.effect is not UNSET and r.effect.ratio]
     if not records:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.4 * len(records) + 1.3))
     ax.axvline(1.0, color="black", linewidth=0.8)
     table = []
-    from ttfr.analyse import comparison_stats
-
     for index, record in enumerate(records):
-        effect = record["effect"]
-        verdict = comparison_stats.base_verdict(record)
+        effect = record.effect
+        verdict = record.base_verdict
         colour = _VERDICT_COLOUR.get(verdict, "black")
-        delta = effect.get("delta")
+        delta = effect.delta
         if delta:  # each comparison's own ±δ (it differs by regime)
             ax.fill_betweenx([index - 0.4, index + 0.4], 1 - delta, 1 + delta, color="#d5dbdb", alpha=0.8, linewidth=0,
                              label="±δ (equivalence band)")  # fmt: skip
-        ci = effect.get("ci")
+        ci = effect.ci
         if ci:
             ax.plot(ci, [index, index], color=colour, linewidth=2)
-        ax.plot([effect["ratio"]], [index], marker="D", color=colour, label=verdict)
-        level = f" ({effect['ci_level']:.0%})" if ci and effect.get("ci_level") is not None else ""
-        table.append([record["case"], record["policy"], f"{effect['ratio']:.3f}",
+        ax.plot([effect.ratio], [index], marker="D", color=colour, label=verdict)
+        level = f" ({effect.ci_level:.0%})" if ci and effect.ci_level is not None else ""
+        table.append([record.case, record.policy, f"{effect.ratio:.3f}",
                       f"[{ci[0]:.3f}, {ci[1]:.3f}]{level}" if ci else "—", "—" if not delta else f"±{delta:.1%}",
-                      record["verdict"]])  # fmt: skip
-    ax.set_yticks(range(len(records)), [f"{r['case']} ({_POLICY_LABEL.get(r['policy'], r['policy'])})" for r in records],
+                      record.verdict])  # fmt: skip
+    ax.set_yticks(range(len(records)), [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.policy)})" for r in records],
                   fontsize=7)  # fmt: skip
     ax.invert_yaxis()
     ax.set_xlabel("B / A (median ratio and its CI; levels in the table)")

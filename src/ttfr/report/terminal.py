@@ -21,6 +21,7 @@ from ttfr.analyse import contention
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
 from ttfr.model.case import CaseResult, ColdSummary, named
+from ttfr.model.comparison import Comparison
 from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
@@ -261,24 +262,22 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
 _VERDICT_STYLE = {"regression": "bold red", "improvement": "green", "equivalent": "dim", "inconclusive": "yellow"}
 
 
-def print_comparison(console: Console, document: dict) -> None:
-    from ttfr.analyse import comparison_stats as comparison
+def print_comparison(console: Console, document: Comparison) -> None:
     from ttfr.report.comparison_md import row
 
-    if document.get("warning"):
-        console.print(f"[bold red]{document['warning']}[/]")
-    table = Table(title=f"B vs A: gate {document['summary']['gate']}")
+    if document.warning:
+        console.print(f"[bold red]{escape(document.warning)}[/]")
+    table = Table(title=f"B vs A: gate {document.summary.gate}")
     for column in ("case", "policy", "A median", "B median", "B/A", "95% CI", "p (gate)", "verdict", "why"):
         table.add_column(column, overflow="fold")
-    for record in document["comparisons"]:
+    for record in document.comparisons:
         cells = row(record)
-        style = _VERDICT_STYLE.get(comparison.base_verdict(record), "")
-        cells[7] = f"[{style}]{record['verdict']}[/]" if style else record["verdict"]
-        table.add_row(*[c.strip("`") for c in cells[:7]], cells[7], cells[8])
+        style = _VERDICT_STYLE.get(record.base_verdict, "")
+        cells[7] = f"[{style}]{record.verdict}[/]" if style else record.verdict
+        table.add_row(*[escape(c.strip("`")) for c in cells[:7]], cells[7], escape(cells[8]))
     console.print(table)
-    noise = document["host_noise"]
-    if noise.get("noisy"):
-        console.print(f"[yellow]noisy machine: {'; '.join(noise['why'])}[/]")
+    if document.host_noise.noisy:
+        console.print(f"[yellow]noisy machine: {'; '.join(document.host_noise.why)}[/]")
 
 
 def format_rate(entry: dict) -> str:
