@@ -145,10 +145,10 @@ def main() -> int:
     selection = ["--backends", args.backends] if args.backends else []
     from ttfr.measure.spec import RunRequest, build_spec
 
-    cases = [c.id for c in build_spec(RunRequest(backends=args.backends or ())).cases]
     from ttfr.measure import catalog
 
-    cases = [c for c in cases if not catalog.availability(catalog.parse_case_id(c).backend_info)]
+    planned = build_spec(RunRequest(backends=args.backends or ())).cases
+    cases = [c.id for c in planned if not catalog.availability(c.backend_info)]
     print(f"{len(cases)} cases (the quick matrix{' of ' + args.backends if args.backends else ''}), "
           f"target +-{args.target:.0%} at 95%, {os.cpu_count()} CPUs, {args.pairs} pair(s)")  # fmt: skip
     arms = {

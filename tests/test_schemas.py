@@ -35,3 +35,27 @@ def test_the_between_fields_rule_is_in_the_schema_and_the_type():
     with pytest.raises(ValidationError, match="an ok case has no reason"):
         decode(case, CaseResult)
     assert json.dumps(schemas.generate("ttfr.case_result.v1")).count('"if"') == 1
+
+
+@pytest.mark.parametrize("name", sorted(schemas.GENERATED))
+def test_every_generated_artifact_must_name_its_schema(name):
+    """A document without its `schema` name is not an artifact of that schema (a default in the
+    type would quietly drop it from `required`)."""
+    generated = schemas.generate(name)
+    assert "schema" in generated["required"] and generated["properties"]["schema"] == {"enum": [name]}
+
+
+def test_a_comparison_record_is_compared_with_an_effect_or_says_whether_an_arm_failed():
+    from msgspec import ValidationError
+
+    from ttfr.artifacts.store import schema_errors
+    from ttfr.model.base import decode
+    from ttfr.model.comparison import Record
+
+    record = {"case": "numpy_matmul_64_f32", "policy": "warm-process", "regime": "warm", "metric": "call_s",
+              "paired": True, "verdict": "not_compared", "explanation": "arm B failed: it crashed"}  # fmt: skip
+    with pytest.raises(ValidationError, match="says whether an arm failed"):
+        decode(record, Record)
+    assert decode({**record, "failed": True}, Record).failed is True
+    document = {"schema": "ttfr.comparison.v1", "comparisons": [record]}
+    assert any(e.startswith("comparisons/0") for e in schema_errors(document, "ttfr.comparison.v1"))

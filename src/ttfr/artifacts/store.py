@@ -83,13 +83,13 @@ def dumps(data: dict) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
 
 
-def write_bytes_atomic(path: Path, payload: bytes, executable: bool = False) -> None:
+def write_bytes_atomic(path: Path, payload: bytes, mode: int | None = None) -> None:
+    """`mode`: the file's permissions (default: an ordinary file's under the umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        # mkstemp makes 0600; artifacts are ordinary files (a script, executable ones)
-        os.fchmod(fd, (0o777 if executable else 0o666) & ~_UMASK)
+        os.fchmod(fd, 0o666 & ~_UMASK if mode is None else mode)  # mkstemp makes 0600
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -140,8 +140,8 @@ def new_stamped_directory(parent: Path, prefix: str) -> Path:
 
 
 def copy_file(source: Path, target: Path) -> None:
-    Path(target).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    """A copy written like every artifact: whole or not at all."""
+    write_bytes_atomic(target, Path(source).read_bytes())
 
 
 def remove_tree(path: Path) -> None:

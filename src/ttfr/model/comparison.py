@@ -166,10 +166,10 @@ class ComparisonSummary(Artifact):
     exit_code: Literal[0, 1, 3]
 
 
-class Comparison(Artifact, kw_only=True):
+class Comparison(Artifact):
     """Verdicts of arm B against arm A for every case and policy, with the statistics behind them."""
 
-    schema: Literal["ttfr.comparison.v1"] = COMPARISON_SCHEMA
+    schema: Literal["ttfr.comparison.v1"]
     paired: bool
     session: str | None
     arms: Annotated[list[RecordedArm], Meta(min_length=2, max_length=2)]

@@ -142,6 +142,7 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
 
     records = compare_cases(cases_a, cases_b, paired=paired, noise_floor=noise_floor, correction=correction)
     document = Comparison(
+        schema=COMPARISON_SCHEMA,
         paired=paired,
         session=session,
         arms=list(arms),

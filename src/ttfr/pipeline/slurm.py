@@ -94,7 +94,7 @@ def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
         f'{line} --shard "$K/{count}" --out "$WORK/shards/$K" > "$WORK/logs/shard-$K.log" 2>&1\n'
         'echo $? > "$WORK/status/$K.tmp" && mv "$WORK/status/$K.tmp" "$WORK/status/$K"\n'
     )
-    write_bytes_atomic(script, text.encode(), executable=True)
+    write_bytes_atomic(script, text.encode(), mode=0o755)
     return script
 
 
