@@ -127,19 +127,43 @@ class Sandbox:
 # --------------------------------------------------------------------------- checks
 
 
+_PF_KTHREAD = 0x00200000  # a kernel thread: it has no environment, ever
+
+
 def tagged_processes(tag: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries `tag`."""
-    found = []
+    """Live processes (not zombies) whose environment carries `tag`.
+
+    A process caught in the middle of exec (its parent's Popen has returned, its new stack is
+    not set up yet) reads an empty environment for a moment: such processes are read again."""
     needle = f"TTFR_PROBE_TAG={tag}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+
+    def carries(entry: Path) -> bool | None:
+        """True or False; None when it has no environment yet (and is no kernel thread)."""
         try:
-            if needle in (entry / "environ").read_bytes() and " Z " not in (entry / "stat").read_text():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+            stat = (entry / "stat").read_text()
+            if " Z " in stat:
+                return False
+            environ = (entry / "environ").read_bytes()
+            if environ:
+                return needle in environ
+            flags = int(stat.rsplit(")", 1)[1].split()[6])
+            return False if flags & _PF_KTHREAD else None
+        except (OSError, ValueError, IndexError):
+            return False
+
+    found, unsure = [], []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            answer = carries(entry)
+            (found if answer else unsure if answer is None else []).append(entry)
+    for _ in range(10):
+        if not unsure:
+            break
+        time.sleep(0.02)
+        answers = [(entry, carries(entry)) for entry in unsure]
+        found += [entry for entry, answer in answers if answer]
+        unsure = [entry for entry, answer in answers if answer is None]
+    return sorted(int(entry.name) for entry in found)
 
 
 def empty_result_dirs(root: Path) -> list[Path]:
