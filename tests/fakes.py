@@ -21,6 +21,10 @@ def run_suite(out: Path, request: RunRequest, executor=None, **execute):
     return suite_run.execute(result_dir, spec, Executors(worker=executor or FakeExecutor()), **execute)
 
 
+FAKE_POOLS = [{"user_api": "blas", "internal_api": "openblas", "num_threads": 2, "version": "0.3.27",
+               "threading_layer": "pthreads", "prefix": "libscipy_openblas"}]  # fmt: skip
+
+
 class FakeExecutor:
     """Answers each run with a plausible record; `decide(call)` may override.
 
@@ -36,9 +40,11 @@ class FakeExecutor:
     def __call__(self, job, env, timeout_s, python=None):
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
-        jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
-        case_id = jax_dir.parent.name
-        entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir.is_dir() else []
+        # A run's environment names its case's cache directories; a job outside a run (`ttfr
+        # selftest --harness`'s no-op) has none
+        jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"]) if "JAX_COMPILATION_CACHE_DIR" in env else None
+        case_id = jax_dir.parent.name if jax_dir else f"{job.adapter}/{job.workload}"
+        entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir and jax_dir.is_dir() else []
         call = {"job": job, "case": case_id, "entries_seen": entries, "env": env}
         self.calls.append(call)
         if self.decide:
@@ -65,4 +71,6 @@ class FakeExecutor:
             warm=fake_warm() if warm and job.samples else None,
             stages={"trace_s": 0.01, "compile_s": 0.1} if job.compile else {},
         )
+        if job.check:  # like the worker: only the process that checks the result records its pools
+            record["threadpools"] = FAKE_POOLS
         return record, 400_000_000

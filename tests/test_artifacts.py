@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from fakes import FakeExecutor, run_suite
+from fakes import FAKE_POOLS, FakeExecutor, run_suite
 
 from ttfr.measure.executors import Executors
 from ttfr.artifacts import store as artifacts
@@ -24,6 +24,21 @@ def run_fake(tmp_path, executor=None, **kwargs):
     for name, value in SELECTION.items():
         kwargs.setdefault(name, value)
     return run_suite(tmp_path / "out", RunRequest(**kwargs), executor)
+
+
+@pytest.mark.parametrize("policies", ["cold-process/cold-cache,warm-process", "cold-process/cold-cache"])
+def test_the_blas_pools_come_once_per_case_from_its_checking_process(tmp_path, policies):
+    """Only the process that checks a case's result loads threadpoolctl (a cold process never
+    pays for it); its pools are the case's, in the case file, and the manifest keeps ttfr's own."""
+    executor = FakeExecutor()
+    outcome = run_fake(tmp_path, executor, backends="numpy", policies=policies)
+    checking = [c for c in executor.calls if c["job"].check]
+    assert len(checking) == 1 and len(executor.calls) >= 3
+    case = json.loads((outcome.result_dir.root / "cases" / "numpy_matmul_64_f32.json").read_text())
+    assert case["threadpools"] == FAKE_POOLS
+    runs = [r for p in case["policies"].values() for r in p.get("runs", []) + p.get("procs", [])]
+    assert runs and not any("threadpools" in r for r in runs)
+    assert "threadpools" in json.loads((outcome.result_dir.root / "manifest.json").read_text())
 
 
 def test_a_complete_run_writes_valid_artifacts(tmp_path):

@@ -145,7 +145,7 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
     from ttfr.measure import spawn
 
     job = Job(mode="warm", adapter="numpy_backend", workload="matmul", size=256, dtype="float32", samples=8,
-              min_sample_s=0.01, max_warmup_s=0.3)  # fmt: skip
+              min_sample_s=0.01, max_warmup_s=0.3, check=True)  # fmt: skip
     loops = _busy_loops()
     try:
         result = spawn.run_worker(job, dict(os.environ), 120.0)
@@ -162,7 +162,7 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
     verdict = contention.warm_process(ev, None)
     assert verdict.contended, verdict  # every core had a CPU-bound neighbour the whole time
     assert result.record.sched.runq_wait_s > 0
-    assert result.record.threadpools is None or any(p["internal_api"] for p in result.record.threadpools)
+    assert result.record.threadpools is None or any(p.internal_api for p in result.record.threadpools)
 
 
 def test_machine_health_counts_contended_runs_and_advises(fixture_case):

@@ -33,6 +33,43 @@ def test_warm_numpy_worker_checks_its_result_and_samples():
     assert record["digest"]["finite"] and record["digest"]["count"] == 32 * 32
 
 
+def test_only_the_checking_process_imports_threadpoolctl():
+    """A cold process records no pools and never loads threadpoolctl (~21 ms of every no-op's
+    process_s once); the process that checks the result records the BLAS pools NumPy loaded."""
+    cold = run(job("numpy_backend", size=8))
+    assert cold.outcome == "ok", cold.output_tail
+    assert encode(cold.record).get("threadpools") is None and "threadpools" not in encode(cold.record)
+    checking = run(job("numpy_backend", size=8, mode="warm", samples=0, check=True))
+    assert checking.outcome == "ok", checking.output_tail
+    pools = checking.record.threadpools
+    if have("threadpoolctl"):
+        assert pools and any(p.user_api == "blas" and p.num_threads >= 1 for p in pools), pools
+    else:
+        assert pools is None
+
+
+def test_a_no_op_process_loads_nothing_after_its_timing_that_a_bare_interpreter_would_not(tmp_path):
+    """What the worker imports after its last mark is ttfr's cost in process_s: a module that
+    crept in (threadpoolctl, json, resource) shows here, long before a benchmark notices."""
+    probe = tmp_path / "modules.txt"
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: open({str(probe)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+            "from ttfr.child.worker import main; main()")  # fmt: skip
+    import subprocess
+
+    read_fd, write_fd = os.pipe()
+    words = job("python_backend", workload="noop", size=1, dtype="float64").replace(fd=write_fd).to_words()
+    done = subprocess.run([sys.executable, "-P", "-c", code, *words], pass_fds=(write_fd,), timeout=60, check=False)
+    os.close(write_fd)
+    os.close(read_fd)
+    assert done.returncode == 0
+    loaded = set(probe.read_text().split())
+    bare = subprocess.run([sys.executable, "-P", "-c", "import atexit, sys; print(' '.join(sys.modules))"],
+                          capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    extra = sorted(m for m in loaded - set(bare) if not m.startswith("ttfr"))
+    assert extra == [], f"a no-op worker loads {extra} beyond a bare interpreter"
+
+
 @pytest.mark.skipif(not have("jax"), reason="jax not installed")
 def test_jax_worker_splits_the_first_call_into_aot_stages(tmp_path):
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",

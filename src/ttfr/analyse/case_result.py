@@ -324,7 +324,15 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         memory=CaseMemory(**memory),
         flags=flags,
         unmeasured_runs=unmeasured,
+        threadpools=_threadpools(checked),
     )
+
+
+def _threadpools(checked: list[JournalEntry]):
+    """The pools the case's checking process recorded (only it runs threadpoolctl, after its
+    timing: a cold process never pays for the import)."""
+    recorded = [e.record.threadpools for e in checked if e.outcome == "ok" and e.record.threadpools is not UNSET]
+    return recorded[0] if recorded else UNSET
 
 
 _FIELDS = {COLD_CACHE: "cold_cache", WARM_CACHE: "warm_cache", WARM_PROCESS: "warm_process"}

@@ -95,7 +95,6 @@ def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest |
         exit_code=entry.exit_code,
         loop=loops.run_loop(record.loop if record else None) or UNSET,
         contention=contention.cold_run(record.sched or None, metrics.process_s, entry.host, entry.rusage) if ok else UNSET,
-        threadpools=(None if record.threadpools is UNSET else record.threadpools) if ok else UNSET,
         output_tail=UNSET if ok else entry.output_tail,
     )  # fmt: skip
 

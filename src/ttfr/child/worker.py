@@ -248,6 +248,13 @@ def _plain(value):
     return str(value)
 
 
+def _ru_maxrss_bytes():
+    """Where there is no /proc: getrusage's peak (a .so to load, hence only here)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _emit(fd, record):
     # repr() of builtins needs no import (json would cost ~8 ms of `re` in every run's
     # process_s); the parent reads it with ast.literal_eval, which evaluates literals only.
@@ -279,22 +286,19 @@ def main(argv=None):
     if job.case_sha256 and record["outcome"] == "ok" and _user_case_sha256(job) != job.case_sha256:
         record["outcome"] = "invalid-measurement"
         record["reason"] = f"the case file {job.case_source} changed since the run was planned"
-    import resource
-
     from ttfr.child import hostinfo  # after every timed phase
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    record["rusage_self"] = {
-        # This process's own peak (VmHWM of its memory after exec): ru_maxrss also counts the
-        # parent's memory this process held between its fork and its exec, a floor of ttfr's size.
-        "max_rss_bytes": hostinfo.peak_rss_bytes() or usage.ru_maxrss * 1024,
-        "user_s": usage.ru_utime,
-        "sys_s": usage.ru_stime,
-        "involuntary_switches": usage.ru_nivcsw,
-    }
+    # This process's own peak (VmHWM of its memory after exec): ru_maxrss also counts the parent's
+    # memory this process held between its fork and its exec, a floor of ttfr's size. Its CPU time
+    # and switches are the parent's wait4 rusage (with its children's): `resource` is not imported.
+    record["rusage_self"] = {"max_rss_bytes": hostinfo.peak_rss_bytes() or _ru_maxrss_bytes()}
     sched = hostinfo.thread_schedstats()  # threads still alive (the main thread does the timed work)
     record["sched"] = {"on_cpu_s": sched[0] / 1e9, "runq_wait_s": sched[1] / 1e9} if sched else None
-    record["threadpools"] = hostinfo.threadpools()  # the BLAS/OpenMP pools the run loaded
+    if job.check:
+        # The BLAS/OpenMP pools, once per case: in the process that checks its result (the check
+        # run, or the first warm process after its samples). threadpoolctl's import costs ~21 ms,
+        # which in every cold process would be most of a no-op's process_s.
+        record["threadpools"] = hostinfo.threadpools()
     record["pid"] = os.getpid()
     _emit(job.fd, record)
 

@@ -7,7 +7,7 @@ Figures of a failed case are null, never 0.0; its runs stay as raw data.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -16,7 +16,7 @@ from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
 from ttfr.model.journal import Host
 from ttfr.model.loops import LoopSummary, RunLoop
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
-from ttfr.model.record import OUTCOMES, Check, Device
+from ttfr.model.record import OUTCOMES, Check, Device, ThreadPool
 from ttfr.model.summary import Summary
 
 CASE_SCHEMA = "ttfr.case_result.v1"
@@ -153,7 +153,7 @@ class RunFigures(Artifact):
     exit_code: int | None
     loop: RunLoop | UnsetType = UNSET
     contention: Contention | UnsetType = UNSET
-    threadpools: list[dict[str, Any]] | None | UnsetType = UNSET
+    threadpools: list[ThreadPool] | None | UnsetType = UNSET  # files before 0.1.1: each run's (now the case's)
     output_tail: str | None | UnsetType = UNSET
     # a warm process (absent when it returned no samples)
     samples_s: Annotated[list[Annotated[float, Meta(gt=0)]], Meta(min_length=1)] | UnsetType = UNSET
@@ -493,6 +493,9 @@ class CaseResult(Artifact):
     unmeasured_runs: list[UnmeasuredRun]
     limitations: list[str]
     command: CommandInfo | UnsetType = UNSET
+    # The BLAS/OpenMP pools its checking process loaded and their thread counts (None: threadpoolctl
+    # is not installed there; absent: no process checked the result, e.g. a command's case).
+    threadpools: list[ThreadPool] | None | UnsetType = UNSET
 
     def figure(self, policy: str, metric: str) -> Summary | None:
         """One metric's summary under one policy; None when not measured (or withheld)."""

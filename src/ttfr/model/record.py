@@ -222,6 +222,17 @@ class CacheCounters(Open):
     end: RuntimeCounters | None | UnsetType = UNSET
 
 
+class ThreadPool(Open):
+    """One BLAS/OpenMP library a process loaded and its thread count (threadpoolctl's view)."""
+
+    user_api: str | None = None  # blas, openmp
+    internal_api: str | None = None  # openblas, mkl, blis, openmp
+    num_threads: int | None = None
+    version: str | None = None
+    threading_layer: str | None = None
+    prefix: str | None = None
+
+
 class FirstResult(Open):
     """How a command's first result was taken (`ttfr run --command`)."""
 
@@ -249,6 +260,6 @@ class RunRecord(Open):
     versions: dict[str, str | int | None] | None | UnsetType = UNSET
     rusage_self: OwnRusage | UnsetType = UNSET
     sched: Sched | None | UnsetType = UNSET
-    threadpools: list[dict[str, Any]] | None | UnsetType = UNSET
+    threadpools: list[ThreadPool] | None | UnsetType = UNSET  # only the process that checked the result
     first_result: FirstResult | UnsetType = UNSET
     pid: int | UnsetType = UNSET
