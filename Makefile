@@ -1,5 +1,6 @@
 # ttfr: `make run` measures the default CPU suite, `make test` runs the tests: the fast tier first
-# (`make test-fast`: unit and fake-executor tests, < 1 min), then, if it passed, the rest.
+# (`make test-fast`: unit and fake-executor tests, < 1 min), then the overhead gate
+# (`make bench-overhead`, ~15 s), then, if both passed, the rest.
 # Both create .venv from the pinned lock file on first use.
 
 PYTHON ?= python3
@@ -14,7 +15,7 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
 
-.PHONY: install run test test-fast test-rest test-slurm bench lint clean chromium schemas
+.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead lint clean chromium schemas
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +28,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/ttfr run $(ARGS)
 
-test: test-fast test-rest
+test: test-fast bench-overhead test-rest
 
 # Everything the fast tier leaves out: real worker processes of every backend, cold torch.compile,
 # in-process HistFactory engines and fits, the pseudo-terminal tests (< 15 min on 2 cores).
@@ -50,6 +51,13 @@ test-slurm: $(STAMP)
 # Unit and fake-executor tests only (no worker of a real backend, no in-process engines or fits): < 1 min.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "$(FAST)" $(XDIST) --timeout 120 --durations 15 $(PYTEST_ARGS)
+
+# ttfr's own overhead, measured by ttfr in paired rounds: the no-op case against `python -I -c pass`
+# (cold process_s and ttfr_s) and against the same call loop in a bare interpreter (warm). Fails
+# (exit 3) when a ratio's whole 95% interval lies above 1.5x: a 3x regression cannot hide in this
+# machine's noise, a 5% wobble cannot fail it. About 15 s.
+bench-overhead: $(STAMP)
+	$(BIN)/ttfr selftest --harness --no-hyperfine --harness-rounds 20
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)

@@ -299,16 +299,29 @@ def test_runs_added_for_precision_grow_the_live_bar_and_end_with_the_precision_l
     assert validate_dir(root) == []
 
 
+def test_a_failed_overhead_gate_on_a_terminal(tmp_path):
+    """`ttfr selftest --harness` against a no-op the fake answers in 400 ms: the table, then the
+    gate's sentence and exit 3 (the bare arms are real, tiny interpreters)."""
+    status, raw = run_on_a_pty([*FAKED, "selftest", "--harness", "--harness-rounds", "6", "--no-hyperfine"], RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text and status == 3, text[-4000:]
+    flat = " ".join(text.split())
+    assert "ttfr: overhead gate: cold process_s:" in flat and "entirely above the limit 1.5×" in flat, text[-4000:]
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+
+
 @pytest.mark.integration  # the self-test measures real workers
 def test_selftest_and_the_ab_note_it_leads_to_on_a_terminal(tmp_path, monkeypatch):
     """`ttfr selftest` prints, on a terminal, how many rounds `ttfr ab` needs; `ttfr ab` with
     fewer fixed rounds then says so before its live bar starts (both paths only a person sees)."""
     monkeypatch.setenv("TTFR_STATE_DIR", str(tmp_path / "state"))
-    status, raw = run_on_a_pty([*TTFR, "selftest", "--aa", "2", "--per-level", "1", "--rounds", "4"], RUN_TIMEOUT_S)
+    status, raw = run_on_a_pty([*TTFR, "selftest", "--aa", "2", "--per-level", "1", "--rounds", "4", "--harness-rounds", "6",
+                                "--no-hyperfine"], RUN_TIMEOUT_S)  # fmt: skip
     text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
     assert "Traceback" not in text and status == 0, text[-4000:]
     flat = " ".join(text.split())
     assert "ttfr ab, warm: +10% at 80% power" in flat and "ttfr ab, cold: +10% at 80% power" in flat, text[-4000:]
+    assert "ttfr on itself (6 paired rounds" in flat and "cold process_s" in flat, text[-4000:]
     assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
     argv = [*TTFR, "ab", "--b-env", "TTFR_PROBE=1", "--cases", "python_noop_1_f64",
             "--cache-policy", "warm", "--rounds", "2", "--min-rounds", "2",

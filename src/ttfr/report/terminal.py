@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import statistics
 import time
 
@@ -22,11 +23,12 @@ from ttfr.measure import catalog
 from ttfr.measure.plan import Task
 from ttfr.model.case import CaseResult, ColdSummary, named
 from ttfr.model.comparison import Comparison
+from ttfr.model.harness import HarnessCheck, OverheadRatio
 from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
-from ttfr.report.formatting import fmt_seconds
+from ttfr.report.formatting import DASH, fmt_seconds
 from ttfr.report.markdown import precision_headline, result_check
 
 
@@ -306,6 +308,43 @@ def print_selftest(console: Console, result: dict) -> None:
         )
     for regime, need in (result.get("rounds_for_power") or {}).items():
         table.add_row(f"ttfr ab, {regime}: +{need['effect']:.0%} at {need['power']:.0%} power", _rounds_text(need))
+    console.print(table)
+
+
+_GATE_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "unmeasured": "bold red"}
+
+
+def _median_text(ratio: OverheadRatio) -> str:
+    def shown(value):
+        if value is None:
+            return DASH
+        return f"{value * 1e9:.1f} ns" if ratio.unit_s == "call" else fmt_seconds(value)
+
+    return f"{shown(ratio.measured_median_s)} vs {shown(ratio.baseline_median_s)}"
+
+
+def print_harness(console: Console, check: HarnessCheck) -> None:
+    """The harness's own figures: each ratio, its interval and the gate's verdict, then the
+    agreement with hyperfine and the fast tier's time."""
+    table = Table(title=f"ttfr on itself ({check.rounds} paired rounds, gate: the interval above {check.limit:g}× fails)")
+    for column in ("figure", "ttfr vs bare (medians)", "ratio [95% CI]", "gate"):
+        table.add_column(column)
+    for ratio in check.ratios:
+        table.add_row(Text(f"{ratio.name}\n{ratio.measured}\nvs {ratio.baseline}"), _median_text(ratio), ratio.ratio_text(),
+                      Text(ratio.verdict if ratio.reason is None else f"{ratio.verdict}: {ratio.reason}",
+                           style=_GATE_STYLE[ratio.verdict]))  # fmt: skip
+    agreement = check.hyperfine
+    if agreement:
+        table.add_row(Text(f"hyperfine\n{shlex.join(agreement.command)}"),
+                      f"{fmt_seconds(agreement.ttfr_median_s)} vs {fmt_seconds(agreement.hyperfine_median_s)}",
+                      f"{agreement.ratio:.3f}× ({agreement.rounds} rounds of {agreement.runs_per_round})",
+                      Text("agree (±5%)" if agreement.agrees else "disagree (beyond ±5%)",
+                           style="green" if agreement.agrees else "yellow"))  # fmt: skip
+    elif check.hyperfine_note:
+        table.add_row("hyperfine", DASH, DASH, Text(check.hyperfine_note))
+    if check.fast_tier_s is not None or check.fast_tier_note:
+        table.add_row("fast test tier", fmt_seconds(check.fast_tier_s) if check.fast_tier_s is not None else DASH, DASH,
+                      Text(check.fast_tier_note or "make test-fast"))  # fmt: skip
     console.print(table)
 
 
