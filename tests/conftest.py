@@ -53,7 +53,7 @@ def figures_drawn_only_where_asked(request, monkeypatch):
         return
     from ttfr.report import plots
 
-    monkeypatch.setattr(plots, "_pyplot", lambda: _Canvas())
+    monkeypatch.setattr(plots, "_figures", lambda: _Canvas())
     monkeypatch.setattr(plots, "_svg", lambda _fig: '<svg xmlns="http://www.w3.org/2000/svg" '
                                                     'data-stub="figure not drawn in this test"></svg>')  # fmt: skip
 

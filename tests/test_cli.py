@@ -96,3 +96,31 @@ def test_resume_says_which_interpreter_its_workers_run(tmp_path):
     done = ttfr("run", "--resume", str(result_dir.root))
     assert done.returncode == 0, done.stderr
     assert f"resuming {result_dir.root}: workers run {sys.executable}" in done.stdout
+
+
+def test_run_shows_its_summary_then_writes_the_page_and_says_its_own_time(tmp_path, capsys):
+    """The summary comes before report.html (its figures are the slowest part of ttfr's own
+    time); --no-html leaves the page to `ttfr report --html`; --verbose lists ttfr's phases."""
+    from fakes import FakeExecutor
+
+    from ttfr.commands import cli
+
+    def run(*extra):
+        out = tmp_path / "_".join(extra or ("default",))
+        code = cli.main(["run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "64", "--cold-runs", "2",
+                         "--warm-procs", "1", "--out", str(out), *extra], executors=Executors(worker=FakeExecutor()))  # fmt: skip
+        (root,) = out.iterdir()
+        return code, root, capsys.readouterr().out
+
+    code, root, printed = run("--verbose")
+    assert code == 0 and (root / "report.html").is_file() and (root / "report.md").is_file()
+    own = printed[printed.index("ttfr's own time:") :]
+    for phase in ("result directory, plan.json, manifest", "runs", "of which its 5 processes' lives",
+                  "analysis, JSON, report.md", "report.html", "total"):  # fmt: skip
+        assert phase in own, own
+    assert "start-up" not in own  # cli.main called in this process: its age is not ttfr's start-up
+    assert printed.index("1 ok, 0 warn, 0 failed") < printed.index("ttfr's own time:")
+    code, root, printed = run("--no-html")
+    assert code == 0 and not (root / "report.html").exists() and (root / "report.md").is_file()
+    assert "ttfr's own time" not in printed
+    assert cli.main(["report", str(root), "--html"]) == 0 and (root / "report.html").is_file()

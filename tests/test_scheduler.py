@@ -111,6 +111,17 @@ def test_missing_template_on_resume_is_reprimed_unmeasured(tmp_path):
     assert len(journal.entries()) == len(plan.tasks)
 
 
+def test_a_cold_cache_only_plan_starts_no_process_beyond_its_tasks(tmp_path):
+    """Without a warm-cache policy no template is made; the check of a compiling backend then
+    runs on an empty cache rather than priming one (an extra JAX process per case, ~0.5 s)."""
+    plan = make_plan(backends="jax_jit_cpu", policies="cold-process/cold-cache")
+    executor = FakeExecutor()
+    run(plan, tmp_path, executor)
+    assert len(executor.calls) == len(plan.tasks)
+    (check,) = [c for c in executor.calls if c["job"].check]
+    assert check["entries_seen"] == []
+
+
 @pytest.mark.parametrize("factor", [1.0, 4.0])
 def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, factor):
     spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2, seed=3,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
 from ttfr.model.summary import MedianCI, Outlier, Summary
 
@@ -29,12 +29,19 @@ def median_ci(values, confidence: float = CONFIDENCE) -> MedianCI | None:
     if n == 1:
         return MedianCI(low=float(x[0]), high=float(x[0]), level=0.0)
     j = np.arange(1, n // 2 + 1)  # 1-based rank of the lower bound; coverage falls as j grows
-    coverage = sps.binom.cdf(n - j, n, 0.5) - sps.binom.cdf(j - 1, n, 0.5)  # one vectorised call
+    # P(j <= Binomial(n, 1/2) <= n - j), from the binomial CDF (scipy.special.bdtr: what
+    # scipy.stats.binom.cdf computes, without importing scipy.stats, ~0.4 s of every run)
+    coverage = special.bdtr(n - j, n, 0.5) - special.bdtr(j - 1, n, 0.5)
     reaching = coverage >= confidence
     if not reaching[0]:
         return MedianCI(low=float(x[0]), high=float(x[-1]), level=float(1.0 - 2.0 * 0.5**n))
     k = int(j[-1]) if reaching.all() else int(np.argmin(reaching))  # the last j that still reaches it
     return MedianCI(low=float(x[k - 1]), high=float(x[n - k]), level=float(coverage[k - 1]))
+
+
+def _mad(x: np.ndarray) -> float:
+    """Median absolute deviation (unscaled, as scipy.stats.median_abs_deviation's default)."""
+    return float(np.median(np.abs(x - np.median(x))))
 
 
 def summarize(values) -> Summary | None:
@@ -51,7 +58,7 @@ def summarize(values) -> Summary | None:
         p95=float(np.percentile(x, 95)),
         mean=float(x.mean()),
         std=float(x.std(ddof=1)) if x.size > 1 else 0.0,
-        mad=float(sps.median_abs_deviation(x)),
+        mad=_mad(x),
     )
 
 
@@ -60,7 +67,7 @@ def robust_z(value: float, others) -> float | None:
     x = np.asarray(others, dtype=float)
     if x.size < 3:
         return None
-    spread = _MAD_TO_SIGMA * float(sps.median_abs_deviation(x))
+    spread = _MAD_TO_SIGMA * _mad(x)
     if spread == 0.0:
         return None
     return abs(value - float(np.median(x))) / spread

@@ -137,6 +137,19 @@ def threadpools():
         return None
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started (its start time in /proc/self/stat against
+    /proc/uptime, both since boot; 10 ms resolution); None without /proc."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        with open("/proc/uptime", "rb") as uptime:
+            up = float(uptime.read().split()[0])
+        return max(0.0, up - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def peak_rss_bytes() -> int | None:
     """This process's peak resident memory since its exec (VmHWM of /proc/self/status);
     None where there is no such file. Unlike ru_maxrss, it does not start at the memory the

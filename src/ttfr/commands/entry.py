@@ -3,8 +3,11 @@ stack takes ~0.3 s) or parsing ends quietly with exit 130, as it does anywhere l
 
 import sys
 
+from ttfr import startup
+
 
 def main() -> int:
+    startup.mark()
     try:
         from ttfr.commands.cli import main as cli_main
 

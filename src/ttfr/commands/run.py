@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ttfr import startup
 from ttfr.commands.options import command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
 from ttfr.measure.spec import PROFILES, RunRequest, build_spec
@@ -45,6 +46,12 @@ def add_parser(commands):
     )
     run.add_argument("--budget", metavar="DURATION", help="with --precision: wall-time limit of the run, e.g. 600, 10m, 1h")
     run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
+    run.add_argument(
+        "--no-html",
+        action="store_true",
+        help="write no report.html (its figures take ~0.5 s; `ttfr report DIR --html` renders it later)",
+    )
+    run.add_argument("--verbose", action="store_true", help="after the summary, ttfr's own time by phase")
     run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
     run.add_argument(
         "--executor",
@@ -80,18 +87,24 @@ def handle(args, console: Console) -> int:
         spec = build_spec(request(args))
     if args.executor == "slurm" or args.shards is not None:
         return _on_slurm(args, spec, console)
+    from ttfr.artifacts.reader import load_finished
     from ttfr.pipeline import suite  # the analysis stack, once the input is known good
+    from ttfr.pipeline.costs import Costs
     from ttfr.report import terminal
 
+    costs = Costs(startup_s=startup.seconds())
     if args.resume:
         result_dir, spec = suite.reopen(args.resume)
         console.print(f"resuming {result_dir.root}: workers run {spec.python or sys.executable}", markup=False,
                       highlight=False)  # fmt: skip
     else:
-        result_dir = suite.start(spec, args.out, ["ttfr", *args.argv])
+        with costs.phase("result directory, plan.json, manifest"):
+            result_dir = suite.start(spec, args.out, ["ttfr", *args.argv])
     progress = terminal.ProgressDisplay(console)
     try:
-        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress)
+        # report.html (matplotlib's figures) is written once the summary is shown
+        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=False,
+                                costs=costs)  # fmt: skip
     finally:
         progress.stop()
     for warning in outcome.warnings:
@@ -99,6 +112,11 @@ def handle(args, console: Console) -> int:
     terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
     if outcome.interrupted:
         console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
+    if not args.no_html:
+        with costs.phase("report.html"):
+            suite.write_html(load_finished(result_dir.root))
+    if args.verbose:
+        console.print("ttfr's own time:\n  " + "\n  ".join(costs.lines()), markup=False, highlight=False)
     return outcome.exit_code
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
+from ttfr.measure.plan import CHECK, PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
@@ -81,8 +81,11 @@ class Scheduler:
     def _prepare_cache(self, task: Task, cache: CacheDirs) -> bool:
         """Put the case's cache directory into the task's policy state; True if restored."""
         if task.uses_template and task.case.backend_info.compiles:
-            if not cache.has_template():
-                self._reprime(task)  # e.g. resuming after the scratch area was removed
+            # A warm-cache run needs the template: re-made when it is missing (a resume after the
+            # scratch area was removed). The check only takes one the plan made: priming one for it
+            # would be a whole extra process that compiles what the check compiles anyway.
+            if not cache.has_template() and task.kind != CHECK:
+                self._reprime(task)
             if cache.has_template():
                 cache.restore_template()
                 return True

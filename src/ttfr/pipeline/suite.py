@@ -38,6 +38,7 @@ from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.pipeline.costs import Costs
 from ttfr.pipeline.precision_phase import PrecisionPurchase
 from ttfr.measure.user_commands import changed_files
 from ttfr.model.base import UNSET, encode
@@ -54,6 +55,7 @@ class SuiteOutcome:
     cases: list[CaseResult]
     interrupted: bool
     warnings: list[str]  # e.g. journal lines that were skipped
+    costs: Costs | None = None
 
     @property
     def exit_code(self) -> int:
@@ -197,12 +199,15 @@ class _TerminateAsInterrupt:
 
 
 def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = None, progress=None,
-            clock=time.monotonic) -> SuiteOutcome:  # fmt: skip
+            clock=time.monotonic, html: bool = True, costs: Costs | None = None) -> SuiteOutcome:  # fmt: skip
     """Run the plan's tasks the journal does not hold yet (`executors`: real processes unless a
-    test gives fakes), then analyse and write everything."""
+    test gives fakes), then analyse and write everything (report.html too unless `html` is
+    False: `ttfr run` shows its summary first, then writes it). `costs`: ttfr's own time, by phase."""
     executors = executors or REAL
+    costs = costs or Costs()
     started = clock()  # --budget counts from here (a resumed run gets its budget again)
-    plan = build_plan(spec)
+    with costs.phase("plan (its tasks)"):
+        plan = build_plan(spec)
     journal = Journal(result_dir.journal)
     if executors.starts_workers:
         ensure_worker_bytecode()
@@ -212,14 +217,23 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
             scheduler = Scheduler(plan, journal, result_dir.scratch, executors, progress,
                                   dataset_fields=dataset_fields(result_dir))  # fmt: skip
             bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
+            held = len(journal.entries())
             try:
-                scheduler.run()
-                if bought:
-                    bought.run()
+                with costs.phase("runs"):
+                    scheduler.run()
+                    if bought:
+                        bought.run()
             except KeyboardInterrupt:
                 interrupted = True
             entries = journal.entries()
-            suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None)
+            lives = [e.reaped_ns - e.spawn_ns for e in entries[held:] if e.reaped_ns is not None]
+            costs.processes, costs.worker_lives_s = len(lives), sum(lives) / 1e9
+            with costs.phase("analysis, JSON, report.md"):
+                suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None,
+                                             html=False)  # fmt: skip
+            if html:
+                with costs.phase("report.html"):
+                    write_html(load_finished(result_dir.root))
         if not suite.pending and not (bought and bought.stopped_by is None):
             result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
@@ -227,13 +241,14 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
                            f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
     finally:
         result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
-    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
+    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs)
 
 
-def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
-                  bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
-    """Analyse what the journal holds and write case files, the suite index and the report;
-    `bought`: how the --precision phase ended (its statistics are derived here)."""
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bought: precision.PhaseEnd | None = None,
+                  html: bool = True) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
+    """Analyse what the journal holds and write case files, the suite index and the report
+    (report.html too unless `html` is False); `bought`: how the --precision phase ended (its
+    statistics are derived here)."""
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
     refs = []
@@ -274,7 +289,8 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry]
         write_scaling_csv(result_dir, suite.scaling)
     verified = load_finished(result_dir.root)
     result_dir.write_page("report.md", markdown.render(verified))  # rendered from the files, as `ttfr report` would
-    write_html(verified)
+    if html:
+        write_html(verified)
     return suite, cases
 
 

@@ -50,10 +50,21 @@ class Plot:
     note: str = ""
 
 
-def _pyplot():
+class _Figures:
+    """pyplot's `subplots` without pyplot: a Figure of its own, drawn by the SVG backend when
+    saved (importing pyplot, which sets up figure managers for a GUI, cost ~0.2 s of every run)."""
+
+    @staticmethod
+    def subplots(nrows=1, ncols=1, *, figsize=None, **kwargs):
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=figsize)
+        return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def _figures():
     import matplotlib
 
-    matplotlib.use("Agg", force=True)
     matplotlib.rcParams.update({
         "svg.fonttype": "none",  # text stays text: searchable, smaller, readable by assistive tools
         "svg.hashsalt": "ttfr",  # stable element ids: the same figures give the same page
@@ -62,9 +73,7 @@ def _pyplot():
         "axes.spines.right": False,
         "figure.dpi": 96,
     })  # fmt: skip
-    import matplotlib.pyplot as plt
-
-    return plt
+    return _Figures
 
 
 _FIGURES = itertools.count(1)
@@ -72,10 +81,8 @@ _ID = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
 
 
 def _svg(fig) -> str:
-    plt = _pyplot()
     out = io.StringIO()
     fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": "ttfr"})
-    plt.close(fig)
     text = out.getvalue()
     text = text[text.index("<svg") :]  # inline: no XML declaration or doctype
     # Every figure names its elements figure_1, axes_1, ...: prefixed per figure, so the ids of a
@@ -115,13 +122,13 @@ def amortisation(cases: list[CaseResult], break_even: list[BreakEven]) -> list[P
 
 
 def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_even) -> Plot:
-    plt = _pyplot()
+    figures = _figures()
     key = (workload, size, dtype, dataset)
     rows_here = [r for r in break_even if (r.workload, r.size, r.dtype, r.dataset) == key]
     # far enough to see every break-even (and its CI range); without one, far enough to see the lines part
     reach = max([10_000] + [3 * max(r.calls, *(c for c in r.calls_range if c)) for r in rows_here if r.calls])
     reach = min(reach, _MAX_CALLS)
-    fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
+    fig, axes = figures.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
     table = []
     n = _call_grid(reach)
     # Each drawn break-even gets a number, on the plot and in its table row (text beside the
@@ -183,8 +190,8 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
     chosen = [c for c in cases if not c.command and c.figure(policy, "ttfr_s")]
     if not chosen:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
+    figures = _figures()
+    fig, ax = figures.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
     table = []
     labels = []
     for row_index, case in enumerate(chosen):
@@ -255,8 +262,8 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
         r.outcome == "ok" and (value(r) or 0) > 0 for r in measured(c))]  # fmt: skip
     if not chosen:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
+    figures = _figures()
+    fig, ax = figures.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
     table = []
     for row_index, case in enumerate(chosen):
         block = case.policies.get(policy)
@@ -299,12 +306,12 @@ def scaling(rows: list[ScalingRow]) -> list[Plot]:
     """Warm cost against parameter count (log-log) per engine and workload, with NextStat's
     published CUDA figures as hollow markers (measured elsewhere, other hardware)."""
     plots = []
-    plt = _pyplot()
+    figures = _figures()
     for workload in sorted({r.workload for r in rows}):
         mine = [r for r in rows if r.workload == workload and r.warm_call_s is not None]
         if not mine:
             continue
-        fig, ax = plt.subplots(figsize=(6, 3.6))
+        fig, ax = figures.subplots(figsize=(6, 3.6))
         table = []
         for index, engine in enumerate(sorted({r.engine for r in mine})):
             points = sorted((r for r in mine if r.engine == engine), key=lambda r: r.parameters)
@@ -341,8 +348,8 @@ def training_losses(cases: list[CaseResult]) -> Plot | None:
             series.append((case.case, kde.losses))
     if not series:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    figures = _figures()
+    fig, ax = figures.subplots(figsize=(6, 3.4))
     for index, (name, losses) in enumerate(series):
         ax.plot(range(1, len(losses) + 1), losses, marker=".", color=f"C{index % 10}", label=name)
     ax.set_xlabel("training step")
@@ -370,9 +377,9 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
     for row in rows:
         groups.setdefault((row.loop, row.backend, row.dtype, row.policy), []).append(row)
     plots = []
-    plt = _pyplot()
+    figures = _figures()
     for (loop, backend, dtype, policy), members in sorted(groups.items()):
-        fig, (timeline_ax, cost_ax) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+        fig, (timeline_ax, cost_ax) = figures.subplots(1, 2, figsize=(9.5, 3.4))
         table = []
         for index, row in enumerate(members):
             colour = f"C{index % 10}"
@@ -422,8 +429,8 @@ def forest(document: Comparison) -> Plot | None:
     records = [r for r in document.comparisons if r.effect is not UNSET and r.effect.ratio]
     if not records:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(records) + 1.3))
+    figures = _figures()
+    fig, ax = figures.subplots(figsize=(8, 0.4 * len(records) + 1.3))
     ax.axvline(1.0, color="black", linewidth=0.8)
     table = []
     for index, record in enumerate(records):
