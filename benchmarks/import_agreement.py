@@ -1,10 +1,22 @@
-"""Agreement of ttfr's import_s with an external tool: for NumPy, ttfr's import_s against
-hyperfine's `python -c "import numpy"` minus `python -c pass`, interleaved round by round.
+"""Where ttfr's import_s and hyperfine part ways, and where they agree.
+
+hyperfine times a process from spawn to exit, so `import numpy` minus `pass` also holds the
+interpreter's teardown with NumPy loaded; ttfr's import_s ends when the import returns. The
+`os._exit(0)` variants end a process without its teardown, which splits hyperfine's
+difference into the import and the teardown:
+
+    import  = hyperfine(import numpy; os._exit)  - hyperfine(import os; os._exit)
+    teardown = [hyperfine(import numpy) - hyperfine(pass)] - import
+
+ttfr's import_s (numpy backend, worker as `ttfr run` starts it) is compared with the import;
+then, on the same command (`python -c "import numpy"`), ttfr's time to exit (process_s, through
+its command executor) with hyperfine's wall time. Rounds alternate hyperfine and ttfr.
 
     .venv/bin/python benchmarks/import_agreement.py [rounds] [runs-per-round]
 """
 
 import json
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -13,36 +25,59 @@ import tempfile
 
 from _harness import run_worker, worker_job
 
+from ttfr.pipeline import harness_check
 
-def hyperfine_medians(runs: int) -> tuple[float, float]:
+PY = sys.executable
+COMMANDS = {
+    "import": "import numpy",
+    "pass": "pass",
+    "import_exit": "import numpy, os; os._exit(0)",
+    "pass_exit": "import os; os._exit(0)",
+}
+
+
+def hyperfine_medians(runs: int) -> dict[str, float]:
     with tempfile.NamedTemporaryFile(suffix=".json") as export:
-        subprocess.run(
-            ["hyperfine", "-N", "--warmup", "2", "--runs", str(runs), "--export-json", export.name,
-             f"{sys.executable} -c 'import numpy'", f"{sys.executable} -c pass"],
-            check=True, capture_output=True,
-        )  # fmt: skip
+        subprocess.run(["hyperfine", "-N", "--warmup", "2", "--runs", str(runs), "--export-json", export.name,
+                        *(shlex.join([PY, "-c", code]) for code in COMMANDS.values())],
+                       check=True, capture_output=True)  # fmt: skip
         results = json.load(open(export.name))["results"]
-    return results[0]["median"], results[1]["median"]
+    return {name: result["median"] for name, result in zip(COMMANDS, results)}
 
 
 def main(rounds: int, runs: int) -> None:
     if not shutil.which("hyperfine"):
         raise SystemExit("hyperfine is not installed (Debian: apt-get install hyperfine; or `make bench`)")
-    ratios, ttfr_all, external_all = [], [], []
+    ratios, ttfr_all, imports, teardowns, with_teardown = [], [], [], [], []
     for _ in range(rounds):
-        numpy_s, pass_s = hyperfine_medians(runs)
-        external = numpy_s - pass_s
-        imports = [run_worker(worker_job("numpy_backend", "matmul", size=2, dtype="float32"))[1].import_s for _ in range(runs)]
-        ttfr = statistics.median(imports)
-        ratios.append(ttfr / external)
+        h = hyperfine_medians(runs)
+        imported = h["import_exit"] - h["pass_exit"]
+        whole = h["import"] - h["pass"]
+        ttfr = statistics.median(
+            run_worker(worker_job("numpy_backend", "matmul", size=2, dtype="float32"))[1].import_s for _ in range(runs)
+        )
+        ratios.append(ttfr / imported)
         ttfr_all.append(ttfr)
-        external_all.append(external)
+        imports.append(imported)
+        with_teardown.append(whole)
+        teardowns.append(whole - imported)
+    agreement, why = harness_check.hyperfine_agreement(PY, rounds=rounds, runs_per_round=runs)
+    ms = lambda values: f"{statistics.median(values) * 1e3:6.1f} ms"  # noqa: E731
     print(f"rounds: {rounds} x {runs} runs (hyperfine and ttfr alternate)")
-    print(f"hyperfine: import numpy - pass   median {statistics.median(external_all) * 1e3:6.1f} ms")
-    print(f"ttfr import_s (numpy backend)    median {statistics.median(ttfr_all) * 1e3:6.1f} ms")
-    print(
-        f"ratio ttfr / hyperfine           {statistics.median(ratios):.3f} (per-round: {', '.join(f'{r:.2f}' for r in ratios)})"
-    )
+    print(f"hyperfine: import numpy - pass (spawn to exit)      {ms(with_teardown)}")
+    print(f"  of which the import (os._exit variants)           {ms(imports)}")
+    print(f"  of which NumPy's share of interpreter teardown    {ms(teardowns)}")
+    print(f"ttfr import_s (numpy backend)                       {ms(ttfr_all)}")
+    print(f"ratio ttfr import_s / hyperfine's import            {statistics.median(ratios):.3f} "
+          f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")  # fmt: skip
+    whole_ratio = statistics.median(ttfr_all) / statistics.median(with_teardown)
+    print(f"ratio ttfr import_s / hyperfine incl. teardown      {whole_ratio:.3f}")
+    if agreement:
+        print(f"same command, {shlex.join(agreement.command)}: ttfr process_s {agreement.ttfr_median_s * 1e3:.1f} ms, "
+              f"hyperfine {agreement.hyperfine_median_s * 1e3:.1f} ms, ratio {agreement.ratio:.3f} "
+              f"(per round: {', '.join(f'{r:.2f}' for r in agreement.per_round)})")  # fmt: skip
+    else:
+        print(f"same command: not measured ({why})")
 
 
 if __name__ == "__main__":
