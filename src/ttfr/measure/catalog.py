@@ -170,7 +170,7 @@ BACKENDS = {
 _ARRAY_FRAMEWORKS = ("numpy", "jax", "torch")
 _HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
 # Parameter counts of the generated workspace presets (child/workloads/histfactory/workspace.py).
-HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
+HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "mid72p": 72, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
 _HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
            check_timeout_factor=4.0, reads_workspace=True)  # fmt: skip

@@ -47,6 +47,9 @@ PRESETS = {
     "simple": Knobs(bins=(2,), backgrounds=1, normsys=0, histosys=0, staterror=False, shapesys_bins=2, lumi=False),
     # Like NextStat's "complex" benchmark workspace: 2 channels x 2 bins, 8 parameters.
     "complex8p": Knobs(bins=(2, 2), backgrounds=2, normsys=1, histosys=1),
+    # Between the two: 3 channels x 4 bins, 72 parameters (where a compiled engine's per-call
+    # dispatch stops mattering against the arithmetic).
+    "mid72p": Knobs(bins=(4, 4, 4), backgrounds=3, normsys=25, histosys=30, free_norms=3),
     # The size of NextStat's tHu benchmark workspace: 11 channels, 41 bins, 184 parameters.
     "thu184p": Knobs(bins=(5, 5, 4, 4, 4, 4, 3, 3, 3, 3, 3), backgrounds=5, normsys=64, histosys=74, free_norms=3),
     # Scaling ladder.
