@@ -1,11 +1,13 @@
 """HistFactory engines: warm NLL + gradient of every engine as a ratio to NextStat's, and
-cold TTFR per engine, for the complex8p and thu184p presets.
+cold TTFR per engine, for the complex8p, mid72p and thu184p presets.
 
 Part 1 runs `ttfr run --workloads hf_nll_grad` over all CPU engines: fresh processes,
 rounds interleaved across engines, cold-cache TTFR and warm-process call medians.
 Part 2 times the core calls in this process, interleaved round by round: NextStat's
 `nll + grad_nll` (its Rust core; no signal gradient) against our native JAX engine's
-value and gradients (parameters and signal) and pyhf's JAX backend.
+value and gradients (parameters and signal: hf_nll_grad's own call, compact on a small model)
+and pyhf's JAX backend, each synchronised per call. JAX runs CPU computations inline in this
+process, as the native engine's worker does (pyhf_jax's worker does not: part 1 has its figure).
 Targets (native JAX at thu184p): warm ratio to NextStat <= 1.0, >= 3x faster than pyhf_jax.
 
     .venv/bin/python benchmarks/histfactory.py [--cold-runs N] [--warm-procs N] [--rounds N]
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 ENGINES = ("jax_jit_cpu", "torch_eager_cpu", "torch_compile_cpu", "pyhf_numpy", "pyhf_jax", "pyhf_pytorch", "nextstat")
-PRESETS = ("complex8p", "thu184p")
+PRESETS = ("complex8p", "mid72p", "thu184p")
 
 
 def ms(seconds):
@@ -69,7 +71,7 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     import pyhf
 
     from ttfr.child.backends import pyhf_backend
-    from ttfr.child.workloads.histfactory import dense, native, nextstat_engine, problems, pyhf_engine
+    from ttfr.child.workloads.histfactory import dense, nextstat_engine, problems, pyhf_engine
     from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
     spec = hf_workspace.preset(name, seed)
@@ -77,17 +79,18 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     model = dense.compile_workspace(spec, signal)
     point = dict(zip(model.names, dense.evaluation_point(model, seed)))
     problem = problems.Problem(json.dumps(spec).encode(), point, signal, seed)
-    functions = native.jax_functions(jax)
-    arrays = {k: jnp.asarray(v) for k, v in model.arrays.items()}
-    p = jnp.asarray([point[n] for n in model.names])
-    s = jnp.asarray(model.signal_nominal())
-    jitted = jax.jit(lambda p, s: functions["value_and_grads"](p, s, arrays))
+    from ttfr.child.workloads import hf_nll_grad
+    from ttfr.child.workloads.histfactory import engines
+
+    inputs = [jnp.asarray(x) for x in engines.dense_inputs(problem)[1]]
+    function, args = hf_nll_grad.jax_build(jax, inputs)
+    jitted = jax.jit(function)
     ns = nextstat_engine.NextstatEngine(nextstat, problem)
     pyhf_backend.set_backend(pyhf, "jax")
     pyhf_call = pyhf_engine.PyhfEngine(pyhf, "jax", problem).nll_grads_call()[0]
     return len(model.names), {
         "nextstat": (lambda: (ns.model.nll(ns.point), ns.model.grad_nll(ns.point)), 2000),
-        "jax": (lambda: jax.block_until_ready(jitted(p, s)), 2000),
+        "jax": (lambda: jax.block_until_ready(jitted(*args)), 2000),
         "pyhf_jax": (lambda: jax.block_until_ready(pyhf_call()), 300),
     }
 
@@ -96,6 +99,7 @@ def part2(rounds: int, seed: int) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)  # as the native engine's worker (catalog: inline_cpu)
     print(f"\nPart 2: core calls in one process, {rounds} interleaved rounds (median per call)")
     header = ("params", "nextstat nll+grad", "native JAX", "pyhf_jax", "JAX/nextstat", "pyhf_jax/JAX")
     print("{:>6s} {:>18s} {:>12s} {:>12s} {:>13s} {:>13s}".format(*header))

@@ -145,3 +145,24 @@ def test_gate_processes_get_their_workloads_timeout_factor(tmp_path, factor):
 def test_only_histfactory_checks_get_a_longer_timeout():
     assert {w.check_timeout_factor for w in catalog.WORKLOADS.values() if w.name in catalog.HF_WORKLOADS} == {4.0}
     assert {w.check_timeout_factor for w in catalog.WORKLOADS.values() if w.name not in catalog.HF_WORKLOADS} == {1.0}
+
+
+def test_only_ttfrs_own_jax_engine_on_a_fit_like_workload_runs_cpu_computations_inline(tmp_path):
+    """HistFactory workloads need each result before the next call: the native JAX engine's
+    worker runs CPU computations inline (the adapter's option, recorded in the sync policy);
+    pyhf's JAX backend, torch and array workloads run as their users run them."""
+    spec = build_spec(RunRequest(cases="jax_jit_cpu_hf_nll_grad_8_f64,pyhf_jax_hf_nll_grad_8_f64,"
+                                       "torch_eager_cpu_hf_nll_grad_8_f64,jax_jit_cpu_matmul_512_f32",
+                                 cold_runs=1, warm_procs=1, seed=3))  # fmt: skip
+    plan = build_plan(spec, lambda _b, _w=None: None)
+    from ttfr.measure.workerenv import build_job
+
+    dataset = {"workspace": "w.json", "point": "p.json", "signal": "SR0/signal", "reference": "r.json"}
+    inline = {t.case.id: build_job(t, spec, dataset if t.case.uses_workspace else None).inline_cpu for t in plan.tasks}
+    assert inline == {"jax_jit_cpu_hf_nll_grad_8_f64": True, "pyhf_jax_hf_nll_grad_8_f64": False,
+                      "torch_eager_cpu_hf_nll_grad_8_f64": False, "jax_jit_cpu_matmul_512_f32": False}  # fmt: skip
+    by_id = {c.id: c for c in spec.cases}
+    assert by_id["jax_jit_cpu_hf_nll_grad_8_f64"].sync_policy.endswith(
+        "CPU computations run inline in the calling thread (jax_cpu_enable_async_dispatch=False)"
+    )
+    assert "inline" not in by_id["pyhf_jax_hf_nll_grad_8_f64"].sync_policy

@@ -257,7 +257,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         "size": case.size,
         "dtype": case.dtype,
         "config": _config(spec),
-        "sync_policy": backend.sync_policy,
+        "sync_policy": case.sync_policy,
         "device": None,
         "versions": {},
         "correctness": None,

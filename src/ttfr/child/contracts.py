@@ -59,7 +59,9 @@ class RuntimeAdapter(Protocol):
 class ArrayWorkload(Protocol):
     """Seeded input arrays, one pure function per framework, a float64 NumPy reference. The
     framework builders (`numpy_fn`, `jax_fn`, `torch_build`, `python_fn`) are those of the
-    frameworks the catalog says it supports."""
+    frameworks the catalog says it supports. A workload whose JAX function depends on its
+    inputs (their layout, their size) may give `jax_build(jax, inputs) -> (function, args)`
+    instead of `jax_fn`, as `torch_build` does for torch."""
 
     TOLERANCE: dict  # dtype -> normalised max error allowed against the reference
 

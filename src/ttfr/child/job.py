@@ -25,6 +25,9 @@ FIELDS = (
     ("min_sample_s", float, 0.0),
     ("max_warmup_s", float, 0.0),
     ("check", bool, False),  # run the case's result check (the gate)
+    # Run CPU computations inline rather than on the runtime's dispatch thread (JAX:
+    # jax_cpu_enable_async_dispatch=False); adapters of synchronous runtimes ignore it.
+    ("inline_cpu", bool, False),
     # False only to test the sync check itself: the timed loop skips the runtime's sync.
     ("sync", bool, True),
     ("workspace", str, ""),  # HistFactory: workspace file, evaluation point, signal, reference cache

@@ -68,6 +68,9 @@ class Backend:
     # ttfr's worker calls the workload in its own process (warm regime, result check). False for
     # a command: the program is a black box that starts, gives its first result and exits.
     in_process: bool = True
+    # How the adapter runs CPU computations inline for a workload that asks (Workload.inline_cpu);
+    # empty: it cannot, or its runtime is synchronous anyway.
+    inline_cpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,11 @@ class Workload:
     needs_compiler: bool = False  # a compiler's strategy (padded or dynamic shapes, AOT): compiling backends only
     source: str = ""  # a user's case: its case file (absolute) or `module:<name>` (measure/user_cases.py)
     command: bool = False  # a user's command (`ttfr run --command`): its program is in the run's spec
+    # Each call's result is needed before the next (fits, a gradient step): CPU computations
+    # run inline in the calling thread, not handed to a dispatch thread and waited for (JAX's
+    # async dispatch costs ~60 us a synchronised call on this kind of machine: most of a small
+    # model's NLL + gradient). Applies to ttfr's own engines; pyhf and user code run as given.
+    inline_cpu: bool = False
 
     @property
     def child_module(self) -> str:
@@ -119,7 +127,8 @@ _JAX = dict(
 )
 # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own platform
 # choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
-_JAX_CPU = dict(_JAX, device="cpu", env_defaults=(("JAX_PLATFORMS", "cpu"),))
+_JAX_CPU = dict(_JAX, device="cpu", env_defaults=(("JAX_PLATFORMS", "cpu"),),
+                inline_cpu="jax_cpu_enable_async_dispatch=False")  # fmt: skip
 _TORCH = dict(framework="torch", adapter="torch_backend", requires=("torch",), cache_counters=TORCH_COUNTERS)
 _TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
 _TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
@@ -170,10 +179,11 @@ BACKENDS = {
 _ARRAY_FRAMEWORKS = ("numpy", "jax", "torch")
 _HF_FRAMEWORKS = ("jax", "torch", "pyhf", "nextstat")
 # Parameter counts of the generated workspace presets (child/workloads/histfactory/workspace.py).
-HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "mid72p": 72, "thu184p": 184, "ladder500": 500, "ladder1000": 1000, "ladder2000": 2000}
+HF_PRESET_SIZES = {"simple": 3, "complex8p": 8, "mid72p": 72, "thu184p": 184, "ladder500": 500, "ladder1000": 1000,
+                   "ladder2000": 2000}  # fmt: skip
 HF_PRESET_BY_SIZE = {size: name for name, size in HF_PRESET_SIZES.items()}
 _HF = dict(size_range=(1, 1_000_000), dtypes=("float64",), size_meaning="parameters (workspace)", default=False,
-           check_timeout_factor=4.0, reads_workspace=True)  # fmt: skip
+           check_timeout_factor=4.0, reads_workspace=True, inline_cpu=True)  # fmt: skip
 _BUILTIN_WORKLOADS = {
     w.name: w
     for w in (
@@ -303,6 +313,19 @@ class Case:
     @property
     def uses_workspace(self) -> bool:
         return self.workload_info.reads_workspace
+
+    @property
+    def inline_cpu(self) -> bool:
+        """Its worker runs CPU computations inline (the workload asks, the adapter can)."""
+        return self.workload_info.inline_cpu and bool(self.backend_info.inline_cpu)
+
+    @property
+    def sync_policy(self) -> str:
+        """How its timed calls wait for their results, as every case file says."""
+        policy = self.backend_info.sync_policy
+        if self.inline_cpu:
+            policy += f"; CPU computations run inline in the calling thread ({self.backend_info.inline_cpu})"
+        return policy
 
 
 def required_packages() -> tuple[str, ...]:

@@ -69,6 +69,7 @@ def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
         seed=spec.seed,
         # the case's gate checks its result; later processes compare digests
         check=task.runs_check,
+        inline_cpu=case.inline_cpu,
         **(dataset or {}),
     )
     source = case.workload_info.source

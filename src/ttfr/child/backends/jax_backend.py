@@ -39,6 +39,8 @@ class Runtime:
         self.jax = jax
         if self.job.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
+        if self.job.inline_cpu and not self.on_gpu:  # before the CPU client exists
+            jax.config.update("jax_cpu_enable_async_dispatch", False)
         self.counter.register(jax)
         platform = "gpu" if self.on_gpu else "cpu"
         try:
@@ -68,7 +70,9 @@ class Runtime:
     def first_call(self, workload, inputs):
         clock = time.perf_counter_ns
         t0 = clock()
-        function = workload.jax_fn(self.jax)
+        # A workload may build its function from its inputs (and call it with other arguments).
+        build = getattr(workload, "jax_build", None)
+        function, inputs = build(self.jax, inputs) if build else (workload.jax_fn(self.jax), inputs)
         # A user's case may hand over a function it jitted itself (its own jit options).
         jitted = function if hasattr(function, "trace") and hasattr(function, "lower") else self.jax.jit(function)
         t1 = clock()
