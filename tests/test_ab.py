@@ -151,6 +151,26 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
     assert "CROSS-SESSION" in (out / "comparison.md").read_text()
 
 
+def test_compare_says_when_the_two_results_wait_for_their_calls_differently(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from fakes import FakeExecutor
+
+    from ttfr.measure import catalog
+    from ttfr.pipeline import suite as suite_run
+
+    dirs = []
+    for name, policy in (("one", None), ("two", "inline, as a newer ttfr would")):
+        if policy:
+            monkeypatch.setitem(catalog.BACKENDS, "numpy", replace(catalog.BACKENDS["numpy"], sync_policy=policy))
+        spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=6, warm_procs=6))
+        result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
+        dirs.append(suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor())).result_dir.root)
+    _out, document = compare.compare_dirs(dirs[0], dirs[1], tmp_path / "cmp", cross_session=True, correction="holm",
+                                          fail_on="regression")  # fmt: skip
+    assert "differs between A and B for numpy_matmul_64_f32 (sync_policy)" in document.warning
+
+
 def test_compare_pairs_the_two_arms_of_an_ab_run(tmp_path):
     outcome = ab.execute(ab_spec(rounds=10), tmp_path, executors=Executors(worker=SlowerB(factor=1.3)))
     _out, document = compare.compare_dirs(outcome.root / "A", outcome.root / "B", tmp_path / "again",

@@ -41,6 +41,21 @@ def test_the_blas_pools_come_once_per_case_from_its_checking_process(tmp_path, p
     assert "threadpools" in json.loads((outcome.result_dir.root / "manifest.json").read_text())
 
 
+def test_a_case_whose_check_failed_keeps_the_pools_of_its_checking_process(tmp_path):
+    class FailingCheck(FakeExecutor):
+        def answer(self, job, call, entries, jax_dir):
+            record, life = super().answer(job, call, entries, jax_dir)
+            if job.check:
+                record["check"] = {"reference": "numpy float64", "max_normalised_error": 0.5, "tolerance": 2e-4,
+                                   "passed": False}  # fmt: skip
+            return record, life
+
+    outcome = run_fake(tmp_path, FailingCheck(), backends="numpy")
+    case = json.loads((outcome.result_dir.root / "cases" / "numpy_matmul_64_f32.json").read_text())
+    assert case["status"] == "failed" and case["reason"].startswith("result_mismatch")
+    assert case["threadpools"] == FAKE_POOLS
+
+
 def test_a_complete_run_writes_valid_artifacts(tmp_path):
     outcome = run_fake(tmp_path)
     root = outcome.result_dir.root

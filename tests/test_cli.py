@@ -124,3 +124,27 @@ def test_run_shows_its_summary_then_writes_the_page_and_says_its_own_time(tmp_pa
     assert code == 0 and not (root / "report.html").exists() and (root / "report.md").is_file()
     assert "ttfr's own time" not in printed
     assert cli.main(["report", str(root), "--html"]) == 0 and (root / "report.html").is_file()
+    # a page from an earlier part of the run would describe another suite: --no-html removes it
+    assert cli.main(["run", "--resume", str(root), "--no-html"], executors=Executors(worker=FakeExecutor())) == 0
+    assert not (root / "report.html").exists() and (root / "report.md").is_file()
+
+
+def test_a_run_started_by_another_ttfr_version_is_not_resumed_here(tmp_path, capsys):
+    """A case's runs must come from one worker: resuming mixes them (e.g. inline and
+    asynchronous CPU dispatch in one case)."""
+    import json
+
+    from ttfr.commands import cli
+    from ttfr.measure.spec import RunRequest, build_spec
+    from ttfr.pipeline import suite as suite_run
+
+    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=1, warm_procs=1, seed=1))
+    result_dir = suite_run.start(spec, tmp_path)
+    result_dir.unlock()
+    plan = json.loads(result_dir.plan.read_text())
+    plan["ttfr_version"] = "0.0.9"
+    result_dir.plan.write_text(json.dumps(plan))
+    assert cli.main(["run", "--resume", str(result_dir.root)]) == 2
+    err = capsys.readouterr().err
+    assert "started by ttfr 0.0.9" in err and "cannot be resumed here" in err
+    assert not (result_dir.root / "journal.jsonl").exists() or not (result_dir.root / "journal.jsonl").read_text()

@@ -139,3 +139,14 @@ def test_the_command_exits_3_naming_the_figure_when_the_gate_fails(capsys):
     assert "ttfr: overhead gate: cold process_s: 3.000×" in out and "entirely above the limit 1.5×" in out
     assert cli.main(["selftest", "--harness", "--harness-rounds", "8", "--no-hyperfine"],
                     executors=_Timed(1.0).executors()) == 0  # fmt: skip
+
+
+def test_a_no_op_that_cannot_run_is_a_failure_to_measure_not_a_regression(capsys):
+    timed = _Timed(1.0)
+    executors = Executors(worker=lambda job, env, timeout_s, python=None: fake_result(None, outcome="error",
+                                                                                   reason="boom"),
+                          command=timed.command)  # fmt: skip
+    code = cli.main(["selftest", "--harness", "--harness-rounds", "6", "--no-hyperfine"], executors=executors)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "cold process_s: not measured (0 of 6 paired rounds succeeded; the gate needs 6)" in out

@@ -12,7 +12,7 @@ import msgspec
 
 from ttfr.analyse import contention, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
-from ttfr.measure.plan import Plan
+from ttfr.measure.plan import Plan, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
 from ttfr.model.case import (
     CACHE_FLAGS,
@@ -324,14 +324,16 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         memory=CaseMemory(**memory),
         flags=flags,
         unmeasured_runs=unmeasured,
-        threadpools=_threadpools(checked),
+        threadpools=_threadpools(entries),
     )
 
 
-def _threadpools(checked: list[JournalEntry]):
+def _threadpools(entries: list[JournalEntry]):
     """The pools the case's checking process recorded (only it runs threadpoolctl, after its
-    timing: a cold process never pays for the import)."""
-    recorded = [e.record.threadpools for e in checked if e.outcome == "ok" and e.record.threadpools is not UNSET]
+    timing: a cold process never pays for the import), whatever the check found: a failed
+    check is where a reader most wants to know the BLAS setup."""
+    recorded = [e.record.threadpools for e in entries
+                if runs_check(e.kind, e.index) and e.record and e.record.threadpools is not UNSET]  # fmt: skip
     return recorded[0] if recorded else UNSET
 
 

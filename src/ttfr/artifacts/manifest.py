@@ -98,8 +98,8 @@ def machine_id() -> str | None:
 
 
 def threadpools() -> list[dict] | None:
-    """The BLAS/OpenMP NumPy loads here and its thread count (threadpoolctl); each worker
-    records its own (the case files' runs: `threadpools`), which --threads changes."""
+    """The BLAS/OpenMP NumPy loads here and its thread count (threadpoolctl); each case's
+    checking process records its own (the case file's `threadpools`), which --threads changes."""
     try:
         import numpy  # noqa: F401  (loads its BLAS)
     except ImportError:

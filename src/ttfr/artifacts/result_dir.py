@@ -119,6 +119,15 @@ class ResultDir:
             raise ArtifactError(f"{root} is not a ttfr result directory (no plan.json)")
         return result_dir
 
+    def remove_page(self, name: str) -> None:
+        """Remove a rendering (report.html) that no longer describes the artifacts."""
+        try:
+            (self.root / name).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise ArtifactError(f"{self.root / name}: cannot be removed ({exc.strerror})") from None
+
     def discard(self) -> None:
         """Remove a directory this process created and holds (a start that failed)."""
         shutil.rmtree(self.root, ignore_errors=True)

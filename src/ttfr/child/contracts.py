@@ -59,9 +59,7 @@ class RuntimeAdapter(Protocol):
 class ArrayWorkload(Protocol):
     """Seeded input arrays, one pure function per framework, a float64 NumPy reference. The
     framework builders (`numpy_fn`, `jax_fn`, `torch_build`, `python_fn`) are those of the
-    frameworks the catalog says it supports. A workload whose JAX function depends on its
-    inputs (their layout, their size) may give `jax_build(jax, inputs) -> (function, args)`
-    instead of `jax_fn`, as `torch_build` does for torch."""
+    frameworks the catalog says it supports."""
 
     TOLERANCE: dict  # dtype -> normalised max error allowed against the reference
 
@@ -73,7 +71,9 @@ class ArrayWorkload(Protocol):
 @runtime_checkable
 class EngineWorkload(Protocol):
     """A problem read from the job's files in the timed setup, prepared per runtime, with its
-    own result check (HistFactory)."""
+    own result check (HistFactory). Besides `jax_fn(jax)`, one may give `jax_build(jax, inputs)
+    -> (function, args)`: a JAX function built for its inputs (their layout, their size) and the
+    arguments it is called with, as `torch_build` does for torch; the adapter prefers it."""
 
     def load_inputs(self, job: Job) -> Any: ...
 

@@ -5,7 +5,8 @@ Started as `python -P -c "from ttfr.child.worker import main; main()" key=value 
 add runpy (~6 ms), and the job is plain key=value words and the record a Python literal
 because `import json` costs ~8 ms (it pulls in `re`). Only `os`, `sys`, `time` and the
 stdlib-only `ttfr.child.job` are imported before the first mark; the runtime stack is imported inside the timed import
-phase; everything else (hashlib, resource, traceback) only after the last timed phase.
+phase; everything else (hashlib, traceback; threadpoolctl in the checking process only) only after
+the last timed phase.
 
 Marks are CLOCK_MONOTONIC nanoseconds, which is system-wide on Linux, so the parent can
 subtract its own spawn timestamp from them.

@@ -96,7 +96,7 @@ def selection_args(parser) -> None:
     list_arg(parser, "--sizes", "sizes (default: the profile's)")
     list_arg(parser, "--dtypes", "f32, f64 (default: the profile's)")
     list_arg(parser, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
-    list_arg(parser, "--workspace-preset", "HistFactory presets: simple, complex8p, thu184p, ladder500/1000/2000")
+    list_arg(parser, "--workspace-preset", "HistFactory presets: simple, complex8p, mid72p, thu184p, ladder500/1000/2000")
     parser.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
     parser.add_argument("--case-file", action="append", default=[], metavar="FILE",
                         help="your own cases (ttfr.cases.Case objects in a Python file); repeatable. "

@@ -77,6 +77,9 @@ def request(args) -> RunRequest:
 
 
 def handle(args, console: Console) -> int:
+    from ttfr.pipeline.costs import Costs  # light: the analysis stack comes once the input is known good
+
+    costs = Costs(startup_s=startup.seconds())
     spec = None
     if args.resume:
         chosen = [f"--{n.replace('_', '-')}" for n in _SELECTION if getattr(args, n) not in (None, [], False)]
@@ -84,15 +87,13 @@ def handle(args, console: Console) -> int:
         if chosen or args.deterministic:
             raise UsageError(f"--resume continues the stored plan; drop {', '.join(chosen or ['--deterministic'])}")
     else:
-        spec = build_spec(request(args))
+        with costs.phase("spec (cases, options, case files)"):
+            spec = build_spec(request(args))
     if args.executor == "slurm" or args.shards is not None:
         return _on_slurm(args, spec, console)
-    from ttfr.artifacts.reader import load_finished
-    from ttfr.pipeline import suite  # the analysis stack, once the input is known good
-    from ttfr.pipeline.costs import Costs
-    from ttfr.report import terminal
-
-    costs = Costs(startup_s=startup.seconds())
+    with costs.phase("ttfr's analysis and report imports"):
+        from ttfr.pipeline import suite  # the analysis stack, once the input is known good
+        from ttfr.report import terminal
     if args.resume:
         result_dir, spec = suite.reopen(args.resume)
         console.print(f"resuming {result_dir.root}: workers run {spec.python or sys.executable}", markup=False,
@@ -101,20 +102,20 @@ def handle(args, console: Console) -> int:
         with costs.phase("result directory, plan.json, manifest"):
             result_dir = suite.start(spec, args.out, ["ttfr", *args.argv])
     progress = terminal.ProgressDisplay(console)
+
+    def show(outcome) -> None:  # the results are written; report.html comes after this
+        progress.stop()
+        for warning in outcome.warnings:
+            print(f"ttfr: warning: {warning}", file=sys.stderr)
+        terminal.print_summary(console, outcome.suite, outcome.cases, outcome.result_dir.root)
+        if outcome.interrupted:
+            console.print(f"interrupted: finish with `ttfr run --resume {outcome.result_dir.root}`", markup=False)
+
     try:
-        # report.html (matplotlib's figures) is written once the summary is shown
-        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=False,
-                                costs=costs)  # fmt: skip
+        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=not args.no_html,
+                                costs=costs, shown=show)  # fmt: skip
     finally:
         progress.stop()
-    for warning in outcome.warnings:
-        print(f"ttfr: warning: {warning}", file=sys.stderr)
-    terminal.print_summary(console, outcome.suite, outcome.cases, result_dir.root)
-    if outcome.interrupted:
-        console.print(f"interrupted: finish with `ttfr run --resume {result_dir.root}`", markup=False)
-    if not args.no_html:
-        with costs.phase("report.html"):
-            suite.write_html(load_finished(result_dir.root))
     if args.verbose:
         console.print("ttfr's own time:\n  " + "\n  ".join(costs.lines()), markup=False, highlight=False)
     return outcome.exit_code

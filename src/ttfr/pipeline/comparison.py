@@ -201,6 +201,12 @@ def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, cor
     warning = None if same_session else CROSS_SESSION_WARNING
     if not same_session and machine_a != machine_b:
         warning += " The two results also come from different machines."
+    policies_a = {c.case: c.sync_policy for c in cases[0]}
+    waits = sorted(c.case for c in cases[1] if policies_a.get(c.case, c.sync_policy) != c.sync_policy)
+    if waits:  # e.g. a newer ttfr runs an engine's CPU computations inline
+        note = (f"How the timed calls wait for their results differs between A and B for {', '.join(waits)} "
+                "(sync_policy): part of their difference is the harness's, not the code's.")  # fmt: skip
+        warning = f"{warning} {note}" if warning else note
     out = _new_comparison_dir(Path(out_parent))
     document = write_comparison(out, cases[0], cases[1], paired=same_session, arms=arms,
                                 session=session_a if same_session else None, correction=correction, fail_on=fail_on,

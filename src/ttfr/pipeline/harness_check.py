@@ -178,7 +178,7 @@ def fast_tier_s(root: Path) -> tuple[float | None, str | None]:
 
 
 def run(rounds: int = 20, limit: float = DEFAULT_LIMIT, python: str | None = None, executors: Executors | None = None,
-        hyperfine: bool = True, fast_tier: bool = True, progress=None) -> HarnessCheck:  # fmt: skip
+        hyperfine: bool = True, fast_tier: bool = False, progress=None) -> HarnessCheck:  # fmt: skip
     """Measure the harness's figures and judge them against `limit`."""
     python = python or sys.executable
     executors = executors or REAL

@@ -166,6 +166,10 @@ def _resumable_spec(result_dir: ResultDir) -> RunSpec:
     if problems:
         shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
         raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
+    if plan["ttfr_version"] != ttfr.__version__:  # its runs and this one's would measure different workers
+        raise UsageError(f"{result_dir.plan}: the run was started by ttfr {plan['ttfr_version']} and this is ttfr "
+                         f"{ttfr.__version__}: one case's runs must come from one worker, so it cannot be resumed "
+                         "here; resume it with that version, or start a new run")  # fmt: skip
     spec = RunSpec.from_json(plan["spec"])
     redacted = [c.name for c in spec.commands if c.redacted]
     if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
@@ -199,10 +203,12 @@ class _TerminateAsInterrupt:
 
 
 def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = None, progress=None,
-            clock=time.monotonic, html: bool = True, costs: Costs | None = None) -> SuiteOutcome:  # fmt: skip
+            clock=time.monotonic, html: bool = True, costs: Costs | None = None, shown=None) -> SuiteOutcome:  # fmt: skip
     """Run the plan's tasks the journal does not hold yet (`executors`: real processes unless a
-    test gives fakes), then analyse and write everything (report.html too unless `html` is
-    False: `ttfr run` shows its summary first, then writes it). `costs`: ttfr's own time, by phase."""
+    test gives fakes), then analyse and write everything. `shown(outcome)` is called once the
+    results are written and before report.html (`ttfr run` prints its summary there: the page's
+    figures are the slowest part of ttfr's own time); `html` False writes no page (and removes
+    one an earlier part of the run left). `costs`: ttfr's own time, by phase."""
     executors = executors or REAL
     costs = costs or Costs()
     started = clock()  # --budget counts from here (a resumed run gets its budget again)
@@ -231,9 +237,13 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
             with costs.phase("analysis, JSON, report.md"):
                 suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None,
                                              html=False)  # fmt: skip
+            if shown is not None:
+                shown(SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs))
             if html:
                 with costs.phase("report.html"):
                     write_html(load_finished(result_dir.root))
+            else:  # a page from before a resume would describe another suite
+                result_dir.remove_page("report.html")
         if not suite.pending and not (bought and bought.stopped_by is None):
             result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled

@@ -128,8 +128,10 @@ class ProgressDisplay:
             self.console.print(line, markup=False, highlight=False)
 
     def stop(self) -> None:
+        """End the live bar (again: nothing)."""
         if self.bar is not None:
             self.progress.stop()
+            self.bar = None
 
 
 _STATUS_STYLE = {"ok": "green", "warn": "yellow", "failed": "bold red"}
