@@ -31,16 +31,28 @@ def jax_build(jax, inputs):
         return jax_fn(jax), tuple(inputs)
     from ttfr.child.workloads.histfactory.dense import Ops, jacobian_index
 
+    import numpy as np
+
     ops = Ops("jax", jax.numpy)
-    # The Jacobian's scatter positions depend on the model only: computed here, packed with it.
-    index = jacobian_index(ops, arrays, int(extra["point"].shape[0]))
-    layout, floats, ints = engines.pack(jax.numpy, {**arrays, engines.JACOBIAN_INDEX: index})
+    # Packed on the host and put once: eager jax.numpy ops here would each compile a kernel (a
+    # third of a cold first call). The Jacobian's scatter positions depend on the model only.
+    host = {name: np.asarray(array) for name, array in arrays.items()}
+    index = jacobian_index(Ops("numpy", np), host, int(extra["point"].shape[0]))
+    layout, floats, ints = engines.pack(np, {**host, engines.JACOBIAN_INDEX: index})
+    device = _device_of(extra["point"])
+    floats, ints = jax.device_put(floats, device), jax.device_put(ints, device)
 
     def hf_nll_grad(floats, ints, point, signal):
         model = engines.unpack(layout, floats, ints)
         return native.nll_and_grads(ops, point, signal, model, model[engines.JACOBIAN_INDEX])
 
     return hf_nll_grad, (floats, ints, extra["point"], extra["signal"])
+
+
+def _device_of(array):
+    """The device an input array lives on (the packed buffers go there too)."""
+    devices = getattr(array, "devices", None)
+    return next(iter(devices())) if devices else None
 
 
 def torch_build(torch, compile_fn, inputs):
