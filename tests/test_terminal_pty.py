@@ -111,7 +111,7 @@ def _live_display_of_one_case(ttfr, case_id, tmp_path):
     if missing:
         pytest.skip(f"{case_id}: {missing}")
     argv = [*ttfr, "run", "--out", str(tmp_path), "--cases", case_id,
-            "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3"]  # fmt: skip
+            "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3", "--verbose"]  # fmt: skip
     status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
     text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")  # the tty's CRLF, and rich's redraws
     if "Traceback" in text:
@@ -134,6 +134,9 @@ def _live_display_of_one_case(ttfr, case_id, tmp_path):
     (ref,) = suite["cases"]
     assert ref["case"] == case_id and ok_unless_busy(ref), ref
     assert f"results: {root}" in text.replace("\n", "")  # the summary printed after the bar
+    # then report.html, then ttfr's own time by phase (--verbose)
+    assert (root / "report.html").is_file() and text.index("results:") < text.index("ttfr's own time:"), tail
+    assert "report.html" in text[text.index("ttfr's own time:") :], tail
 
 
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
