@@ -121,7 +121,9 @@ def test_hyperfine_missing_is_said_not_faked(monkeypatch):
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--limit", "0.9"], "--limit 0.9: the gate's limit is a ratio above 1"),
+    [(["--limit", "0.9"], "--limit 0.9: the gate's limit is a finite ratio above 1"),
+     (["--limit", "inf"], "--limit inf: the gate's limit is a finite ratio above 1"),
+     (["--limit", "nan"], "--limit nan: the gate's limit is a finite ratio above 1"),
      (["--harness-rounds", "3"], "--harness-rounds 3: at least 6 paired rounds")],
 )  # fmt: skip
 def test_bad_gate_options_are_refused_before_anything_runs(argv, message, capsys):

@@ -4,6 +4,8 @@ and warm overhead against the bare interpreter, gated; hyperfine's agreement; th
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 
 from ttfr.errors import UsageError
@@ -43,8 +45,8 @@ def handle(args, console: Console) -> int:
     from ttfr.report import terminal
 
     limit = harness_check.DEFAULT_LIMIT if args.limit is None else args.limit
-    if not limit > 1.0:
-        raise UsageError(f"--limit {args.limit:g}: the gate's limit is a ratio above 1 (e.g. 1.5)")
+    if not 1.0 < limit < math.inf:
+        raise UsageError(f"--limit {args.limit:g}: the gate's limit is a finite ratio above 1 (e.g. 1.5)")
     if args.harness_rounds < MIN_ROUNDS:
         raise UsageError(f"--harness-rounds {args.harness_rounds}: at least {MIN_ROUNDS} paired rounds (the fewest with "
                          "a 95% interval)")  # fmt: skip
