@@ -67,6 +67,23 @@ def test_rounds_are_abba_balanced_and_reproducible():
         assert all(firsts[r : r + 4].count(0) == 2 for r in range(0, 8, 4))
 
 
+def test_paired_rounds_measure_each_arm_once_a_round_in_abba_order_and_pair_their_own_values():
+    from ttfr.pipeline.interleaved import paired_rounds
+
+    order = []
+
+    def arm(name):
+        def measure():
+            order.append(name)
+            return None if (name, len(order)) == ("B", 3) else f"{name}{len(order)}"  # B failed in round 1
+
+        return measure
+
+    pairs = paired_rounds(4, 0, arm("A"), arm("B"))
+    assert "".join(order) == "ABBABAAB"
+    assert pairs == [("A1", "B2"), ("A4", None), ("A6", "B5"), ("A7", "B8")]
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_round_zero_runs_the_template_producers_first(seed):
     spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64",

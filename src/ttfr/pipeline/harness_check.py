@@ -33,7 +33,7 @@ from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.user_commands import UserCommand
 from ttfr.model.harness import Agreement, HarnessCheck
-from ttfr.pipeline.interleaved import a_first
+from ttfr.pipeline.interleaved import paired_rounds
 
 DEFAULT_LIMIT = 1.5
 AGREEMENT = 0.05  # ttfr and hyperfine agree when their per-round ratio's median is within ±5%
@@ -61,8 +61,9 @@ print("per_call_s=" + repr(samples[len(samples) // 2] / 1e9))
 """
 
 
-def _seconds(start_ns: int | None, end_ns: int | None) -> float | None:
-    return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else None
+def _process_s(result) -> float | None:
+    """A run's spawn-to-exit seconds (None when it failed)."""
+    return runs.run_metrics(result.spawn_ns, result.reaped_ns, None).process_s if result.outcome == "ok" else None
 
 
 def cold_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict | None = None):
@@ -70,20 +71,16 @@ def cold_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict 
     where a run failed."""
     env = dict(os.environ) if env is None else env
     bare = UserCommand("bare_python", (python, "-I", "-c", "pass"), os.getcwd())
-    process, first = [], []
-    for r in range(rounds):
-        got = {}
-        for side in ("A", "B") if a_first(r, 0) else ("B", "A"):
-            if side == "A":
-                result = executors.command(bare, env, TIMEOUT_S)
-                got["A"] = _seconds(result.spawn_ns, result.reaped_ns) if result.outcome == "ok" else None
-            else:
-                result = executors.worker(_NOOP, env, TIMEOUT_S, python)
-                metrics = runs.run_metrics(result.spawn_ns, result.reaped_ns, result.record) if result.outcome == "ok" else None
-                got["B"] = (metrics.process_s, metrics.ttfr_s) if metrics else (None, None)
-        process.append((got["A"], got["B"][0]))
-        first.append((got["A"], got["B"][1]))
-    return process, first
+
+    def noop():
+        result = executors.worker(_NOOP, env, TIMEOUT_S, python)
+        if result.outcome != "ok":
+            return None, None
+        metrics = runs.run_metrics(result.spawn_ns, result.reaped_ns, result.record)
+        return metrics.process_s, metrics.ttfr_s
+
+    pairs = paired_rounds(rounds, 0, lambda: _process_s(executors.command(bare, env, TIMEOUT_S)), noop)
+    return [(a, b[0]) for a, b in pairs], [(a, b[1]) for a, b in pairs]
 
 
 def _per_call_s(result) -> float | None:
@@ -101,18 +98,13 @@ def warm_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict 
     env = dict(os.environ) if env is None else env
     bare = UserCommand("bare_loop", (python, "-I", "-c", BARE_WARM), os.getcwd(), first_result=r"^per_call_s=")
     job = _NOOP.replace(mode=WARM, samples=_WARM_SAMPLES, min_sample_s=_MIN_SAMPLE_S, max_warmup_s=0.2)
-    pairs = []
-    for r in range(rounds):
-        got = {}
-        for side in ("A", "B") if a_first(r, 1) else ("B", "A"):
-            if side == "A":
-                got["A"] = _per_call_s(executors.command(bare, env, TIMEOUT_S))
-            else:
-                result = executors.worker(job, env, TIMEOUT_S, python)
-                warm = result.record.warm if result.outcome == "ok" and result.record else None
-                got["B"] = statistics.median(warm.samples_s) if warm and warm.samples_s else None
-        pairs.append((got["A"], got["B"]))
-    return pairs
+
+    def noop():
+        result = executors.worker(job, env, TIMEOUT_S, python)
+        warm = result.record.warm if result.outcome == "ok" and result.record else None
+        return statistics.median(warm.samples_s) if warm and warm.samples_s else None
+
+    return paired_rounds(rounds, 1, lambda: _per_call_s(executors.command(bare, env, TIMEOUT_S)), noop)
 
 
 def _hyperfine_median_s(hyperfine: str, argv: list[str], runs_per_round: int) -> float:
@@ -145,7 +137,7 @@ def hyperfine_agreement(python: str, rounds: int = 5, runs_per_round: int = 10, 
             result = executors.command(command, env, TIMEOUT_S)
             if result.outcome != "ok":
                 return None, f"ttfr could not run {argv[-1]!r}: {result.reason}"
-            measured.append(_seconds(result.spawn_ns, result.reaped_ns))
+            measured.append(_process_s(result))
         ours.append(statistics.median(measured))
         theirs.append(external)
         ratios.append(ours[-1] / external)

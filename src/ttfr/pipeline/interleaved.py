@@ -198,6 +198,21 @@ def a_first(round_index: int, phase: int) -> bool:
     return (round_index + phase) % 4 in (0, 3)
 
 
+def paired_rounds(rounds: int, phase: int, measure_a, measure_b) -> list[tuple]:
+    """(A's value, B's value) of `rounds` rounds, each arm measured once per round in ABBA order
+    (`measure_a()`, `measure_b()`: one measurement each; whatever they return, None included)."""
+    pairs = []
+    for round_index in range(rounds):
+        if a_first(round_index, phase):
+            a = measure_a()
+            b = measure_b()
+        else:
+            b = measure_b()
+            a = measure_a()
+        pairs.append((a, b))
+    return pairs
+
+
 def _abba_first(task, round_index: int, seed: int) -> int:
     """0 if A runs first in this round for this stream, else 1 (a seeded phase per stream)."""
     phase = random.Random(f"{seed}:phase:{task.case.id}|{task.policy or task.kind}").randrange(4)

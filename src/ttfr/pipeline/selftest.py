@@ -99,16 +99,13 @@ def paired_series(regime: str, extra: float, rounds: int, python: str, phase: in
     workload, size = ("spin", SPIN_SIZE) if regime == "warm" else ("noop", 1)
     env_a = dict(os.environ, TTFR_SPIN_EXTRA="0")
     env_b = dict(os.environ, TTFR_SPIN_EXTRA=repr(extra))
-    a, b = [], []
-    for r in range(rounds):
-        order = ((0, env_a), (1, env_b)) if interleaved.a_first(r, phase) else ((1, env_b), (0, env_a))
-        got = {}
-        for side, env in order:
-            got[side] = _value(run_worker(_job(workload, size, mode), env, 60.0, python=python), mode)
-        if got[0] is not None and got[1] is not None:
-            a.append(got[0])
-            b.append(got[1])
-    return a, b
+
+    def measure(env):
+        return lambda: _value(run_worker(_job(workload, size, mode), env, 60.0, python=python), mode)
+
+    pairs = interleaved.paired_rounds(rounds, phase, measure(env_a), measure(env_b))
+    kept = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return [a for a, _ in kept], [b for _, b in kept]
 
 
 def measured_ratio_fresh(extra: float, python: str) -> float | None:
