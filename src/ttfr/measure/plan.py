@@ -54,7 +54,16 @@ class Task:
 
     @property
     def uses_template(self) -> bool:
-        return self.policy in (WARM_CACHE, WARM_PROCESS) or self.kind == CHECK
+        """It starts from the case's cache template: when there is one (the check), or always
+        (`requires_template`)."""
+        return self.requires_template or self.kind == CHECK
+
+    @property
+    def requires_template(self) -> bool:
+        """Its policy is measured on a primed cache: a missing template is made again. The check
+        takes one only where the plan made it: priming one for it would be a whole extra process
+        compiling what the check compiles anyway."""
+        return self.policy in (WARM_CACHE, WARM_PROCESS)
 
     @property
     def runs_check(self) -> bool:

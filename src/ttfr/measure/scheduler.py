@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import CHECK, PRIME, Plan, Task, gate_failure, replay
+from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
@@ -44,6 +44,7 @@ class Scheduler:
         self.base_env = base_env
         self.dataset_fields = dataset_fields or {}
         self.stopped: dict[str, str] = {}
+        self.lives_ns: list[int] = []  # spawn to exit of each worker it ran (journaled or re-priming)
 
     def run(self) -> None:
         pending = self.pending()
@@ -66,6 +67,8 @@ class Scheduler:
         self.progress.task_started(task)
         entry = self._execute(task)
         self.journal.append(entry)
+        if entry.reaped_ns is not None:
+            self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
         self._note(task.case.id, gate_failure(entry))
         self.progress.task_finished(task, entry)
         return entry
@@ -81,11 +84,8 @@ class Scheduler:
     def _prepare_cache(self, task: Task, cache: CacheDirs) -> bool:
         """Put the case's cache directory into the task's policy state; True if restored."""
         if task.uses_template and task.case.backend_info.compiles:
-            # A warm-cache run needs the template: re-made when it is missing (a resume after the
-            # scratch area was removed). The check only takes one the plan made: priming one for it
-            # would be a whole extra process that compiles what the check compiles anyway.
-            if not cache.has_template() and task.kind != CHECK:
-                self._reprime(task)
+            if not cache.has_template() and task.requires_template:
+                self._reprime(task)  # e.g. resuming after the scratch area was removed
             if cache.has_template():
                 cache.restore_template()
                 return True
@@ -99,6 +99,8 @@ class Scheduler:
         if self._prepare_failure(primer, cache, self._timeout(primer)):
             return
         result = self._spawn(primer, cache, self._timeout(primer))
+        if result.reaped_ns is not None:
+            self.lives_ns.append(result.reaped_ns - result.spawn_ns)
         if result.outcome == "ok":
             cache.save_template()
 

@@ -15,7 +15,7 @@ class Costs:
     started: float = field(default_factory=time.monotonic)
     startup_s: float | None = None  # interpreter + ttfr's imports, before `started`
     phases: list[tuple[str, float]] = field(default_factory=list)
-    worker_lives_s: float = 0.0  # spawn to exit of the processes this session journaled (not --prepare's)
+    worker_lives_s: float = 0.0  # spawn to exit of the workers this session ran (not --prepare's)
     processes: int = 0
 
     @contextmanager

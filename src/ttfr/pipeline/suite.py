@@ -223,7 +223,6 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
             scheduler = Scheduler(plan, journal, result_dir.scratch, executors, progress,
                                   dataset_fields=dataset_fields(result_dir))  # fmt: skip
             bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
-            held = len(journal.entries())
             try:
                 with costs.phase("runs"):
                     scheduler.run()
@@ -232,16 +231,14 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
             except KeyboardInterrupt:
                 interrupted = True
             entries = journal.entries()
-            lives = [e.reaped_ns - e.spawn_ns for e in entries[held:] if e.reaped_ns is not None]
-            costs.processes, costs.worker_lives_s = len(lives), sum(lives) / 1e9
+            costs.processes, costs.worker_lives_s = len(scheduler.lives_ns), sum(scheduler.lives_ns) / 1e9
             with costs.phase("analysis, JSON, report.md"):
-                suite, cases = write_results(result_dir, plan, entries, bought.outcome(clock) if bought else None,
-                                             html=False)  # fmt: skip
+                suite, cases, verified = _write(result_dir, plan, entries, bought.outcome(clock) if bought else None)
             if shown is not None:
                 shown(SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs))
             if html:
                 with costs.phase("report.html"):
-                    write_html(load_finished(result_dir.root))
+                    write_html(verified)
             else:  # a page from before a resume would describe another suite
                 result_dir.remove_page("report.html")
         if not suite.pending and not (bought and bought.stopped_by is None):
@@ -254,11 +251,17 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
     return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs)
 
 
-def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bought: precision.PhaseEnd | None = None,
-                  html: bool = True) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
-    """Analyse what the journal holds and write case files, the suite index and the report
-    (report.html too unless `html` is False); `bought`: how the --precision phase ended (its
-    statistics are derived here)."""
+def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
+                  bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
+    """Analyse what the journal holds and write case files, the suite index and the reports;
+    `bought`: how the --precision phase ended (its statistics are derived here)."""
+    suite, cases, verified = _write(result_dir, plan, entries, bought)
+    write_html(verified)
+    return suite, cases
+
+
+def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bought: precision.PhaseEnd | None):
+    """write_results without report.html: (suite, cases, the directory as verified from its files)."""
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
     refs = []
@@ -299,9 +302,7 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry]
         write_scaling_csv(result_dir, suite.scaling)
     verified = load_finished(result_dir.root)
     result_dir.write_page("report.md", markdown.render(verified))  # rendered from the files, as `ttfr report` would
-    if html:
-        write_html(verified)
-    return suite, cases
+    return suite, cases, verified
 
 
 def write_html(verified) -> None:
