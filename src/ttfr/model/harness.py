@@ -72,3 +72,10 @@ class HarnessCheck(Artifact):
     def failed(self) -> list[OverheadRatio]:
         """The gate: ratios whose whole interval lies above the limit, or that could not be measured."""
         return [r for r in self.ratios if r.verdict in ("fail", "unmeasured")]
+
+    @property
+    def gate(self) -> Literal["pass", "regression", "unmeasured"]:
+        """The gate's outcome: a figure it could not measure is that, not a regression."""
+        if any(r.verdict == "unmeasured" for r in self.ratios):
+            return "unmeasured"
+        return "regression" if self.failed else "pass"

@@ -55,7 +55,6 @@ class SuiteOutcome:
     cases: list[CaseResult]
     interrupted: bool
     warnings: list[str]  # e.g. journal lines that were skipped
-    costs: Costs | None = None
 
     @property
     def exit_code(self) -> int:
@@ -235,7 +234,7 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
             with costs.phase("analysis, JSON, report.md"):
                 suite, cases, verified = _write(result_dir, plan, entries, bought.outcome(clock) if bought else None)
             if shown is not None:
-                shown(SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs))
+                shown(SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped))
             if html:
                 with costs.phase("report.html"):
                     write_html(verified)
@@ -248,7 +247,7 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
                            f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
     finally:
         result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
-    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped, costs)
+    return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
 
 
 def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
