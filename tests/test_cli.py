@@ -148,3 +148,13 @@ def test_a_run_started_by_another_ttfr_version_is_not_resumed_here(tmp_path, cap
     err = capsys.readouterr().err
     assert "started by ttfr 0.0.9" in err and "cannot be resumed here" in err
     assert not (result_dir.root / "journal.jsonl").exists() or not (result_dir.root / "journal.jsonl").read_text()
+
+
+def test_the_command_line_loads_neither_numpy_nor_the_analysis_stack():
+    """Every ttfr command imports the CLI: NumPy (~0.1 s) and scipy wait for the command that uses them."""
+    import subprocess
+    import sys
+
+    code = "import sys, ttfr.commands.cli, ttfr.pipeline.suite; print(sorted({'numpy', 'scipy'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"

@@ -274,3 +274,40 @@ def test_the_terminal_report_has_a_row_for_every_case(tmp_path):
     text = console.file.getvalue()
     (line,) = [line for line in text.splitlines() if "numpy_matmul_64_f32" in line]
     assert "1.02 ms" in line and "no cold-start figures" in line  # its warm call, though it has no cold start
+
+
+def _tick_labels(low: float, high: float, fmt=None) -> list[str]:
+    """The labels matplotlib draws on a log axis spanning [low, high] after plots._log_axis."""
+    from matplotlib.figure import Figure
+
+    from ttfr.report import plots
+
+    fig = Figure()
+    ax = fig.subplots()
+    ax.plot([low, high], [0, 1])
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    plots._log_axis(ax.xaxis, *([fmt] if fmt else []))
+    fig.canvas.draw()
+    ticks = [*zip(ax.xaxis.get_majorticklocs(), ax.get_xticklabels()),
+             *zip(ax.xaxis.get_minorticklocs(), ax.get_xticklabels(minor=True))]  # fmt: skip
+    return [label.get_text() for at, label in ticks if low <= at <= high and label.get_text()]
+
+
+@pytest.mark.figures
+def test_log_axes_are_labelled_in_plain_units_without_mathtext_or_crowding(monkeypatch):
+    import matplotlib.mathtext
+
+    def no_mathtext(*_args, **_kwargs):
+        raise AssertionError("a tick label went through mathtext")
+
+    monkeypatch.setattr(matplotlib.mathtext.MathTextParser, "parse", no_mathtext)
+    labels = _tick_labels(0.07, 0.6)  # one decade: 1, 2 and 5 steps
+    assert {"100 ms", "200 ms", "500 ms"} <= set(labels) and "300 ms" not in labels
+    narrow = _tick_labels(0.368, 0.381)  # no decade mark inside: matplotlib's linear fallback, every tick labelled
+    assert len(narrow) >= 2 and all(label.endswith(" ms") for label in narrow)
+    wide = _tick_labels(1e-6, 10.0)  # seven decades: powers of ten only, never 2 or 5
+    assert "1 µs" in wide and "1 s" in wide and not any(label.startswith(("2 ", "5 ")) for label in wide)
+    from ttfr.report import plots
+
+    assert "1,000" in _tick_labels(1, 1e5, plots._count)

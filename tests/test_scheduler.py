@@ -166,3 +166,47 @@ def test_only_ttfrs_own_jax_engine_on_a_fit_like_workload_runs_cpu_computations_
         "CPU computations run inline in the calling thread (jax_cpu_enable_async_dispatch=False)"
     )
     assert "inline" not in by_id["pyhf_jax_hf_nll_grad_8_f64"].sync_policy
+
+
+def test_work_alongside_overlaps_only_unmeasured_runs_and_ends_before_a_measured_one(tmp_path):
+    """ttfr's own imports run beside the result checks (unmeasured) and are finished before any
+    measured process starts: a measured run never shares the machine with ttfr's work."""
+    import threading
+    import time
+
+    plan = make_plan(backends="numpy,jax_jit_cpu", cold_runs=2, policies="cold-process/cold-cache")
+    events, release = [], threading.Event()
+
+    def decide(call):  # the scheduler runs the plan in order: a case's next task is this call's
+        task = next(t for t in plan.tasks if t.case.id == call["case"] and t.key not in seen)
+        seen.add(task.key)
+        events.append(("run", task.measured))
+        if not task.measured:
+            release.set()  # the work alongside may finish only once an unmeasured run is under way
+        return None
+
+    def alongside():
+        assert release.wait(10), "the work alongside never saw an unmeasured run start"
+        time.sleep(0.2)  # slower than the fake runs: only the scheduler's join orders what follows
+        events.append(("alongside done", None))
+
+    seen: set = set()
+    journal = Journal(tmp_path / "journal.jsonl")
+    scheduler = Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=FakeExecutor(decide)),
+                          alongside=alongside)  # fmt: skip
+    scheduler.run()
+    assert ("alongside done", None) in events
+    done = events.index(("alongside done", None))
+    first_check = events.index(("run", False))
+    assert first_check < done  # it overlapped an unmeasured run ...
+    measured_after_check = [i for i, e in enumerate(events) if e == ("run", True) and i > first_check]
+    assert measured_after_check and min(measured_after_check) > done  # ... and ended before the next measured one
+
+
+def test_without_an_unmeasured_run_the_work_alongside_is_not_started(tmp_path):
+    plan = make_plan(backends="numpy", warm_procs=2, policies="warm-process")  # the gate is a measured warm process
+    started = []
+    journal = Journal(tmp_path / "journal.jsonl")
+    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=FakeExecutor()),
+              alongside=lambda: started.append(1)).run()  # fmt: skip
+    assert all(t.measured for t in plan.tasks) and started == []

@@ -91,8 +91,8 @@ def handle(args, console: Console) -> int:
             spec = build_spec(request(args))
     if args.executor == "slurm" or args.shards is not None:
         return _on_slurm(args, spec, console)
-    with costs.phase("ttfr's analysis and report imports"):
-        from ttfr.pipeline import suite  # the analysis stack, once the input is known good
+    with costs.phase("ttfr's pipeline imports"):
+        from ttfr.pipeline import suite  # the run's modules, once the input is known good (analysis: later)
         from ttfr.report import terminal
     if args.resume:
         result_dir, spec = suite.reopen(args.resume)

@@ -8,6 +8,9 @@ is never mistaken for it. Each
 workspace used is written to `<result>/workspaces/<name>.json` together with
 `<name>.point.json`, the seeded parameter point (by name) at which every engine evaluates
 the NLL and its gradients, so every engine reads the same bytes in its timed setup.
+
+The HistFactory modules (and NumPy, ~0.12 s) are imported where a workspace is used: every
+ttfr command imports this module through the spec.
 """
 
 from __future__ import annotations
@@ -17,10 +20,6 @@ import math
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
-from ttfr.child.workloads.histfactory import dense
-from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr import bounded_file
 from ttfr.bounded_file import FileRefused
 from ttfr.errors import UsageError, unknown_choice
@@ -36,6 +35,8 @@ class Workspace:
 
     @property
     def sha256(self) -> str:
+        from ttfr.child.workloads.histfactory import workspace as hf_workspace
+
         return hf_workspace.sha256(self.spec)
 
 
@@ -130,6 +131,10 @@ def _parse(data: bytes, path: str):
 def _model_problem(spec: dict, signal: tuple[str, str]) -> str | None:
     """Compile the dense model every native engine uses and evaluate its NLL at the initial
     values: what is left unusable after the checks above fails here, before anything runs."""
+    import numpy as np
+
+    from ttfr.child.workloads.histfactory import dense
+
     try:
         model = dense.compile_workspace(spec, signal)
         with np.errstate(all="ignore"):
@@ -148,6 +153,8 @@ def load_user_workspace(path: str, signal: str | None = None) -> Workspace:
     """Read and check a user's pyhf JSON workspace; UsageError says what is wrong (with the
     JSON path of a bad value). The file is read once per process while it is unchanged: the
     run writes the very bytes that were checked."""
+    from ttfr.child.workloads.histfactory import workspace as hf_workspace
+
     info = _stat_regular(path, "--workspace")
     key = (os.path.abspath(path), signal, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     if key in _LOADED:
@@ -182,6 +189,8 @@ def _parse_signal(text: str, spec: dict, path) -> tuple[str, str]:
 def resolve(size: int, seed: int, user: Workspace | None = None, custom: bool = False) -> Workspace:
     """The workspace of a HistFactory case: the user's file for a `custom` case, else the
     preset with `size` parameters (never the user's file because its size happens to match)."""
+    from ttfr.child.workloads.histfactory import workspace as hf_workspace
+
     if custom:
         if user is None or user.size != size:
             raise UsageError(f"no --workspace file with {size} parameters for a custom_{size} case")
@@ -194,6 +203,9 @@ def resolve(size: int, seed: int, user: Workspace | None = None, custom: bool = 
 def files(workspace: Workspace, seed: int) -> dict[str, tuple[str, bytes]]:
     """The files a run writes for a workspace: role -> (file name, bytes); the roles are
     `workspace` (canonical JSON) and `point` (the evaluation point, by parameter name)."""
+    from ttfr.child.workloads.histfactory import dense
+    from ttfr.child.workloads.histfactory import workspace as hf_workspace
+
     model = dense.compile_workspace(workspace.spec, workspace.signal)
     point = dict(zip(model.names, (float(v) for v in dense.evaluation_point(model, seed))))
     return {

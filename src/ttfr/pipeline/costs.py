@@ -17,6 +17,14 @@ class Costs:
     phases: list[tuple[str, float]] = field(default_factory=list)
     worker_lives_s: float = 0.0  # spawn to exit of the workers this session ran (not --prepare's)
     processes: int = 0
+    alongside_s: float | None = None  # ttfr's work done while an unmeasured process ran
+
+    def timed_alongside(self, work, *args) -> None:
+        began = time.monotonic()
+        try:
+            work(*args)
+        finally:
+            self.alongside_s = time.monotonic() - began
 
     @contextmanager
     def phase(self, name: str):
@@ -37,6 +45,9 @@ class Costs:
             if name == "runs" and self.processes:
                 label = f"  of which its {self.processes} processes' lives"
                 out.append(f"{label:<42}{self.worker_lives_s:7.3f} s")
+            if name == "runs" and self.alongside_s is not None:
+                label = "  ttfr's imports beside unmeasured runs"
+                out.append(f"{label:<42}{self.alongside_s:7.3f} s")
         total = (self.startup_s or 0.0) + time.monotonic() - self.started
         runs = sum(seconds for name, seconds in self.phases if name == "runs")
         own = total - min(self.worker_lives_s, runs)  # a process lives within the runs' wall time

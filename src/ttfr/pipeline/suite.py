@@ -13,9 +13,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ttfr
-from ttfr.analyse import case_result, loops, precision, suite_figures
 from ttfr.artifacts import manifest
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
@@ -39,13 +39,15 @@ from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec, check_worker_python
 from ttfr.pipeline.costs import Costs
-from ttfr.pipeline.precision_phase import PrecisionPurchase
 from ttfr.measure.user_commands import changed_files
 from ttfr.model.base import UNSET, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
 from ttfr.model.suite import CaseRef, DatasetFile, FileRef, ScalingRow, SuiteResult
 from ttfr.report import markdown
+
+if TYPE_CHECKING:
+    from ttfr.analyse import precision
 
 
 @dataclass
@@ -220,8 +222,13 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
     try:
         with _TerminateAsInterrupt():
             scheduler = Scheduler(plan, journal, result_dir.scratch, executors, progress,
-                                  dataset_fields=dataset_fields(result_dir))  # fmt: skip
-            bought = PrecisionPurchase(plan, journal, scheduler, started, clock) if spec.precision else None
+                                  dataset_fields=dataset_fields(result_dir),
+                                  alongside=lambda: costs.timed_alongside(_analysis_imports, html))  # fmt: skip
+            bought = None
+            if spec.precision:
+                from ttfr.pipeline.precision_phase import PrecisionPurchase
+
+                bought = PrecisionPurchase(plan, journal, scheduler, started, clock)
             try:
                 with costs.phase("runs"):
                     scheduler.run()
@@ -250,6 +257,18 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
     return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
 
 
+def _analysis_imports(html: bool) -> None:
+    """What the analysis (scipy's order statistics) and report.html (matplotlib) import, ~0.35 s:
+    loaded while an unmeasured process (a result check, a cache priming) runs, by the scheduler's
+    `alongside`, which never overlaps a measured one; otherwise, here, when they are needed."""
+    from ttfr.analyse import case_result  # noqa: F401 - the import is the point
+
+    if html:
+        from ttfr.report import plots
+
+        plots.load_matplotlib()
+
+
 def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry],
                   bought: precision.PhaseEnd | None = None) -> tuple[SuiteResult, list[CaseResult]]:  # fmt: skip
     """Analyse what the journal holds and write case files, the suite index and the reports;
@@ -261,6 +280,8 @@ def write_results(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry]
 
 def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bought: precision.PhaseEnd | None):
     """write_results without report.html: (suite, cases, the directory as verified from its files)."""
+    from ttfr.analyse import case_result, loops, precision, suite_figures
+
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
     refs = []

@@ -62,6 +62,12 @@ class _Figures:
         return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
+def load_matplotlib() -> None:
+    """Import what drawing a page needs (~0.2 s), ahead of drawing it (see pipeline.suite)."""
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
 def _figures():
     import matplotlib
 
@@ -74,6 +80,32 @@ def _figures():
         "figure.dpi": 96,
     })  # fmt: skip
     return _Figures
+
+
+def _log_axis(axis, fmt=fmt_seconds) -> None:
+    """Label a log axis in plain units (`20 ms`, `1,000` calls) rather than matplotlib's
+    mathtext (2×10⁻¹: its parser costs ~0.1 s the first time on every page, and on a narrow range
+    every minor tick got such a label, overlapping). Powers of ten always; 2 and 5 within a decade
+    or two; every tick of the linear fallback matplotlib uses on a range with one or no decade mark."""
+    from matplotlib.ticker import FuncFormatter
+
+    def span() -> float:
+        low, high = sorted(axis.get_view_interval())
+        return high / low if low > 0 else math.inf
+
+    def minor(value, _pos) -> str:
+        ratio = span()
+        if ratio >= 100 or value <= 0:
+            return ""
+        mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+        return fmt(value) if ratio < 3 or mantissa in (2.0, 5.0) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: fmt(value) if value > 0 else ""))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
 _FIGURES = itertools.count(1)
@@ -155,6 +187,8 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
                         fontsize=8, fontweight="bold")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _log_axis(ax.xaxis, _count)
+        _log_axis(ax.yaxis)
         ax.set_xlabel("calls")
         ax.set_ylabel("cumulative seconds (from process start)")
         ax.set_title(_POLICY_LABEL[policy])
@@ -292,6 +326,7 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
     ax.set_yticks(range(len(chosen)), [c.case for c in chosen], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    _log_axis(ax.xaxis)
     ax.set_xlabel("seconds per call (process medians)" if policy == WARM_PROCESS else "TTFR seconds (each fresh process)")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
@@ -329,6 +364,8 @@ def scaling(rows: list[ScalingRow]) -> list[Plot]:
             table += [["NextStat CUDA", str(f[2]), fmt_seconds(f[3]), "—", "measured elsewhere"] for f in reference]
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _log_axis(ax.xaxis, _count)
+        _log_axis(ax.yaxis)
         ax.set_xlabel("parameters")
         ax.set_ylabel("seconds per call (warm)")
         ax.set_title(workload)
@@ -410,6 +447,7 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
                           ", ".join(f"{p.k}: {fmt_seconds(p.s)}" for p in curve) or "—",
                           ", ".join(f"{x}: {fmt_seconds(y)}{' ▲' if c else ''}" for x, y, c in points) or "—"])  # fmt: skip
         timeline_ax.set_yscale("log")
+        _log_axis(timeline_ax.yaxis)
         timeline_ax.set_xlabel("iteration (0: ahead of the loop)")
         timeline_ax.set_ylabel("seconds (median over runs)")
         timeline_ax.set_title("per iteration (▲: compiled)")
