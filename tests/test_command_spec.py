@@ -204,9 +204,17 @@ def test_parse_names_each_command_and_keeps_its_options(tmp_path):
     assert user_commands.parse(()) == ()
 
 
-def test_duplicate_auto_names_get_a_number():
+def test_duplicate_auto_names_get_their_folder_then_a_number():
     commands = user_commands.parse([f"{PY} a/run.py", f"{PY} b/run.py", f"{PY} c/run.py"])
-    assert [c.name for c in commands] == ["run", "run_2", "run_3"]
+    assert [c.name for c in commands] == ["a_run", "b_run", "c_run"]
+    same = user_commands.parse([f"{PY} a/run.py", f"{PY} a/run.py --fast"])
+    assert [c.name for c in same] == ["a_run", "a_run_2"]
+
+
+def test_python_dash_c_commands_are_named_by_their_code_not_by_number():
+    """Two `python -c` commands were command_python_1_f64 and command_python_2_1_f64."""
+    commands = user_commands.parse([f"{PY} -c 'import numpy'", f"{PY} -c 'import json, os'"])
+    assert [c.name for c in commands] == ["import_numpy", "import_json_os"]
 
 
 def test_an_auto_name_never_takes_an_explicit_one():

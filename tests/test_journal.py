@@ -135,7 +135,7 @@ CORRUPTIONS = {
     "check passed not a flag": (
         WARM,
         _set("record", "check", "passed", value="yes"),
-        "Expected `bool`, got `str` - at `record.check.passed`",
+        "Expected `bool | null`, got `str` - at `record.check.passed`",
     ),
     "check tolerance missing": (WARM, _drop("record", "check", "tolerance"), "`tolerance`"),
     "check error negative": (

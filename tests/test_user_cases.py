@@ -131,7 +131,7 @@ def test_an_alias_is_the_same_case_and_a_case_file_imports_its_neighbours(tmp_pa
     (tmp_path / "helpers.py").write_text("def build(np):\n    return np.cumsum\n")
     path = tmp_path / "aliased.py"
     path.write_text("import helpers\nfrom ttfr.cases import Case\nc = Case('aliased', sizes=(8,))\n"
-                    "c.numpy(helpers.build)\nsame = c\n")  # fmt: skip
+                    "c.numpy(helpers.build)\nc.inputs(lambda size, dtype, seed: [])\nsame = c\n")  # fmt: skip
     (found,) = user_cases.read([path], installed=False)
     assert found.name == "aliased"
 
@@ -159,25 +159,52 @@ def test_the_user_case_shim_makes_tuples_of_lists_and_arrays_of_inputs():
         user_case.make_inputs(3, "float32", 0)
 
 
+_INPUTS = "c.inputs(lambda size, dtype, seed: [])\n"
+
+
 @pytest.mark.parametrize(
     "content, match",
     [
-        ("def broken(:\n    pass\n", r"could not be imported:(.|\n)*SyntaxError"),
-        ("import numpy\nraise RuntimeError('no licence server')\n", r"could not be imported:(.|\n)*no licence server"),
-        ("from ttfr.cases import Case\nCase('x', sizes=(0,))\n", r"could not be imported:(.|\n)*CaseError: case 'x': sizes"),
+        # one line, file:line:column and the message (no ttfr frames, no importlib)
+        ("def broken(:\n    pass\n", r"could not be imported: bad\.py:1:12: SyntaxError: invalid syntax$"),
+        ("import numpy\nraise RuntimeError('no licence server')\n",
+         r"could not be imported: bad\.py:2:1: RuntimeError: no licence server$"),
+        ("from ttfr.cases import Case\nCase('x', sizes=(0,))\n",
+         r"could not be imported: bad\.py:2:1: CaseError: case 'x': sizes must be whole numbers .*got \(0,\)$"),
+        ("from ttfr.cases import Case\nc = Case('y', sizes='ten')\n", r"bad\.py:2:5: CaseError: .*got \('ten',\)$"),
         ("X = 1\n", "defines no case"),
         ("from ttfr.cases import Case\nc = Case('lonely', sizes=(8,))\n", "'lonely' has no builder"),
-        ("from ttfr.cases import Case\nc = Case('matmul', sizes=(8,))\nc.numpy(lambda np: np.sum)\n",
+        ("from ttfr.cases import Case\nc = Case('noinput', sizes=(8,))\nc.numpy(lambda np: np.sum)\n",
+         "'noinput' has no inputs: decorate a function .* with @case.inputs"),
+        ("from ttfr.cases import Case\nc = Case('matmul', sizes=(8,))\nc.numpy(lambda np: np.sum)\n" + _INPUTS,
          "has the name of a built-in workload"),
-        ("from ttfr.cases import Case\nc = Case('sweep_mlp', sizes=(8,))\nc.numpy(lambda np: np.sum)\n",
+        ("from ttfr.cases import Case\nc = Case('sweep_mlp', sizes=(8,))\nc.numpy(lambda np: np.sum)\n" + _INPUTS,
          "has the name of a built-in workload"),
     ],
 )  # fmt: skip
-def test_a_bad_case_file_is_a_usage_error_with_the_users_traceback(tmp_path, content, match):
+def test_a_bad_case_file_is_a_usage_error_pointing_at_the_users_line(tmp_path, content, match):
     path = tmp_path / "bad.py"
     path.write_text(content)
-    with pytest.raises(UsageError, match=match):
+    with pytest.raises(UsageError, match=match) as raised:
         catalogue_of([path])
+    assert "ttfr/" not in str(raised.value) and "frozen importlib" not in str(raised.value)
+
+
+def test_an_error_in_a_helper_module_names_its_line_and_the_case_files(tmp_path):
+    (tmp_path / "helper_mod.py").write_text("def f():\n    return 1 / 0\n")
+    path = tmp_path / "uses_helper.py"
+    path.write_text("from ttfr.cases import Case\nimport helper_mod\nhelper_mod.f()\n")
+    with pytest.raises(UsageError, match=r"helper_mod\.py:2:12: ZeroDivisionError: division by zero "
+                                         r"\(from uses_helper\.py:3:1\)$"):  # fmt: skip
+        catalogue_of([path])
+
+
+def test_a_case_file_that_hangs_on_import_is_stopped_at_the_timeout(tmp_path, capsys):
+    path = tmp_path / "hangs.py"
+    path.write_text("import time\nfrom ttfr.cases import Case\ntime.sleep(60)\n")
+    with pytest.raises(UsageError, match=r"importing it took longer than --timeout 2.5 s \(it was at hangs\.py:3:1\)"):
+        spec.build_spec(spec.RunRequest(case_files=[str(path)], timeout=2.5))
+    assert "importing case file" in capsys.readouterr().err  # announced while it hung, not silence
 
 
 def test_missing_files_other_suffixes_and_duplicate_names_are_refused(tmp_path):
@@ -373,3 +400,60 @@ def test_the_interpreter_checks_message_is_redacted(tmp_path, monkeypatch):
     with pytest.raises(UsageError) as refused:
         spec.check_worker_python(str(shim))
     assert secret not in str(refused.value) and "cannot import ttfr's worker" in str(refused.value)
+
+
+_MISTAKES = {
+    "inputs_raise": ("@case.inputs\ndef inputs(size, dtype, seed):\n    raise ValueError('boom')\n\n"
+                     "@case.numpy\ndef build(np):\n    return lambda x: x.sum()\n"),
+    "builder_raises": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
+                       "@case.numpy\ndef build(np):\n    raise RuntimeError('bad builder')\n"),
+    "returns_none": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
+                     "@case.reference\ndef reference(x):\n    return [x * 2]\n\n"
+                     "@case.numpy\ndef build(np):\n    return lambda x: None\n"),
+    "shapes_differ": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
+                      "@case.numpy\ndef build(np):\n    return lambda x: x * 2\n\n"
+                      "@case.jax\ndef build_jax(jax):\n    return lambda x: (x * 2).sum()\n"),
+}  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="needs jax")
+def test_a_users_mistakes_are_said_plainly_and_point_at_their_lines(tmp_path):
+    """An exception in @case.inputs or a builder names the part and the user's file:line (in the
+    reason, and the case file holds only the user's frames); a function returning None says so;
+    backends that disagree with no reference to judge them fail, and no reference is `not checked`
+    (passed: null), never a pass."""
+    files = []
+    for name, body in _MISTAKES.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"import numpy as np\nfrom ttfr.cases import Case\n\ncase = Case({name!r}, sizes=(10,), "
+                        f"dtypes=('float64',))\n\n{body}")  # fmt: skip
+        files += ["--case-file", str(path)]
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ttfr", "run", "--out", str(out), *files, "--backends", "numpy,jax_jit_cpu",
+            "--cold-runs", "1", "--cache-policy", "cold-cache", "--seed", "1", "--no-html"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+
+    def case(case_id):
+        return json.loads((root / "cases" / f"{case_id}.json").read_text())
+
+    inputs = case("numpy_inputs_raise_10_f64")
+    assert inputs["status"] == "failed"
+    assert "ValueError in @case.inputs at inputs_raise.py:8:5: boom" in inputs["reason"]
+    (run,) = inputs["policies"]["cold-process/cold-cache"]["runs"]
+    assert "inputs_raise.py\", line 8, in inputs" in run["traceback"] and "ttfr/" not in run["traceback"]
+    builder = case("numpy_builder_raises_10_f64")
+    assert "RuntimeError in your @case.numpy builder at builder_raises.py:12:5: bad builder" in builder["reason"]
+    assert "in setup" not in builder["reason"]
+    none = case("numpy_returns_none_10_f64")
+    assert "returned None" in none["reason"] and "non-finite" not in none["reason"] and "shape" not in none["reason"]
+    for backend in ("numpy", "jax_jit_cpu"):
+        differ = case(f"{backend}_shapes_differ_10_f64")
+        assert differ["status"] == "failed", differ["reason"]
+        assert "differ in size (values: jax_jit_cpu 1, numpy 10)" in differ["reason"]
+        assert differ["correctness"]["passed"] is None and differ["correctness"]["reference"] == "none"
+    flat = "".join(ch for ch in done.stdout if not ch.isspace() and ch != "│")  # the table wraps its cells
+    assert "@case.inputsatinputs_raise.py:8:5" in flat  # the terminal says it too

@@ -54,7 +54,7 @@ class Case:
 
     def __init__(self, name: str, *, sizes, dtypes=("float32",), tolerance=None, description: str = ""):
         self.name = name
-        self.sizes = tuple(sizes) if not isinstance(sizes, int) else (sizes,)
+        self.sizes = (sizes,) if isinstance(sizes, (int, str)) else tuple(sizes)  # 'ten' is one bad size
         self.dtypes = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
         self.tolerance = dict(DEFAULT_TOLERANCE, **(tolerance or {}))
         self.description = str(description)

@@ -6,6 +6,7 @@ Figures of a failed case are null, never 0.0; its runs stay in the artifact as r
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import msgspec
@@ -192,12 +193,13 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
     for entry in entries:
         if entry.outcome == "unavailable":
             return "warn", entry.reason
-    if check is not None and not check.passed:
+    if check is not None and check.passed is False:
         error = check.max_normalised_error
-        shown = "n/a" if error is None else f"{error:.3g}"
+        if error is None:  # no error figure: what was wrong is the detail (shapes, how many outputs)
+            return "failed", f"result_mismatch: {check.detail or 'no comparable result'} (against the {check.reference} reference)"
         detail = f" ({check.detail})" if check.detail else ""
         return "failed", (
-            f"result_mismatch: max normalised error {shown} > tolerance {check.tolerance:.3g} "
+            f"result_mismatch: max normalised error {error:.3g} > tolerance {check.tolerance:.3g} "
             f"against the {check.reference} reference{detail}"
         )
     if stopped:
@@ -246,7 +248,9 @@ def _command(case: catalog.Case, spec) -> CommandInfo | UnsetType:
     return CommandInfo(**{key: recorded[key] for key in keys if key in recorded})
 
 
-def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry]) -> CaseResult:
+def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry], disagreement: str | None = None) -> CaseResult:
+    """`disagreement`: why the case's backends' results contradict each other (a case without a
+    reference; see unreferenced_disagreements): a failure like a failed check."""
     spec = plan.spec
     backend = case.backend_info
     base = {
@@ -272,7 +276,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     entries = sorted(entries, key=lambda e: (e.round, e.index))
     checked = [e for e in entries if e.record and e.record.check]
     check = checked[0].record.check if checked else None
-    failed_checks = [e.record.check for e in checked if not e.record.check.passed]
+    failed_checks = [e.record.check for e in checked if e.record.check.passed is False]
     if failed_checks:
         check = failed_checks[0]
     reference_digest = next(
@@ -290,6 +294,10 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     sha256 = checked[0].record.dataset_sha256 if checked else None
     base["correctness"] = check
 
+    ran = [e for e in entries if e.outcome == "ok"]
+    # a program whose runs never wrote into (or found anything in) its cache directories
+    uncached = bool(case.workload_info.command and ran) and not any(
+        e.cache_dir.entries_before or e.cache_dir.entries_after for e in ran)  # fmt: skip
     policies = {}
     for policy in POLICIES:
         if policy not in spec.policies:
@@ -298,10 +306,10 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         if policy == WARM_PROCESS:
             policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured])
         else:
-            policies[policy] = _cold_policy([runs.run_view(e, case, reference_digest) for e in measured])
+            policies[policy] = _cold_policy([runs.run_view(e, case, reference_digest, uncached) for e in measured])
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
     stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
-    status, reason = _status(entries, policies, check, stopped)
+    status, reason = _status(entries, policies, check, stopped or disagreement)
 
     cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
     if cold:
@@ -345,4 +353,40 @@ def case_results(plan: Plan, entries: list[JournalEntry], skip=()) -> list[CaseR
     by_case: dict[str, list[JournalEntry]] = {}
     for entry in entries:
         by_case.setdefault(entry.case, []).append(entry)
-    return [build_case_result(case, plan, by_case.get(case.id, [])) for case in sorted(plan.spec.cases) if case.id not in skip]
+    disagreements = unreferenced_disagreements(plan.spec.cases, by_case)
+    return [build_case_result(case, plan, by_case.get(case.id, []), disagreements.get(case.id))
+            for case in sorted(plan.spec.cases) if case.id not in skip]  # fmt: skip
+
+
+def unreferenced_disagreements(cases, by_case: dict[str, list[JournalEntry]]) -> dict[str, str]:
+    """A user's case without a reference is not checked, but its backends can still contradict each
+    other: results of different sizes, or of norms further apart than the case's tolerance (from
+    each checking process's digest). Case id -> why, for every backend of such a case."""
+    groups: dict[tuple, list] = {}
+    for case in cases:
+        if not case.workload_info.source:
+            continue
+        checked = next((e for e in by_case.get(case.id, []) if e.outcome == "ok" and e.record and e.record.check), None)
+        digest = checked.record.digest if checked else None
+        if checked is None or checked.record.check.state != "not_checked" or not digest or digest.sum_sq is None:
+            continue
+        groups.setdefault((case.workload, case.size, case.dtype), []).append((case, digest, checked.record.check.tolerance))
+    out = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        counts = {digest.count for _case, digest, _tol in members}
+        norms = [math.sqrt(max(digest.sum_sq, 0.0)) for _case, digest, _tol in members]
+        tolerance = max(tol for _case, _digest, tol in members)
+        if len(counts) > 1:
+            said = ", ".join(f"{case.backend} {digest.count}" for case, digest, _tol in members)
+            why = f"the backends' results differ in size (values: {said})"
+        elif max(norms) - min(norms) > tolerance * max(max(norms), 1e-30):
+            said = ", ".join(f"{case.backend} {norm:.6g}" for (case, _d, _t), norm in zip(members, norms))
+            why = f"the backends' results differ beyond the tolerance {tolerance:.3g} (L2 norms: {said})"
+        else:
+            continue
+        for case, _digest, _tol in members:
+            out[case.id] = (f"result_mismatch: {why}, and the case has no @case.reference to say which is right: add one, "
+                            "or make the builders agree")  # fmt: skip
+    return out

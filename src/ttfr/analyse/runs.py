@@ -70,7 +70,9 @@ def _digest_differs(digest: Digest | None, reference: Digest | None, dtype: str)
     )
 
 
-def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None) -> RunFigures:
+def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None, uncached: bool = False) -> RunFigures:
+    """`uncached`: a command that wrote nothing into its cache directories in any run (see
+    cache.verify)."""
     record = entry.record
     backend = case.backend_info
     counters = record.cache.end if record and record.cache else None
@@ -90,12 +92,14 @@ def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest |
         stages=Stages(**{k: v for k, v in stages.items() if k in STAGE_METRICS}),
         resources=_resources(entry),
         cache=cache.verify(entry.policy, backend.compiles, counts, entry.cache_dir.entries_before,
-                           entry.cache_dir.entries_after, backend.cache_counters, entry.cache_dir.by_directory or None),
+                           entry.cache_dir.entries_after, backend.cache_counters, entry.cache_dir.by_directory or None,
+                           uncached=uncached),
         host=entry.host,
         exit_code=entry.exit_code,
         loop=loops.run_loop(record.loop if record else None) or UNSET,
         contention=contention.cold_run(record.sched or None, metrics.process_s, entry.host, entry.rusage) if ok else UNSET,
         output_tail=UNSET if ok else entry.output_tail,
+        traceback=record.traceback if record and not ok and case.workload_info.source else UNSET,
     )  # fmt: skip
 
 

@@ -89,19 +89,20 @@ def busy_cpu_seconds():
     return None if times is None else times["busy"] * times["tick_s"]
 
 
-def thread_schedstats():
-    """(on-CPU ns, run-queue wait ns) summed over this process's threads, from
-    /proc/self/task/*/schedstat; None where the kernel has no schedstat. The wait is time a
-    thread was runnable but had no CPU: the direct evidence of contention."""
+def thread_schedstats(pid="self"):
+    """(on-CPU ns, run-queue wait ns) summed over a process's threads (this one's by default),
+    from /proc/PID/task/*/schedstat; None where the kernel has no schedstat. The wait is time a
+    thread was runnable but had no CPU: the direct evidence of contention. An exited but unreaped
+    process (a zombie) still has its leader thread's."""
     on_cpu = waited = 0
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
     found = False
     for task in tasks:
         try:
-            with open(f"/proc/self/task/{task}/schedstat", "rb") as fh:
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as fh:
                 fields = fh.read().split()
         except OSError:
             continue  # a thread that ended meanwhile

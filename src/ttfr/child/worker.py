@@ -80,6 +80,8 @@ def _run_phases(job, marks, record):
         else:
             output, stages = runtime.first_call(workload, inputs)
         marks["first"] = _now()
+        if job.case_source:  # after the mark: a user's function that returned nothing fails saying so
+            workload.check_output(output)
         record["stages_s"] = stages
         record["cache"] = {"first": runtime.cache_counters()}
 
@@ -185,7 +187,7 @@ def _check(workload, host_inputs, host_first, dtype):
     tolerance = workload.TOLERANCE[dtype]
     if not expected:
         # nothing to compare with: not checked, and no error figure that would read as a measured 0.0
-        return {"reference": "none", "max_normalised_error": None, "tolerance": tolerance, "passed": True}
+        return {"reference": "none", "max_normalised_error": None, "tolerance": tolerance, "passed": None}
     import numpy
 
     if len(expected) != len(host_first):
@@ -231,6 +233,14 @@ def _classify(phase_error):
         return "oom", f"MemoryError in {phase_error.phase}"
     message = str(exc).strip().splitlines()
     return "error", f"{type(exc).__name__} in {phase_error.phase}: {message[0] if message else ''}"[:500]
+
+
+def _users_failure(job, error):
+    if not job.case_source:
+        return None
+    from ttfr.child.workloads import user_case
+
+    return user_case.describe_failure(error, job.case_source)
 
 
 def _plain(value):
@@ -284,6 +294,9 @@ def main(argv=None):
         record["phase"] = err.phase
         if record["outcome"] != "unavailable":
             record["traceback"] = "".join(traceback.format_exception(err.error))[-4000:]
+            users = _users_failure(job, err.error) if record["outcome"] == "error" else None
+            if users:  # the user's code failed: point at their file and line, not at ttfr's frames
+                record["reason"], record["traceback"] = users[0][:500], users[1][-4000:]
     if job.case_sha256 and record["outcome"] == "ok" and _user_case_sha256(job) != job.case_sha256:
         record["outcome"] = "invalid-measurement"
         record["reason"] = f"the case file {job.case_source} changed since the run was planned"

@@ -124,12 +124,17 @@ def hit_miss(kind: str | None, counters: RuntimeCounters | None) -> HitMiss | No
 
 
 def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_before: int, entries_after: int,
-           kind: str | None = None, by_directory: dict | None = None) -> CacheCheck:  # fmt: skip
+           kind: str | None = None, by_directory: dict | None = None, uncached: bool = False) -> CacheCheck:  # fmt: skip
     """State what the run's cache really was, and flag a policy that did not hold; `kind`: how
-    the backend's cache is read (catalog: JAX_MONITORING, TORCH_COUNTERS, DIRECTORY_ENTRIES)."""
+    the backend's cache is read (catalog: JAX_MONITORING, TORCH_COUNTERS, DIRECTORY_ENTRIES).
+    `uncached`: a program (DIRECTORY_ENTRIES) that wrote nothing into its cache directories in
+    any of its runs: the policies do not apply to it (not a flag in every run of `python -c
+    "import json"`); its note says what that means if it does compile."""
     base = {"entries_before": entries_before, "entries_after": entries_after}
     if kind == DIRECTORY_ENTRIES and by_directory:
         base["by_directory"] = by_directory
+    if kind == DIRECTORY_ENTRIES and uncached:
+        return CacheCheck(**base, flags=[], verdict="not_applicable", written=0, note=UNCACHED_NOTE)
     if counts:
         base["counters"] = counts
     if compiles and kind == DIRECTORY_ENTRIES:
@@ -165,6 +170,10 @@ def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_b
         elif counts.misses:
             flags.append("warm_cache_partial_hits")
     return CacheCheck(**base, flags=flags, verdict="flagged" if flags else "verified")
+
+
+UNCACHED_NOTE = ("the program wrote nothing into the cache directories ttfr set, in any run: it compiles nothing "
+                 "there, so the cache policies do not apply (a program that does compile keeps its cache elsewhere)")
 
 
 def _by_entries(policy: str | None, before: int, after: int) -> dict:

@@ -23,7 +23,8 @@ import time
 import msgspec
 
 import ttfr_mark
-from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord
+from ttfr.model.base import UNSET
+from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord, Sched
 from ttfr.measure.spawn import ERROR, ESCAPED, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note, classify
 from ttfr.measure.supervisor import READER_GRACE_S, supervise
 from ttfr.measure.user_commands import UserCommand, changed_files
@@ -221,6 +222,8 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
         # the process tree's largest peak; None when it is not above ttfr's own (see spawn)
         rusage_self=OwnRusage(max_rss_bytes=ended.rusage.max_rss_bytes),
         first_result=FirstResult(by=by, line=line, stopped=ended.stopped),
+        # its own wait for a CPU, so that a busy neighbour alone does not void the run (as for workers)
+        sched=Sched(on_cpu_s=ended.sched[0] / 1e9, runq_wait_s=ended.sched[1] / 1e9) if ended.sched else UNSET,
     )  # fmt: skip
     if ended.escaped:  # what it left running competes with the next runs for the machine
         return INVALID, "the command: " + ESCAPED.format(grace=READER_GRACE_S), record

@@ -151,7 +151,7 @@ def gate_failure(entry: JournalEntry) -> str | None:
     if is_gate(entry.kind, entry.index, entry.makes_template) and entry.outcome != "ok":
         return entry.reason or entry.outcome
     check = entry.record.check if entry.record else None
-    if check and not check.passed:
+    if check and check.passed is False:  # None: nothing to compare with (not checked), not a failure
         return "result check failed"
     return None
 

@@ -238,6 +238,13 @@ def select_cases(
             for w in chosen_workloads
         )
         raise UsageError(f"no chosen backend ({', '.join(chosen_backends)}) runs the chosen workloads; backends that do: {runs}")
+    idle = [b for b in backends if not any(c.backend == b for c in cases)]
+    if idle:  # a backend asked for by name that would silently run nothing
+        users = [w for w in chosen_workloads if known.workloads[w].source]
+        why = (f" (a case file's case runs only where it has a builder: @case.numpy, @case.jax, @case.torch)"
+               if users else "")  # fmt: skip
+        raise UsageError(f"--backends {', '.join(idle)}: runs none of the chosen workloads "
+                         f"({', '.join(chosen_workloads)}){why}; drop it, or choose workloads it runs (`ttfr list`)")  # fmt: skip
     return tuple(sorted(cases))
 
 
@@ -455,7 +462,8 @@ def build_spec(request: RunRequest) -> RunSpec:
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    from_files = [c for c in user_cases.read(case_files, installed=False) if c.from_file]
+    import_timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
+    from_files = [c for c in user_cases.read(case_files, installed=False, timeout_s=import_timeout) if c.from_file]
     known = known.with_workloads(c.workload() for c in from_files)
     known = _installed_cases_if_unknown(known, _split(workloads), _split(cases))
     if case_files and not (cases or workloads):  # your files' cases, not the default suite

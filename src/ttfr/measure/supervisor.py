@@ -112,6 +112,9 @@ class Ended:
     # session of its own (a daemon) escaped the kill and holds it; its reader is abandoned.
     escaped: bool = False
     stopped: bool = False  # killed on request (`stop`), not by the timeout
+    # (on-CPU ns, run-queue wait ns) of the leader's main thread, read while it was a zombie:
+    # a command's own evidence of waiting for a CPU (its other threads' and children's are gone)
+    sched: tuple[int, int] | None = None
 
 
 def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=(), stop=None) -> Ended | str:
@@ -147,6 +150,7 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
         # cannot be reused before the group is killed below. The time is the process's exit.
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
         exited["ns"] = time.monotonic_ns()
+        exited["sched"] = hostinfo.thread_schedstats(proc.pid)
 
     threads = [threading.Thread(target=function, args=(fd,), daemon=True) for fd, function in readers]
     waiter = threading.Thread(target=wait_exit, daemon=True)
@@ -204,4 +208,5 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
         oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
         escaped=any(thread.is_alive() for thread in threads),
         stopped=stopped,
+        sched=None if timed_out else exited.get("sched"),
     )

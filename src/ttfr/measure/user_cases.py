@@ -11,7 +11,11 @@ built-in workload or another file's case already has.
 from __future__ import annotations
 
 import hashlib
+import signal
+import sys
+import threading
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -23,6 +27,12 @@ from ttfr.measure import catalog
 
 ENTRY_POINT_GROUP = "ttfr.cases"
 _TRACEBACK_LINES = 12
+_NOTICE_AFTER_S = 2.0  # an import still running then is announced, so a hang is not silence
+
+
+class _ImportTimedOut(BaseException):
+    """Raised into a case file's import at --timeout (a BaseException: the file's own
+    `except Exception` cannot swallow it)."""
 
 
 @dataclass(frozen=True)
@@ -53,13 +63,64 @@ def _tail(exc: BaseException) -> str:
     return "\n".join(text[-_TRACEBACK_LINES:])
 
 
-def _import(source: str, label: str):
+def _one_line(exc: BaseException, source: str) -> str | None:
+    """`file:line:column: Type: message` of what went wrong in the user's file (the deepest of
+    their frames; the case file's own line too when that is elsewhere), or None when none of
+    the traceback is theirs (an installed module's)."""
+    message = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, SyntaxError) and exc.filename and not exc.filename.startswith("<"):
+        column = f":{exc.offset}" if exc.offset else ""
+        return f"{Path(exc.filename).name}:{exc.lineno}{column}: {type(exc).__name__}: {exc.msg}"
+    frames = user_case.users_frames(exc.__traceback__, source)
+    if not frames:
+        return None
+    via = next((f for f in frames if f.filename == source), None)
+    imported = f" (from {user_case.where(via)})" if via is not None and via is not frames[-1] else ""
+    return f"{user_case.where(frames[-1])}: {type(exc).__name__}: {message}{imported}"
+
+
+@contextmanager
+def _time_limit(seconds: float | None, label: str):
+    """Importing a case file runs its top-level code: limited to --timeout like any phase of a
+    run (SIGALRM, so only in the main thread; elsewhere it is not limited), and announced on
+    stderr once it takes longer than a moment."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum, _frame):
+        raise _ImportTimedOut
+
+    notice = threading.Timer(_NOTICE_AFTER_S, lambda: print(f"importing {label}… (--timeout {seconds:g} s)",
+                                                            file=sys.stderr, flush=True))  # fmt: skip
+    notice.daemon = True
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    notice.start()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        notice.cancel()
+
+
+def _import(source: str, label: str, timeout_s: float | None = None):
     module_name = "ttfr_case_file_" + hashlib.sha256(source.encode()).hexdigest()[:12]
     try:
-        return user_case.import_source(source, module_name)
+        with _time_limit(timeout_s, label):
+            return user_case.import_source(source, module_name)
     except KeyboardInterrupt:
         raise
+    except _ImportTimedOut as exc:
+        frames = user_case.users_frames(exc.__traceback__, source)
+        at = f" (it was at {user_case.where(frames[-1])})" if frames else ""
+        raise UsageError(f"{label}: importing it took longer than --timeout {timeout_s:g} s{at}: its top-level code "
+                         "runs in every worker too; move slow work into @case.inputs or a builder") from None  # fmt: skip
     except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is their error to read
+        line = _one_line(exc, source)
+        if line:
+            raise UsageError(f"{label} could not be imported: {line}") from None
         raise UsageError(f"{label} could not be imported:\n{_tail(exc)}") from None
 
 
@@ -76,6 +137,9 @@ def _describe(module, source: str, label: str, sha256: str | None = None) -> lis
         if not case.builders:
             raise UsageError(f"{label}: case {case.name!r} has no builder: decorate a function with "
                              "@case.jax, @case.torch or @case.numpy (see `ttfr.cases`)")  # fmt: skip
+        if case.make_inputs is None:  # its function would be called with nothing and fail every run
+            raise UsageError(f"{label}: case {case.name!r} has no inputs: decorate a function (size, dtype, seed) -> "
+                             "list of arrays with @case.inputs (see `ttfr.cases`)")  # fmt: skip
         described.append(UserCase(case.name, source, tuple(case.builders), case.sizes, case.dtypes, case.description, sha256))
     names = [c.name for c in described]
     duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -84,7 +148,7 @@ def _describe(module, source: str, label: str, sha256: str | None = None) -> lis
     return described
 
 
-def read_case_file(path) -> list[UserCase]:
+def read_case_file(path, timeout_s: float | None = None) -> list[UserCase]:
     file = Path(path).expanduser()
     label = f"case file {path}"
     if not file.is_file():
@@ -93,7 +157,7 @@ def read_case_file(path) -> list[UserCase]:
         raise UsageError(f"{label}: not a .py file")
     source = str(file.resolve())
     sha256 = user_case.file_sha256(source)
-    return _describe(_import(source, label), source, label, sha256)
+    return _describe(_import(source, label, timeout_s), source, label, sha256)
 
 
 def installed_cases() -> list[UserCase]:
@@ -120,11 +184,12 @@ def read_recorded(recorded) -> list[UserCase]:
     return read([path for path, _sha in recorded])
 
 
-def read(case_files=(), installed: bool = True) -> list[UserCase]:
-    """The cases of the case files (and of installed packages), files first."""
+def read(case_files=(), installed: bool = True, timeout_s: float | None = None) -> list[UserCase]:
+    """The cases of the case files (and of installed packages), files first; `timeout_s`
+    limits each file's import."""
     cases = []
     for path in case_files:
-        cases += read_case_file(path)
+        cases += read_case_file(path, timeout_s)
     if installed:
         cases += installed_cases()
     seen = {}

@@ -155,17 +155,24 @@ def split(text, option: str = "--command", path_env: str | None = None) -> tuple
     return argv
 
 
-def slug(argv) -> str:
+def slug(argv, qualified: bool = False) -> str:
     """A case name from a command: its script's stem (`python fit_v2.py` -> `fit_v2`), the module
-    of `python -m pkg.mod` (`mod`), else its program's name."""
+    of `python -m pkg.mod` (`mod`), the first words of `python -c CODE` (`import_numpy`), else
+    its program's name. `qualified`: the script's folder before its stem (`a/run.py` -> `a_run`),
+    to tell two scripts of one name apart."""
     chosen = Path(argv[0]).stem if argv[0].lower().endswith(_SCRIPT_SUFFIXES) else Path(argv[0]).name
     words = list(argv[1:])
-    for position, word in enumerate(words):  # the first of `-m module` and a script decides
+    for position, word in enumerate(words):  # the first of `-m module`, `-c code` and a script decides
         if word == "-m" and position + 1 < len(words):
             chosen = words[position + 1].rpartition(".")[2]
             break
+        if word == "-c" and position + 1 < len(words):
+            chosen = "_".join(re.findall(r"[A-Za-z][A-Za-z0-9]*", words[position + 1])[:3]) or chosen
+            break
         if not word.startswith("-") and word.lower().endswith(_SCRIPT_SUFFIXES):
             chosen = Path(word).stem
+            if qualified and Path(word).parent.name:
+                chosen = f"{Path(word).parent.name}_{chosen}"
             break
     name = re.sub(r"[^a-z0-9]+", "_", chosen.lower()).strip("_")
     name = "_".join(w for w in name.split("_") if w != "custom")[:_SLUG_LENGTH].strip("_")
@@ -231,10 +238,14 @@ def parse(commands, names=(), first_result=None, mark=False, prepare=(), cwd=Non
     prepares = prepares * len(commands) if len(prepares) == 1 else prepares or [None] * len(commands)
     cwd = str(Path(cwd or os.getcwd()).resolve())
     out, seen = [], {}
+    argvs = [split(text, path_env=path_env) for text in commands]
+    slugs = [slug(argv) for argv in argvs]
     for position, text in enumerate(commands):
-        argv = split(text, path_env=path_env)
-        name = check_name(names[position]) if position < len(names) else slug(argv)
-        if position >= len(names) and name in seen:  # `python a/run.py` and `python b/run.py`
+        argv = argvs[position]
+        name = check_name(names[position]) if position < len(names) else slugs[position]
+        if position >= len(names) and slugs.count(name) > 1:  # `python a/run.py` and `python b/run.py`: a_run, b_run
+            name = slug(argv, qualified=True)
+        if position >= len(names) and name in seen:  # still the same: numbered
             name = next(f"{name}_{n}" for n in range(2, len(commands) + 2) if f"{name}_{n}" not in seen)
         if name in seen:
             raise UsageError(f"--command-name {name!r} is given to two commands ({seen[name]!r} and {text!r}): "

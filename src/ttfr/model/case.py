@@ -155,6 +155,7 @@ class RunFigures(Artifact):
     contention: Contention | UnsetType = UNSET
     threadpools: list[ThreadPool] | None | UnsetType = UNSET  # files before 0.1.1: each run's (now the case's)
     output_tail: str | None | UnsetType = UNSET
+    traceback: str | UnsetType = UNSET  # a failed run of a user's case: where in their code (their frames)
     # a warm process (absent when it returned no samples)
     samples_s: Annotated[list[Annotated[float, Meta(gt=0)]], Meta(min_length=1)] | UnsetType = UNSET
     inner_loops: Annotated[int, Meta(ge=1)] | UnsetType = UNSET

@@ -98,7 +98,7 @@ class Check(Open):
     reference: str
     max_normalised_error: NonNegative | None  # None: no figure (shapes differ, nothing returned)
     tolerance: float
-    passed: bool
+    passed: bool | None  # None: not checked (no reference to compare with); files before 0.1.2 say True
     detail: str | UnsetType = UNSET
     parity: Parity | UnsetType = UNSET
     fd: FiniteDifferences | UnsetType = UNSET
@@ -109,7 +109,7 @@ class Check(Open):
     @property
     def state(self) -> str:
         """`passed`, `failed`, or `not_checked` (a workload or case without a reference: nothing was compared)."""
-        if self.reference == NO_REFERENCE:
+        if self.passed is None or self.reference == NO_REFERENCE:
             return "not_checked"
         return "passed" if self.passed else "failed"
 

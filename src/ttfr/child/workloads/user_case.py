@@ -66,6 +66,68 @@ def cases_of(module) -> list:
     return list(found.values())
 
 
+def users_frames(tb, source: str) -> list:
+    """The frames of a traceback that are the user's: in the case file, or in a file beside it
+    or below its folder (its own helper modules), never an installed package's or ttfr's."""
+    import os
+    import traceback
+
+    if source.startswith(MODULE_PREFIX):
+        return []
+    folder = os.path.dirname(os.path.realpath(source)) + os.sep
+    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep  # ttfr/
+
+    def mine(filename: str) -> bool:
+        path = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+        parts = path.split(os.sep)
+        return (path.startswith(folder) and not path.startswith(ours)
+                and "site-packages" not in parts and "dist-packages" not in parts)  # fmt: skip
+
+    return [frame for frame in traceback.extract_tb(tb) if mine(frame.filename)]
+
+
+def where(frame) -> str:
+    """`file.py:line:column` of a frame (the column where Python 3.11+ records it)."""
+    import os
+
+    column = getattr(frame, "colno", None)
+    return f"{os.path.basename(frame.filename)}:{frame.lineno}" + (f":{column + 1}" if column is not None else "")
+
+
+def _part(tb) -> str:
+    """Which of the case's functions the failure came through (the outermost one of them)."""
+    if _case is None:
+        return "your case file"
+    parts = {}
+    if _case.make_inputs is not None:
+        parts[_case.make_inputs.__code__] = "@case.inputs"
+    if _case.make_reference is not None:
+        parts[_case.make_reference.__code__] = "@case.reference"
+    for framework, builder in _case.builders.items():
+        parts[getattr(builder, "__code__", None)] = f"your @case.{framework} builder"
+    while tb is not None:
+        found = parts.get(tb.tb_frame.f_code)
+        if found:
+            return found
+        tb = tb.tb_next
+    return "your function"
+
+
+def describe_failure(exc: BaseException, source: str) -> tuple[str, str] | None:
+    """(what failed and where, the user's frames as a traceback) for an exception that came
+    through the user's code, e.g. ("ValueError in @case.inputs at bench.py:8:5: boom", ...); None
+    when none of its frames is the user's (a failure of ttfr or of a library on its own)."""
+    import traceback
+
+    frames = users_frames(exc.__traceback__, source)
+    if not frames:
+        return None
+    message = (str(exc).strip().splitlines() or [""])[0]
+    reason = f"{type(exc).__name__} in {_part(exc.__traceback__)} at {where(frames[-1])}: {message}"
+    shown = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+    return reason, "Traceback (your frames only):\n" + shown
+
+
 def load(source: str, name: str) -> None:
     global _case, TOLERANCE
     module = import_source(source, "ttfr_user_cases")
@@ -74,6 +136,14 @@ def load(source: str, name: str) -> None:
         raise LookupError(f"{source} defines no case {name!r} (any more)")
     _case = found[0]
     TOLERANCE = dict(_case.tolerance)
+
+
+def check_output(output) -> None:
+    """A user's function must return something to time and check: None is their mistake, said
+    plainly (not as non-finite values or a shape () against the reference's)."""
+    if output is None or (type(output) is tuple and any(o is None for o in output)):
+        raise TypeError(f"your function for case {_case.name!r} returned None: it must return an array, "
+                        "or a tuple or list of arrays (JAX: any pytree of arrays)")
 
 
 def _as_tuple(function):
