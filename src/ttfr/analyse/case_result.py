@@ -196,7 +196,8 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
     if check is not None and check.passed is False:
         error = check.max_normalised_error
         if error is None:  # no error figure: what was wrong is the detail (shapes, how many outputs)
-            return "failed", f"result_mismatch: {check.detail or 'no comparable result'} (against the {check.reference} reference)"
+            what = check.detail or "no comparable result"
+            return "failed", f"result_mismatch: {what} (against the {check.reference} reference)"
         detail = f" ({check.detail})" if check.detail else ""
         return "failed", (
             f"result_mismatch: max normalised error {error:.3g} > tolerance {check.tolerance:.3g} "

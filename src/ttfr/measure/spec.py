@@ -241,7 +241,7 @@ def select_cases(
     idle = [b for b in backends if not any(c.backend == b for c in cases)]
     if idle:  # a backend asked for by name that would silently run nothing
         users = [w for w in chosen_workloads if known.workloads[w].source]
-        why = (f" (a case file's case runs only where it has a builder: @case.numpy, @case.jax, @case.torch)"
+        why = (" (a case file's case runs only where it has a builder: @case.numpy, @case.jax, @case.torch)"
                if users else "")  # fmt: skip
         raise UsageError(f"--backends {', '.join(idle)}: runs none of the chosen workloads "
                          f"({', '.join(chosen_workloads)}){why}; drop it, or choose workloads it runs (`ttfr list`)")  # fmt: skip
