@@ -11,10 +11,33 @@ class UsageError(Exception):
     exit_code = EXIT_USAGE
 
 
-def unknown_choice(kind, value, choices):
-    """UsageError for an unknown name, with a did-you-mean and the full list."""
-    choices = sorted(choices)
-    close = difflib.get_close_matches(value, choices, n=3, cutoff=0.6)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    listed = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ... (see `ttfr list`)"
-    return UsageError(f"unknown {kind} {value!r}.{hint} Valid {kind}s: {listed}")
+class UnknownChoice(UsageError):
+    """An unknown name, with a did-you-mean and the valid choices (`limit` of them at most: a
+    list of hundreds hides the point). Its fields let a caller that knows more say it again
+    with a hint (measure/spec.py, for a case id)."""
+
+    def __init__(self, kind: str, value: str, choices, limit: int = 40, hint: str = ""):
+        self.kind, self.value, self.choices = kind, value, sorted(choices)
+        self.close = difflib.get_close_matches(value, self.choices, n=3, cutoff=0.6)
+        mean = f" Did you mean {' or '.join(repr(c) for c in self.close)}?" if self.close else ""
+        listed = ", ".join(self.choices[:limit])
+        if len(self.choices) > limit:
+            listed += f", ... ({len(self.choices)} in all: see `ttfr list`)"
+        hint = f" {hint}" if hint else ""
+        super().__init__(f"unknown {kind} {value!r}.{mean}{hint} Valid {plural(kind)}: {listed}")
+
+    def is_typo(self) -> bool:
+        """A near miss of a valid choice (a letter or two off), not a name from somewhere else."""
+        return bool(difflib.get_close_matches(self.value, self.choices, n=1, cutoff=0.9))
+
+
+def unknown_choice(kind, value, choices, limit: int = 40, hint: str = "") -> UnknownChoice:
+    """UsageError for an unknown name, with a did-you-mean and the valid choices."""
+    return UnknownChoice(kind, value, choices, limit, hint)
+
+
+def plural(noun: str) -> str:
+    """`cache policy` -> `cache policies`, `case id` -> `case ids`: the kinds errors name."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ttfr.child.job import FIELDS
-from ttfr.errors import UsageError, unknown_choice
+from ttfr.errors import UnknownChoice, UsageError, unknown_choice
 from ttfr.measure import catalog, datasets, user_cases, user_commands
 from ttfr.redaction import redact_text
 from ttfr.model.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
@@ -190,7 +190,14 @@ def select_cases(
     if case_ids:
         if backends or workloads or sizes or dtypes:
             raise UsageError("--cases names whole case ids; do not combine it with --backends/--workloads/--sizes/--dtypes")
-        cases = [known.parse_case_id(c, extra) for c in case_ids]
+        cases = []
+        for case_id in case_ids:
+            try:
+                cases.append(known.parse_case_id(case_id, extra))
+            except UnknownChoice as exc:  # short: ~400 ids would bury the point; no typo of ours is likely yours
+                hint = ("A case of your own needs the file that defines it: --case-file FILE "
+                        "(its ids: `ttfr list --case-file FILE --user-only`).")  # fmt: skip
+                raise unknown_choice("case id", case_id, exc.choices, limit=8, hint="" if exc.is_typo() else hint) from None
         return tuple(sorted(set(cases)))
     for name in backends:
         if name not in catalog.BACKENDS:
