@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ttfr.commands.options import command_args, command_request, selection_args, selection_request
+from ttfr.commands.options import by_profile, command_args, command_request, gate_args, selection_args, selection_request
 from ttfr.commands.output import show_comparison
 from ttfr.errors import UsageError
 from ttfr.measure.spec import PROFILES, RunRequest, build_spec, check_ab_limits
@@ -25,23 +25,19 @@ def add_parser(commands):
     ab.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE", help="environment of arm B")
     selection_args(ab)
     command_args(ab, arms=True)
-    ab.add_argument("--profile", default="quick", choices=sorted(PROFILES))
-    ab.add_argument("--rounds", type=int, default=20, help="paired rounds (the maximum with --precision)")
-    ab.add_argument("--min-rounds", type=int, default=10)
-    ab.add_argument("--precision", type=float, help="stop once every CI half-width is <= this (e.g. 0.05)")
+    ab.add_argument("--profile", default="quick", choices=sorted(PROFILES),
+                    help="default cases and per-run timeout, as for `ttfr run` (the rounds are --rounds')")  # fmt: skip
+    ab.add_argument("--rounds", type=int, default=20, metavar="N", help="paired rounds (the maximum with --precision)")
+    ab.add_argument("--min-rounds", type=int, default=10, metavar="N",
+                    help="with --precision: the rounds run before it may stop")  # fmt: skip
+    ab.add_argument("--precision", type=float, metavar="REL", help="stop once every CI half-width is <= REL (e.g. 0.05)")
     ab.add_argument("--budget", metavar="DURATION", help="stop adding rounds after this long, e.g. 600, 10m")
-    ab.add_argument(
-        "--correction",
-        default="holm",
-        choices=("holm", "none"),
-        help="Holm at 0.05 across the suite (default) or alpha 0.01 per comparison",
-    )
-    ab.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
-    ab.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict table here")
-    ab.add_argument("--deterministic", action="store_true")
-    ab.add_argument("--seed", type=int)
-    ab.add_argument("--timeout", type=float, metavar="S")
-    ab.add_argument("--out", type=Path, default=Path("ttfr-results"))
+    gate_args(ab)
+    ab.add_argument("--deterministic", action="store_true", help="seed 0: the same data and round order every time")
+    ab.add_argument("--seed", type=int, help="input-data and round-order seed (default: a random one, recorded)")
+    ab.add_argument("--timeout", type=float, metavar="S", help=f"per-run timeout in seconds ({by_profile('timeout_s', ' s')})")
+    ab.add_argument("--out", type=Path, default=Path("ttfr-results"), metavar="DIR",
+                    help="parent of the directory that holds both arms (A/, B/) and the comparison")  # fmt: skip
     return ab
 
 

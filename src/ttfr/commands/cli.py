@@ -12,12 +12,11 @@ from __future__ import annotations
 import signal
 import sys
 
-from rich.console import Console
-
 from ttfr import __version__
 from ttfr.artifacts.store import ArtifactError, StorageError
 from ttfr.commands import ab, compare, env, export, list_cases, merge, publish, replicate, report, run, selftest, validate
 from ttfr.commands.options import Parser
+from ttfr.commands.output import PipeConsole
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
@@ -56,7 +55,7 @@ def _main(args, argv, executors) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for what re-runs it (Slurm shards)
     args.executors = executors
     # Piped output (CI logs) would otherwise be wrapped at 80 columns, splitting case ids.
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = PipeConsole() if sys.stdout.isatty() else PipeConsole(width=200)
     try:
         return args.handler(args, console)
     except UsageError as exc:
@@ -74,6 +73,8 @@ def _main(args, argv, executors) -> int:
     except KeyboardInterrupt:
         print("ttfr: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # stdout's reader is gone (`ttfr list | head -1`): not an error; see commands/entry.py
+        raise
     except OSError as exc:  # the last resort for a file error no command anticipated: one line, no traceback
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"ttfr: error: {where}{exc.strerror or exc}", file=sys.stderr)

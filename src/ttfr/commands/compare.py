@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ttfr.commands.options import gate_args
 from ttfr.commands.output import rendering, show_comparison
 
 NAME = "compare"
@@ -14,15 +15,14 @@ NAME = "compare"
 
 def add_parser(commands):
     compare = commands.add_parser(NAME, help="compare two result directories (B against A)")
-    compare.add_argument("a", type=Path)
-    compare.add_argument("b", type=Path)
+    compare.add_argument("a", type=Path, metavar="A", help="result directory of arm A (the baseline)")
+    compare.add_argument("b", type=Path, metavar="B", help="result directory of arm B, judged against A")
     compare.add_argument(
         "--cross-session", action="store_true", help="allow an unpaired, weak comparison of results from separate sessions"
     )
-    compare.add_argument("--correction", default="holm", choices=("holm", "none"))
-    compare.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"))
-    compare.add_argument("--markdown", type=Path, metavar="FILE")
-    compare.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the comparison directory")
+    gate_args(compare)
+    compare.add_argument("--out", type=Path, default=Path("ttfr-results"), metavar="DIR",
+                         help="parent of the comparison directory")  # fmt: skip
     return compare
 
 

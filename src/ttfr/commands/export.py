@@ -23,7 +23,7 @@ def add_parser(commands):
     export.add_argument(
         "--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES, help="nextstat-v1: the cold policy a case carries"
     )
-    export.add_argument("dir", type=Path)
+    export.add_argument("dir", type=Path, metavar="DIR", help="a finished result directory")
     export.add_argument(
         "dest", type=Path, help="a directory (nextstat-v1; the others write ttfr.prom / <snapshot>.csv in it) or a file"
     )

@@ -1,22 +1,54 @@
-"""`ttfr list`: backends, workloads and case ids, with what is available here and why not."""
+"""`ttfr list`: backends, workloads and case ids, with what is available here and why not;
+the cases of `--case-file` first (only those with `--user-only`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
+
+from ttfr.errors import UsageError
 
 NAME = "list"
 
 
 def add_parser(commands):
     listing = commands.add_parser(NAME, help="backends, workloads and case ids, with availability here")
-    listing.add_argument("--case-file", action="append", default=[], metavar="FILE", help="also your cases in FILE")
+    listing.add_argument("--case-file", action="append", default=[], metavar="FILE",
+                         help="your cases in FILE (ttfr.cases.Case objects in a Python file), listed first; "
+                         "repeatable")  # fmt: skip
+    listing.add_argument("--user-only", action="store_true", help="list only the cases of --case-file, not ttfr's own")
     return listing
 
 
 def handle(args, console: Console) -> int:
+    if args.user_only and not args.case_file:
+        raise UsageError("--user-only lists the cases of your case files: name one with --case-file FILE")
     from ttfr.measure import catalog, user_cases
     from ttfr.report import terminal
 
-    known = catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read(args.case_file))
-    terminal.print_catalog(console, known)
+    cases = user_cases.read(args.case_file, installed=not args.user_only)
+    known = catalog.BUILTIN.with_workloads(c.workload() for c in cases)
+    if args.case_file:  # on top: among the ~400 catalogued case ids below they would be lost
+        _print_yours(console, known, {c.source for c in cases if c.from_file})
+    if not args.user_only:
+        if args.case_file:
+            console.print("\nThe whole catalogue (yours included):", markup=False, highlight=False)
+        terminal.print_catalog(console, known)
     return 0
+
+
+def _print_yours(console: Console, known, files: set[str]) -> None:
+    """The cases of the case files `files` (an installed package's cases are listed with ttfr's own)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ttfr.measure import catalog
+
+    table = Table(title="your cases (--case-file)")
+    for column in ("case", "available here", "description"):
+        table.add_column(column)
+    for case in known.catalogued_cases():
+        if case.workload_info.source in files:
+            reason = catalog.availability(case.backend_info) or catalog.availability(case.backend_info, case.workload)
+            shown = "yes" if reason is None else f"[yellow]warn: {reason}[/]"
+            table.add_row(case.id, shown, escape(case.workload_info.description))  # the user's text, not markup
+    console.print(table)

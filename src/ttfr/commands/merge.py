@@ -13,7 +13,7 @@ NAME = "merge"
 
 def add_parser(commands):
     merging = commands.add_parser(NAME, help="one result directory from the --shard K/N runs of one plan")
-    merging.add_argument("shards", type=Path, nargs="+", metavar="SHARD_DIR")
+    merging.add_argument("shards", type=Path, nargs="+", metavar="SHARD_DIR", help="the result directory of every shard")
     merging.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the merged directory")
     return merging
 

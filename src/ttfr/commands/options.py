@@ -6,18 +6,34 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from pathlib import Path
 
 from ttfr.exit_codes import EXIT_USAGE
-from ttfr.measure.spec import RunRequest
+from ttfr.measure.spec import PROFILES, RunRequest
 from ttfr.model.policies import POLICIES
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's default at the end of its help, as argparse.ArgumentDefaultsHelpFormatter
+    does, but for the defaults that say nothing ("default: None", "False", "[]": the option is
+    off, or its help says what happens without it) and those the help already states."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if default is None or default is False or default == [] or default is argparse.SUPPRESS or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with a did-you-mean for unknown options and subcommands (exit code 2)."""
+    """argparse with a did-you-mean for unknown options and subcommands (exit code 2), and
+    the defaults in --help."""
 
     known_options: set[str] = set()
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
         # No prefixes: `--exec slurm` must not pass for `--executor` (a Slurm shard re-runs the
         # command line, and a prefix it does not know would be a different option there).
         kwargs.setdefault("allow_abbrev", False)
@@ -44,8 +60,25 @@ class Parser(argparse.ArgumentParser):
         return super().add_argument(*names, **kwargs)
 
 
+def by_profile(attribute: str, unit: str = "") -> str:
+    """A default that --profile sets, from the profiles themselves: "default by --profile: quick
+    300 s, standard 600 s, publish 900 s"."""
+    values = ", ".join(f"{p.name} {getattr(p, attribute):g}{unit}" for p in PROFILES.values())
+    return f"default by --profile: {values}"
+
+
 def list_arg(parser, name, help_text):
     parser.add_argument(name, action="append", default=[], metavar="A,B", help=help_text)
+
+
+def gate_args(parser) -> None:
+    """How B is judged against A, and where the verdicts also go: `ttfr ab` and `ttfr compare`."""
+    parser.add_argument("--correction", default="holm", choices=("holm", "none"),
+                        help="holm: Holm at 0.05 across the suite; none: alpha 0.01 per comparison")  # fmt: skip
+    parser.add_argument("--fail-on", default="regression", choices=("regression", "inconclusive"),
+                        help="what fails the gate (exit 3): a regression, or also an inconclusive comparison")  # fmt: skip
+    parser.add_argument("--markdown", type=Path, metavar="FILE",
+                        help="also write the verdict table (comparison.md, for a pull-request comment) here")  # fmt: skip
 
 
 def command_args(parser, arms: bool = False) -> None:
@@ -110,4 +143,5 @@ def selection_request(args) -> dict:
             "workspace_presets": args.workspace_preset, "case_files": args.case_file}  # fmt: skip
 
 
-__all__ = ["Parser", "RunRequest", "command_args", "command_request", "list_arg", "selection_args", "selection_request"]
+__all__ = ["Parser", "RunRequest", "by_profile", "command_args", "command_request", "gate_args", "list_arg",
+           "selection_args", "selection_request"]  # fmt: skip

@@ -1,5 +1,6 @@
-"""What the commands share to show their results: one line instead of a traceback for artifacts
-no renderer expects, and a comparison's verdicts on the terminal (ttfr ab, ttfr compare)."""
+"""What the commands share to show their results: a console that a closed pipe ends quietly,
+one line instead of a traceback for artifacts no renderer expects, and a comparison's verdicts
+on the terminal (ttfr ab, ttfr compare)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,19 @@ from rich.console import Console
 
 from ttfr.artifacts.store import ArtifactError, copy_file
 from ttfr.model.comparison import Comparison
+
+
+class PipeConsole(Console):
+    """rich's Console, ended by a closed stdout as the `ttfr` command is (commands/entry.py)."""
+
+    def on_broken_pipe(self) -> None:
+        from ttfr.commands.entry import EXIT_BROKEN_PIPE, discard_stdout
+
+        # rich's own answer is exit 1, ttfr's "a case failed". SystemExit, not BrokenPipeError:
+        # a run's write handlers would take that OSError for a full disk (pipeline/suite.py).
+        self.quiet = True
+        discard_stdout()
+        raise SystemExit(EXIT_BROKEN_PIPE)
 
 
 @contextlib.contextmanager

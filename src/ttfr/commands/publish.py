@@ -14,7 +14,7 @@ NAME = "publish"
 def add_parser(commands):
     publish = commands.add_parser(NAME, help="an immutable, content-addressed snapshot of a finished result directory")
     publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
-    publish.add_argument("dir", type=Path)
+    publish.add_argument("dir", type=Path, metavar="DIR", help="a finished result directory")
     return publish
 
 

@@ -12,7 +12,7 @@ NAME = "replicate"
 
 def add_parser(commands):
     again = commands.add_parser(NAME, help="run a published snapshot's plan again here and say what replicated")
-    again.add_argument("snapshot", type=Path)
+    again.add_argument("snapshot", type=Path, metavar="SNAPSHOT", help="a snapshot directory from `ttfr publish`")
     again.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the replica's result directory")
     return again
 

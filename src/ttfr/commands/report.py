@@ -16,7 +16,7 @@ NAME = "report"
 
 def add_parser(commands):
     report = commands.add_parser(NAME, help="render report.md (and report.html) for a result directory and print it")
-    report.add_argument("dir", type=Path)
+    report.add_argument("dir", type=Path, metavar="DIR", help="a result directory")
     report.add_argument("--html", action="store_true", help="also (re)write report.html and print its path")
     return report
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr import startup
-from ttfr.commands.options import command_args, command_request, selection_args, selection_request
+from ttfr.commands.options import by_profile, command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
 from ttfr.measure.spec import PROFILES, RunRequest, build_spec
 
@@ -27,14 +27,17 @@ def add_parser(commands):
     selection_args(run)
     run.add_argument("--signal", metavar="CHANNEL/SAMPLE", help="that workspace's signal sample (default: the POI's)")
     command_args(run)
-    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases (default: quick)")
-    run.add_argument("--cold-runs", type=int, help="fresh processes per cold policy")
-    run.add_argument("--warm-procs", type=int, help="fresh processes in the warm regime")
-    run.add_argument("--warm-samples", type=int, help="samples per warm process")
-    run.add_argument("--timeout", type=float, metavar="S", help="per-run timeout in seconds")
-    run.add_argument("--deterministic", action="store_true", help="fixed seed and order; byte-stable JSON but for timings")
-    run.add_argument("--seed", type=int, help="input-data and round-order seed")
-    run.add_argument("--threads", type=int, help="set OMP/MKL/OpenBLAS thread counts in every worker")
+    run.add_argument("--profile", default="quick", choices=sorted(PROFILES), help="run counts and default cases")
+    run.add_argument("--cold-runs", type=int, metavar="N", help=f"fresh processes per cold policy ({by_profile('cold_runs')})")
+    run.add_argument("--warm-procs", type=int, metavar="N",
+                     help=f"fresh processes in the warm regime ({by_profile('warm_procs')})")  # fmt: skip
+    run.add_argument("--warm-samples", type=int, metavar="N",
+                     help=f"samples per warm process ({by_profile('warm_samples')})")  # fmt: skip
+    run.add_argument("--timeout", type=float, metavar="S", help=f"per-run timeout in seconds ({by_profile('timeout_s', ' s')})")
+    run.add_argument("--deterministic", action="store_true", help="seed 0 and a fixed order; byte-stable JSON but for timings")
+    run.add_argument("--seed", type=int, help="input-data and round-order seed (default: a random one, recorded in plan.json)")
+    run.add_argument("--threads", type=int, metavar="N",
+                     help="set OMP/MKL/OpenBLAS thread counts in every worker (default: the libraries' own)")  # fmt: skip
     run.add_argument("--shard", metavar="K/N", help="run only the K-th of N interleaved slices of the cases")
     run.add_argument("--python", metavar="PATH", help="interpreter the workers run under (default: this one)")
     run.add_argument(
@@ -45,7 +48,7 @@ def add_parser(commands):
         "every 95%% CI half-width is <= REL of its median (e.g. 0.05)",
     )
     run.add_argument("--budget", metavar="DURATION", help="with --precision: wall-time limit of the run, e.g. 600, 10m, 1h")
-    run.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the result directory")
+    run.add_argument("--out", type=Path, default=Path("ttfr-results"), metavar="DIR", help="parent of the result directory")
     run.add_argument(
         "--no-html",
         action="store_true",
@@ -60,9 +63,9 @@ def add_parser(commands):
         help="slurm: run the plan as a Slurm job array of --shards N (one node each) and merge them",
     )
     run.add_argument("--shards", type=int, metavar="N", help="with --executor slurm: how many shards")
-    run.add_argument("--slurm-partition", metavar="P")
-    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00")
-    run.add_argument("--slurm-account", metavar="A")
+    run.add_argument("--slurm-partition", metavar="P", help="Slurm's --partition of each shard (default: Slurm's)")
+    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00 (default: Slurm's)")
+    run.add_argument("--slurm-account", metavar="A", help="Slurm's --account each shard is charged to (default: Slurm's)")
     return run
 
 

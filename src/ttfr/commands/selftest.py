@@ -17,9 +17,10 @@ NAME = "selftest"
 def add_parser(commands):
     test_self = commands.add_parser(NAME, help="measure this machine's false-alarm rate and detection power, and "
                                                "ttfr's own overhead")  # fmt: skip
-    test_self.add_argument("--aa", type=int, default=40, help="A/A comparisons per regime")
-    test_self.add_argument("--per-level", type=int, default=20, help="comparisons per injected slowdown")
-    test_self.add_argument("--rounds", type=int, default=20)
+    test_self.add_argument("--aa", type=int, default=40, metavar="N", help="A/A comparisons per regime")
+    test_self.add_argument("--per-level", type=int, default=20, metavar="N", help="comparisons per injected slowdown")
+    test_self.add_argument("--rounds", type=int, default=20, metavar="N",
+                           help="paired rounds of each comparison, as `ttfr ab --rounds` runs them")  # fmt: skip
     test_self.add_argument("--no-store", action="store_true", help="do not keep the noise floor for `ttfr ab`")
     test_self.add_argument("--harness", action="store_true",
                            help="only ttfr's own figures: its overhead against the bare interpreter (exit 3 when "
@@ -32,7 +33,7 @@ def add_parser(commands):
         metavar="RATIO",
         help="the overhead gate: fail when a ratio's whole 95%% interval lies above this (default 1.5)",
     )
-    test_self.add_argument("--harness-rounds", type=int, default=20, help="paired rounds of each overhead figure")
+    test_self.add_argument("--harness-rounds", type=int, default=20, metavar="N", help="paired rounds of each overhead figure")
     test_self.add_argument("--no-hyperfine", action="store_true", help="skip the agreement with hyperfine")
     test_self.add_argument("--fast-tier", action="store_true",
                            help="also time the source checkout's `make test-fast` (~1 min)")  # fmt: skip

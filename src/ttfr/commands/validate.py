@@ -12,7 +12,7 @@ NAME = "validate"
 
 def add_parser(commands):
     validate = commands.add_parser(NAME, help="check every artifact against its schema and hash")
-    validate.add_argument("dir", type=Path)
+    validate.add_argument("dir", type=Path, metavar="DIR", help="a result directory or a published snapshot")
     return validate
 
 
