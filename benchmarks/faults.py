@@ -19,6 +19,7 @@ Prints a table: probe, expected, observed, pass (or skip and why); exit 1 if any
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -500,9 +501,25 @@ def resume_evil_python(box: Sandbox):
     plan["spec"]["python"] = str(evil)
     (root / "plan.json").write_text(json.dumps(plan))
     done = box.ttfr("run", "--resume", root)
-    ok, observed = one_line_error(done, 2, "plan.json's python")
-    # The pre-check runs it (as --python's does) but no worker is ever started with it.
-    return ok and journal_lines(root) == journal_lines(box._baseline), observed
+    ok, observed = one_line_error(done, 2, f"add --python {evil}")
+    # Refused before anything runs: not even a pre-check starts a program a file names.
+    ran = marker.exists()
+    return ok and not ran and journal_lines(root) == journal_lines(box._baseline), observed + ("; IT RAN" if ran else "")
+
+
+def resume_evil_case_file(box: Sandbox):
+    root = box.baseline()
+    (root / "suite.json").unlink()
+    marker = box.root / "evil-imported"
+    evil = box.root / "evil_cases.py"
+    evil.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n")
+    plan = json.loads((root / "plan.json").read_text())
+    plan["spec"]["case_files"] = [{"path": str(evil), "sha256": hashlib.sha256(evil.read_bytes()).hexdigest()}]
+    (root / "plan.json").write_text(json.dumps(plan))
+    done = box.ttfr("run", "--resume", root)
+    ok, observed = one_line_error(done, 2, f"add --case-file {evil}")
+    ran = marker.exists()
+    return ok and not ran, observed + ("; IT WAS IMPORTED" if ran else "")
 
 
 def resume_garbage_journal(box: Sandbox):
@@ -824,7 +841,8 @@ PROBES = [
     Probe("export to an existing file", "exit 2, file kept", export_to_file),
     Probe("export into the result dir", "exit 2, cases unchanged", export_inside),
     Probe("three compares in one second", "three directories, exit 0", two_compares),
-    Probe("resume runs plan.json's program", "exit 2 by the pre-check, no worker", resume_evil_python),
+    Probe("resume runs plan.json's program", "exit 2 before anything runs, never run", resume_evil_python),
+    Probe("resume imports plan.json's case file", "exit 2 before anything runs, never imported", resume_evil_case_file),
     Probe("garbage journal lines, resume", "skipped with a warning, completes", resume_garbage_journal, fast=False),
     # secrets
     Probe("secrets in the environment", "nothing recorded or printed", secrets_in_run),

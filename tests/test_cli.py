@@ -22,7 +22,7 @@ def ttfr(*args, cwd=None, env=None):
         (["run", "--cold-rnus", "3"], "Did you mean --cold-runs"),
         (["rnu"], "Did you mean 'run'"),
         (["run", "--profile", "fastest"], "invalid choice"),
-        (["run", "--cache-policy", "lukewarm"], "Valid cache policys"),
+        (["run", "--cache-policy", "lukewarm"], "Valid cache policies"),
         (["run", "--cases", "numpy_matmul_1_f32"], "valid sizes are 2..16384"),
         (["run", "--cold-runs", "many"], "invalid int value"),
     ],

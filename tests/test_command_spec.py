@@ -32,7 +32,7 @@ from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import RunResult
-from ttfr.measure.spec import RunSpec, RunRequest, build_spec
+from ttfr.measure.spec import Named, RunSpec, RunRequest, build_spec
 from ttfr.redaction import REDACTED
 from ttfr.model.base import decode, encode
 from ttfr.model.journal import JournalEntry, Rusage
@@ -422,7 +422,8 @@ def test_plan_json_of_a_command_run_validates_and_resumes(tmp_path):
     assert artifacts.schema_errors(plan, artifacts.PLAN_SCHEMA) == []
     assert plan["spec"]["commands"][0]["argv"] == [sys.executable, "train.py"]
     assert plan["spec"]["commands"][0]["redacted"] is False
-    resumed = suite_run._resumable_spec(ResultDir.open(result_dir.root))
+    named = Named(commands=(f"{PY} train.py",), prepare=("true",))  # a resume names the programs it runs
+    resumed = suite_run._resumable_spec(ResultDir.open(result_dir.root), named)
     assert resumed.commands == spec.commands
     assert resumed.cases == spec.cases and resumed.policies == spec.policies
 
@@ -468,7 +469,7 @@ def test_a_redacted_command_cannot_be_resumed(tmp_path, capsys):
     assert read_back.commands[0].redacted and REDACTED in read_back.commands[0].argv
 
     with pytest.raises(UsageError, match="held a secret"):
-        suite_run._resumable_spec(ResultDir.open(result_dir.root))
+        suite_run._resumable_spec(ResultDir.open(result_dir.root), Named())
     capsys.readouterr()
     code = cli.main(["run", "--resume", str(result_dir.root)])
     assert code == EXIT_USAGE

@@ -368,10 +368,15 @@ def test_a_resume_refuses_a_program_that_changed_since_the_run_started(tmp_path,
     plan = json.loads(result_dir.plan.read_text())
     assert {f["path"] for f in plan["spec"]["commands"][0]["files"]} >= {str(script.resolve())}
     script.write_text("print('v2')\n")
-    assert cli.main(["run", "--resume", str(result_dir.root)]) == 2
-    assert "fit.py changed or is gone since the run started" in capsys.readouterr().err
-    script.write_text("print('v1')\n")  # restored: the resume goes on
-    assert cli.main(["run", "--resume", str(result_dir.root)]) == 0
+    resume = ["run", "--resume", str(result_dir.root), "--command", f"{PY} fit.py"]  # named again, from its directory
+    os.chdir(tmp_path)
+    try:
+        assert cli.main(resume) == 2
+        assert "fit.py changed or is gone since the run started" in capsys.readouterr().err
+        script.write_text("print('v1')\n")  # restored: the resume goes on
+        assert cli.main(resume) == 0
+    finally:
+        os.chdir(here)
 
 
 def test_a_programs_words_cannot_break_the_report(tmp_path, capsys):

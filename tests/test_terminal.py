@@ -29,3 +29,57 @@ def test_the_prior_gives_way_to_observed_runs_of_the_same_kind():
     estimator.observe(cold, 5.0)
     assert estimator.estimate(cold) == 4.0
     assert estimator.estimate(warm_cache) == from_template  # another kind: still the prior
+
+
+def _progress_run(tmp_path, executor, policies="cold-cache,warm"):
+    import io
+    import re
+
+    from fakes import run_suite
+    from rich.console import Console
+
+    from ttfr.measure.spec import RunRequest
+    from ttfr.report.terminal import ProgressDisplay, print_summary
+
+    console = Console(file=io.StringIO(), width=200, force_terminal=False)
+    progress = ProgressDisplay(console)
+    request = RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2, warm_procs=2,
+                         policies=policies, seed=1)  # fmt: skip
+    outcome = run_suite(tmp_path, request, executor, progress=progress)
+    print_summary(console, outcome.suite, outcome.cases, outcome.result_dir.root)
+    text = console.file.getvalue()
+    return outcome, text, [tuple(map(int, m)) for m in re.findall(r"^\[(\d+)/(\d+)\]", text, re.M)]
+
+
+def test_the_counter_counts_every_task_when_a_case_stops_and_ends_at_n_of_n(tmp_path):
+    """A failed gate skips its case's remaining runs: they get their lines ([4/10] -> [6/10] was a skip)."""
+    from fakes import FakeExecutor
+
+    from ttfr.measure.spawn import RunResult
+
+    def fail_numpy(call):
+        if call["job"].adapter == "numpy_backend":
+            return RunResult("error", "ValueError in setup: boom", None, 0, 1, 1)
+        return None
+
+    _outcome, text, counts = _progress_run(tmp_path, FakeExecutor(fail_numpy))
+    total = counts[0][1]
+    assert [n for n, _total in counts] == list(range(1, total + 1)) and counts[-1] == (total, total)
+    assert "skipped: its case stopped earlier" in text
+
+
+def test_an_interrupted_run_shows_its_unfinished_cases_and_how_far_they_got(tmp_path):
+    from fakes import FakeExecutor
+
+    outcome, text, _counts = _progress_run(tmp_path, FakeExecutor(interrupt_at=5))
+    assert outcome.interrupted and outcome.suite.pending
+    rows = {row.case: row for row in outcome.suite.pending_runs}
+    assert set(rows) == set(outcome.suite.pending)
+    from ttfr.measure.journal import Journal
+
+    journaled = [e for e in Journal(outcome.result_dir.journal).entries() if e.case in rows]
+    assert sum(r.runs_done for r in rows.values()) == len(journaled) > 0
+    for row in rows.values():
+        assert 0 <= row.runs_done < row.runs_planned
+        assert f"{row.runs_done} of {row.runs_planned} runs done" in text
+    assert "pending (" in text and "of their runs done)" in text

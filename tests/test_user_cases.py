@@ -106,14 +106,16 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
     assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
-    assert spec.RunSpec.from_json(stored) == chosen  # known again only from the file
+    named = spec.Named(case_files=(str(path),))
+    assert spec.RunSpec.from_json(stored, named) == chosen  # a resume imports the file the user named
+    assert spec.RunSpec.from_json(stored) == chosen  # a reader knows the cases from the plan's record
     # A file edited (or gone) since the run started would mix two versions: --resume refuses it.
     path.write_text(path.read_text() + "\n# edited\n")
     with pytest.raises(UsageError, match="changed since this run started"):
-        spec.RunSpec.from_json(stored)
+        spec.RunSpec.from_json(stored, named)
     path.unlink()
     with pytest.raises(UsageError, match="is gone"):
-        spec.RunSpec.from_json(stored)
+        spec.RunSpec.from_json(stored, named)
 
 
 def test_names_that_would_make_unreadable_case_ids_and_edits_after_creation_are_refused(tmp_path):
@@ -444,7 +446,7 @@ def test_a_users_mistakes_are_said_plainly_and_point_at_their_lines(tmp_path):
     assert inputs["status"] == "failed"
     assert "ValueError in @case.inputs at inputs_raise.py:8:5: boom" in inputs["reason"]
     (run,) = inputs["policies"]["cold-process/cold-cache"]["runs"]
-    assert "inputs_raise.py\", line 8, in inputs" in run["traceback"] and "ttfr/" not in run["traceback"]
+    assert 'inputs_raise.py", line 8, in inputs' in run["traceback"] and "ttfr/" not in run["traceback"]
     builder = case("numpy_builder_raises_10_f64")
     assert "RuntimeError in your @case.numpy builder at builder_raises.py:12:5: bad builder" in builder["reason"]
     assert "in setup" not in builder["reason"]

@@ -14,17 +14,43 @@ def add_parser(commands):
     again = commands.add_parser(NAME, help="run a published snapshot's plan again here and say what replicated")
     again.add_argument("snapshot", type=Path, metavar="SNAPSHOT", help="a snapshot directory from `ttfr publish`")
     again.add_argument("--out", type=Path, default=Path("ttfr-results"), help="parent of the replica's result directory")
+    # A snapshot is someone else's files: the programs its plan runs run only when named here.
+    again.add_argument(
+        "--case-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a case file the snapshot's plan names (each must be named to run; repeatable)",
+    )
+    again.add_argument(
+        "--command",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a command the snapshot's plan names, as it records it (each must be named to run)",
+    )
+    again.add_argument(
+        "--prepare",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="a --prepare step the snapshot's plan names (each must be named to run)",
+    )
     return again
 
 
 def handle(args, console: Console) -> int:
+    from ttfr.measure.spec import Named
     from ttfr.pipeline import replication
     from ttfr.report import terminal
+
+    named = Named(case_files=tuple(args.case_file), commands=tuple(args.command), prepare=tuple(args.prepare),
+                  python_recorded=False)  # fmt: skip
 
     progress = terminal.ProgressDisplay(console)
     try:
         outcome, document = replication.replicate(args.snapshot, args.out, ["ttfr", *args.argv], progress=progress,
-                                                  executors=args.executors)  # fmt: skip
+                                                  executors=args.executors, named=named)  # fmt: skip
     finally:
         progress.stop()
     if document is None:

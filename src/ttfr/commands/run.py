@@ -11,14 +11,15 @@ from rich.console import Console
 from ttfr import startup
 from ttfr.commands.options import by_profile, command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
-from ttfr.measure.spec import PROFILES, RunRequest, build_spec
+from ttfr.measure.spec import PROFILES, Named, RunRequest, build_spec
 
 NAME = "run"
-# Every option that chooses what to run: --resume continues the stored plan, so none of them goes with it.
+# Every option that chooses what to run: --resume continues the stored plan, so none of them goes with it
+# but the programs it runs, which the user names again (_NAMED): a file never makes ttfr run one.
 _SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
-              "warm_samples", "timeout", "seed", "threads", "shard", "python", "workspace", "workspace_preset",
-              "signal", "precision", "budget", "case_file", "command", "command_name", "first_result",
-              "first_result_mark", "prepare", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",
+              "warm_samples", "timeout", "seed", "threads", "shard", "workspace", "workspace_preset",
+              "signal", "precision", "budget", "command_name", "first_result",
+              "first_result_mark", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",
               "slurm_account")  # fmt: skip
 
 
@@ -55,7 +56,9 @@ def add_parser(commands):
         help="write no report.html (its figures take ~0.5 s; `ttfr report DIR --html` renders it later)",
     )
     run.add_argument("--verbose", action="store_true", help="after the summary, ttfr's own time by phase")
-    run.add_argument("--resume", type=Path, metavar="DIR", help="finish an interrupted result directory")
+    run.add_argument("--resume", type=Path, metavar="DIR",
+                     help="finish an interrupted result directory; name the programs its plan runs again "
+                     "(--python, --case-file, --command, --prepare): ttfr runs none just because plan.json names it")  # fmt: skip
     run.add_argument(
         "--executor",
         choices=("local", "slurm"),
@@ -98,7 +101,9 @@ def handle(args, console: Console) -> int:
         from ttfr.pipeline import suite  # the run's modules, once the input is known good (analysis: later)
         from ttfr.report import terminal
     if args.resume:
-        result_dir, spec = suite.reopen(args.resume)
+        named = Named(python=args.python, case_files=tuple(args.case_file), commands=tuple(args.command),
+                      prepare=tuple(args.prepare))  # fmt: skip
+        result_dir, spec = suite.reopen(args.resume, named)
         console.print(f"resuming {result_dir.root}: workers run {spec.python or sys.executable}", markup=False,
                       highlight=False)  # fmt: skip
     else:

@@ -6,7 +6,10 @@ Everything a user can get wrong is checked here, before any process is spawned.
 from __future__ import annotations
 
 import math
+import os
 import random
+import shlex
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -82,6 +85,9 @@ class RunSpec:
     precision: float | None = None  # --precision: relative 95% CI half-width every statistic should reach
     budget_s: float | None = None  # --budget: wall-time limit of the run (its profile's runs always complete)
     case_files: tuple[tuple[str, str], ...] = ()  # --case-file: (absolute path, sha256) of the users' case files
+    # their cases as read when the run was planned: a reader of plan.json knows them without
+    # importing the files (running their code)
+    file_cases: tuple[user_cases.UserCase, ...] = ()
     commands: tuple[user_commands.UserCommand, ...] = ()  # --command: the programs of the `command` cases
     # --shard K/N: every case of the plan the shards share (this shard's are `cases`), so that
     # `ttfr merge` can tell the shards of one plan from slices of different ones
@@ -95,19 +101,39 @@ class RunSpec:
         data["cases"] = [c.id for c in self.cases]
         data["policies"] = list(self.policies)
         data["shard"] = list(self.shard) if self.shard else None
-        data["case_files"] = [{"path": path, "sha256": sha256} for path, sha256 in self.case_files]
+        data.pop("file_cases")
+        data["case_files"] = [
+            {"path": path, "sha256": sha256, "cases": [c.to_json() for c in self.file_cases if c.source == path]}
+            for path, sha256 in self.case_files
+        ]
         data["commands"] = [c.to_json() for c in self.commands]
         data["plan_cases"] = list(self.plan_cases)
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> RunSpec:
+    def from_json(cls, data: dict, named: Named | None = None) -> RunSpec:
+        """A stored spec (plan.json's). `named`: what the user named on the command line of a
+        command that will run this spec (a resume, a replication): every program the spec names
+        must be among them, or it is refused before anything runs (see unnamed_programs); its case
+        files are then imported (checked against their recorded sha256). Without `named` (merge,
+        export: reading only) nothing is imported: the cases come from the plan's record."""
         data = dict(data)
-        data["case_files"] = tuple((f["path"], f["sha256"]) for f in data.get("case_files") or ())
+        recorded = data.get("case_files") or ()
+        data["case_files"] = tuple((f["path"], f["sha256"]) for f in recorded)
         data["commands"] = tuple(user_commands.UserCommand.from_json(c) for c in data.get("commands") or ())
+        if named is not None:
+            missing = unnamed_programs(data, named)
+            if missing:
+                raise UsageError("it names programs you did not name on this command line, and ttfr runs only those: "
+                                 + "; ".join(missing))  # fmt: skip
+            file_cases = user_cases.read_recorded(data["case_files"])
+        else:
+            file_cases = [user_cases.UserCase.from_json(c, f["path"], f["sha256"]) for f in recorded
+                          for c in _recorded_cases(f)]  # fmt: skip
+        data["file_cases"] = tuple(file_cases)
         # their workloads, before their case ids are read
         known = catalog.BUILTIN.with_workloads(c.workload() for c in data["commands"])
-        known = known.with_workloads(c.workload() for c in user_cases.read_recorded(data["case_files"]))
+        known = known.with_workloads(c.workload() for c in file_cases)
         known = _installed_cases_if_unknown(known, (), data["cases"])
         extra = (data["custom_size"],) if data.get("custom_size") else ()
         data["cases"] = tuple(known.parse_case_id(c, extra) for c in data["cases"])
@@ -115,6 +141,70 @@ class RunSpec:
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
         data["plan_cases"] = tuple(data.get("plan_cases") or ())
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class Named:
+    """The programs a user named on a command line (`--python`, `--case-file`, `--command`,
+    `--prepare`): the only ones a stored plan may run. ttfr never runs a program because a file
+    (plan.json, a result directory, a snapshot) names it: checking it by running it is running it."""
+
+    python: str | None = None
+    case_files: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    prepare: tuple[str, ...] = ()
+    python_recorded: bool = True  # False: the spec's python is not used (a replication runs this ttfr's own)
+
+
+NOTHING_NAMED = Named()
+
+
+def _same_program(recorded: str, given: str | None) -> bool:
+    if given is None:
+        return False
+    found = shutil.which(given) or given
+    return os.path.realpath(recorded) == os.path.realpath(found)
+
+
+def _split_or_none(text: str):
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
+
+
+def unnamed_programs(data: dict, named: Named) -> list[str]:
+    """What a stored spec would run that `named` does not name, each with the option that names it."""
+    missing = []
+    python = data.get("python")
+    if named.python_recorded and python is not None and not _same_program(python, named.python):
+        missing.append(f"the workers' interpreter {python} (add --python {shlex.quote(python)})")
+    if named.python_recorded and python is None and named.python is not None:
+        missing.append(f"--python {named.python}: its workers ran ttfr's own interpreter (drop --python)")
+    for path, _sha in data["case_files"]:
+        if not any(_same_program(path, given) for given in named.case_files):
+            missing.append(f"the case file {path} (add --case-file {shlex.quote(path)})")
+    commands = [_split_or_none(text) for text in named.commands]
+    prepares = [_split_or_none(text) for text in named.prepare]
+    for command in data["commands"]:
+        text = shlex.join(command.argv)
+        if list(command.argv) not in commands:
+            missing.append(f"the command `{text}` (add --command {shlex.quote(text)})")
+        if command.prepare and list(command.prepare) not in prepares:
+            prepare = shlex.join(command.prepare)
+            missing.append(f"the --prepare step `{prepare}` (add --prepare {shlex.quote(prepare)})")
+        if os.path.realpath(command.cwd) != os.path.realpath(os.getcwd()):
+            missing.append(f"the command `{text}` runs in {command.cwd} (run ttfr from there)")
+    return missing
+
+
+def _recorded_cases(recorded: dict) -> list[dict]:
+    """A plan's record of a case file's cases; plans before 0.1.2 have none, and reading them would
+    mean importing the file."""
+    if "cases" not in recorded:
+        raise UsageError(f"plan.json names the case file {recorded['path']} without its cases (ttfr before 0.1.2): "
+                         "reading them would run the file; resume or re-run it with --case-file")  # fmt: skip
+    return recorded["cases"]
 
 
 def _installed_cases_if_unknown(known: catalog.Catalog, workloads, case_ids) -> catalog.Catalog:
@@ -519,6 +609,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         plan_cases=plan_cases,
         commands=tuple(c for c in user_command_list if any(case.workload == c.name for case in chosen)),
         case_files=tuple(f for f in case_files if any(c.workload_info.source == f[0] for c in chosen)),
+        file_cases=tuple(c for c in from_files if any(c.source == case.workload_info.source for case in chosen)),
         cases=chosen,
         policies=chosen_policies,
         profile=profile,

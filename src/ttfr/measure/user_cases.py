@@ -45,6 +45,16 @@ class UserCase:
     description: str
     sha256: str | None  # a case file's content when it was read (None: an installed module)
 
+    def to_json(self) -> dict:
+        """What plan.json records of it beside its file's path and sha256."""
+        return {"name": self.name, "frameworks": list(self.frameworks), "sizes": list(self.sizes),
+                "dtypes": list(self.dtypes), "description": self.description}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict, source: str, sha256: str) -> UserCase:
+        return cls(data["name"], source, tuple(data["frameworks"]), tuple(data["sizes"]), tuple(data["dtypes"]),
+                   data["description"], sha256)  # fmt: skip
+
     @property
     def from_file(self) -> bool:
         return not self.source.startswith(user_case.MODULE_PREFIX)

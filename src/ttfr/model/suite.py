@@ -152,6 +152,14 @@ class Precision(Artifact):
     statistics: list[Statistic]
 
 
+class PendingCase(Artifact):
+    """A case an interrupted run has not finished: how far its runs got."""
+
+    case: str
+    runs_done: Count
+    runs_planned: Count
+
+
 class SuiteResult(Artifact):
     """The suite index of one result directory."""
 
@@ -173,3 +181,4 @@ class SuiteResult(Artifact):
     datasets: list[DatasetFile]
     loops: list[LoopRow] | UnsetType = UNSET
     precision: Precision | UnsetType = UNSET
+    pending_runs: list[PendingCase] | UnsetType = UNSET  # the pending cases' progress (files before 0.1.2: none)

@@ -30,7 +30,7 @@ from ttfr.pipeline import comparison, suite
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
-from ttfr.measure.spec import RunSpec
+from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec
 from ttfr.measure.user_commands import changed_files
 
 SCHEMA = "ttfr.replication_report.v1"
@@ -131,15 +131,22 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
     }
 
 
-def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors: Executors | None = None, progress=None):
-    """Run the snapshot's plan again under `out_parent`; (its result directory, the report)."""
+def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors: Executors | None = None, progress=None,
+              named: Named = NOTHING_NAMED):  # fmt: skip
+    """Run the snapshot's plan again under `out_parent`; (its result directory, the report).
+    The snapshot's case files, commands and --prepare steps run only where `named` (the user's
+    command line) names them; its workers run this ttfr's own interpreter."""
     snapshot_dir = Path(snapshot_dir)
     if not (snapshot_dir / snapshot.INDEX).is_file():
         raise UsageError(f"{snapshot_dir} is not a published snapshot (no {snapshot.INDEX}; `ttfr publish` makes one)")
     problems = snapshot.verify(snapshot_dir)
     if problems:
         raise UsageError(f"{snapshot_dir} does not verify, so it is not replicated: " + "; ".join(problems[:3]))
-    spec = replace(RunSpec.from_json(read_json(snapshot_dir / "plan.json")["spec"]), python=None)  # this ttfr's own
+    try:
+        stored = RunSpec.from_json(read_json(snapshot_dir / "plan.json")["spec"], replace(named, python_recorded=False))
+    except UsageError as exc:
+        raise UsageError(f"{snapshot_dir}'s plan.json: {exc}") from None
+    spec = replace(stored, python=None)  # this ttfr's own
     for command in spec.commands:
         if command.redacted:
             raise UsageError(f"command {command.name} of {snapshot_dir} held a secret that the snapshot does not record: "

@@ -37,13 +37,13 @@ from ttfr.measure.plan import Plan, build_plan, pending_cases
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
-from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec, check_worker_python
 from ttfr.pipeline.costs import Costs
 from ttfr.measure.user_commands import changed_files
 from ttfr.model.base import UNSET, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
-from ttfr.model.suite import CaseRef, DatasetFile, FileRef, ScalingRow, SuiteResult
+from ttfr.model.suite import CaseRef, DatasetFile, FileRef, PendingCase, ScalingRow, SuiteResult
 from ttfr.report import markdown
 
 if TYPE_CHECKING:
@@ -145,10 +145,11 @@ def write_scaling_csv(result_dir: ResultDir, rows: list[ScalingRow]) -> None:
     write_bytes_atomic(result_dir.root / "scaling.csv", out.getvalue().encode())
 
 
-def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
-    """The result directory to resume and its spec, checked like a new run's: plan.json
-    against its schema, and the interpreter it names by the same pre-check as --python
-    (resuming someone else's directory must not run an arbitrary program unannounced)."""
+def reopen(root: Path, named: Named = NOTHING_NAMED) -> tuple[ResultDir, RunSpec]:
+    """The result directory to resume and its spec, checked like a new run's: plan.json against
+    its schema; every program it names (interpreter, case files, commands, --prepare steps) must
+    be one the user named on the resume's command line (`named`), and is refused before anything
+    runs otherwise: resuming someone else's directory never runs a program because a file names it."""
     result_dir = ResultDir.open(root)
     linked = reader.symlinked_entries(result_dir.root)
     if linked:  # a writer would follow them out of the directory
@@ -156,13 +157,13 @@ def reopen(root: Path) -> tuple[ResultDir, RunSpec]:
                             "files, so it cannot be resumed")  # fmt: skip
     result_dir.lock()  # a resume while the run (or another resume) is still writing is refused
     try:
-        return result_dir, _resumable_spec(result_dir)
+        return result_dir, _resumable_spec(result_dir, named)
     except BaseException:
         result_dir.unlock()
         raise
 
 
-def _resumable_spec(result_dir: ResultDir) -> RunSpec:
+def _resumable_spec(result_dir: ResultDir, named: Named) -> RunSpec:
     plan, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
     if problems:
         shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
@@ -171,19 +172,22 @@ def _resumable_spec(result_dir: ResultDir) -> RunSpec:
         raise UsageError(f"{result_dir.plan}: the run was started by ttfr {plan['ttfr_version']} and this is ttfr "
                          f"{ttfr.__version__}: one case's runs must come from one worker, so it cannot be resumed "
                          "here; resume it with that version, or start a new run")  # fmt: skip
-    spec = RunSpec.from_json(plan["spec"])
-    redacted = [c.name for c in spec.commands if c.redacted]
+    redacted = [c["name"] for c in plan["spec"].get("commands") or () if c.get("redacted")]
     if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
         raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
                          "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
+    try:
+        spec = RunSpec.from_json(plan["spec"], named)
+    except UsageError as exc:
+        raise UsageError(f"{result_dir.plan}: {exc}") from None
     for command in spec.commands:
         changed = changed_files(command)
         if changed:
             raise UsageError(f"{result_dir.plan}: command {command.name}'s {changed[0]} changed or is gone since the run "
                              "started (sha256 in plan.json): restore it, or start a new run")  # fmt: skip
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
-    if spec.python is not None:
-        check_worker_python(spec.python, option="plan.json's python")
+    if spec.python is not None:  # the one the user named (--python): checked like a new run's
+        check_worker_python(spec.python, option="--python")
     return spec
 
 
@@ -316,6 +320,7 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
             for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
         ],
         precision=precision.record(cases, bought) if bought is not None else UNSET,
+        pending_runs=_pending_runs(plan, entries, pending) or UNSET,
     )
     write_json(result_dir.suite, suite, SUITE_SCHEMA)
     if suite.scaling:
@@ -323,6 +328,18 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
     verified = load_finished(result_dir.root)
     result_dir.write_page("report.md", markdown.render(verified))  # rendered from the files, as `ttfr report` would
     return suite, cases, verified
+
+
+def _pending_runs(plan: Plan, entries: list[JournalEntry], pending: list[str]) -> list[PendingCase]:
+    """How many of each pending case's planned runs the journal holds (an interrupted run's summary
+    says so instead of an empty table)."""
+    done = {e.task for e in entries}
+    planned: dict[str, list[int]] = {case: [0, 0] for case in pending}
+    for task in plan.tasks:
+        if task.case.id in planned:
+            planned[task.case.id][1] += 1
+            planned[task.case.id][0] += task.key in done
+    return [PendingCase(case=case, runs_done=n, runs_planned=total) for case, (n, total) in planned.items()]
 
 
 def write_html(verified) -> None:

@@ -122,8 +122,9 @@ class ProgressDisplay:
             self.estimator.observe(task, time.monotonic() - self.started_at)
         if self.bar is not None:
             self.progress.update(self.bar, advance=1, eta=self._eta())
-        elif entry is not None:
-            detail = entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else "")
+        else:  # every task gets its line, so the count never skips and ends at N/N
+            detail = ("skipped: its case stopped earlier (see its reason)" if entry is None else
+                      entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else ""))  # fmt: skip
             line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
             self.console.print(line, markup=False, highlight=False)
 
@@ -162,12 +163,18 @@ def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult],
             result_check(case),
             Text(printable(case.reason or "")),  # free text (a program's output): never markup
         )
+    progress = suite.pending_runs or []
+    for row in progress:  # an interrupted run: what it got to, not an empty table
+        table.add_row(row.case, "[yellow]pending[/]", "—", "—", "—", "—", "—",
+                      f"{row.runs_done} of {row.runs_planned} runs done; `ttfr run --resume` finishes it")  # fmt: skip
     console.print(table)
     summary = suite.summary
     worst = summary.worst_case
+    runs_done = (f" ({sum(r.runs_done for r in progress)} of {sum(r.runs_planned for r in progress)} of their runs done)"
+                 if progress else "")  # fmt: skip
     console.print(
         f"{summary.n_ok} ok, {summary.n_warn} warn, {summary.n_failed} failed"
-        + (f", {summary.n_pending} pending" if summary.n_pending else "")
+        + (f", {summary.n_pending} pending{runs_done}" if summary.n_pending else "")
         + (f"; worst TTFR {worst.case} {fmt_seconds(worst.ttfr_median_s)}" if worst else "")
     )
     if suite.precision:

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
-from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
-from ttfr.child.workloads import dataset_sha256, user_case
+from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
-from ttfr.measure import catalog, user_cases
+from ttfr.measure import catalog
 from ttfr.model.base import encode
 from ttfr.model.case import CaseResult, ColdPolicy, RunFigures
 from ttfr.model.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
@@ -115,10 +115,8 @@ def case_record(
 ) -> dict:
     """`known`: the run's catalogue (a user's case that never ran is hashed with its own inputs)."""
     dataset = encode(case.dataset)
-    if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used
+    if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used (ttfr's own workloads)
         info = known.workloads[case.workload]
-        if info.source:  # a user's case (from the plan's case files): its own inputs
-            user_case.load(info.source, info.name)
         dataset["sha256"] = dataset_sha256(info.child_module, case.size, case.dtype, case.config.seed)
     cold = _cold_timing(case, cold_policy)
     reason = case.reason
@@ -171,35 +169,49 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
                            "incomplete: fix that and export again") from None  # fmt: skip
 
 
-def _planned_catalog(root: Path) -> catalog.Catalog:
-    """The catalogue with the users' case files the verified plan names (each still holding
-    what the run used)."""
-    plan, problems = reader.inspect(root, "plan.json", reader.PLAN_SCHEMA)
-    if plan is None or problems:
-        raise UsageError(f"{root}: plan.json does not verify: {'; '.join(problems)}")
-    recorded = [(f["path"], f["sha256"]) for f in plan["spec"].get("case_files") or ()]
-    return catalog.BUILTIN.with_workloads(c.workload() for c in user_cases.read_recorded(recorded))
+def _inputs_of_others(cases: list[CaseResult]) -> dict[tuple, str]:
+    """The inputs' hash of each (workload, size, dtype, seed) that some case ran: one backend's
+    inputs are every backend's."""
+    return {(c.workload, c.size, c.dtype, c.config.seed): c.dataset.sha256 for c in cases if c.dataset.sha256}
+
+
+def left_out(cases: list[CaseResult]) -> dict[str, str]:
+    """Cases the export leaves out, and why. Command cases (`ttfr run --command`): NextStat's ml
+    contract describes a workload on a dataset, and a program has neither. A user's case that ran
+    on no backend at all: its inputs' hash would mean running its case file's code, which a
+    reader of a result directory never does."""
+    ran = _inputs_of_others(cases)
+    out = {}
+    for case in cases:
+        if case.command:
+            out[case.case] = "a program, not a workload on a dataset"
+        elif (not case.dataset.sha256 and case.workload not in catalog.BUILTIN.workloads
+              and (case.workload, case.size, case.dtype, case.config.seed) not in ran):  # fmt: skip
+            out[case.case] = "your case ran on no backend: its inputs' hash needs its case file's code run"
+    return out
 
 
 def commands_left_out(cases: list[CaseResult]) -> list[str]:
-    """Command cases (`ttfr run --command`): NextStat's ml contract describes a workload on a
-    dataset, and a program has neither, so they are not exported."""
+    """Command cases (see left_out)."""
     return [c.case for c in cases if c.command]
 
 
 def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest = verified.suite, verified.manifest
-    left_out = commands_left_out(verified.cases)
-    cases = [c for c in verified.cases if c.case not in left_out]
-    if not cases:
-        raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(left_out)}): NextStat's ml "
+    commands = commands_left_out(verified.cases)
+    if commands and len(commands) == len(verified.cases):
+        raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(commands)}): NextStat's ml "
                          "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
-    known = catalog.BUILTIN
-    if any(not c.dataset.sha256 and c.workload not in known.workloads for c in cases):
-        known = _planned_catalog(verified.result_dir.root)  # a user's case that never ran: its inputs' hash
+    skipped = left_out(verified.cases)
+    cases = [c for c in verified.cases if c.case not in skipped]
+    ran = _inputs_of_others(verified.cases)
+    # A user's case that never ran (no GPU) has the inputs of its backends that did.
+    cases = [c if c.dataset.sha256 or c.workload in catalog.BUILTIN.workloads else
+             msgspec.structs.replace(c, dataset=msgspec.structs.replace(
+                 c.dataset, sha256=ran[(c.workload, c.size, c.dtype, c.config.seed)])) for c in cases]  # fmt: skip
     # Every record first: a case that cannot be exported stops the export before any file is written.
-    records = [(case, case_record(case, manifest, suite.deterministic, cold_policy, known)) for case in cases]
+    records = [(case, case_record(case, manifest, suite.deterministic, cold_policy)) for case in cases]
     written, refs = [], []
     counts = {"ok": 0, "warn": 0, "failed": 0}
     worst = None

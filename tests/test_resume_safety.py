@@ -1,0 +1,106 @@
+"""A result directory never makes ttfr run a program (issue 25, item 17): a resume runs the
+interpreter, case files, commands and --prepare steps its plan names only when the user names
+them on the resume's command line; reading a plan (merge, export) imports nothing."""
+
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from ttfr.errors import UsageError
+from ttfr.measure.spec import Named, RunRequest, RunSpec
+from ttfr.pipeline import suite as suite_run
+
+CASE = """
+import pathlib
+pathlib.Path({marker!r}).write_text("imported")
+import numpy as np
+from ttfr.cases import Case
+
+case = Case("marked", sizes=(8,), dtypes=("float64",))
+
+@case.inputs
+def inputs(size, dtype, seed):
+    return [np.ones(size, dtype)]
+
+@case.numpy
+def build(np):
+    return lambda x: x * 2
+"""
+
+
+def _interrupted_run(tmp_path, **request):
+    """A result directory whose runs have not started (its plan.json written, as a run killed then leaves it)."""
+    from ttfr.measure.spec import build_spec
+
+    request.setdefault("warm_procs", None if request.get("commands") else 1)
+    result_dir = suite_run.start(build_spec(RunRequest(cold_runs=1, seed=1, **request)), tmp_path / "out", ["ttfr", "run"])
+    result_dir.unlock()
+    return result_dir.root
+
+
+def _edit_plan(root: Path, change) -> None:
+    plan = json.loads((root / "plan.json").read_text())
+    change(plan["spec"])
+    (root / "plan.json").write_text(json.dumps(plan))
+
+
+def test_a_plan_naming_an_interpreter_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "python"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    evil.chmod(evil.stat().st_mode | stat.S_IEXEC)
+    root = _interrupted_run(tmp_path, backends="numpy", workloads="matmul", sizes="64")
+    _edit_plan(root, lambda spec: spec.update(python=str(evil)))
+    with pytest.raises(UsageError, match=rf"names programs you did not name.*interpreter {evil} \(add --python {evil}\)"):
+        suite_run.reopen(root)
+    assert not marker.exists()
+    with pytest.raises(UsageError, match="drop --python"):  # the run's workers ran ttfr's own: not another one
+        suite_run.reopen(_interrupted_run(tmp_path / "b", backends="numpy", workloads="matmul", sizes="64"),
+                         Named(python=sys.executable))  # fmt: skip
+
+
+def test_a_plan_naming_a_case_file_runs_it_only_when_the_user_names_it(tmp_path):
+    marker = tmp_path / "imported"
+    case_file = tmp_path / "marked.py"
+    case_file.write_text(CASE.format(marker=str(marker)))
+    root = _interrupted_run(tmp_path, case_files=[str(case_file)], backends="numpy")
+    marker.unlink()  # planning imported it: the user named it on that command line
+    with pytest.raises(UsageError, match=rf"the case file {case_file} \(add --case-file {case_file}\)"):
+        suite_run.reopen(root)
+    assert not marker.exists()
+    result_dir, spec = suite_run.reopen(root, Named(case_files=(str(case_file),)))
+    result_dir.unlock()
+    assert marker.exists() and [c.id for c in spec.cases] == ["numpy_marked_8_f64"]
+
+
+def test_reading_a_plan_imports_no_case_file(tmp_path):
+    marker = tmp_path / "imported"
+    case_file = tmp_path / "marked.py"
+    case_file.write_text(CASE.format(marker=str(marker)))
+    root = _interrupted_run(tmp_path, case_files=[str(case_file)], backends="numpy")
+    marker.unlink()
+    spec = RunSpec.from_json(json.loads((root / "plan.json").read_text())["spec"])  # merge and export read so
+    assert not marker.exists()
+    assert [c.id for c in spec.cases] == ["numpy_marked_8_f64"] and spec.cases[0].workload_info.sizes == (8,)
+
+
+def test_a_plan_naming_a_command_or_prepare_runs_them_only_when_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command, prepare = f"{sys.executable} -c pass", "true"
+    root = _interrupted_run(tmp_path, commands=[command], prepare=[prepare])
+    with pytest.raises(UsageError) as refused:
+        suite_run.reopen(root)
+    assert "add --command" in str(refused.value) and "add --prepare true" in str(refused.value)
+    with pytest.raises(UsageError, match="add --prepare"):
+        suite_run.reopen(root, Named(commands=(command,)))
+    result_dir, spec = suite_run.reopen(root, Named(commands=(command,), prepare=(prepare,)))
+    result_dir.unlock()
+    assert [c.argv for c in spec.commands] == [(sys.executable, "-c", "pass")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the plan's command runs in its own directory: the user must be there
+    with pytest.raises(UsageError, match=rf"runs in {tmp_path}"):
+        suite_run.reopen(root, Named(commands=(command,), prepare=(prepare,)))
