@@ -104,3 +104,18 @@ def test_a_plan_naming_a_command_or_prepare_runs_them_only_when_named(tmp_path, 
     monkeypatch.chdir(elsewhere)  # the plan's command runs in its own directory: the user must be there
     with pytest.raises(UsageError, match=rf"runs in {tmp_path}"):
         suite_run.reopen(root, Named(commands=(command,), prepare=(prepare,)))
+
+
+def test_the_resume_hint_names_the_programs_a_resume_must_name(tmp_path, monkeypatch):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    case_file = tmp_path / "marked.py"
+    case_file.write_text(CASE.format(marker=str(tmp_path / "imported")))
+    from ttfr.measure.spec import build_spec
+
+    spec = build_spec(RunRequest(case_files=[str(case_file)], backends="numpy", seed=1))
+    words = shlex.split(spec.resume_command("/r"))
+    assert words[:4] == ["ttfr", "run", "--resume", "/r"] and words[4:] == ["--case-file", str(case_file)]
+    commands = build_spec(RunRequest(commands=[f"{sys.executable} -c pass"], prepare=["true"], seed=1))
+    assert shlex.split(commands.resume_command("/r"))[4:] == ["--command", f"{sys.executable} -c pass", "--prepare", "true"]

@@ -117,7 +117,8 @@ def handle(args, console: Console) -> int:
             print(f"ttfr: warning: {warning}", file=sys.stderr)
         terminal.print_summary(console, outcome.suite, outcome.cases, outcome.result_dir.root)
         if outcome.interrupted:
-            console.print(f"interrupted: finish with `ttfr run --resume {outcome.result_dir.root}`", markup=False)
+            console.print(f"interrupted: finish with `{spec.resume_command(outcome.result_dir.root)}`", markup=False,
+                          highlight=False)  # fmt: skip
 
     try:
         outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=not args.no_html,

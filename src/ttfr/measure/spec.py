@@ -96,6 +96,16 @@ class RunSpec:
     def command(self, name: str) -> user_commands.UserCommand:
         return next(c for c in self.commands if c.name == name)
 
+    def resume_command(self, root) -> str:
+        """The command line that resumes a run of this spec: with the programs it runs named again
+        (a resume runs none that its plan.json alone names)."""
+        words = ["ttfr", "run", "--resume", str(root)] + (["--python", self.python] if self.python else [])
+        words += [word for path, _sha in self.case_files for word in ("--case-file", path)]
+        words += [word for c in self.commands for word in ("--command", shlex.join(c.argv))]
+        prepares = dict.fromkeys(shlex.join(c.prepare) for c in self.commands if c.prepare)
+        words += [word for text in prepares for word in ("--prepare", text)]
+        return shlex.join(words)
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["cases"] = [c.id for c in self.cases]

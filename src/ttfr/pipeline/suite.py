@@ -254,8 +254,9 @@ def execute(result_dir: ResultDir, spec: RunSpec, executors: Executors | None = 
         if not suite.pending and not (bought and bought.stopped_by is None):
             result_dir.remove_scratch()  # kept when --precision was interrupted: its resume needs the templates
     except OSError as exc:  # disk full, directory made read-only: every finished run is journaled
+        resume = spec.resume_command(result_dir.root)
         raise StorageError(f"{exc.filename or result_dir.root}: cannot be written ({exc.strerror}); the runs "
-                           f"that finished are kept: fix that, then `ttfr run --resume {result_dir.root}`") from None  # fmt: skip
+                           f"that finished are kept: fix that, then `{resume}`") from None  # fmt: skip
     finally:
         result_dir.unlock()  # taken by start() or reopen(): this run has stopped writing
     return SuiteOutcome(result_dir, suite, cases, interrupted, journal.skipped)
