@@ -88,3 +88,17 @@ def test_cold_cache_hits_on_entries_the_run_wrote_itself_are_not_a_warm_cache():
     # the same hits from a directory that was not empty, or that nothing was written to, are not
     assert cache.verify(COLD_CACHE, True, counts, 5, 97).flags == ["cold_cache_not_empty", "cold_cache_hits"]
     assert cache.verify(COLD_CACHE, True, counts, 0, 0).flags == ["cold_cache_hits", "cache_not_written"]
+
+
+def test_a_program_that_writes_no_cache_in_any_run_is_not_applicable_not_flagged():
+    """`python -c "import json"` compiles nothing: its cache check was `flagged` (cache_not_written)
+    in every run (issue 25, item 13). The case decides (no run wrote), each run renders it."""
+    from ttfr.measure import cache as cache_mod
+    from ttfr.model.policies import COLD_CACHE, WARM_CACHE
+
+    for policy in (COLD_CACHE, WARM_CACHE):
+        check = cache_mod.verify(policy, True, None, 0, 0, cache_mod.DIRECTORY_ENTRIES, uncached=True)
+        assert check.verdict == "not_applicable" and check.flags == [] and "elsewhere" in check.note
+    # a run that wrote nothing while others of the case did is still flagged
+    alone = cache_mod.verify(COLD_CACHE, True, None, 0, 0, cache_mod.DIRECTORY_ENTRIES)
+    assert alone.verdict == "flagged" and alone.flags == ["cache_not_written"]

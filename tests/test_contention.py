@@ -247,4 +247,7 @@ def test_too_few_clean_processes_give_no_figure_and_say_so(tmp_path):
     assert case["policies"]["warm-process"]["summary"]["call_s"] is None
     flag = next(f for f in case["flags"] if f["flag"] == "could_not_measure_cleanly")
     assert "2 of 2 processes were contended: no figure is given" in flag["reason"]
+    # no figure is no `ok`: warn, with the reason, and counted as such (issue 25, item 2)
+    assert case["status"] == "warn" and "figures withheld (warm-process)" in case["reason"]
+    assert (outcome.suite.summary.n_ok, outcome.suite.summary.n_warn) == (0, 1)
     assert validate_dir(outcome.result_dir.root) == []

@@ -309,3 +309,30 @@ def test_the_group_is_killed_before_its_leader_is_reaped(tmp_path, monkeypatch):
     kills = [call for call in calls[: reaped_at[0]] if call[0] == "killpg"]
     assert kills and all(state == "Z" for _, _, state in kills), calls
     assert not any(call[0] == "killpg" for call in calls[reaped_at[0] :]), calls
+
+
+def test_a_supervised_program_s_own_cpu_wait_is_read_at_its_exit(tmp_path):
+    """A command's run-queue wait (its leader's schedstat, read while it is a zombie): without it a
+    busy neighbour alone set every command run aside as contended (issue 25, item 1)."""
+    import sys
+
+    if not os.path.exists("/proc/self/schedstat"):
+        pytest.skip("no schedstat in this kernel")
+    with open(tmp_path / "out", "wb") as output:
+        ended = supervisor.supervise([sys.executable, "-c", "sum(range(3_000_000))"], dict(os.environ), tmp_path, 60,
+                                     output)  # fmt: skip
+    on_cpu_ns, wait_ns = ended.sched
+    assert on_cpu_ns > 10_000_000 and wait_ns >= 0  # it computed for tens of ms; its wait is a number, maybe 0
+
+
+def test_a_command_run_that_did_not_wait_is_not_contended_by_a_busy_neighbour_alone():
+    from ttfr.analyse import contention
+    from ttfr.model.journal import Host, Rusage
+    from ttfr.model.record import Sched
+
+    host = Host(machine_busy_s=1.2, usable_cores=2)  # the rest of the machine used ~1 core meanwhile
+    rusage = Rusage(user_s=0.09, sys_s=0.01)
+    quiet = contention.cold_run(Sched(on_cpu_s=0.1, runq_wait_s=0.001), 0.1, host, rusage)
+    waited = contention.cold_run(Sched(on_cpu_s=0.1, runq_wait_s=0.05), 0.1, host, rusage)
+    unknown = contention.cold_run(None, 0.1, host, rusage)  # what every command run was before
+    assert not quiet.contended and waited.contended and unknown.contended
