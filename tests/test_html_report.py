@@ -4,6 +4,7 @@ page without errors and not blank."""
 
 from __future__ import annotations
 
+import html as html_text
 import io
 import os
 import re
@@ -124,7 +125,7 @@ def test_ab_writes_a_comparison_page_with_a_forest_plot(tmp_path):
     page = (outcome.root / "comparison.html").read_text()
     (figure,) = _figures(page)
     assert "B against A" in figure and "<svg" in figure
-    rows = re.findall(r"<tr><td>(numpy_[a-z_]+_64_f32)</td>", figure)
+    rows = re.findall(r"<tr><td>(numpy_[a-z_]+_64_f32)</td>", figure.replace("<wbr>", ""))  # (where an id may wrap)
     assert sorted(set(rows)) == ["numpy_fused_chain_64_f32", "numpy_matmul_64_f32"]
     assert (outcome.root / "A" / "report.html").is_file() and (outcome.root / "B" / "report.html").is_file()
 
@@ -178,6 +179,79 @@ def test_headless_chromium_renders_the_page_without_errors_and_not_blank(tmp_pat
     _shot, console = _chromium(tmp_path / "broken.html", tmp_path, "broken")
     assert any("undefinedFn" in line for line in console)
     assert _ink(_shot)[0] < 0.001
+
+
+# Injected into a copy of the page (report.html itself has no script): what a reader at this window
+# width would have to scroll sideways, the smallest text of the figures as drawn on screen (its
+# font size times the scale its SVG is shown at: a figure shrunk to fit shrinks its text), text
+# outside its figure (a legend cut off), and tick labels that overlap their neighbours.
+_MEASURE = """<pre id=measured></pre><script>
+addEventListener("load", () => {
+  const out = {overflow: [], smallest: [], outside: [], overlap: [], texts: 0};
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth) out.overflow.push(`page ${root.scrollWidth} > ${root.clientWidth}`);
+  for (const el of document.querySelectorAll("body, section, figure, figure > div, ul, p")) {
+    if (el.scrollWidth > el.clientWidth + 1)
+      out.overflow.push(`${el.tagName}.${el.className} ${el.scrollWidth} > ${el.clientWidth}`);
+  }
+  for (const table of document.querySelectorAll("table")) {
+    const inside = table.parentElement.getBoundingClientRect(), box = table.getBoundingClientRect();
+    if (box.right > inside.right + 1) out.overflow.push(`table ${box.right} > ${inside.right}`);
+  }
+  for (const svg of document.querySelectorAll("figure.plot svg")) {
+    const frame = svg.getBoundingClientRect();
+    for (const text of svg.querySelectorAll("text")) {
+      if (!text.textContent.trim()) continue;
+      const m = text.getScreenCTM();
+      const px = parseFloat(getComputedStyle(text).fontSize) * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      out.texts += 1;
+      out.smallest.push([px, text.textContent]);
+      const r = text.getBoundingClientRect();
+      if (r.left < frame.left - 1 || r.right > frame.right + 1 || r.top < frame.top - 1 || r.bottom > frame.bottom + 1)
+        out.outside.push(text.textContent);
+    }
+    for (const axis of svg.querySelectorAll("g[id*='matplotlib.axis_']")) {
+      const boxes = [...axis.querySelectorAll("g[id*='tick_'] text")].map(t => [t.getBoundingClientRect(), t.textContent]);
+      boxes.forEach(([a, at], i) => boxes.slice(i + 1).forEach(([b, bt]) => {
+        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+          out.overlap.push([at, bt]);
+      }));
+    }
+  }
+  out.smallest = out.smallest.sort((a, b) => a[0] - b[0]).slice(0, 3);
+  document.getElementById("measured").textContent = JSON.stringify(out);
+});
+</script>"""
+
+
+@pytest.mark.figures
+@pytest.mark.integration  # a browser: seconds to start
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (`make test` installs Debian's package)")
+def test_the_page_reads_at_a_laptop_and_a_narrow_window_width(tmp_path, monkeypatch):
+    """Issue 25, item 12: at 1400 px the figures' text was ~7 px (each figure shrunk into a
+    column), a legend was cut off, tick labels overlapped and tables scrolled sideways."""
+    import json
+
+    from test_report_rendering import LONG_TOKEN, rich_result
+
+    page = html.render(rich_result(tmp_path, monkeypatch))
+    assert LONG_TOKEN in page.replace("<wbr>", "")  # a cell that cannot wrap at a space
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", _MEASURE + "</body>"))
+    for width in (1400, 800):
+        argv = [CHROMIUM, "--headless", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},900",
+                "--virtual-time-budget=5000", "--dump-dom", f"file://{probe}"]  # fmt: skip
+        if os.geteuid() == 0:
+            argv.insert(1, "--no-sandbox")
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+        found = re.search(r"<pre id=\"measured\">(.*?)</pre>", done.stdout, flags=re.S)
+        assert found and found.group(1), (width, done.stderr[-2000:])
+        measured = json.loads(html_text.unescape(found.group(1)))
+        assert measured["texts"] > 100, measured  # the figures were drawn and measured
+        assert measured["overflow"] == [], (width, measured["overflow"])
+        assert measured["smallest"][0][0] >= 9, (width, measured["smallest"])
+        assert measured["outside"] == [], (width, measured["outside"])
+        assert measured["overlap"] == [], (width, measured["overlap"])
 
 
 def test_matplotlib_is_not_loaded_by_the_markdown_report():

@@ -7,6 +7,8 @@ Figures of a failed case are null, never 0.0; its runs stay as raw data.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Annotated, Literal
 
 import msgspec
@@ -181,9 +183,28 @@ class Flag(Artifact, tag_field="flag", kw_only=True):
         return " ".join(type(self).__doc__.split())
 
 
+# A flag's sentence is prose: numbers to 3 significant digits, lists joined with "and" (issue 25).
+def _prose(items: list) -> str:
+    items = [str(item) for item in items]
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def _numbered(noun: str, numbers: list[int]) -> str:
-    return f"{noun}{'es' if noun.endswith('s') else 's'} {', '.join(map(str, numbers))}" if len(numbers) > 1 \
+    return f"{noun}{'es' if noun.endswith('s') else 's'} {_prose(numbers)}" if len(numbers) > 1 \
         else f"{noun} {numbers[0]}"  # fmt: skip
+
+
+def _sig(value: float) -> str:
+    """3 significant digits in plain notation (2,020, 1.94, 0.000123), trailing zeros dropped."""
+    if not value or not math.isfinite(value):
+        return f"{value:g}"
+    places = 2 - math.floor(math.log10(abs(value)))  # negative: rounded to tens, hundreds, ...
+    text = f"{round(value, places):,.{max(0, places)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)%")
 
 
 class FirstRunOutlier(Flag, tag="first_run_outlier"):
@@ -192,8 +213,9 @@ class FirstRunOutlier(Flag, tag="first_run_outlier"):
     robust_z: float
 
     def sentence(self) -> str:
-        return (f"the first run's {self.metric} ({self.value:.3g} s) lies {self.robust_z:.1f} robust σ from the others' "
-                "(a cold disk or first-touch effect); it stays in every figure")  # fmt: skip
+        metric = {"ttfr_s": "TTFR"}.get(self.metric, self.metric.removesuffix("_s").replace("_", " "))
+        return (f"the first run's {metric} ({_sig(self.value)} s) lies {_sig(self.robust_z)} robust σ from the "
+                "others' (a cold disk or first-touch effect); it stays in every figure")  # fmt: skip
 
 
 class ColdCacheNotEmpty(Flag, tag="cold_cache_not_empty"):
@@ -234,7 +256,15 @@ class Contended(Flag, tag="contended"):
     def sentence(self) -> str:
         which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes or [])
         aside = f" ({self.set_aside})" if self.set_aside else ""
-        return f"{which} contended{aside}: " + "; ".join(self.evidence)
+        # The evidence was written as text (analyse/contention.py): its numbers rounded here, each
+        # run's a sentence of its own (its own parts are joined by semicolons).
+        evidence = [_DECIMAL.sub(lambda m: _sig(float(m.group())), item) for item in self.evidence]
+        text = f"{which} {'were' if len(self.runs or self.processes or []) > 1 else 'was'} contended{aside}. " + \
+            " ".join(item[:1].upper() + item[1:] + "." for item in evidence)  # fmt: skip
+        if any(float(number) > 100 for item in self.evidence for number in _PERCENT.findall(item)):
+            # a process's run-queue wait sums over its threads: several can wait at once
+            text += " Several threads can wait for a CPU at once, so a wait can exceed 100% of the time."
+        return text
 
 
 class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
@@ -251,7 +281,9 @@ class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
 
     def sentence(self) -> str:
         counts = " or ".join(map(str, self.observed))
-        return f"{_numbered('run', self.runs)} compiled {counts} time(s), where the strategy expects {self.expected}"
+        times = "time" if self.observed == [1] else "times"
+        expects = "no fixed count" if self.expected is None else str(self.expected)
+        return f"{_numbered('run', self.runs)} compiled {counts} {times}, where the strategy expects {expects}"
 
 
 class Unsynchronised(Flag, tag="unsynchronised"):
@@ -276,8 +308,8 @@ class ProcessDisagreement(Flag, tag="process_disagreement"):
     process_medians_s: list[float]
 
     def sentence(self) -> str:
-        return (f"the warm processes' medians differ by {self.max_over_min_median:.2f}x, more than their own spread "
-                f"explains (Kruskal-Wallis p = {self.p_value:.2g})")  # fmt: skip
+        return (f"the warm processes' medians differ by {_sig(self.max_over_min_median)}x, more than their own "
+                f"spread explains (Kruskal-Wallis p = {self.p_value:.2g})")  # fmt: skip
 
 
 class TickQuantised(Flag, tag="tick_quantised"):
@@ -285,8 +317,8 @@ class TickQuantised(Flag, tag="tick_quantised"):
     tick_s: float
 
     def sentence(self) -> str:
-        return (f"warm {_numbered('process', self.processes)}: the samples sit {self.tick_s * 1e3:g} ms scheduler ticks "
-                "apart (a thread waiting out a neighbour's time slice)")  # fmt: skip
+        return (f"warm {_numbered('process', self.processes)}: the samples sit {_sig(self.tick_s * 1e3)} ms scheduler "
+                "ticks apart (a thread waiting out a neighbour's time slice)")  # fmt: skip
 
 
 class InvalidMeasurement(Flag, tag="invalid_measurement"):

@@ -4,7 +4,9 @@ text (Markdown-safe): report.md's sections, the terminal, report.html and the pl
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
+from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, named
 from ttfr.model.summary import Summary
 
 DASH = "—"
@@ -39,6 +41,38 @@ def fmt_summary(summary: Summary | None, with_ci: bool = True) -> str:
         if ci.level < 0.95:
             text += f" ({ci.level:.0%})"
     return text
+
+
+class Stage(NamedTuple):
+    name: str  # as artifacts name it (`inductor_s`)
+    label: str  # as every output labels it (STAGE_LABELS)
+    seconds: float  # its median
+
+
+class FirstCallStages(NamedTuple):
+    own: list[Stage]  # the stages that divide the first call, in its order
+    nested: list[Stage]  # stages whose time is already inside the others (NESTED_STAGES): never a summand
+
+
+def first_call_stages(stages) -> FirstCallStages:
+    """The first call's recorded stages (a StagesSummary) as the model orders and nests them:
+    the one reading that report.md, report.html and the figures render."""
+    own, nested = [], []
+    for name, label in STAGE_LABELS.items():
+        if summary := named(stages, name):
+            (nested if name in NESTED_STAGES else own).append(Stage(name, label, summary.median))
+    return FirstCallStages(own, nested)
+
+
+def stage_split(stages) -> str:
+    """The first call's stages as one text (`dynamo 1.2 s, inductor 8 s (within these: backward
+    compile 1.14 s)`), the same in every output; a dash when none was recorded."""
+    own, nested = first_call_stages(stages)
+    text = ", ".join(f"{s.label} {fmt_seconds(s.seconds)}" for s in own)
+    if nested:
+        inside = ", ".join(f"{s.label} {fmt_seconds(s.seconds)}" for s in nested)
+        text = f"{text} (within these: {inside})" if own else f"within the first call: {inside}"
+    return text or DASH
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

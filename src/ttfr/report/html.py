@@ -6,6 +6,7 @@ it. Every text that comes from a run (case ids, commands, reasons) is escaped.""
 from __future__ import annotations
 
 import html
+import re
 import shlex
 
 
@@ -16,25 +17,31 @@ from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
+# Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
+# at its own size where it fits, so its text stays >= 10 px; its table beside it where the whole
+# table fits, else below; a cell wraps (_cell) rather than push the page, or a scrolled box, wider
+# than the window.
 _CSS = """
 :root { color-scheme: light; --fg: #1b2631; --muted: #5d6d7e; --line: #d5d8dc; --ok: #1e8449; --warn: #b7950b;
         --failed: #c0392b; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); margin: 0 auto;
-       max-width: 1280px; padding: 1.5rem; background: #fff; }
+       max-width: 1280px; padding: 1.5rem; background: #fff; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid var(--line); }
 .meta { color: var(--muted); margin: 0 0 1rem; }
-table { border-collapse: collapse; font-size: 12px; margin: .4rem 0; }
-th, td { border: 1px solid var(--line); padding: 2px 6px; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; font-size: 13px; margin: .4rem 0; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: 2px 5px; text-align: left; vertical-align: top; overflow-wrap: normal; }
 th { background: #f4f6f7; }
-code { font-size: 12px; }
+td.long { overflow-wrap: anywhere; }  /* a path or command that no window holds: broken anywhere */
+code { font-size: 13px; }
 .status-ok { color: var(--ok); } .status-warn { color: var(--warn); } .status-failed { color: var(--failed); font-weight: 600; }
-figure.plot { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1rem; margin: 1rem 0;
-              align-items: start; }
-figure.plot svg { max-width: 100%; height: auto; }
-figure.plot figcaption { grid-column: 1 / -1; font-weight: 600; }
+figure.plot { display: flex; flex-wrap: wrap; gap: 1rem; margin: 1rem 0 2rem; align-items: flex-start; }
+figure.plot figcaption { flex: 1 0 100%; font-weight: 600; }
+figure.plot .svg { flex: 0 1 auto; min-width: 0; max-width: 100%; }
+figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot .data { flex: 1 1 auto; min-width: 0; }  /* beside the figure when it fits whole, else below */
 .note { color: var(--muted); font-size: 12px; }
-.data { overflow-x: auto; }
-@media (max-width: 900px) { figure.plot { grid-template-columns: 1fr; } }
+@media (max-width: 900px) { table, code { font-size: 12px; } }
+@media (max-width: 700px) { body { padding: .75rem; } td { overflow-wrap: anywhere; } }
 """
 
 
@@ -42,9 +49,21 @@ def _e(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+_IDENTIFIER = re.compile(r"[\w./-]{21,}")
+
+
+def _cell(text) -> str:
+    # Breaking every cell anywhere let one long token's column squeeze the others' words ("passe d"):
+    # a long identifier (a case id) may break after its underscores where its column is too narrow,
+    # and only a cell with a token longer than an id (a path, a command) breaks anywhere.
+    cell = _IDENTIFIER.sub(lambda m: m[0].replace("_", "_<wbr>"), _e(text))
+    long = any(len(word) > 48 for word in str(text).split())
+    return f"<td class=long>{cell}</td>" if long else f"<td>{cell}</td>"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th scope=col>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_cell(cell) for cell in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -60,6 +79,10 @@ def _page(title: str, meta: list[str], sections: list[str]) -> str:
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport "
             f"content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title><style>{_CSS}</style></head>"
             f"<body><h1>{_e(title)}</h1>{lines}{''.join(sections)}</body></html>\n")  # fmt: skip
+
+
+def _list(items: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in items) + "</ul>"
 
 
 def _section(title: str, parts: list[str], intro: str = "") -> str:
@@ -79,10 +102,12 @@ def _summary(cases: list[CaseResult]) -> str:
                      fmt_summary(case.figure(WARM_PROCESS, "call_s")),
                      markdown.cache_check(case), markdown.result_check(case)])  # fmt: skip
     table = _table(["case", "status", "TTFR, cold cache", "TTFR, warm cache", "warm call", "cache check", "result check"], rows)
+
     # colour the status cells: the text is escaped, the class is ours
-    for status in ("ok", "warn", "failed"):
-        table = table.replace(f"<td>{status}", f"<td class=status-{status}>{status}")
-    return table
+    def coloured(m: re.Match) -> str:
+        return f'<td class="status-{m[2]} long">{m[2]}' if m[1] else f"<td class=status-{m[2]}>{m[2]}"
+
+    return re.sub(r"<td( class=long)?>(ok|warn|failed)", coloured, table)
 
 
 def _commands(cases: list[CaseResult]) -> str:
@@ -92,11 +117,11 @@ def _commands(cases: list[CaseResult]) -> str:
 
 
 def _flags(cases: list[CaseResult]) -> str:
-    rows = []
-    for case in cases:
-        for flag in case.flags:
-            rows.append([case.case, flag.policy or "", flag.name, flag.sentence()])
-    return _table(["case", "policy", "flag", "what it found"], rows) if rows else "<p>None.</p>"
+    """Each flag as report.md lists it: a list, since its sentence is most of it (in a table the
+    sentence's column squeezed the others)."""
+    items = [f"<li><code>{_e(case.case)}</code> ({_e(flag.policy or 'case')}): <strong>{_e(flag.name)}</strong>: "
+             f"{_e(flag.sentence())}</li>" for case in cases for flag in case.flags]  # fmt: skip
+    return f"<ul class=flags>{''.join(items)}</ul>" if items else "<p>None.</p>"
 
 
 _ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
@@ -141,7 +166,7 @@ def render(result: VerifiedResult) -> str:
         _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.loops or [])]),
         _section("Commands", [_commands(cases)]),
         _section("Flags", [_flags(cases)]),
-        _section("Limitations", ["<ul>" + "".join(f"<li>{_e(t)}</li>" for t in manifest["limitations"]) + "</ul>"]),
+        _section("Limitations", [_list(markdown.limitations(manifest, cases))]),
     ]
     return _page(f"ttfr snapshot {suite.snapshot_id}", meta, sections)
 

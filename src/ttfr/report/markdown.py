@@ -6,20 +6,14 @@ from __future__ import annotations
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET
-from ttfr.model.case import STAGE_LABELS, CaseResult, StagesSummary, named
+from ttfr.model.case import CaseResult, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, loops_md
-from ttfr.report.formatting import DASH, fmt_bytes, fmt_seconds, fmt_summary, one_line, table
+from ttfr.report.formatting import DASH, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
-
-
-def stage_split(stages: StagesSummary) -> str:
-    """The first call's stages that were recorded, labelled as every output labels them."""
-    return ", ".join(f"{label} {fmt_seconds(stage.median)}" for name, label in STAGE_LABELS.items()
-                     if (stage := named(stages, name))) or DASH  # fmt: skip
 
 
 def cache_check(case: CaseResult) -> str:
@@ -62,8 +56,8 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
         if not block or not block.measured or case.command:  # a command: the Commands section
             continue
         # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
-        split = stage_split(block.stages_summary)
-        rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split or DASH])
+        split = stage_split(block.stages_summary)  # as report.html's components table says it
+        rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split])
     if not rows:
         return []
     header = ["case", "interpreter", "import", *(["your import"] if user else []), "setup", "first call", "second call",
@@ -365,10 +359,15 @@ def render(result: VerifiedResult) -> str:
     lines += _machine_health_section(cases)
     problems = summary_problems(suite)
     lines += ["## Warnings and failures", "", *(problems or ["None."]), ""]
-    lines += ["## Limitations", "", *(f"- {text}" for text in manifest["limitations"]), ""]
-    torch_notes = sorted({t for c in cases for t in c.limitations} - set(manifest["limitations"]))
-    lines += [f"- {text}" for text in torch_notes]
+    lines += ["## Limitations", "", *(f"- {text}" for text in limitations(manifest, cases)), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def limitations(manifest: dict, cases: list[CaseResult]) -> list[str]:
+    """What the run could not control (the manifest's), then what its cases declared (torch.compile's
+    internal-API split, ...), each once: the list report.md and report.html both give."""
+    declared = list(manifest["limitations"])
+    return declared + sorted({text for case in cases for text in case.limitations} - set(declared))
 
 
 def summary_problems(suite: SuiteResult) -> list[str]:

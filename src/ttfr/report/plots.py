@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 
 from ttfr.model.base import UNSET
-from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
+from ttfr.model.case import CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
-from ttfr.report.formatting import fmt_seconds, fmt_summary
+from ttfr.report.formatting import first_call_stages, fmt_seconds, fmt_summary, stage_split
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
@@ -37,8 +37,12 @@ _COLOURS = dict(zip(
     ("#7f7f7f", "#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c",
      "#98df8a", "#e377c2", "#8c564b"),
 ))  # fmt: skip
-# The stages drawn as segments of the first call: every recorded one but those nested in others.
-_STAGES = tuple((name, label) for name, label in STAGE_LABELS.items() if name not in NESTED_STAGES)
+# The widest figure, in inches: 691 CSS px (SVG sizes are in pt, 4/3 px each), so an 800 px window
+# (752 px of content) shows it unshrunk and its smallest text (8 pt) at 10.7 px. A figure with long
+# tick labels (case ids) gives its axes what they leave (_left_for); its legend sits below its axes
+# (_legend_below). (Constrained layout would do both, at ~35 ms more a figure: a third layout pass.)
+_WIDTH = 7.2
+_SMALL_PT = 8  # tick labels and legends: the smallest text
 
 
 @dataclass
@@ -75,6 +79,9 @@ def _figures():
         "svg.fonttype": "none",  # text stays text: searchable, smaller, readable by assistive tools
         "svg.hashsalt": "ttfr",  # stable element ids: the same figures give the same page
         "font.size": 9,
+        "legend.fontsize": _SMALL_PT,
+        "xtick.labelsize": _SMALL_PT,
+        "ytick.labelsize": _SMALL_PT,
         "axes.spines.top": False,
         "axes.spines.right": False,
         "figure.dpi": 96,
@@ -86,12 +93,16 @@ def _log_axis(axis, fmt=fmt_seconds) -> None:
     """Label a log axis in plain units (`20 ms`, `1,000` calls) rather than matplotlib's
     mathtext (2×10⁻¹: its parser costs ~0.1 s the first time on every page, and on a narrow range
     every minor tick got such a label, overlapping). Powers of ten always; 2 and 5 within a decade
-    or two; every tick of the linear fallback matplotlib uses on a range with one or no decade mark."""
+    or two; on a range with one or no decade mark, the ticks of matplotlib's linear fallback whose
+    value the label states exactly. Never two labels closer than they can be read (_spaced)."""
     from matplotlib.ticker import FuncFormatter
 
     def span() -> float:
         low, high = sorted(axis.get_view_interval())
         return high / low if low > 0 else math.inf
+
+    def major(value, _pos) -> str:
+        return fmt(value) if value > 0 else ""
 
     def minor(value, _pos) -> str:
         ratio = span()
@@ -100,8 +111,61 @@ def _log_axis(axis, fmt=fmt_seconds) -> None:
         mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
         return fmt(value) if ratio < 3 or mantissa in (2.0, 5.0) else ""
 
-    axis.set_major_formatter(FuncFormatter(lambda value, _pos: fmt(value) if value > 0 else ""))
-    axis.set_minor_formatter(FuncFormatter(minor))
+    class Spaced(FuncFormatter):
+        def __init__(self, func, is_major: bool):
+            super().__init__(func)
+            self.is_major = is_major
+            self.shown: list[tuple[float, str]] = []  # a major formatter's labels left, for the minor one
+
+        def format_ticks(self, values):
+            labels = super().format_ticks(values)
+            if self.is_major:  # (matplotlib formats the major ticks first)
+                kept = _spaced(axis, list(values), labels, [])
+                labels = [text if i in kept else "" for i, text in enumerate(labels)]
+                self.shown = [(v, text) for v, text in zip(values, labels) if text]
+                return labels
+            # a linear fallback tick at 1.015 ms would read "1.01 ms": only ticks whose label is their value
+            exact = [text if text and _exact(v) else "" for v, text in zip(values, labels)]
+            if sum(map(bool, exact)) >= 2:
+                labels = exact
+            kept = _spaced(axis, list(values), labels, getattr(axis.major.formatter, "shown", []))
+            return [text if i in kept else "" for i, text in enumerate(labels)]
+
+    axis.set_major_formatter(Spaced(major, True))
+    axis.set_minor_formatter(Spaced(minor, False))
+
+
+def _exact(value: float) -> bool:
+    """Whether a tick's 3-significant-digit label (fmt_seconds, _count) is its value."""
+    return value > 0 and math.isclose(float(f"{value:.3g}"), value, rel_tol=1e-9)
+
+
+def _spaced(axis, values: list[float], labels: list[str], taken: list[tuple[float, str]]) -> set[int]:
+    """The indices of the labels to show on a log axis, left to right, each only where it clears
+    the ones already shown (and `taken`, labels shown by the other formatter) by half a character:
+    widths estimated from the tick font (DejaVu Sans digits are 0.64 em), along the axis's length."""
+    low, high = sorted(axis.get_view_interval())
+    if low <= 0 or high <= low:
+        return {i for i, text in enumerate(labels) if text}
+    horizontal = axis.axis_name == "x"
+    box = axis.axes.bbox
+    length = box.width if horizontal else box.height  # display units (px at the figure's dpi)
+    em = _SMALL_PT * axis.figure.dpi / 72
+
+    def interval(value: float, text: str) -> tuple[float, float]:
+        at = (math.log(value) - math.log(low)) / (math.log(high) - math.log(low)) * length
+        half = (0.66 * len(text) if horizontal else 1.3) * em / 2 + em / 4
+        return at - half, at + half
+
+    used = [interval(v, text) for v, text in taken if low <= v <= high and text]
+    shown = set()
+    for i in sorted((i for i, (v, text) in enumerate(zip(values, labels)) if text and low <= v <= high),
+                    key=lambda i: values[i]):  # fmt: skip
+        start, end = interval(values[i], labels[i])
+        if all(end <= a or start >= b for a, b in used):
+            used.append((start, end))
+            shown.add(i)
+    return shown
 
 
 def _count(value: float) -> str:
@@ -160,7 +224,7 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
     # far enough to see every break-even (and its CI range); without one, far enough to see the lines part
     reach = max([10_000] + [3 * max(r.calls, *(c for c in r.calls_range if c)) for r in rows_here if r.calls])
     reach = min(reach, _MAX_CALLS)
-    fig, axes = figures.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.2), squeeze=False)
+    fig, axes = figures.subplots(1, len(policies), figsize=(_WIDTH / 2 * len(policies), 3.4), squeeze=False)
     table = []
     n = _call_grid(reach)
     # Each drawn break-even gets a number, on the plot and in its table row (text beside the
@@ -190,9 +254,9 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         _log_axis(ax.xaxis, _count)
         _log_axis(ax.yaxis)
         ax.set_xlabel("calls")
-        ax.set_ylabel("cumulative seconds (from process start)")
+        ax.set_ylabel("cumulative seconds (from start)")
         ax.set_title(_POLICY_LABEL[policy])
-        ax.legend(fontsize=7, frameon=False)
+        ax.legend(frameon=False)
     notes = []
     for row in rows_here:
         span = row.calls_range
@@ -219,19 +283,21 @@ def _call_grid(reach: int) -> list[int]:
 
 # ------------------------------------------------------------------ cold-start components
 def components(cases: list[CaseResult], policy: str) -> Plot | None:
-    """Median cold-start components stacked per case (the first call split by stage when known)."""
+    """Median cold-start components stacked per case, the first call split into its stages when
+    known (formatting.first_call_stages: a stage nested in others is no segment of its own, and
+    the table says it as every output does, stage_split)."""
     # warn cases with figures too (some runs failed); failed ones have none; commands are not split
     chosen = [c for c in cases if not c.command and c.figure(policy, "ttfr_s")]
     if not chosen:
         return None
     figures = _figures()
-    fig, ax = figures.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
+    fig, ax = figures.subplots(figsize=(_WIDTH, 0.45 * len(chosen) + 1.2))
     table = []
     labels = []
     for row_index, case in enumerate(chosen):
         block = case.policies.get(policy)
         summary, stages = block.summary, block.stages_summary
-        split = any(named(stages, name) for name, _label in _STAGES)  # a stage it can draw was recorded
+        own = first_call_stages(stages).own
         left = 0.0
         parts = []
         for key, label in _COMPONENTS:
@@ -239,37 +305,52 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
             if figure is None:
                 continue
             value = figure.median
-            if key == "first_call_s" and split:
+            parts.append(f"{label} {fmt_seconds(value)}")
+            if key == "first_call_s" and own:
                 start = left
-                for stage, stage_label in _STAGES:
-                    stage_figure = named(stages, stage)
-                    if stage_figure is not None:
-                        width = stage_figure.median
-                        ax.barh(row_index, width, left=left, color=_COLOURS[stage], hatch="//", edgecolor="white",
-                                label=f"first call: {stage_label}")  # fmt: skip
-                        left += width
-                        parts.append(f"{stage_label} {fmt_seconds(width)}")
+                for stage in own:
+                    ax.barh(row_index, stage.seconds, left=left, color=_COLOURS[stage.name], hatch="//",
+                            edgecolor="white", label=f"first call: {stage.label}")  # fmt: skip
+                    left += stage.seconds
                 rest = value - (left - start)  # dispatch: the part no stage accounts for
                 if rest > 0:
                     ax.barh(row_index, rest, left=left, color=_COLOURS[key], label="first call: other")
                     left += rest
-                parts += [f"{STAGE_LABELS[n]} {fmt_seconds(s.median)} (within the others)" for n in NESTED_STAGES
-                          if (s := named(stages, n))]  # fmt: skip
-                parts.append(f"first call {fmt_seconds(value)}")
                 continue
             ax.barh(row_index, value, left=left, color=_COLOURS[key], label=label)
             left += value
-            parts.append(f"{label} {fmt_seconds(value)}")
         labels.append(case.case)
-        table.append([case.case, _fmt(summary.ttfr_s), ", ".join(parts)])
-    ax.set_yticks(range(len(chosen)), labels, fontsize=7)
+        table.append([case.case, _fmt(summary.ttfr_s), ", ".join(parts), stage_split(stages)])
+    ax.set_yticks(range(len(chosen)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("seconds (medians over fresh processes)")
+    _left_for(fig, labels)
+    _legend_below(fig, ax)
+    return Plot(f"Cold-start components ({_POLICY_LABEL[policy]})", _svg(fig),
+                ["case", "TTFR [CI]", "components (medians)", "first call split"], table,
+                "Medians do not add up exactly to the TTFR median: each is the median of its own component.")  # fmt: skip
+
+
+def _left_for(fig, labels: list[str]) -> None:
+    """Make room left of the axes (of a figure _WIDTH wide) for its y tick labels (estimated: 0.6
+    em a character), so the saved figure (bbox_inches="tight") stays about _WIDTH wide however
+    long the case ids are; the right edge keeps room for half an x tick label."""
+    needed = 0.6 * _SMALL_PT / 72 * max((len(label) for label in labels), default=0) + 0.15
+    fig.subplots_adjust(left=min(needed / _WIDTH, 0.6), right=0.96)
+
+
+def _legend_below(fig, ax) -> None:
+    """The axes' legend (each label once) in three columns under the axes, below the x label,
+    inside the figure's width (a legend beside the axes widened the figure past the page's)."""
+    from matplotlib.transforms import ScaledTranslation
+
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return Plot(f"Cold-start components ({_POLICY_LABEL[policy]})", _svg(fig), ["case", "TTFR [CI]", "components (medians)"],
-                table, "Medians do not add up exactly to the TTFR median: each is the median of its own component.")  # fmt: skip
+    if not unique:
+        return
+    below = ax.transAxes + ScaledTranslation(0, -0.45, fig.dpi_scale_trans)  # tick labels and x label: ~0.4 in
+    ax.legend(unique.values(), unique.keys(), frameon=False, ncols=3, loc="upper center", bbox_to_anchor=(0.5, 0),
+              bbox_transform=below)  # fmt: skip
 
 
 # ------------------------------------------------------------------ run distributions
@@ -297,7 +378,7 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
     if not chosen:
         return None
     figures = _figures()
-    fig, ax = figures.subplots(figsize=(8, 0.45 * len(chosen) + 1.2))
+    fig, ax = figures.subplots(figsize=(_WIDTH, 0.45 * len(chosen) + 1.2))
     table = []
     for row_index, case in enumerate(chosen):
         block = case.policies.get(policy)
@@ -323,14 +404,13 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
         shown = [fmt_seconds(value(r)) + ("" if id(r) in headline else "*") for r in ok]
         table.append([case.case, _fmt(summary), str(len(used)), str(len(aside)), str(len(runs) - len(ok)),
                       ", ".join(shown)])  # fmt: skip
-    ax.set_yticks(range(len(chosen)), [c.case for c in chosen], fontsize=7)
+    ax.set_yticks(range(len(chosen)), [c.case for c in chosen])
     ax.invert_yaxis()
     ax.set_xscale("log")
     _log_axis(ax.xaxis)
     ax.set_xlabel("seconds per call (process medians)" if policy == WARM_PROCESS else "TTFR seconds (each fresh process)")
-    handles, names = ax.get_legend_handles_labels()
-    unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _left_for(fig, [c.case for c in chosen])
+    _legend_below(fig, ax)
     return Plot(f"Run distributions ({_POLICY_LABEL[policy]})", _svg(fig),
                 ["case", "median [CI]", "used", "set aside", "failed", "values (*: set aside)"], table,
                 "Failed runs have no figure and are counted only.")  # fmt: skip
@@ -369,7 +449,7 @@ def scaling(rows: list[ScalingRow]) -> list[Plot]:
         ax.set_xlabel("parameters")
         ax.set_ylabel("seconds per call (warm)")
         ax.set_title(workload)
-        ax.legend(fontsize=7, frameon=False)
+        ax.legend(frameon=False)
         plots.append(Plot(f"HistFactory cost against parameters: {workload}", _svg(fig),
                           ["engine", "parameters", "warm call", "TTFR cold cache", "source"], table))  # fmt: skip
     return plots
@@ -391,7 +471,7 @@ def training_losses(cases: list[CaseResult]) -> Plot | None:
         ax.plot(range(1, len(losses) + 1), losses, marker=".", color=f"C{index % 10}", label=name)
     ax.set_xlabel("training step")
     ax.set_ylabel("loss (−Z₀)")
-    ax.legend(fontsize=6, frameon=False)
+    ax.legend(frameon=False)
     table = [[name, str(len(losses)), f"{losses[0]:.6g}", f"{losses[-1]:.6g}", ", ".join(f"{v:.4g}" for v in losses)]
              for name, losses in series]  # fmt: skip
     return Plot("Training-loss trajectories (the checked 20-step loop)", _svg(fig),
@@ -416,7 +496,7 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
     plots = []
     figures = _figures()
     for (loop, backend, dtype, policy), members in sorted(groups.items()):
-        fig, (timeline_ax, cost_ax) = figures.subplots(1, 2, figsize=(9.5, 3.4))
+        fig, (timeline_ax, cost_ax) = figures.subplots(1, 2, figsize=(_WIDTH, 3.6))
         table = []
         for index, row in enumerate(members):
             colour = f"C{index % 10}"
@@ -454,7 +534,7 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
         cost_ax.set_xlabel("loop length k")
         cost_ax.set_ylabel("seconds from process start")
         cost_ax.set_title("total cost")
-        cost_ax.legend(fontsize=7, frameon=False)
+        cost_ax.legend(frameon=False)
         plots.append(Plot(f"Loop {loop}: {backend} {dtype} ({_POLICY_LABEL.get(policy, policy)})", _svg(fig),
                           ["strategy", "size", "total [CI]", "compiles", "vs naive", "overtakes naive at k",
                            "total cost at k", "iteration medians (▲: compiled)"], table))  # fmt: skip
@@ -468,7 +548,7 @@ def forest(document: Comparison) -> Plot | None:
     if not records:
         return None
     figures = _figures()
-    fig, ax = figures.subplots(figsize=(8, 0.4 * len(records) + 1.3))
+    fig, ax = figures.subplots(figsize=(_WIDTH, 0.4 * len(records) + 1.3))
     ax.axvline(1.0, color="black", linewidth=0.8)
     table = []
     for index, record in enumerate(records):
@@ -487,11 +567,10 @@ def forest(document: Comparison) -> Plot | None:
         table.append([record.case, record.policy, f"{effect.ratio:.3f}",
                       f"[{ci[0]:.3f}, {ci[1]:.3f}]{level}" if ci else "—", "—" if not delta else f"±{delta:.1%}",
                       record.verdict])  # fmt: skip
-    ax.set_yticks(range(len(records)), [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.policy)})" for r in records],
-                  fontsize=7)  # fmt: skip
+    labels = [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.policy)})" for r in records]
+    ax.set_yticks(range(len(records)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("B / A (median ratio and its CI; levels in the table)")
-    handles, names = ax.get_legend_handles_labels()
-    unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, frameon=False, loc="best")
+    _left_for(fig, labels)
+    _legend_below(fig, ax)
     return Plot("B against A", _svg(fig), ["case", "policy", "B/A", "CI (level)", "δ", "verdict"], table)
