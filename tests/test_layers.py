@@ -79,6 +79,7 @@ WRITERS = {
     "measure/journal.py": "the journal, appended and fsynced while measuring (a layer below artifacts/)",
     "measure/cache.py": "the compilation-cache directories whose state is the cache policy measured",
     "artifacts": "the artifacts",
+    "commands/closed_pipe.py": "/dev/null for what is left of a closed stdout (the Python docs' Note on SIGPIPE)",
 }
 _WRITING_CALLS = {"write_text", "write_bytes", "mkdir", "makedirs", "rmtree", "copyfile", "copytree", "copy2",
                   "move", "rename", "unlink", "rmdir", "touch", "chmod", "symlink_to", "dump"}  # fmt: skip

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr.artifacts.store import ArtifactError, copy_file
+from ttfr.commands.closed_pipe import EXIT_BROKEN_PIPE, discard_stdout
 from ttfr.model.comparison import Comparison
 
 
@@ -18,8 +19,6 @@ class PipeConsole(Console):
     """rich's Console, ended by a closed stdout as the `ttfr` command is (commands/entry.py)."""
 
     def on_broken_pipe(self) -> None:
-        from ttfr.commands.entry import EXIT_BROKEN_PIPE, discard_stdout
-
         # rich's own answer is exit 1, ttfr's "a case failed". SystemExit, not BrokenPipeError:
         # a run's write handlers would take that OSError for a full disk (pipeline/suite.py).
         self.quiet = True
