@@ -22,4 +22,3 @@ def main() -> int:
     except BrokenPipeError:
         discard_stdout()
         return EXIT_BROKEN_PIPE
-

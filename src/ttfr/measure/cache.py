@@ -172,8 +172,10 @@ def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_b
     return CacheCheck(**base, flags=flags, verdict="flagged" if flags else "verified")
 
 
-UNCACHED_NOTE = ("the program wrote nothing into the cache directories ttfr set, in any run: it compiles nothing "
-                 "there, so the cache policies do not apply (a program that does compile keeps its cache elsewhere)")
+UNCACHED_NOTE = (
+    "the program wrote nothing into the cache directories ttfr set, in any run: it compiles nothing "
+    "there, so the cache policies do not apply (a program that does compile keeps its cache elsewhere)"
+)
 
 
 def _by_entries(policy: str | None, before: int, after: int) -> dict:

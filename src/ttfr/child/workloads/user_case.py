@@ -142,8 +142,10 @@ def check_output(output) -> None:
     """A user's function must return something to time and check: None is their mistake, said
     plainly (not as non-finite values or a shape () against the reference's)."""
     if output is None or (type(output) is tuple and any(o is None for o in output)):
-        raise TypeError(f"your function for case {_case.name!r} returned None: it must return an array, "
-                        "or a tuple or list of arrays (JAX: any pytree of arrays)")
+        raise TypeError(
+            f"your function for case {_case.name!r} returned None: it must return an array, "
+            "or a tuple or list of arrays (JAX: any pytree of arrays)"
+        )
 
 
 def _as_tuple(function):
