@@ -204,7 +204,7 @@ def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
     assert "machine health: 2 of " in out.getvalue()
 
 
-def _run_with_contended_warm_processes(tmp_path, contended_indexes):
+def _run_with_contended_warm_processes(tmp_path, contended_indexes, **request):
     from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
     from fakes import FakeExecutor
     from test_artifacts import run_fake
@@ -223,7 +223,7 @@ def _run_with_contended_warm_processes(tmp_path, contended_indexes):
         check = PASSED_CHECK if call["job"].check else None
         return fake_result(fake_record(check=check, warm=warm))
 
-    return run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy", warm_procs=2)
+    return run_fake(tmp_path, FakeExecutor(decide=waited), backends="numpy", warm_procs=2, **request)
 
 
 def test_the_headline_sets_contended_processes_aside_when_clean_ones_remain(tmp_path):
@@ -251,3 +251,24 @@ def test_too_few_clean_processes_give_no_figure_and_say_so(tmp_path):
     assert case["status"] == "warn" and "figures withheld (warm-process)" in case["reason"]
     assert (outcome.suite.summary.n_ok, outcome.suite.summary.n_warn) == (0, 1)
     assert validate_dir(outcome.result_dir.root) == []
+
+
+def test_keep_contended_gives_the_figures_from_every_run_and_says_so_everywhere(tmp_path):
+    """--keep-contended (issue 25, item 1): the user wants the figures anyway. They come from the
+    contended processes too; the case is `warn` saying why, a `contended_kept` flag is what every
+    reader derives the same figures from, and the CSV marks those runs as used."""
+    from ttfr.artifacts.export import tidy
+    from ttfr.artifacts.reader import load_finished, validate_dir
+
+    outcome = _run_with_contended_warm_processes(tmp_path, {0, 1}, keep_contended=True)
+    (case,) = [encode(c) for c in outcome.cases]
+    warm = case["policies"]["warm-process"]
+    assert warm["summary"]["call_s"]["n"] == 2 and warm["summary"]["call_s"]["median"] > 0.01  # both, contended
+    assert {"contended", "contended_kept"} <= {f["flag"] for f in case["flags"]}
+    assert not any(f["flag"] == "could_not_measure_cleanly" for f in case["flags"])
+    assert case["status"] == "warn" and "--keep-contended" in case["reason"] and case["config"]["keep_contended"]
+    root = outcome.result_dir.root
+    assert validate_dir(root) == []  # the reader recomputes the same figures from the flag
+    assert "(--keep-contended)" in (root / "report.md").read_text()
+    rows = [r for r in tidy.rows("s", load_finished(root).cases) if r["policy"] == "warm-process"]
+    assert rows and all(r["in_figures"] == "true" and r["contended"] == "true" for r in rows)

@@ -29,6 +29,7 @@ from ttfr.model.case import (
     CommandInfo,
     Config,
     Contended,
+    ContendedKept,
     CouldNotMeasureCleanly,
     Dataset,
     FirstRunOutlier,
@@ -77,7 +78,7 @@ def _cache_overview(views: list[RunFigures]) -> CacheVerification:
     )
 
 
-def _cold_policy(views: list[RunFigures]) -> ColdPolicy:
+def _cold_policy(views: list[RunFigures], keep_contended: bool = False) -> ColdPolicy:
     flags = []
     ttfr = [v.metrics.ttfr_s if v.outcome == "ok" else None for v in sorted(views, key=lambda v: v.index)]
     outlier = stats.first_run_outlier(ttfr)
@@ -85,14 +86,14 @@ def _cold_policy(views: list[RunFigures]) -> ColdPolicy:
         flags.append(FirstRunOutlier(metric="ttfr_s", value=outlier.value, robust_z=outlier.robust_z))
     cache_overview = _cache_overview(views)
     flags.extend(CACHE_FLAGS[name]() for name in cache_overview.flags)
-    flags += _contention_flags(views, "runs", "run")
+    flags += _contention_flags(views, "runs", "run", keep_contended)
     flags += loops.count_flags(views)
-    summary, stages_summary, loop_summary = cold_summaries(views)
+    summary, stages_summary, loop_summary = cold_summaries(views, _keeps(flags))
     return ColdPolicy(runs=views, summary=summary, stages_summary=stages_summary, cache_verification=cache_overview,
                       flags=flags, loop_summary=loop_summary)  # fmt: skip
 
 
-def _warm_policy(views: list[RunFigures]) -> WarmPolicy:
+def _warm_policy(views: list[RunFigures], keep_contended: bool = False) -> WarmPolicy:
     ok = [v for v in views if v.outcome == "ok"]
     flags = []
     unsynced = [v.index for v in ok if v.sync_check.unsynchronised]
@@ -101,7 +102,7 @@ def _warm_policy(views: list[RunFigures]) -> WarmPolicy:
     unstable = [v.index for v in ok if not v.warmup.stable]
     if unstable:
         flags.append(WarmupUnstable(processes=unstable))
-    flags += _contention_flags(views, "processes", "process")
+    flags += _contention_flags(views, "processes", "process", keep_contended)
     flags += loops.count_flags(views)
     disagreement = contention.process_disagreement([v.samples_s for v in ok])
     if disagreement and disagreement.disagree:
@@ -109,21 +110,30 @@ def _warm_policy(views: list[RunFigures]) -> WarmPolicy:
     quantised = [v for v in ok if v.tick and v.tick.quantised]
     if quantised:
         flags.append(TickQuantised(processes=[v.index for v in quantised], tick_s=quantised[0].tick.tick_s))
-    return WarmPolicy(procs=views, summary=warm_summary(views), flags=flags)
+    return WarmPolicy(procs=views, summary=warm_summary(views, _keeps(flags)), flags=flags)
 
 
 headline_runs = figure_runs  # the one rule (ttfr.model.case): the runs a policy's figures come from
 
 
-def _contention_flags(views: list[RunFigures], key: str, noun: str) -> list:
+def _keeps(flags) -> bool:
+    """The policy's flags say whether its figures keep its contended runs (ContendedKept)."""
+    return any(isinstance(f, ContendedKept) for f in flags)
+
+
+def _contention_flags(views: list[RunFigures], key: str, noun: str, keep_contended: bool = False) -> list:
     """`contended` with each run's evidence and what the figures use instead; and
-    `could_not_measure_cleanly` when too few clean runs were left to give a figure."""
+    `could_not_measure_cleanly` when too few clean runs were left to give a figure; with
+    --keep-contended, `contended_kept` instead (the figures use them all)."""
     nouns = {"run": "runs", "process": "processes"}[noun]
     ok = [v for v in views if v.outcome == "ok"]
     contended = [v for v in ok if contention.is_contended(v)]
     if not contended:
         return []
     evidence = [f"{noun} {v.index}: " + "; ".join(v.contention.reasons) for v in contended]
+    if keep_contended:
+        indexes = {key: [v.index for v in contended]}
+        return [Contended(evidence=evidence, **indexes), ContendedKept(**indexes)]
     clean = headline_runs(views)
     set_aside = UNSET
     if clean:
@@ -140,10 +150,10 @@ def _summaries(chosen: list[RunFigures], names, of) -> dict:
     return {name: stats.summarize([x for v in chosen if (x := getattr(of(v), name)) not in (None, UNSET)]) for name in names}
 
 
-def cold_summaries(views: list[RunFigures]):
+def cold_summaries(views: list[RunFigures], keep_contended: bool = False):
     """A cold policy's `summary`, `stages_summary` and (a loop workload) `loop_summary`, from its
-    clean runs."""
-    chosen = headline_runs(views)  # none: could not measure cleanly, every figure null
+    clean runs (all ok ones with --keep-contended)."""
+    chosen = headline_runs(views, keep_contended)  # none: could not measure cleanly, every figure null
     # a user's case also times its own import
     names = COLD_METRICS + ((USER_IMPORT,) if any(v.metrics.user_import_s is not UNSET for v in views) else ())
     summary = ColdSummary(**_summaries(chosen, names, lambda v: v.metrics))
@@ -152,10 +162,10 @@ def cold_summaries(views: list[RunFigures]):
     return summary, stages, loop_summary
 
 
-def warm_summary(views: list[RunFigures]) -> WarmSummary:
-    """The warm regime's `summary`, from its clean processes."""
+def warm_summary(views: list[RunFigures], keep_contended: bool = False) -> WarmSummary:
+    """The warm regime's `summary`, from its clean processes (all ok ones with --keep-contended)."""
     ok = [v for v in views if v.outcome == "ok"]
-    chosen = headline_runs(views)
+    chosen = headline_runs(views, keep_contended)
     return WarmSummary(
         call_s=stats.summarize([v.median_s for v in chosen]),
         samples_per_process=len(ok[0].samples_s) if ok else None,
@@ -173,9 +183,9 @@ def summaries_disagree(result: CaseResult) -> list[str]:
             for proc in policy.procs:
                 if proc.outcome == "ok" and proc.median_s != statistics.median(proc.samples_s):
                     problems.append(f"{name} process {proc.index}: median_s is not the median of its samples")
-            if policy.summary != warm_summary(policy.procs):
+            if policy.summary != warm_summary(policy.procs, policy.keeps_contended):
                 problems.append(f"{name}: summary is not what its processes give")
-        elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs):
+        elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs, policy.keeps_contended):
             problems.append(f"{name}: summary is not what its runs give")
     return problems
 
@@ -221,13 +231,16 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
         if why := policy.withheld():
             withheld.setdefault(why, []).append(name)
     warnings += [f"figures withheld ({', '.join(names)}): {why}" for why, names in withheld.items()]
+    kept = [name for name, policy in policies.items() if policy.keeps_contended]
+    if kept:  # the user asked for them: given, and said everywhere (a figure of a busy machine)
+        warnings.append(f"figures include contended runs ({', '.join(kept)}; --keep-contended)")
     if warnings:
         return "warn", "; ".join(warnings)
     return "ok", None
 
 
 _SETTINGS = ("profile", "cold_runs", "warm_procs", "warm_samples", "min_sample_s", "max_warmup_s", "timeout_s", "seed",
-             "threads", "deterministic")  # fmt: skip
+             "threads", "deterministic", "keep_contended")  # fmt: skip
 
 
 def _config(spec) -> Config:
@@ -305,9 +318,10 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
             continue
         measured = [e for e in entries if e.measured and e.policy == policy]
         if policy == WARM_PROCESS:
-            policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured])
+            policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured], spec.keep_contended)
         else:
-            policies[policy] = _cold_policy([runs.run_view(e, case, reference_digest, uncached) for e in measured])
+            views = [runs.run_view(e, case, reference_digest, uncached) for e in measured]
+            policies[policy] = _cold_policy(views, spec.keep_contended)
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
     stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
     status, reason = _status(entries, policies, check, stopped or disagreement)

@@ -88,6 +88,7 @@ class RunSpec:
     # their cases as read when the run was planned: a reader of plan.json knows them without
     # importing the files (running their code)
     file_cases: tuple[user_cases.UserCase, ...] = ()
+    keep_contended: bool = False  # --keep-contended: contended runs stay in the figures (flagged as such)
     commands: tuple[user_commands.UserCommand, ...] = ()  # --command: the programs of the `command` cases
     # --shard K/N: every case of the plan the shards share (this shard's are `cases`), so that
     # `ttfr merge` can tell the shards of one plan from slices of different ones
@@ -543,6 +544,7 @@ class RunRequest:
     prepare: object = ()
     command_path: str | None = None  # the PATH a command's program is looked up on (an arm's, in `ttfr ab`)
     stop_at_first_result: bool = False
+    keep_contended: bool = False
 
 
 def build_spec(request: RunRequest) -> RunSpec:
@@ -639,4 +641,5 @@ def build_spec(request: RunRequest) -> RunSpec:
         custom_size=user.size if user else None,
         precision=precision,
         budget_s=budget_s,
+        keep_contended=bool(request.keep_contended),
     )

@@ -274,6 +274,19 @@ class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
         return self.reason
 
 
+class ContendedKept(Flag, tag="contended_kept"):
+    """`--keep-contended`: the figures include the contended runs (its presence is the rule
+    figure_runs applies, so every reader derives the same figures)."""
+
+    runs: list[int] | UnsetType = UNSET
+    processes: list[int] | UnsetType = UNSET
+
+    def sentence(self) -> str:
+        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes or [])
+        return (f"The figures include contended {which} (--keep-contended): they measure this machine while "
+                "other work competed for its CPUs, not the program alone.")  # fmt: skip
+
+
 class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
     runs: list[int]
     expected: int | None
@@ -329,7 +342,7 @@ class InvalidMeasurement(Flag, tag="invalid_measurement"):
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew)}  # fmt: skip
 AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
-           | WarmCachePartialHits | WarmCacheGrew | Contended | CouldNotMeasureCleanly | CompileCountMismatch
+           | WarmCachePartialHits | WarmCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept | CompileCountMismatch
            | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised | InvalidMeasurement)  # fmt: skip
 
 
@@ -359,11 +372,14 @@ class ColdSummary(Artifact):
 StagesSummary = _per_stage("StagesSummary", Summary, "Each recorded stage's summary over a policy's headline runs.")
 
 
-def figure_runs(runs: list[RunFigures]) -> list[RunFigures]:
+def figure_runs(runs: list[RunFigures], keep_contended: bool = False) -> list[RunFigures]:
     """The ok runs a policy's figures come from. Contended runs stay in the artifact but are set
     aside when at least as many clean ones remain; with fewer, none: a figure measured mostly on
-    a busy machine would be a precise-looking wrong number."""
+    a busy machine would be a precise-looking wrong number. `keep_contended` (the user's
+    --keep-contended, flagged on the policy): every ok run."""
     ok = [r for r in runs if r.outcome == "ok"]
+    if keep_contended:
+        return ok
     clean = [r for r in ok if not (r.contention and r.contention.contended)]
     return clean if 2 * len(clean) >= len(ok) else []
 
@@ -373,8 +389,12 @@ class _Policy:
 
     __slots__ = ()
 
+    @property
+    def keeps_contended(self) -> bool:
+        return any(isinstance(f, ContendedKept) for f in self.flags)
+
     def figure_runs(self) -> list[RunFigures]:
-        return figure_runs(self.measured)
+        return figure_runs(self.measured, self.keeps_contended)
 
     def withheld(self) -> str | None:
         """Why this policy gives no figure although its runs are ok (None: it gives them, or it failed)."""
@@ -460,6 +480,7 @@ class Config(Artifact):
     seed: int
     threads: Annotated[int, Meta(ge=1)] | None
     deterministic: bool
+    keep_contended: bool | UnsetType = UNSET  # --keep-contended (files before 0.1.2: none)
     precision: Annotated[float, Meta(gt=0, lt=1)] | UnsetType = UNSET
     budget_s: Annotated[int, Meta(ge=1)] | Annotated[float, Meta(ge=1)] | None | UnsetType = UNSET
 

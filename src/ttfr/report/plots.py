@@ -360,7 +360,6 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
     cleanly) drawn as crosses, a flagged first-run outlier ringed. A failed case (no figures)
     and a case without runs under the policy are left out; nothing is drawn on a log axis
     without a positive value."""
-    from ttfr.analyse import case_result
 
     metric = "call_s" if policy == WARM_PROCESS else "ttfr_s"
 
@@ -384,7 +383,7 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
         block = case.policies.get(policy)
         runs = block.measured
         ok = [r for r in runs if r.outcome == "ok" and (value(r) or 0) > 0]
-        headline = {id(r) for r in case_result.headline_runs(runs)}
+        headline = {id(r) for r in block.figure_runs()}
         used = [value(r) for r in ok if id(r) in headline]
         aside = [value(r) for r in ok if id(r) not in headline]
         offsets = [0.0] if len(used) == 1 else [0.3 * (i / (len(used) - 1) - 0.5) for i in range(len(used))]

@@ -23,7 +23,7 @@ from prometheus_client import exposition
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, InfoMetricFamily, StateSetMetricFamily
 from prometheus_client.openmetrics import exposition as openmetrics_exposition
 
-from ttfr.analyse import case_result, stats
+from ttfr.analyse import stats
 from ttfr.artifacts.export import tidy
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import write_bytes_atomic
@@ -81,7 +81,7 @@ class _Snapshot:
                 if summary:
                     runs.add_metric([*labels, policy], summary.n)
                 if case.status != "failed":  # a failed case has no figures (its summaries are null)
-                    chosen = case_result.headline_runs(block.runs)
+                    chosen = block.figure_runs()
                     _quantiles(compile_s, [*labels, policy], stats.summarize([tidy.compile_seconds(r) for r in chosen]))
                 verification = block.cache_verification
                 hits, misses = verification.hits_total, verification.misses_total
