@@ -21,7 +21,7 @@ from rich.text import Text
 from ttfr.analyse import contention
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
-from ttfr.model.case import CaseResult, ColdSummary, named
+from ttfr.model.case import CaseResult, ColdSummary, CouldNotMeasureCleanly, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
 from ttfr.model.journal import JournalEntry
@@ -432,8 +432,8 @@ def print_report(console: Console, result) -> None:
             table.add_row(case.case, status, policy.split("/")[-1], fmt_seconds(summary.ttfr_s.median), warm_text,
                           component_bar(summary, scale, width))  # fmt: skip
         if not mine:
-            # the first flag that gives a reason (could_not_measure_cleanly)
-            why = case.reason or next((reason for f in case.flags if (reason := getattr(f, "reason", None))), None)
+            # the case's reason, else why its figures were withheld, as every output says it (the flag's sentence)
+            why = case.reason or next((f.sentence() for f in case.flags if isinstance(f, CouldNotMeasureCleanly)), None)
             table.add_row(case.case, status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
     console.print(table)
     legend = Text("components: ")
