@@ -457,5 +457,9 @@ def test_a_users_mistakes_are_said_plainly_and_point_at_their_lines(tmp_path):
         assert differ["status"] == "failed", differ["reason"]
         assert "differ in size (values: jax_jit_cpu 1, numpy 10)" in differ["reason"]
         assert differ["correctness"]["passed"] is None and differ["correctness"]["reference"] == "none"
+    report = (root / "report.md").read_text()  # the user's frames, for each case that failed in their code
+    section = report[report.index("## Your code's failures") :]
+    assert "numpy_inputs_raise_10_f64" in section and 'inputs_raise.py", line 8, in inputs' in section
+    assert "ttfr/child" not in section
     flat = "".join(ch for ch in done.stdout if not ch.isspace() and ch != "│")  # the table wraps its cells
     assert "@case.inputsatinputs_raise.py:8:5" in flat  # the terminal says it too

@@ -9,6 +9,7 @@ import statistics
 import msgspec
 
 from ttfr.analyse import contention, loops, sync_check
+from ttfr.child.workloads.user_case import USERS_FRAMES
 from ttfr.measure import cache, catalog
 from ttfr.model.base import UNSET
 from ttfr.model.case import COLD_METRICS, STAGE_METRICS, USER_IMPORT, Metrics, Resources, RunFigures, Stages, Warmup
@@ -70,6 +71,12 @@ def _digest_differs(digest: Digest | None, reference: Digest | None, dtype: str)
     )
 
 
+def _users(traceback) -> bool:
+    """A failed run's traceback cut to a user's own code (the case file keeps it; ttfr's own
+    frames stay in the journal)."""
+    return isinstance(traceback, str) and traceback.startswith(USERS_FRAMES)
+
+
 def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None, uncached: bool = False) -> RunFigures:
     """`uncached`: a command that wrote nothing into its cache directories in any run (see
     cache.verify)."""
@@ -99,7 +106,7 @@ def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest |
         loop=loops.run_loop(record.loop if record else None) or UNSET,
         contention=contention.cold_run(record.sched or None, metrics.process_s, entry.host, entry.rusage) if ok else UNSET,
         output_tail=UNSET if ok else entry.output_tail,
-        traceback=record.traceback if record and not ok and case.workload_info.source else UNSET,
+        traceback=record.traceback if record and not ok and _users(record.traceback) else UNSET,
     )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
@@ -311,6 +312,20 @@ def _flags_section(cases: list[CaseResult]) -> list[str]:
     return ["## Flags", "", *(items or ["None."]), ""]
 
 
+def _users_failures_section(cases: list[CaseResult]) -> list[str]:
+    """Where a case file's code failed: the first failed run of each such case, its traceback
+    with the user's frames only (the worker keeps no ttfr frame in it)."""
+    items = []
+    for case in cases:
+        run, policy = next(((r, name) for name, block in case.policies.items() for r in block.measured
+                            if r.outcome != "ok" and r.traceback), (None, None))  # fmt: skip
+        if run is not None:
+            text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", run.traceback).rstrip()  # lines and tabs only
+            fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+            items += [f"### `{case.case}` ({policy}, run {run.index})", "", fence, text, fence, ""]
+    return ["## Your code's failures", "", *items] if items else []
+
+
 def _header(suite: SuiteResult, manifest: dict) -> list[str]:
     cpu, gpu, runtimes = manifest["cpu"], manifest["gpu"], manifest["runtimes"]
     git = manifest["ttfr"]["git"]
@@ -359,6 +374,7 @@ def render(result: VerifiedResult) -> str:
     lines += _machine_health_section(cases)
     problems = summary_problems(suite)
     lines += ["## Warnings and failures", "", *(problems or ["None."]), ""]
+    lines += _users_failures_section(cases)
     lines += ["## Limitations", "", *(f"- {text}" for text in limitations(manifest, cases)), ""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 MODULE_PREFIX = "module:"  # a source naming an installed module (entry point), not a file
+USERS_FRAMES = "Traceback (your frames only):\n"  # heads a failure's traceback cut to the user's code
 
 _case = None  # the loaded Case
 _built = None  # its function for this runtime, built in setup
@@ -125,7 +126,7 @@ def describe_failure(exc: BaseException, source: str) -> tuple[str, str] | None:
     message = (str(exc).strip().splitlines() or [""])[0]
     reason = f"{type(exc).__name__} in {_part(exc.__traceback__)} at {where(frames[-1])}: {message}"
     shown = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
-    return reason, "Traceback (your frames only):\n" + shown
+    return reason, USERS_FRAMES + shown
 
 
 def load(source: str, name: str) -> None:
