@@ -58,6 +58,7 @@ def _flags() -> list[dict]:
         {"flag": "process_disagreement", "policy": "warm-process", "disagree": True, "p_value": 0.000123456789,
          "max_over_min_median": 1.9438873043831033, "process_medians_s": [0.0010123456, 0.0019678901]},
         {"flag": "tick_quantised", "policy": "warm-process", "processes": [0, 3], "tick_s": 0.004000000001},
+        {"flag": "contended_kept", "policy": "cold-process/warm-cache", "runs": [1]},
     ]  # fmt: skip
     kinds = {t.__struct_config__.tag for t in AnyFlag.__args__}
     return flags + [{"flag": kind, "policy": COLD_CACHE} for kind in sorted(kinds - {f["flag"] for f in flags})]

@@ -282,7 +282,8 @@ class ContendedKept(Flag, tag="contended_kept"):
     processes: list[int] | UnsetType = UNSET
 
     def sentence(self) -> str:
-        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes or [])
+        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes) if self.processes \
+            else "runs"  # fmt: skip
         return (f"The figures include contended {which} (--keep-contended): they measure this machine while "
                 "other work competed for its CPUs, not the program alone.")  # fmt: skip
 
