@@ -37,6 +37,8 @@ TIMING_FLAGS = {
 def deterministic_view(value, key=None):
     """A case result with every measured (timing-, resource- or host-derived) value replaced
     by a placeholder and every timing-derived flag dropped: what must not change between runs."""
+    if key is None and isinstance(value, dict) and "status" in value and "reason" in value:  # a case result
+        value = {**value, "status": "<verdict>", "reason": busy_or_ok(value["status"], value["reason"])}
     if key in ("summary", "stages_summary", "loop_summary") and isinstance(value, dict):
         # A figure is null when its runs were set aside as contended, which a busy machine decides:
         # which statistics exist is measured too (a count like samples_per_process is not).
@@ -77,13 +79,23 @@ def journal_view(root):
     return [(e["task"], e["outcome"], e["reason"], (e.get("record") or {}).get("digest")) for e in entries]
 
 
+def busy_or_ok(status: str, reason: str | None) -> tuple:
+    """A case's verdict with what contention decides taken out: ok, or warn because a busy machine
+    left too few clean runs for a figure, are one verdict (contention is a timing)."""
+    if status == "ok" or (status == "warn" and (reason or "").startswith("figures withheld (")
+                          and " were contended" in reason):  # fmt: skip
+        return ("ok or busy", None)
+    return (status, reason)
+
+
 def suite_view(suite):
     return {
         "seed": suite["seed"],
         "state": suite["state"],
         "deterministic": suite["deterministic"],
         "policies": suite["policies"],
-        "cases": [(c["case"], c["status"], c["reason"], c["path"]) for c in suite["cases"]],
+        "cases": [(c["case"], *busy_or_ok(c["status"], c["reason"]), c["path"]) for c in suite["cases"]],
         "datasets": suite["datasets"],
-        "counts": {k: v for k, v in suite["summary"].items() if k != "worst_case"},  # which case is slowest: timing
+        # which case is slowest is a timing, and how many are ok or warn is contention's
+        "counts": {k: v for k, v in suite["summary"].items() if k in ("n_cases", "n_failed", "n_pending", "failed")},
     }

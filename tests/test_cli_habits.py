@@ -56,6 +56,23 @@ def test_output_into_an_already_closed_pipe_ends_quietly_with_141(command):
     assert not any(word in err for word in NOISE), err
 
 
+@pytest.mark.integration
+def test_a_run_into_a_closed_pipe_finishes_its_measurements_then_exits_141(tmp_path):
+    """`ttfr run | head -1` used to end the run at its second line: runs lost, no suite.json."""
+    read, write = os.pipe()
+    os.close(read)
+    out = tmp_path / "out"
+    argv = [*TTFR, "run", "--backends", "numpy", "--workloads", "matmul", "--sizes", "64", "--cold-runs", "1",
+            "--warm-procs", "1", "--warm-samples", "3", "--no-html", "--seed", "1", "--out", str(out)]  # fmt: skip
+    ttfr = subprocess.Popen(argv, stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    _, err = ttfr.communicate(timeout=300)
+    assert ttfr.returncode == EXIT_BROKEN_PIPE, err
+    assert not any(word in err for word in NOISE), err
+    (root,) = out.iterdir()
+    assert (root / "suite.json").is_file() and (root / "report.md").is_file()  # the run went on to its end
+
+
 # -- 15: --help --------------------------------------------------------------------------------
 
 

@@ -105,7 +105,9 @@ def test_report_shows_components_and_break_even(small_suite):
     case = json.loads((root / "cases" / "jax_jit_cpu_matmul_64_f32.json").read_text())
     cold = case["policies"]["cold-process/cold-cache"]
     assert all("trace_s" in run["stages"] for run in cold["runs"] if run["outcome"] == "ok")
-    assert ("trace" in report) == bool(cold["stages_summary"])
+    # either cold policy's table may show it: each sets aside its own contended runs
+    split = [case["policies"][p]["stages_summary"] for p in ("cold-process/cold-cache", "cold-process/warm-cache")]
+    assert ("trace" in report) == any(split)
     assert (root / "report.html").is_file()
 
 
@@ -140,7 +142,9 @@ def test_nextstat_export_validates_against_the_published_schemas(small_suite, tm
         else:
             assert ok_unless_busy(record) and record["timing"]["cold"]["runs"] == []
     listed = {c["case"] for c in suite["cases"]}
-    assert "jax_jit_cpu_matmul_64_f32" in listed and "jax_jit_gpu_matmul_64_f32" not in listed
+    jax = json.loads((dest / "jax_jit_cpu_matmul_64_f32.json").read_text())["timing"]
+    has_figures = "ttfr_s" in jax["cold"] and "call_s" in jax["warm"]  # a busy machine may have left none
+    assert ("jax_jit_cpu_matmul_64_f32" in listed) == has_figures and "jax_jit_gpu_matmul_64_f32" not in listed
     import hashlib
 
     for ref in suite["cases"]:

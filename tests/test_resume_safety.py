@@ -3,6 +3,7 @@ interpreter, case files, commands and --prepare steps its plan names only when t
 them on the resume's command line; reading a plan (merge, export) imports nothing."""
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -119,3 +120,43 @@ def test_the_resume_hint_names_the_programs_a_resume_must_name(tmp_path, monkeyp
     assert words[:4] == ["ttfr", "run", "--resume", "/r"] and words[4:] == ["--case-file", str(case_file)]
     commands = build_spec(RunRequest(commands=[f"{sys.executable} -c pass"], prepare=["true"], seed=1))
     assert shlex.split(commands.resume_command("/r"))[4:] == ["--command", f"{sys.executable} -c pass", "--prepare", "true"]
+
+
+def test_two_virtual_environments_of_one_python_are_two_interpreters(tmp_path):
+    """Every venv's bin/python links to one base interpreter: comparing resolved paths let a
+    resume run the plan's venv (and its .pth files) when the user named another."""
+    from ttfr.measure.spec import interpreter_path, unnamed_programs
+
+    base = Path(sys.executable).resolve()
+    a, b = tmp_path / "a" / "bin", tmp_path / "b" / "bin"
+    for folder in (a, b):
+        folder.mkdir(parents=True)
+        (folder / "python").symlink_to(base)
+    spec = {"python": str(a / "python"), "case_files": (), "commands": ()}
+    assert unnamed_programs(spec, Named(python=str(b / "python")))  # refused
+    assert unnamed_programs(spec, Named(python=str(a / "python"))) == []
+    assert interpreter_path(str(a / "python")) == str(a / "python")  # the link, not what it points at
+
+
+def test_a_bare_interpreter_name_is_recorded_as_found_so_naming_it_again_resumes(tmp_path, monkeypatch):
+    from ttfr.measure import spec as spec_mod
+
+    monkeypatch.setattr(spec_mod, "check_worker_python", lambda *a, **k: None)  # nothing runs in this test
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    planned = spec_mod.build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", python="python", seed=1))
+    assert planned.python == str(Path(sys.executable).parent / "python")  # absolute, links kept
+    assert spec_mod.unnamed_programs(planned.to_json() | {"case_files": (), "commands": ()}, Named(python="python")) == []
+
+
+def test_a_command_whose_name_finds_another_program_now_is_refused(tmp_path, monkeypatch):
+    from ttfr.measure.user_commands import UserCommand, program_moved
+
+    first, second = tmp_path / "one" / "tool", tmp_path / "two" / "tool"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    ran = UserCommand("tool", ("tool",), str(tmp_path), files=((str(first.resolve()), "0" * 64),))
+    assert program_moved(ran, path_env=str(first.parent)) is None
+    moved = program_moved(ran, path_env=f"{second.parent}:{first.parent}")
+    assert moved and str(first.resolve()) in moved and str(second.resolve()) in moved

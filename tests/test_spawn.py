@@ -336,3 +336,20 @@ def test_a_command_run_that_did_not_wait_is_not_contended_by_a_busy_neighbour_al
     waited = contention.cold_run(Sched(on_cpu_s=0.1, runq_wait_s=0.05), 0.1, host, rusage)
     unknown = contention.cold_run(None, 0.1, host, rusage)  # what every command run was before
     assert not quiet.contended and waited.contended and unknown.contended
+
+
+def test_a_wrappers_own_wait_says_nothing_of_its_childrens():
+    """`sh -c '...'`: the leader hardly ran, its children did the work: its wait is unknown (the
+    machine's load decides, as before), not a clean 0% (issue 25 review)."""
+    from ttfr.measure.command_run import _own_wait
+    from ttfr.measure.supervisor import Ended
+    from ttfr.model.base import UNSET
+    from ttfr.model.journal import Rusage
+
+    def ended(leader_cpu_s, tree_cpu_s):
+        return Ended(spawn_ns=0, exited_ns=1, exit_code=0, rusage=Rusage(user_s=tree_cpu_s, sys_s=0.0), timed_out=False,
+                     oom=None, sched=(int(leader_cpu_s * 1e9), int(0.001 * 1e9)))  # fmt: skip
+
+    assert _own_wait(ended(0.002, 0.6)) is UNSET  # a shell that waited for its python
+    own = _own_wait(ended(0.55, 0.6))  # a program that did its own work
+    assert own.on_cpu_s == 0.55 and own.runq_wait_s == 0.001

@@ -415,6 +415,11 @@ _MISTAKES = {
     "shapes_differ": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
                       "@case.numpy\ndef build(np):\n    return lambda x: x * 2\n\n"
                       "@case.jax\ndef build_jax(jax):\n    return lambda x: (x * 2).sum()\n"),
+    "values_differ": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
+                      "@case.numpy\ndef build(np):\n    return lambda x: x * 2\n\n"
+                      "@case.jax\ndef build_jax(jax):\n    return lambda x: x * 3\n"),
+    "unchecked": ("@case.inputs\ndef inputs(size, dtype, seed):\n    return [np.ones(size, dtype)]\n\n"
+                  "@case.numpy\ndef build(np):\n    return lambda x: x * 2\n"),
 }  # fmt: skip
 
 
@@ -453,13 +458,55 @@ def test_a_users_mistakes_are_said_plainly_and_point_at_their_lines(tmp_path):
     none = case("numpy_returns_none_10_f64")
     assert "returned None" in none["reason"] and "non-finite" not in none["reason"] and "shape" not in none["reason"]
     for backend in ("numpy", "jax_jit_cpu"):
-        differ = case(f"{backend}_shapes_differ_10_f64")
+        differ = case(f"{backend}_shapes_differ_10_f64")  # different sizes: the case's failed check, nothing else
         assert differ["status"] == "failed", differ["reason"]
-        assert "differ in size (values: jax_jit_cpu 1, numpy 10)" in differ["reason"]
-        assert differ["correctness"]["passed"] is None and differ["correctness"]["reference"] == "none"
+        assert differ["reason"].startswith("result_mismatch: the backends' results differ in size (values: "
+                                           "jax_jit_cpu 1, numpy 10)")  # fmt: skip
+        assert differ["correctness"]["passed"] is False and differ["correctness"]["reference"] == "the case's other backends"
+        values = case(f"{backend}_values_differ_10_f64")  # different norms: said, not failed (they may differ by design)
+        assert values["status"] == "warn" and "the backends' results differ (L2 norms:" in values["reason"]
+        assert values["correctness"]["passed"] is None
+    unchecked = case("numpy_unchecked_10_f64")  # no reference and no other backend: not checked, never a pass
+    assert unchecked["correctness"]["passed"] is None and unchecked["correctness"]["reference"] == "none"
+    assert ok_unless_busy(unchecked)
     report = (root / "report.md").read_text()  # the user's frames, for each case that failed in their code
     section = report[report.index("## Your code's failures") :]
     assert "numpy_inputs_raise_10_f64" in section and 'inputs_raise.py", line 8, in inputs' in section
     assert "ttfr/child" not in section
     flat = "".join(ch for ch in done.stdout if not ch.isspace() and ch != "│")  # the table wraps its cells
     assert "@case.inputsatinputs_raise.py:8:5" in flat  # the terminal says it too
+
+
+def test_a_case_files_import_timeout_gives_an_outer_alarm_back(tmp_path):
+    """A test runner's (or the user's) own SIGALRM timer survives reading a case file."""
+    import signal
+
+    path = case_file(tmp_path)
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        user_cases.read([path], installed=False, timeout_s=30.0)
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert 90.0 < left <= 100.0
+
+
+def test_pythons_own_library_below_the_case_files_folder_is_not_the_users_code(tmp_path, monkeypatch):
+    """pyenv, conda or uv may keep the standard library under the user's home, beside a case file."""
+    import sysconfig
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libmod.py").write_text("def explode():\n    raise ValueError('deep in the library')\n")
+    case = tmp_path / "mine.py"
+    case.write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\nimport libmod\n\ndef call():\n    libmod.explode()\n")
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {"stdlib": str(lib)})
+    namespace = {}
+    exec(compile(case.read_text(), str(case), "exec"), namespace)  # noqa: S102 - the test's own file
+    try:
+        namespace["call"]()
+    except ValueError as exc:
+        frames = user_case.users_frames(exc.__traceback__, str(case))
+    assert [Path(f.filename).name for f in frames] == ["mine.py"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
 import msgspec
 
@@ -46,6 +47,7 @@ from ttfr.model.case import (
     WarmupUnstable,
 )
 from ttfr.model.journal import JournalEntry
+from ttfr.model.record import Check
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 
 __all__ = ["CASE_SCHEMA", "build_case_result", "case_results", "cold_summaries", "headline_runs", "summaries_disagree",
@@ -199,7 +201,7 @@ def _null_summaries(policy: ColdPolicy | WarmPolicy) -> ColdPolicy | WarmPolicy:
                                    loop_summary=UNSET if policy.loop_summary is UNSET else None)  # fmt: skip
 
 
-def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | None):
+def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | None, cross_check: str | None = None):
     for entry in entries:
         if entry.outcome == "unavailable":
             return "warn", entry.reason
@@ -207,7 +209,8 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
         error = check.max_normalised_error
         if error is None:  # no error figure: what was wrong is the detail (shapes, how many outputs)
             what = check.detail or "no comparable result"
-            return "failed", f"result_mismatch: {what} (against the {check.reference} reference)"
+            against = "" if check.reference == CROSS_BACKENDS else f" (against the {check.reference} reference)"
+            return "failed", f"result_mismatch: {what}{against}"
         detail = f" ({check.detail})" if check.detail else ""
         return "failed", (
             f"result_mismatch: max normalised error {error:.3g} > tolerance {check.tolerance:.3g} "
@@ -231,6 +234,8 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
         if why := policy.withheld():
             withheld.setdefault(why, []).append(name)
     warnings += [f"figures withheld ({', '.join(names)}): {why}" for why, names in withheld.items()]
+    if cross_check:
+        warnings.append(cross_check)
     kept = [name for name, policy in policies.items() if policy.keeps_contended]
     if kept:  # the user asked for them: given, and said everywhere (a figure of a busy machine)
         warnings.append(f"figures include contended runs ({', '.join(kept)}; --keep-contended)")
@@ -262,9 +267,11 @@ def _command(case: catalog.Case, spec) -> CommandInfo | UnsetType:
     return CommandInfo(**{key: recorded[key] for key in keys if key in recorded})
 
 
-def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry], disagreement: str | None = None) -> CaseResult:
-    """`disagreement`: why the case's backends' results contradict each other (a case without a
-    reference; see unreferenced_disagreements): a failure like a failed check."""
+def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry],
+                      disagreement: Disagreement | None = None) -> CaseResult:  # fmt: skip
+    """`disagreement`: how the case's backends' results contradict each other (a case without a
+    reference; see unreferenced_disagreements): results of different sizes are its failed check,
+    results of different norms a warning."""
     spec = plan.spec
     backend = case.backend_info
     base = {
@@ -306,6 +313,9 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         if first.memory:
             memory = {k: v for k in first.memory.__struct_fields__ if (v := getattr(first.memory, k)) is not UNSET}
     sha256 = checked[0].record.dataset_sha256 if checked else None
+    if disagreement and disagreement.fails and check is not None:  # the check's verdict: nothing else says it
+        check = Check(reference=CROSS_BACKENDS, max_normalised_error=None, tolerance=check.tolerance, passed=False,
+                      detail=disagreement.why)  # fmt: skip
     base["correctness"] = check
 
     ran = [e for e in entries if e.outcome == "ok"]
@@ -324,7 +334,8 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
             policies[policy] = _cold_policy(views, spec.keep_contended)
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
     stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
-    status, reason = _status(entries, policies, check, stopped or disagreement)
+    status, reason = _status(entries, policies, check, stopped,
+                             disagreement.why if disagreement and not disagreement.fails else None)  # fmt: skip
 
     cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
     if cold:
@@ -373,10 +384,21 @@ def case_results(plan: Plan, entries: list[JournalEntry], skip=()) -> list[CaseR
             for case in sorted(plan.spec.cases) if case.id not in skip]  # fmt: skip
 
 
-def unreferenced_disagreements(cases, by_case: dict[str, list[JournalEntry]]) -> dict[str, str]:
+CROSS_BACKENDS = "the case's other backends"  # the check of a case without a reference, when its backends disagree
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    fails: bool  # results of different sizes: a failed check; different norms: a warning
+    why: str
+
+
+def unreferenced_disagreements(cases, by_case: dict[str, list[JournalEntry]]) -> dict[str, Disagreement]:
     """A user's case without a reference is not checked, but its backends can still contradict each
-    other: results of different sizes, or of norms further apart than the case's tolerance (from
-    each checking process's digest). Case id -> why, for every backend of such a case."""
+    other (from each checking process's digest): results of different sizes fail the check of every
+    backend of the case; L2 norms further apart than the case's tolerance are a warning (that
+    tolerance is meant for a max-normalised error, and builders may legitimately differ, e.g. in
+    their random numbers). Case id -> the disagreement, for every backend of such a case."""
     groups: dict[tuple, list] = {}
     for case in cases:
         if not case.workload_info.source:
@@ -395,13 +417,14 @@ def unreferenced_disagreements(cases, by_case: dict[str, list[JournalEntry]]) ->
         tolerance = max(tol for _case, _digest, tol in members)
         if len(counts) > 1:
             said = ", ".join(f"{case.backend} {digest.count}" for case, digest, _tol in members)
-            why = f"the backends' results differ in size (values: {said})"
+            found = Disagreement(True, f"the backends' results differ in size (values: {said}), and the case has no "
+                                       "@case.reference to say which is right: add one, or make the builders agree")  # fmt: skip
         elif max(norms) - min(norms) > tolerance * max(max(norms), 1e-30):
             said = ", ".join(f"{case.backend} {norm:.6g}" for (case, _d, _t), norm in zip(members, norms))
-            why = f"the backends' results differ beyond the tolerance {tolerance:.3g} (L2 norms: {said})"
+            found = Disagreement(False, f"not checked, and the backends' results differ (L2 norms: {said}; more than "
+                                        f"{tolerance:.3g} apart): add a @case.reference to know which is right")  # fmt: skip
         else:
             continue
         for case, _digest, _tol in members:
-            out[case.id] = (f"result_mismatch: {why}, and the case has no @case.reference to say which is right: add one, "
-                            "or make the builders agree")  # fmt: skip
+            out[case.id] = found
     return out

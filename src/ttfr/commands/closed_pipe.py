@@ -12,10 +12,17 @@ import os
 import sys
 
 EXIT_BROKEN_PIPE = 141
+_closed = False  # set once: stdout's reader has gone
 
 
 def discard_stdout() -> None:
-    """The interpreter flushes stdout again at exit: what is left goes to /dev/null, not into a
-    second BrokenPipeError printed there."""
+    """What is still to be printed goes to /dev/null (the interpreter flushes stdout again at exit:
+    not into a second BrokenPipeError printed there); the command ends with EXIT_BROKEN_PIPE."""
+    global _closed
+    _closed = True
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+def closed() -> bool:
+    return _closed

@@ -5,6 +5,7 @@ output into a pipe its reader closed (`ttfr list | head -1`), with exit 141."""
 import sys
 
 from ttfr import startup
+from ttfr.commands import closed_pipe
 from ttfr.commands.closed_pipe import EXIT_BROKEN_PIPE, discard_stdout
 
 
@@ -15,7 +16,7 @@ def main() -> int:
 
         code = cli_main()
         sys.stdout.flush()  # a closed pipe is found here, not by the interpreter's own flush at exit
-        return code
+        return EXIT_BROKEN_PIPE if closed_pipe.closed() else code
     except KeyboardInterrupt:
         print("ttfr: interrupted", file=sys.stderr)
         return 130  # ttfr.exit_codes.EXIT_INTERRUPTED, not imported: Ctrl-C may land during that import

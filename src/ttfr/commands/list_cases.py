@@ -23,9 +23,11 @@ def handle(args, console: Console) -> int:
     if args.user_only and not args.case_file:
         raise UsageError("--user-only lists the cases of your case files: name one with --case-file FILE")
     from ttfr.measure import catalog, user_cases
+    from ttfr.measure.spec import PROFILES
     from ttfr.report import terminal
 
-    cases = user_cases.read(args.case_file, installed=not args.user_only)
+    # importing a case file runs its top-level code: limited as a run's is (the default profile's --timeout)
+    cases = user_cases.read(args.case_file, installed=not args.user_only, timeout_s=PROFILES["quick"].timeout_s)
     known = catalog.BUILTIN.with_workloads(c.workload() for c in cases)
     if args.case_file:  # on top: among the ~400 catalogued case ids below they would be lost
         _print_yours(console, known, {c.source for c in cases if c.from_file})

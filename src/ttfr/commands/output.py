@@ -11,19 +11,19 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr.artifacts.store import ArtifactError, copy_file
-from ttfr.commands.closed_pipe import EXIT_BROKEN_PIPE, discard_stdout
+from ttfr.commands.closed_pipe import discard_stdout
 from ttfr.model.comparison import Comparison
 
 
 class PipeConsole(Console):
-    """rich's Console, ended by a closed stdout as the `ttfr` command is (commands/entry.py)."""
+    """rich's Console, quiet once its stdout's reader has gone (`ttfr run | head -1`): the command
+    goes on to its end (a run's measurements are not thrown away for a closed pipe) and the `ttfr`
+    command then exits 141 (commands/entry.py), as git or cat would."""
 
     def on_broken_pipe(self) -> None:
-        # rich's own answer is exit 1, ttfr's "a case failed". SystemExit, not BrokenPipeError:
-        # a run's write handlers would take that OSError for a full disk (pipeline/suite.py).
+        # rich's own answer is exit 1, ttfr's "a case failed"; raising would end a run half-written.
         self.quiet = True
         discard_stdout()
-        raise SystemExit(EXIT_BROKEN_PIPE)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ import time
 import msgspec
 
 import ttfr_mark
-from ttfr.model.base import UNSET
+from ttfr.model.base import UNSET, UnsetType
 from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord, Sched
 from ttfr.measure.spawn import ERROR, ESCAPED, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note, classify
 from ttfr.measure.supervisor import READER_GRACE_S, supervise
@@ -36,6 +36,8 @@ _MARK_BYTES = 64 * 1024  # of the mark descriptor read (a program writing garbag
 _LINE_SHOWN = 200  # characters of the matching line kept in the record
 _LINE_BREAK = re.compile(rb"[\r\n]")  # progress bars rewrite their line with \r
 INVALID = "invalid-measurement"
+
+_OWN_SHARE = 0.5  # the leader's main thread did at least this share of its tree's CPU time
 
 
 class _OutputWatch:
@@ -223,7 +225,7 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
         rusage_self=OwnRusage(max_rss_bytes=ended.rusage.max_rss_bytes),
         first_result=FirstResult(by=by, line=line, stopped=ended.stopped),
         # its own wait for a CPU, so that a busy neighbour alone does not void the run (as for workers)
-        sched=Sched(on_cpu_s=ended.sched[0] / 1e9, runq_wait_s=ended.sched[1] / 1e9) if ended.sched else UNSET,
+        sched=_own_wait(ended),
     )  # fmt: skip
     if ended.escaped:  # what it left running competes with the next runs for the machine
         return INVALID, "the command: " + ESCAPED.format(grace=READER_GRACE_S), record
@@ -232,6 +234,19 @@ def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple
         record = msgspec.structs.replace(record, marks_ns=Marks())
         return INVALID, f"the first-result mark {first} lies outside the command's life (CLOCK_MONOTONIC ns expected)", record
     return "ok", None, record
+
+
+def _own_wait(ended) -> Sched | UnsetType:
+    """The command's wait for a CPU: its leader's main thread's, where that thread did most of its
+    process tree's work. A wrapper (`sh -c`, `bash -c`, a launcher) whose children did the work
+    says nothing of their wait: unknown, so the machine's load alone decides, as before."""
+    if not ended.sched:
+        return UNSET
+    on_cpu_s, wait_s = ended.sched[0] / 1e9, ended.sched[1] / 1e9
+    tree_cpu_s = ended.rusage.user_s + ended.rusage.sys_s if ended.rusage.user_s is not None else None
+    if tree_cpu_s and on_cpu_s < _OWN_SHARE * tree_cpu_s:
+        return UNSET
+    return Sched(on_cpu_s=on_cpu_s, runq_wait_s=wait_s)
 
 
 def _redacted(record: RunRecord | None, env: dict) -> RunRecord | None:

@@ -137,7 +137,7 @@ class RunSpec:
             if missing:
                 raise UsageError("it names programs you did not name on this command line, and ttfr runs only those: "
                                  + "; ".join(missing))  # fmt: skip
-            file_cases = user_cases.read_recorded(data["case_files"])
+            file_cases = user_cases.read_recorded(data["case_files"], data.get("timeout_s"))
         else:
             file_cases = [user_cases.UserCase.from_json(c, f["path"], f["sha256"]) for f in recorded
                           for c in _recorded_cases(f)]  # fmt: skip
@@ -170,11 +170,19 @@ class Named:
 NOTHING_NAMED = Named()
 
 
-def _same_program(recorded: str, given: str | None) -> bool:
-    if given is None:
-        return False
-    found = shutil.which(given) or given
-    return os.path.realpath(recorded) == os.path.realpath(found)
+def interpreter_path(python: str) -> str:
+    """An interpreter as the user named it, made absolute (found on PATH if a bare name) but with
+    its symlinks kept: every virtual environment's bin/python links to one base interpreter, and
+    which environment it is, is the link's own location."""
+    return os.path.abspath(os.path.expanduser(shutil.which(python) or python))
+
+
+def _same_interpreter(recorded: str, given: str | None) -> bool:
+    return given is not None and os.path.abspath(recorded) == interpreter_path(given)
+
+
+def _same_file(recorded: str, given: str) -> bool:
+    return os.path.realpath(recorded) == os.path.realpath(os.path.expanduser(given))
 
 
 def _split_or_none(text: str):
@@ -188,12 +196,12 @@ def unnamed_programs(data: dict, named: Named) -> list[str]:
     """What a stored spec would run that `named` does not name, each with the option that names it."""
     missing = []
     python = data.get("python")
-    if named.python_recorded and python is not None and not _same_program(python, named.python):
+    if named.python_recorded and python is not None and not _same_interpreter(python, named.python):
         missing.append(f"the workers' interpreter {python} (add --python {shlex.quote(python)})")
     if named.python_recorded and python is None and named.python is not None:
         missing.append(f"--python {named.python}: its workers ran ttfr's own interpreter (drop --python)")
     for path, _sha in data["case_files"]:
-        if not any(_same_program(path, given) for given in named.case_files):
+        if not any(_same_file(path, given) for given in named.case_files):
             missing.append(f"the case file {path} (add --case-file {shlex.quote(path)})")
     commands = [_split_or_none(text) for text in named.commands]
     prepares = [_split_or_none(text) for text in named.prepare]
@@ -206,6 +214,8 @@ def unnamed_programs(data: dict, named: Named) -> list[str]:
             missing.append(f"the --prepare step `{prepare}` (add --prepare {shlex.quote(prepare)})")
         if os.path.realpath(command.cwd) != os.path.realpath(os.getcwd()):
             missing.append(f"the command `{text}` runs in {command.cwd} (run ttfr from there)")
+        elif moved := user_commands.program_moved(command):  # PATH finds another program by that name now
+            missing.append(moved)
     return missing
 
 
@@ -214,7 +224,7 @@ def _recorded_cases(recorded: dict) -> list[dict]:
     mean importing the file."""
     if "cases" not in recorded:
         raise UsageError(f"plan.json names the case file {recorded['path']} without its cases (ttfr before 0.1.2): "
-                         "reading them would run the file; resume or re-run it with --case-file")  # fmt: skip
+                         "reading them would run the file; run the cases again with this ttfr")  # fmt: skip
     return recorded["cases"]
 
 
@@ -555,6 +565,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     workspace, workspace_presets, signal, precision, budget = r.workspace, r.workspace_presets, r.signal, r.precision, r.budget
     commands, command_names, first_result, prepare = r.commands, r.command_names, r.first_result, r.prepare
     first_result_mark, command_path, stop_at_first_result = r.first_result_mark, r.command_path, r.stop_at_first_result
+    keep_contended = r.keep_contended
     case_files = r.case_files
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
@@ -615,7 +626,11 @@ def build_spec(request: RunRequest) -> RunSpec:
         raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
                          "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
+    if precision is not None and keep_contended:
+        raise UsageError("--precision adds clean runs until the figures are precise, and --keep-contended keeps the "
+                         "contended ones in the figures: choose one")  # fmt: skip
     if python is not None:
+        python = interpreter_path(python)  # as found now: a resume must name this one, not whatever PATH finds then
         check_worker_python(python)
     return RunSpec(
         plan_cases=plan_cases,
@@ -641,5 +656,5 @@ def build_spec(request: RunRequest) -> RunSpec:
         custom_size=user.size if user else None,
         precision=precision,
         budget_s=budget_s,
-        keep_contended=bool(request.keep_contended),
+        keep_contended=bool(keep_contended),
     )

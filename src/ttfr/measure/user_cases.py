@@ -14,6 +14,7 @@ import hashlib
 import signal
 import sys
 import threading
+import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,7 +106,8 @@ def _time_limit(seconds: float | None, label: str):
                                                             file=sys.stderr, flush=True))  # fmt: skip
     notice.daemon = True
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    began = time.monotonic()
+    outer = signal.setitimer(signal.ITIMER_REAL, seconds)  # an alarm already set (a test runner's timeout)
     notice.start()
     try:
         yield
@@ -113,6 +115,8 @@ def _time_limit(seconds: float | None, label: str):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         notice.cancel()
+        if outer[0] > 0:  # given back what is left of it (at least a moment: it was due during the import)
+            signal.setitimer(signal.ITIMER_REAL, max(outer[0] - (time.monotonic() - began), 1e-3), outer[1])
 
 
 def _import(source: str, label: str, timeout_s: float | None = None):
@@ -181,7 +185,7 @@ def installed_cases() -> list[UserCase]:
     return out
 
 
-def read_recorded(recorded) -> list[UserCase]:
+def read_recorded(recorded, timeout_s: float | None = None) -> list[UserCase]:
     """The case files a plan records, `[(path, sha256)]`: each must still hold what the run
     started with (a changed file would mix two versions of the code in one result)."""
     for path, sha256 in recorded:
@@ -191,7 +195,7 @@ def read_recorded(recorded) -> list[UserCase]:
         if now != sha256:
             raise UsageError(f"case file {path} changed since this run started (sha256 {sha256[:12]}... in plan.json): "
                              "restore it, or start a new run")  # fmt: skip
-    return read([path for path, _sha in recorded])
+    return read([path for path, _sha in recorded], installed=False, timeout_s=timeout_s)
 
 
 def read(case_files=(), installed: bool = True, timeout_s: float | None = None) -> list[UserCase]:

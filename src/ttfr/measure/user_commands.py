@@ -125,6 +125,23 @@ def program_files(argv, cwd: str, path_env: str | None = None) -> tuple[tuple[st
     return tuple(found)
 
 
+def program_moved(command: UserCommand, path_env: str | None = None) -> str | None:
+    """Why the command's program is not the one its run used (PATH finds another one now: a
+    resume would mix two programs in one result), or None."""
+    if not command.files:
+        return None
+    program = command.argv[0] if "/" in command.argv[0] else shutil.which(command.argv[0], path=path_env)
+    try:
+        now = str(Path(program).resolve()) if program else None
+    except (OSError, RuntimeError):
+        now = None
+    recorded = command.files[0][0]
+    if now == recorded:
+        return None
+    found = f"finds {now}" if now else "finds nothing"
+    return f"the command `{command.text}` ran {recorded}, and {command.argv[0]} {found} now (put that one first on PATH)"
+
+
 def changed_files(command: UserCommand) -> list[str]:
     """The recorded files of the command that are gone or hold something else now."""
     return [path for path, sha256 in command.files if _sha256(Path(path)) != sha256]

@@ -69,19 +69,29 @@ def cases_of(module) -> list:
 
 def users_frames(tb, source: str) -> list:
     """The frames of a traceback that are the user's: in the case file, or in a file beside it
-    or below its folder (its own helper modules), never an installed package's or ttfr's."""
+    or below its folder (its own helper modules), never Python's own library, an installed
+    package's or ttfr's (pyenv, conda and uv may keep those below a user's home folder too)."""
     import os
+    import sysconfig
     import traceback
 
     if source.startswith(MODULE_PREFIX):
         return []
     folder = os.path.dirname(os.path.realpath(source)) + os.sep
-    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep  # ttfr/
+    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # ttfr/
+    paths = sysconfig.get_paths()
+    theirs = {ours, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              *(paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k))}  # fmt: skip
+    theirs = tuple(os.path.realpath(p) + os.sep for p in theirs if p)
+    # a case file inside one of those trees (a script in a venv): only its own file is the user's
+    own = os.path.realpath(source)
 
     def mine(filename: str) -> bool:
         path = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
         parts = path.split(os.sep)
-        return (path.startswith(folder) and not path.startswith(ours)
+        if path == own:
+            return True
+        return (path.startswith(folder) and not path.startswith(theirs)
                 and "site-packages" not in parts and "dist-packages" not in parts)  # fmt: skip
 
     return [frame for frame in traceback.extract_tb(tb) if mine(frame.filename)]
