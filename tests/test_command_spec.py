@@ -213,8 +213,9 @@ def test_duplicate_auto_names_get_their_folder_then_a_number():
 
 def test_python_dash_c_commands_are_named_by_their_code_not_by_number():
     """Two `python -c` commands were command_python_1_f64 and command_python_2_1_f64."""
-    commands = user_commands.parse([f"{PY} -c 'import numpy'", f"{PY} -c 'import json, os'"])
-    assert [c.name for c in commands] == ["import_numpy", "import_json_os"]
+    commands = user_commands.parse([f"{PY} -c 'import numpy'", f"{PY} -c 'import json, os'",
+                                    f"{PY} -c 'import sys; sys.exit(0)'"])  # fmt: skip
+    assert [c.name for c in commands] == ["import_numpy", "import_json_os", "import_sys_exit"]
 
 
 def test_an_auto_name_never_takes_an_explicit_one():

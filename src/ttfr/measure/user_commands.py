@@ -184,7 +184,8 @@ def slug(argv, qualified: bool = False) -> str:
             chosen = words[position + 1].rpartition(".")[2]
             break
         if word == "-c" and position + 1 < len(words):
-            chosen = "_".join(re.findall(r"[A-Za-z][A-Za-z0-9]*", words[position + 1])[:3]) or chosen
+            found = dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z0-9]*", words[position + 1]))  # each word once
+            chosen = "_".join(list(found)[:3]) or chosen
             break
         if not word.startswith("-") and word.lower().endswith(_SCRIPT_SUFFIXES):
             chosen = Path(word).stem
