@@ -171,7 +171,8 @@ def test_a_real_worker_reports_marks_in_order():
     order = [result.spawn_ns, marks.main, marks.imported, marks.setup, marks.first, marks.second_start, marks.second,
              result.reaped_ns]  # fmt: skip
     assert order == sorted(order)
-    assert result.rusage.user_s > 0
+    # its CPU time came back (how the kernel splits it between user and system is tick sampling: either may be 0)
+    assert result.rusage.user_s + result.rusage.sys_s > 0
 
 
 def worker_pids():
