@@ -30,10 +30,13 @@ def test_a_snapshot_is_complete_read_only_and_named_for_its_content(tmp_path):
     index = json.loads((path / snapshot.INDEX).read_text())
     listed = {e["path"] for e in index["artifacts"]}
     for name in ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html",
-                 "baseline_manifest.json", "validation.json", "rerun/command.txt", "rerun/spec.json",
-                 "nextstat/snapshot_index_v1.json", "nextstat/baseline_manifest_v1.json",
-                 "nextstat/ml/suite_result.json"):  # fmt: skip
+                 "ttfr_baseline_manifest.json", "baseline_manifest.json", "validation.json", "rerun/command.txt",
+                 "rerun/spec.json", "nextstat/ml/suite_result.json"):  # fmt: skip
         assert name in listed, name
+    # NextStat's index, where its tools look: every file but itself, ttfr's index and its baseline too
+    ns_index = json.loads((path / "snapshot_index.json").read_text())
+    files = {p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()}
+    assert {a["path"] for a in ns_index["artifacts"]} == files - {"snapshot_index.json"}
     assert any(p.startswith("cases/") for p in listed) and ".lock" not in listed
     for file in path.rglob("*"):
         assert not file.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), file
@@ -75,8 +78,8 @@ def test_a_tampered_or_grown_snapshot_does_not_verify(tmp_path):
     target.write_text(target.read_text() + "edited\n")
     (path / "extra.json").write_text("{}")
     problems = snapshot.verify(path)
-    assert "report.md: does not match snapshot_index.json (changed after publishing)" in problems
-    assert "extra.json: not in snapshot_index.json" in problems
+    assert "report.md: does not match ttfr_snapshot_index.json (changed after publishing)" in problems
+    assert "extra.json: not in ttfr_snapshot_index.json" in problems
     assert cli.main(["validate", str(path)]) == 1
 
 
@@ -96,12 +99,16 @@ def test_publishing_refuses_an_invalid_or_incomplete_directory_and_writes_nothin
 @pytest.mark.skipif(not SHARED_SCHEMAS.is_dir(), reason="NextStat's schemas are read from ../shared (not copied in)")
 def test_the_nextstat_contracts_validate_against_the_published_schemas(tmp_path):
     path, _ = snapshot.publish(_run(tmp_path), tmp_path / "snaps")
-    for name in ("snapshot_index_v1", "baseline_manifest_v1"):
-        schema = json.loads((SHARED_SCHEMAS / f"{name}.schema.json").read_text())
-        data = json.loads((path / "nextstat" / f"{name}.json").read_text())
+    for name in ("snapshot_index", "baseline_manifest"):
+        schema = json.loads((SHARED_SCHEMAS / f"{name}_v1.schema.json").read_text())
+        data = json.loads((path / f"{name}.json").read_text())
         assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == [], name
-    index = json.loads((path / "nextstat" / "snapshot_index_v1.json").read_text())
-    assert {a["path"] for a in index["artifacts"]} >= {"suite.json", "nextstat/ml/suite_result.json"}
+    index = json.loads((path / "snapshot_index.json").read_text())
+    assert {a["path"] for a in index["artifacts"]} >= {"suite.json", "nextstat/ml/suite_result.json", "baseline_manifest.json"}
+    baseline = json.loads((path / "baseline_manifest.json").read_text())
+    (result,) = baseline["results"]  # relative to the manifest's folder, as NextStat's tools read it
+    assert (path / result["path"]).is_file() and result["suite"] == "ml"
+    assert baseline["datasets"] and all(d["id"].startswith("generated:ml:") for d in baseline["datasets"])
 
 
 def _reindex(path):
@@ -141,7 +148,7 @@ def test_publishing_again_over_a_damaged_snapshot_is_refused(tmp_path, capsys):
     path, _ = snapshot.publish(root, tmp_path / "snaps")
     _writable(path)
     (path / "junk").mkdir()
-    assert "junk/: not in snapshot_index.json" in snapshot.verify(path)
+    assert "junk/: not in ttfr_snapshot_index.json" in snapshot.verify(path)
     assert cli.main(["publish", str(root), "--out", str(tmp_path / "snaps")]) == 2
     assert "exists but does not verify" in capsys.readouterr().err
 

@@ -2,14 +2,17 @@
 
 SNAPSHOTS/<id>/ holds the directory's own artifacts (plan, manifest, journal, case files,
 suite index, workspaces, reports) and:
-- baseline_manifest.json (ttfr.baseline_manifest.v1): harness version and commit, the lock
+- ttfr_baseline_manifest.json (ttfr.baseline_manifest.v1): harness version and commit, the lock
   file's hash, runtimes, hardware, cache and sync policies;
 - validation.json (ttfr.validation.v1): every gate (result checks and HistFactory parity,
   finite differences, cache verification, sync checks, contention) and its result;
 - rerun/: the exact command, the run's spec and seed, and the lock file, to run it again;
-- nextstat/: the same index and manifest in NextStat's snapshot_index_v1 and
-  baseline_manifest_v1 contracts, and the ML results (`ttfr export --format nextstat-v1`);
-- snapshot_index.json (ttfr.snapshot_index.v1): every other file with its size and sha256.
+- nextstat/ml/: the ML results in NextStat's contracts (`ttfr export --format nextstat-v1`);
+- ttfr_snapshot_index.json (ttfr.snapshot_index.v1): every file above with its size and sha256;
+- baseline_manifest.json and snapshot_index.json in NextStat's contracts (nextstat.*.v1), where
+  NextStat's own tools look for them (compare_snapshots.py, update_snapshot_registry.py,
+  write_replication_report.py): its results' paths relative to the manifest's folder, its index
+  listing every other file (this one's own index and baseline too).
 The id is content-addressed (the sha256 of the artifacts' index), files and directories are
 read-only, and the snapshot appears whole or not at all (written beside, then renamed).
 Publishing refuses a directory that does not validate or is not complete.
@@ -41,7 +44,8 @@ from ttfr.model.policies import WARM_PROCESS
 INDEX_SCHEMA = "ttfr.snapshot_index.v1"
 BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
 VALIDATION_SCHEMA = "ttfr.validation.v1"
-INDEX, BASELINE, VALIDATION = "snapshot_index.json", "baseline_manifest.json", "validation.json"
+INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifest.json", "validation.json"
+NS_INDEX, NS_BASELINE = "snapshot_index.json", "baseline_manifest.json"  # NextStat's names and contracts
 # The run's own artifacts (what the id covers); a replica's report is one of its run's.
 _ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv",
                    "replication_report.json")  # fmt: skip
@@ -217,6 +221,7 @@ def _commit(manifest: dict) -> str:
 
 
 def _nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: list[dict]) -> dict:
+    """NextStat's snapshot_index_v1 (write_snapshot_index.py's fields): every file but itself."""
     return {
         "schema_version": "nextstat.snapshot_index.v1",
         "generated_at": generated,
@@ -228,7 +233,10 @@ def _nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: l
     }
 
 
-def _nextstat_baseline(snapshot_id: str, verified, results: list[dict]) -> dict:
+def _nextstat_baseline(snapshot_id: str, verified, results: list[dict], datasets: list[dict]) -> dict:
+    """NextStat's baseline_manifest_v1 (write_baseline_manifest.py's fields): its results' paths
+    relative to its own folder (the snapshot's root), its datasets those of the exported results
+    (NextStat's ids: compare_snapshots.py compares them across snapshots)."""
     manifest = verified.manifest
     # NextStat's contract names its own engine's version (the runtime's, as the manifest has it)
     engine = {"version": next((v for k, v in manifest["runtimes"].items() if k == NEXTSTAT_KEY), None) or "not installed"}
@@ -239,7 +247,7 @@ def _nextstat_baseline(snapshot_id: str, verified, results: list[dict]) -> dict:
         "harness": {"repo": "ttfr", "git_commit": _commit(manifest)},
         NEXTSTAT_KEY: engine,
         "environment": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
-        "datasets": [{"id": c.dataset.id, "sha256": c.dataset.sha256} for c in verified.cases if c.dataset.sha256],
+        "datasets": datasets,
         "results": results,
     }
 
@@ -303,18 +311,10 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
         shutil.copyfile(lock, rerun / "cpu-lock.txt")
     from ttfr.artifacts.export import nextstat  # the ML results in NextStat's contract, where there are any
 
-    results = []
     if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
-        for path in nextstat.export(root, staging / "nextstat" / "ml"):
-            rel = path.relative_to(staging).as_posix()
-            if path.name == nextstat.SUITE_FILE:
-                results.append({"suite": "ml", "path": rel, "sha256": sha256_bytes(path.read_bytes())})
-    added = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
-    all_entries = [_entry(staging, rel) for rel in added]
-    write_json(
-        staging / "nextstat" / "snapshot_index_v1.json", _nextstat_index(snapshot_id, generated, verified.manifest, all_entries)
-    )
-    write_json(staging / "nextstat" / "baseline_manifest_v1.json", _nextstat_baseline(snapshot_id, verified, results))
+        nextstat.export(root, staging / "nextstat" / "ml")
+    results, datasets = _nextstat_results(staging)
+    write_json(staging / NS_BASELINE, _nextstat_baseline(snapshot_id, verified, results, datasets))
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     write_json(
         staging / INDEX,
@@ -328,6 +328,28 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
         },
         INDEX_SCHEMA,
     )
+    # last: NextStat's index lists every file, this one's own index and NextStat's baseline too
+    files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    write_json(staging / NS_INDEX, _nextstat_index(snapshot_id, generated, verified.manifest,
+                                                   [_entry(staging, rel) for rel in files]))  # fmt: skip
+
+
+def _nextstat_results(snapshot: Path) -> tuple[list[dict], list[dict]]:
+    """NextStat's baseline's `results` (the ML suite file, by its path from the snapshot's root)
+    and `datasets` (each exported case's, once), from the exported files."""
+    from ttfr.artifacts.export import nextstat
+
+    suite_file = snapshot / "nextstat" / "ml" / nextstat.SUITE_FILE
+    if not suite_file.is_file():
+        return [], []
+    results = [{"suite": "ml", "path": suite_file.relative_to(snapshot).as_posix(),
+                "sha256": sha256_bytes(suite_file.read_bytes())}]  # fmt: skip
+    datasets = {}
+    for path in sorted(suite_file.parent.glob("*.json")):
+        record = json.loads(path.read_bytes()) if path != suite_file else {}
+        if isinstance(record.get("dataset"), dict):
+            datasets[record["dataset"]["id"]] = {"id": record["dataset"]["id"], "sha256": record["dataset"]["sha256"]}
+    return results, [datasets[key] for key in sorted(datasets)]
 
 
 def _command_text(manifest: dict) -> str:
@@ -369,7 +391,7 @@ def _writable(top: Path) -> None:
 
 def is_snapshot(path: Path) -> bool:
     """A published snapshot (or what is left of one): it has an index, a pack or a baseline."""
-    return any((Path(path) / name).exists() for name in (INDEX, VALIDATION, BASELINE))
+    return any((Path(path) / name).exists() for name in (INDEX, VALIDATION, BASELINE, NS_INDEX, NS_BASELINE))
 
 
 def verify(snapshot: Path) -> list[str]:
@@ -398,7 +420,7 @@ def verify(snapshot: Path) -> list[str]:
             problems.append(f"{rel}: not a regular file or directory")
         elif path.is_dir() and rel not in needed:
             problems.append(f"{rel}/: not in {INDEX}")
-        elif path.is_file() and rel not in listed and rel != INDEX:
+        elif path.is_file() and rel not in listed and rel not in (INDEX, NS_INDEX):
             problems.append(f"{rel}: not in {INDEX}")
     if problems:
         return problems
@@ -439,15 +461,15 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
         problems.append("rerun/spec.json: not plan.json's spec")
     entries = {e["path"]: e for e in index["artifacts"]}
-    ns_index = read_json(snapshot / "nextstat" / "snapshot_index_v1.json")
-    if ns_index.get("snapshot_id") != name or any(entries.get(e.get("path")) != e for e in ns_index.get("artifacts", [])):
-        problems.append("nextstat/snapshot_index_v1.json: not the snapshot's id or files")
-    ns_baseline = read_json(snapshot / "nextstat" / "baseline_manifest_v1.json")
-    results = ns_baseline.get("results", [])
-    if not _same(ns_baseline, _nextstat_baseline(name, verified, results)) or any(
-        entries.get(r.get("path"), {}).get("sha256") != r.get("sha256") for r in results
-    ):
-        problems.append("nextstat/baseline_manifest_v1.json: not what the run gives")
+    ns_baseline, ns_index = read_json(snapshot / NS_BASELINE), read_json(snapshot / NS_INDEX)
+    if not _same(ns_baseline, _nextstat_baseline(name, verified, *_nextstat_results(snapshot))):
+        problems.append(f"{NS_BASELINE}: not what the run's NextStat results give")
+    # NextStat's index: every file but itself, each as this snapshot holds it (ttfr's index covers the
+    # rest; its own entry is checked against its bytes)
+    expected = {**entries, INDEX: _entry(snapshot, INDEX)}
+    listed_ns = {e.get("path"): e for e in ns_index.get("artifacts", [])}
+    if ns_index.get("snapshot_id") != name or listed_ns != expected:
+        problems.append(f"{NS_INDEX}: not the snapshot's id or its files")
     return problems
 
 

@@ -15,17 +15,15 @@ warm distribution is every sample of every warm process, as NextStat's `calls_s`
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
-from ttfr.child.workloads import dataset_sha256
 from ttfr.errors import UsageError
-from ttfr.measure import catalog
-from ttfr.model.base import encode
 from ttfr.model.case import CaseResult, ColdPolicy, RunFigures
 from ttfr.model.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
 
@@ -33,7 +31,30 @@ RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
 SUITE_FILE = "suite_result.json"
 EXPORT_POLICIES = COLD_POLICIES  # which cold policy a NextStat case carries
-_COLD_FIELDS = {"import_s": "import_s", "first_call_s": "first_call_s", "second_call_s": "second_call_s", "total_s": "process_s"}
+# NextStat's names for ttfr's cache policies (its seed suite's `process_cold`: a fresh process, the
+# JAX cache directory wiped)
+CACHE_POLICY_NAMES = {COLD_CACHE: "process_cold", WARM_CACHE: "process_warm_cache"}
+
+
+def nextstat_run(metrics) -> dict | None:
+    """One cold run in NextStat's meanings (suites/ml/run.py): all in-process, from the worker's
+    start. `import_s` is loading the backend up to the first call (ttfr's import, your import and
+    setup: NextStat's loader imports and builds the inputs), `ttfr_s` = import_s + first_call_s,
+    `total_s` = that + second_call_s. ttfr's own spawn-to-first-result (interpreter start included)
+    stays in ttfr's case file: NextStat's contract has no field for it (README: field mapping)."""
+    parts = (metrics.import_s, metrics.setup_s, metrics.first_call_s, metrics.second_call_s)
+    if any(v is None for v in parts):
+        return None
+    user = metrics.user_import_s if isinstance(metrics.user_import_s, float) else 0.0
+    loading = metrics.import_s + user + metrics.setup_s
+    ttfr = loading + metrics.first_call_s
+    return {"import_s": loading, "first_call_s": metrics.first_call_s, "second_call_s": metrics.second_call_s,
+            "ttfr_s": ttfr, "total_s": ttfr + metrics.second_call_s}  # fmt: skip
+
+
+def nextstat_config_sha256(config: dict) -> str:
+    """NextStat's dataset hash of a generated case: its config, as suites/ml/suite.py hashes it."""
+    return hashlib.sha256((json.dumps(config, sort_keys=True, separators=(",", ":")) + "\n").encode()).hexdigest()
 
 
 def _min_median_p95(values) -> dict | None:
@@ -58,21 +79,16 @@ def _figure_runs(case: CaseResult, policy: str) -> list[RunFigures]:
 
 def _cold_timing(case: CaseResult, policy: str) -> dict:
     runs = _figure_runs(case, policy) if isinstance(case.policies.get(policy), ColdPolicy) else []
-    complete = [r for r in runs if all(getattr(r.metrics, m) is not None for m in _COLD_FIELDS.values())]
+    complete = [mapped for r in runs if (mapped := nextstat_run(r.metrics))]
     cold = {
         "n_runs": len(complete),
         "runs": [
-            {**{name: getattr(r.metrics, metric) for name, metric in _COLD_FIELDS.items()}, "status": "ok", "reason": ""}
-            for r in complete
-        ],
+            {key: run[key] for key in ("import_s", "first_call_s", "second_call_s", "total_s")} | {"status": "ok", "reason": ""}
+            for run in complete
+        ],  # fmt: skip
     }
-    for name, metric in (
-        ("import_s", "import_s"),
-        ("first_call_s", "first_call_s"),
-        ("ttfr_s", "ttfr_s"),
-        ("total_s", "process_s"),
-    ):
-        summary = _min_median_p95([getattr(r.metrics, metric) for r in complete])
+    for name in ("import_s", "first_call_s", "ttfr_s", "total_s"):
+        summary = _min_median_p95([run[name] for run in complete])
         if summary:
             cold[name] = summary
     return cold
@@ -110,14 +126,9 @@ def _warm_iters(case: CaseResult) -> int:
     return sum(len(p.samples_s or []) for p in block.procs) if block else 0
 
 
-def case_record(
-    case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str, known: catalog.Catalog = catalog.BUILTIN
-) -> dict:
-    """`known`: the run's catalogue (a user's case that never ran is hashed with its own inputs)."""
-    dataset = encode(case.dataset)
-    if not dataset["sha256"]:  # the case never ran: hash the inputs it would have used (ttfr's own workloads)
-        info = known.workloads[case.workload]
-        dataset["sha256"] = dataset_sha256(info.child_module, case.size, case.dtype, case.config.seed)
+def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
+    """One case in NextStat's contract and meanings (README: field mapping): ttfr's own figures and
+    its inputs' hash stay in its case file."""
     cold = _cold_timing(case, cold_policy)
     reason = case.reason
     failed_runs = [r for r in _cold_runs(case, cold_policy) if r.outcome != "ok"]
@@ -128,6 +139,15 @@ def case_record(
     if figures is not None and set_aside:  # contended runs ttfr's figures leave out: not listed as figures either
         reason = (reason + "; " if reason else "") + f"{set_aside} contended cold run(s) set aside are not listed"
     device = case.device
+    config = {
+        "backend": case.backend,
+        "workload": case.workload,
+        "n": case.size,
+        "dtype": case.dtype,
+        "cold_runs": cold["n_runs"],
+        "warm_iters": _warm_iters(case),
+        "cache_policy": CACHE_POLICY_NAMES[cold_policy],
+    }
     return {
         "schema_version": RESULT_SCHEMA,
         "suite": "ml",
@@ -136,16 +156,10 @@ def case_record(
         "status": case.status,
         "reason": reason,
         "meta": _meta(manifest, case),
-        "dataset": dataset,
-        "config": {
-            "backend": case.backend,
-            "workload": case.workload,
-            "n": case.size,
-            "dtype": case.dtype,
-            "cold_runs": cold["n_runs"],
-            "warm_iters": _warm_iters(case),
-            "cache_policy": cold_policy,
-        },
+        # NextStat's dataset of a generated case: its id and its config's hash (ttfr's id and the
+        # inputs' own hash are in ttfr's case file)
+        "dataset": {"id": f"generated:ml:{case.case}", "sha256": nextstat_config_sha256(config)},
+        "config": config,
         "device": {"platform": device.platform, "kind": device.kind, "count": device.count} if device else None,
         "timing": {"cold": cold, "warm": _warm_timing(case)},
     }
@@ -169,30 +183,9 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
                            "incomplete: fix that and export again") from None  # fmt: skip
 
 
-def _inputs_of_others(cases: list[CaseResult]) -> dict[tuple, str]:
-    """The inputs' hash of each (workload, size, dtype, seed) that some case ran: one backend's
-    inputs are every backend's."""
-    return {(c.workload, c.size, c.dtype, c.config.seed): c.dataset.sha256 for c in cases if c.dataset.sha256}
-
-
-def left_out(cases: list[CaseResult]) -> dict[str, str]:
-    """Cases the export leaves out, and why. Command cases (`ttfr run --command`): NextStat's ml
-    contract describes a workload on a dataset, and a program has neither. A user's case that ran
-    on no backend at all: its inputs' hash would mean running its case file's code, which a
-    reader of a result directory never does."""
-    ran = _inputs_of_others(cases)
-    out = {}
-    for case in cases:
-        if case.command:
-            out[case.case] = "a program, not a workload on a dataset"
-        elif (not case.dataset.sha256 and case.workload not in catalog.BUILTIN.workloads
-              and (case.workload, case.size, case.dtype, case.config.seed) not in ran):  # fmt: skip
-            out[case.case] = "your case ran on no backend: its inputs' hash needs its case file's code run"
-    return out
-
-
 def commands_left_out(cases: list[CaseResult]) -> list[str]:
-    """Command cases (see left_out)."""
+    """Command cases (`ttfr run --command`): NextStat's ml contract describes a workload on a
+    dataset, and a program has neither, so they are not exported."""
     return [c.case for c in cases if c.command]
 
 
@@ -203,13 +196,7 @@ def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
     if commands and len(commands) == len(verified.cases):
         raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(commands)}): NextStat's ml "
                          "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
-    skipped = left_out(verified.cases)
-    cases = [c for c in verified.cases if c.case not in skipped]
-    ran = _inputs_of_others(verified.cases)
-    # A user's case that never ran (no GPU) has the inputs of its backends that did.
-    cases = [c if c.dataset.sha256 or c.workload in catalog.BUILTIN.workloads else
-             msgspec.structs.replace(c, dataset=msgspec.structs.replace(
-                 c.dataset, sha256=ran[(c.workload, c.size, c.dtype, c.config.seed)])) for c in cases]  # fmt: skip
+    cases = [c for c in verified.cases if c.case not in commands]
     # Every record first: a case that cannot be exported stops the export before any file is written.
     records = [(case, case_record(case, manifest, suite.deterministic, cold_policy)) for case in cases]
     written, refs = [], []
