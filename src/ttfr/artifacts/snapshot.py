@@ -48,7 +48,7 @@ INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifes
 NS_INDEX, NS_BASELINE = "snapshot_index.json", "baseline_manifest.json"  # NextStat's names and contracts
 # The run's own artifacts (what the id covers); a replica's report is one of its run's.
 _ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv",
-                   "replication_report.json")  # fmt: skip
+                   "replication_report.json", "nextstat_replication_report.json")  # fmt: skip
 _ARTIFACT_DIRS = ("cases", "workspaces")
 LOCK_FILE = "requirements/cpu-lock.txt"
 _RESULTS = ("pass", "fail", "flagged", "not_applicable")
@@ -471,6 +471,91 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if ns_index.get("snapshot_id") != name or listed_ns != expected:
         problems.append(f"{NS_INDEX}: not the snapshot's id or its files")
     return problems
+
+
+REGISTRY_SCHEMA = "nextstat.snapshot_registry.v1"
+NS_REPLICATION = "nextstat_replication_report.json"  # beside ttfr's replication_report.json
+
+
+def _index_doc_sha256(doc: dict) -> str:
+    """An index's hash as NextStat's write_replication_report.py computes it (its JSON, keys sorted)."""
+    return sha256_bytes(json.dumps(doc, sort_keys=True).encode("utf-8"))
+
+
+def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dict, generated_at: str | None = None) -> dict:
+    """NextStat's replication_report_v1 of a `ttfr replicate`: the snapshot's NextStat index against
+    one of the replica's artifacts (the files a snapshot of it would hold). NextStat's comparison is
+    by hash, and every re-run of a timing benchmark differs byte for byte: its `ok` is false by
+    construction; the notes say so and give ttfr's statistical verdict (replication_report.json)."""
+    original = json.loads((Path(snapshot) / NS_INDEX).read_bytes())
+    generated = generated_at or dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    entries = [_entry(replica_root, rel) for rel in _artifacts(replica_root)]
+    replica_id = snapshot_name(content_digest(entries))
+    replica = _nextstat_index(replica_id, generated, read_json(replica_root / "manifest.json"), entries)
+    theirs = {e["path"]: e for e in original["artifacts"]}
+    overlap = sorted(set(theirs) & {e["path"] for e in entries})
+    mine = {e["path"]: e for e in entries}
+    mismatches = [{"path": p, "original_sha256": theirs[p]["sha256"], "replica_sha256": mine[p]["sha256"],
+                   "original_bytes": theirs[p]["bytes"], "replica_bytes": mine[p]["bytes"]}
+                  for p in overlap if theirs[p]["sha256"] != mine[p]["sha256"]]  # fmt: skip
+    summary = verdict["summary"]
+    notes = (f"NextStat's comparison is by hash; a re-run of a timing benchmark differs byte for byte, so "
+             f"{len(mismatches)} of {len(overlap)} shared files differ and its ok is false by construction. ttfr's "
+             f"statistical verdict (replication_report.json): {'replicated' if summary['replicated'] else 'NOT replicated'}"
+             f", {summary['required_replicated']} of {summary['required_gates']} required gates; datasets unequal: "
+             f"{', '.join(summary['datasets_unequal']) or 'none'}.")  # fmt: skip
+    return {
+        "schema_version": "nextstat.replication_report.v1",
+        "generated_at": generated,
+        "original": {
+            "snapshot_id": original["snapshot_id"],
+            "suite": original["suite"],
+            "snapshot_index_sha256": _index_doc_sha256(original),
+        },  # fmt: skip
+        "replica": {"snapshot_id": replica_id, "suite": replica["suite"], "snapshot_index_sha256": _index_doc_sha256(replica)},
+        "comparison": {"overlap_paths": len(overlap), "mismatches": mismatches, "ok": not mismatches},
+        "notes": notes,
+        "replica_snapshot_index": replica,
+    }
+
+
+def register(snapshot: Path, registry: Path, now: str | None = None) -> dict:
+    """Add (or update) a verified snapshot's entry in a NextStat snapshot registry, as NextStat's
+    scripts/update_snapshot_registry.py does: the entry from its snapshot_index.json, the index's
+    sha256 of its bytes, the baseline's as the index lists it; newest first. The entry."""
+    snapshot, registry = Path(snapshot), Path(registry)
+    problems = verify(snapshot)
+    if problems:
+        raise UsageError(f"{snapshot} does not verify, so it is not registered: {problems[0]}")
+    index_bytes = (snapshot / NS_INDEX).read_bytes()
+    index = json.loads(index_bytes)
+    baseline = next(e["sha256"] for e in index["artifacts"] if e["path"] == NS_BASELINE)
+    entry = {
+        "snapshot_id": index["snapshot_id"],
+        "suite": index["suite"],
+        "generated_at": index["generated_at"],
+        "git": index["git"],
+        "workflow": index["workflow"],
+        "links": {"github_run_url": ""},
+        "artifacts": {"baseline_manifest_sha256": baseline, "snapshot_index_sha256": sha256_bytes(index_bytes)},
+    }
+    if registry.exists():
+        try:
+            current = json.loads(reader.read_bounded(registry, registry.name))
+        except (ArtifactError, ValueError) as exc:
+            raise UsageError(f"--registry {registry}: not a registry ({exc})") from None
+        if not isinstance(current, dict) or current.get("schema_version") != REGISTRY_SCHEMA:
+            raise UsageError(f"--registry {registry}: not a {REGISTRY_SCHEMA} file")
+        if not isinstance(current.get("snapshots"), list):
+            raise UsageError(f"--registry {registry}: its `snapshots` is not a list")
+    else:
+        current = {"schema_version": REGISTRY_SCHEMA, "updated_at": "", "snapshots": []}
+    kept = [e for e in current["snapshots"] if isinstance(e, dict) and e.get("snapshot_id")
+            and e["snapshot_id"] != entry["snapshot_id"]]  # fmt: skip
+    current["snapshots"] = sorted([*kept, entry], key=lambda e: str(e.get("generated_at") or ""), reverse=True)
+    current["updated_at"] = now or dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    write_bytes_atomic(registry, (json.dumps(current, indent=2, sort_keys=True) + "\n").encode())
+    return entry
 
 
 def read_validation(snapshot: Path) -> str:

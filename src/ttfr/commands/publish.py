@@ -15,6 +15,9 @@ def add_parser(commands):
     publish = commands.add_parser(NAME, help="an immutable, content-addressed snapshot of a finished result directory")
     publish.add_argument("--out", type=Path, default=Path("ttfr-snapshots"), help="parent of the snapshot")
     publish.add_argument("dir", type=Path, metavar="DIR", help="a finished result directory")
+    publish.add_argument("--registry", type=Path, metavar="FILE",
+                         help="also add (or update) the snapshot's entry in this NextStat snapshot registry "
+                         "(nextstat.snapshot_registry.v1; created if missing)")  # fmt: skip
     return publish
 
 
@@ -25,4 +28,7 @@ def handle(args, console: Console) -> int:
         path, new = snapshot.publish(args.dir, args.out)
     verdict = snapshot.read_validation(path)
     console.print(f"{'published' if new else 'already published'}: {path} (gates: {verdict})", markup=False, highlight=False)
+    if args.registry:
+        entry = snapshot.register(path, args.registry)
+        console.print(f"registered {entry['snapshot_id']} in {args.registry}", markup=False, highlight=False)
     return 0

@@ -160,4 +160,7 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
         return outcome, None
     document = report(snapshot_dir, result_dir.root)
     write_json(result_dir.root / REPORT, document, SCHEMA)
+    # NextStat's contract too, for its tools (its verdict is by hash: see the report's notes)
+    write_json(result_dir.root / snapshot.NS_REPLICATION,
+               snapshot.nextstat_replication_report(snapshot_dir, result_dir.root, document))  # fmt: skip
     return outcome, document

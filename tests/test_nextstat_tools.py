@@ -1,0 +1,92 @@
+"""A ttfr snapshot is a NextStat snapshot (issue 26): its files in NextStat's contracts validate
+against NextStat's schemas (read from ../shared, skipped where absent), the registry entry is what
+NextStat's update_snapshot_registry.py writes, and a replication writes NextStat's report too.
+benchmarks/nextstat_tools.py runs NextStat's own scripts, unchanged, on these files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jsonschema
+import pytest
+from conftest import SHARED_SCHEMAS
+from fakes import FakeExecutor
+
+from ttfr.artifacts import snapshot
+from ttfr.commands import cli
+from ttfr.measure.executors import Executors
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.pipeline import replication
+from ttfr.pipeline import suite as suite_run
+
+needs_schemas = pytest.mark.skipif(not SHARED_SCHEMAS.is_dir(), reason="NextStat's schemas are read from ../shared")
+
+
+def _snapshot(tmp_path, size="64", name="out"):
+    spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul", sizes=size, cold_runs=2, warm_procs=2,
+                                 seed=6))  # fmt: skip
+    result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
+    suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
+    path, _ = snapshot.publish(result_dir.root, tmp_path / "snaps")
+    return path
+
+
+def _valid(data, schema_name):
+    schema = json.loads((SHARED_SCHEMAS / f"{schema_name}.schema.json").read_text())
+    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(data)]
+
+
+def test_publish_registers_the_snapshot_as_nextstats_registry_script_does(tmp_path, capsys):
+    first = _snapshot(tmp_path)
+    registry = tmp_path / "registry" / "snapshot_registry.json"
+    assert cli.main(["publish", str(tmp_path / "out" / next((tmp_path / "out").iterdir()).name), "--out",
+                     str(tmp_path / "snaps"), "--registry", str(registry)]) == 0  # fmt: skip
+    data = json.loads(registry.read_text())
+    (entry,) = data["snapshots"]
+    index_bytes = (first / "snapshot_index.json").read_bytes()
+    assert entry["snapshot_id"] == first.name and entry["suite"] == "ml"
+    assert entry["artifacts"]["snapshot_index_sha256"] == hashlib.sha256(index_bytes).hexdigest()
+    baseline = next(a for a in json.loads(index_bytes)["artifacts"] if a["path"] == "baseline_manifest.json")
+    assert entry["artifacts"]["baseline_manifest_sha256"] == baseline["sha256"]
+    second = _snapshot(tmp_path, size="32", name="other")
+    snapshot.register(second, registry)
+    snapshot.register(first, registry)  # again: replaced, not added
+    ids = [e["snapshot_id"] for e in json.loads(registry.read_text())["snapshots"]]
+    assert sorted(ids) == sorted({first.name, second.name}) and len(ids) == 2
+    (tmp_path / "bad.json").write_text('{"schema_version": "something.else"}')
+    with pytest.raises(Exception, match="not a nextstat.snapshot_registry.v1 file"):
+        snapshot.register(first, tmp_path / "bad.json")
+
+
+@needs_schemas
+def test_every_file_ttfr_writes_in_nextstats_contracts_validates(tmp_path):
+    path = _snapshot(tmp_path)
+    assert _valid(json.loads((path / "baseline_manifest.json").read_text()), "baseline_manifest_v1") == []
+    assert _valid(json.loads((path / "snapshot_index.json").read_text()), "snapshot_index_v1") == []
+    suite = json.loads((path / "nextstat" / "ml" / "suite_result.json").read_text())
+    assert _valid(suite, "ml_benchmark_suite_result_v1") == []
+    for case in (path / "nextstat" / "ml").glob("*.json"):
+        if case.name != "suite_result.json":
+            assert _valid(json.loads(case.read_text()), "ml_benchmark_result_v1") == [], case.name
+    registry = tmp_path / "registry.json"
+    snapshot.register(path, registry)
+    assert _valid(json.loads(registry.read_text()), "snapshot_registry_v1") == []
+    outcome, _document = replication.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
+    report = json.loads((outcome.result_dir.root / snapshot.NS_REPLICATION).read_text())
+    assert _valid(report, "replication_report_v1") == []
+
+
+def test_a_replication_writes_nextstats_report_with_ttfrs_verdict_in_its_notes(tmp_path):
+    path = _snapshot(tmp_path)
+    outcome, document = replication.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
+    report = json.loads((outcome.result_dir.root / snapshot.NS_REPLICATION).read_text())
+    original = json.loads((path / "snapshot_index.json").read_text())
+    assert report["original"]["snapshot_id"] == path.name
+    # NextStat's own hash of an index (write_replication_report.py): its JSON with sorted keys
+    assert report["original"]["snapshot_index_sha256"] == hashlib.sha256(
+        json.dumps(original, sort_keys=True).encode()).hexdigest()  # fmt: skip
+    comparison = report["comparison"]
+    assert comparison["overlap_paths"] > 0 and comparison["ok"] == (comparison["mismatches"] == [])
+    assert "journal.jsonl" in {m["path"] for m in comparison["mismatches"]}  # a re-run's measurements differ
+    assert document["summary"]["replicated"] and "statistical verdict (replication_report.json): replicated" in report["notes"]
