@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -89,4 +93,18 @@ def test_a_replication_writes_nextstats_report_with_ttfrs_verdict_in_its_notes(t
     comparison = report["comparison"]
     assert comparison["overlap_paths"] > 0 and comparison["ok"] == (comparison["mismatches"] == [])
     assert "journal.jsonl" in {m["path"] for m in comparison["mismatches"]}  # a re-run's measurements differ
-    assert document["summary"]["replicated"] and "statistical verdict (replication_report.json): replicated" in report["notes"]
+    assert (
+        document["summary"]["replicated"] and "statistical verdict (ttfr_replication_report.json): replicated" in report["notes"]
+    )
+
+
+_CHECKOUT = os.environ.get("NEXTSTAT_PUBLIC_BENCHMARKS")
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _CHECKOUT, reason="set NEXTSTAT_PUBLIC_BENCHMARKS to a nextstat-public-benchmarks checkout")
+def test_nextstats_own_tools_accept_ttfr_snapshots(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "nextstat_tools.py"
+    done = subprocess.run([sys.executable, str(script), _CHECKOUT, "--keep", str(tmp_path / "work")], capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -261,7 +261,7 @@ def test_publish_and_replicate_on_a_terminal(tmp_path):
     assert status == 0 and "Traceback" not in text, text[-4000:]
     assert "ETA" in text and "\x1b[?25h" in raw, text[-4000:]  # the live bar ran and gave the cursor back
     flat = " ".join(text.split())
-    assert "replicated:" in flat and "NOT replicated" not in flat and "replication_report.json" in flat, text[-4000:]
+    assert "replicated:" in flat and "NOT replicated" not in flat and "ttfr_replication_report.json" in flat, text[-4000:]
     assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
 
 

@@ -48,7 +48,7 @@ INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifes
 NS_INDEX, NS_BASELINE = "snapshot_index.json", "baseline_manifest.json"  # NextStat's names and contracts
 # The run's own artifacts (what the id covers); a replica's report is one of its run's.
 _ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv",
-                   "replication_report.json", "nextstat_replication_report.json")  # fmt: skip
+                   "ttfr_replication_report.json", "replication_report.json")  # fmt: skip
 _ARTIFACT_DIRS = ("cases", "workspaces")
 LOCK_FILE = "requirements/cpu-lock.txt"
 _RESULTS = ("pass", "fail", "flagged", "not_applicable")
@@ -474,7 +474,9 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
 
 
 REGISTRY_SCHEMA = "nextstat.snapshot_registry.v1"
-NS_REPLICATION = "nextstat_replication_report.json"  # beside ttfr's replication_report.json
+# NextStat's name (its Makefile validates a snapshot's replication_report.json against its contract);
+# ttfr's own report beside it is ttfr_replication_report.json
+NS_REPLICATION = "replication_report.json"
 
 
 def _index_doc_sha256(doc: dict) -> str:
@@ -501,7 +503,7 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
     summary = verdict["summary"]
     notes = (f"NextStat's comparison is by hash; a re-run of a timing benchmark differs byte for byte, so "
              f"{len(mismatches)} of {len(overlap)} shared files differ and its ok is false by construction. ttfr's "
-             f"statistical verdict (replication_report.json): {'replicated' if summary['replicated'] else 'NOT replicated'}"
+             f"statistical verdict (ttfr_replication_report.json): {'replicated' if summary['replicated'] else 'NOT replicated'}"
              f", {summary['required_replicated']} of {summary['required_gates']} required gates; datasets unequal: "
              f"{', '.join(summary['datasets_unequal']) or 'none'}.")  # fmt: skip
     return {

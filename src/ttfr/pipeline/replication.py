@@ -2,7 +2,7 @@
 what replicated.
 
 The snapshot must verify (its index, every hash, the result inside it). Its spec is run again
-with the same seed, cases and policies, under this interpreter. replication_report.json
+with the same seed, cases and policies, under this interpreter. ttfr_replication_report.json
 (ttfr.replication_report.v1), beside the new run's artifacts, holds:
 - whether the new result validates against its schemas and hashes;
 - every case's dataset id and sha256 in both;
@@ -34,7 +34,7 @@ from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec
 from ttfr.measure.user_commands import changed_files
 
 SCHEMA = "ttfr.replication_report.v1"
-REPORT = "replication_report.json"
+REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot.NS_REPLICATION)
 REQUIRED_GATES = ("availability", "correctness", "parity_nll", "parity_q0", "finite_differences", "cache_verification")
 _HARDWARE = (("cpu", "model"), ("cpu", "usable_cores"), ("memory", "total_bytes"), ("os", "platform"), ("gpu", "present"))
 
