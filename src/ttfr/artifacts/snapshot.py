@@ -20,7 +20,9 @@ Publishing refuses a directory that does not validate or is not complete.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -299,7 +301,7 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
         shutil.copyfile(root / entry["path"], target)
         if sha256_bytes(target.read_bytes()) != entry["sha256"]:  # changed while we copied it
             raise ArtifactError(f"{root / entry['path']} changed while it was published; publish again")
-    generated = generated_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    generated = generated_at or _utc_now()
     lock = lock_file()
     write_json(staging / BASELINE, _baseline(verified, lock), BASELINE_SCHEMA)
     write_json(staging / VALIDATION, _validation(snapshot_id, verified.cases), VALIDATION_SCHEMA)
@@ -345,11 +347,17 @@ def _nextstat_results(snapshot: Path) -> tuple[list[dict], list[dict]]:
     results = [{"suite": "ml", "path": suite_file.relative_to(snapshot).as_posix(),
                 "sha256": sha256_bytes(suite_file.read_bytes())}]  # fmt: skip
     datasets = {}
-    for path in sorted(suite_file.parent.glob("*.json")):
-        record = json.loads(path.read_bytes()) if path != suite_file else {}
+    # the cases the suite file lists (as NextStat's write_baseline_manifest.py derives them)
+    for ref in json.loads(suite_file.read_bytes()).get("cases", []):
+        record = json.loads((suite_file.parent / Path(ref["path"]).name).read_bytes())
         if isinstance(record.get("dataset"), dict):
             datasets[record["dataset"]["id"]] = {"id": record["dataset"]["id"], "sha256": record["dataset"]["sha256"]}
     return results, [datasets[key] for key in sorted(datasets)]
+
+
+def _utc_now() -> str:
+    """UTC, as NextStat's scripts write it (`...Z`)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _command_text(manifest: dict) -> str:
@@ -401,6 +409,9 @@ def verify(snapshot: Path) -> list[str]:
     result inside it (`ttfr validate`); and every derived file against what its artifacts give:
     the validation pack, the baseline manifest, the rerun bundle and the NextStat contracts."""
     snapshot = Path(snapshot)
+    if not (snapshot / INDEX).exists() and _older_layout(snapshot):
+        return [f"{snapshot}: a snapshot in the layout of ttfr before 0.1.2 (its own index as {NS_INDEX}): publish "
+                "its result directory again with this ttfr (NextStat's tools read the new layout)"]  # fmt: skip
     index, problems = reader.inspect(snapshot, INDEX, INDEX_SCHEMA)
     if index is None or problems:
         return problems or [f"{snapshot / INDEX}: unreadable"]
@@ -435,6 +446,39 @@ def verify(snapshot: Path) -> list[str]:
     return _derived_problems(snapshot, name, index)
 
 
+def _older_layout(snapshot: Path) -> bool:
+    try:
+        return json.loads(reader.read_bounded(snapshot / NS_INDEX, NS_INDEX)).get("schema") == INDEX_SCHEMA
+    except (ArtifactError, ValueError, AttributeError):
+        return False
+
+
+def _read_nextstat(snapshot: Path, name: str) -> tuple[dict | None, str | None]:
+    """One of the snapshot's NextStat files, bounded and parsed; (None, why) when it is not one."""
+    try:
+        data = json.loads(reader.read_bounded(reader.confined(snapshot, name), name))
+    except (ArtifactError, ValueError) as exc:
+        return None, f"{name}: unreadable ({exc})"
+    return (data, None) if isinstance(data, dict) else (None, f"{name}: not a JSON object")
+
+
+def _export_problems(snapshot: Path) -> list[str]:
+    """nextstat/ml/ against a fresh export of the run inside the snapshot (byte for byte): the NextStat
+    results are derived, so an edited figure or status there is a forgery like any other."""
+    from ttfr.artifacts.export import nextstat
+
+    published = snapshot / "nextstat" / "ml"
+    with tempfile.TemporaryDirectory(prefix="ttfr-verify-") as scratch:
+        fresh = Path(scratch) / "ml"
+        verified = load_finished(snapshot)
+        if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
+            nextstat.export(snapshot, fresh)
+        want = {p.name: p.read_bytes() for p in fresh.glob("*")} if fresh.is_dir() else {}
+    have = {p.name: p.read_bytes() for p in published.glob("*")} if published.is_dir() else {}
+    wrong = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
+    return [f"nextstat/ml/{n}: not what the run gives (re-exported)" for n in wrong[:5]]
+
+
 def _is_run_artifact(rel: str) -> bool:
     return rel in _ARTIFACT_FILES or rel.split("/", 1)[0] in _ARTIFACT_DIRS
 
@@ -461,15 +505,20 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
         problems.append("rerun/spec.json: not plan.json's spec")
     entries = {e["path"]: e for e in index["artifacts"]}
-    ns_baseline, ns_index = read_json(snapshot / NS_BASELINE), read_json(snapshot / NS_INDEX)
-    if not _same(ns_baseline, _nextstat_baseline(name, verified, *_nextstat_results(snapshot))):
-        problems.append(f"{NS_BASELINE}: not what the run's NextStat results give")
-    # NextStat's index: every file but itself, each as this snapshot holds it (ttfr's index covers the
-    # rest; its own entry is checked against its bytes)
-    expected = {**entries, INDEX: _entry(snapshot, INDEX)}
-    listed_ns = {e.get("path"): e for e in ns_index.get("artifacts", [])}
-    if ns_index.get("snapshot_id") != name or listed_ns != expected:
-        problems.append(f"{NS_INDEX}: not the snapshot's id or its files")
+    problems += _export_problems(snapshot)
+    ns_baseline, why = _read_nextstat(snapshot, NS_BASELINE)
+    if why or not _same(ns_baseline, _nextstat_baseline(name, verified, *_nextstat_results(snapshot))):
+        problems.append(why or f"{NS_BASELINE}: not what the run's NextStat results give")
+    # NextStat's index, rebuilt whole: every file but itself as this snapshot holds it (ttfr's index
+    # covers the rest; its own entry is its bytes), the id, and the fields the registry copies
+    ns_index, why = _read_nextstat(snapshot, NS_INDEX)
+    files = [_entry(snapshot, rel) for rel in sorted({*entries, INDEX})]
+    if why or not _same(ns_index, _nextstat_index(name, index["generated_at"], verified.manifest, files)):
+        problems.append(why or f"{NS_INDEX}: not the snapshot's id, its files or its fields")
+    if NS_REPLICATION in entries:  # a published replica: NextStat's report is in NextStat's contract
+        report, why = _read_nextstat(snapshot, NS_REPLICATION)
+        if why or report.get("schema_version") != "nextstat.replication_report.v1":
+            problems.append(why or f"{NS_REPLICATION}: not a nextstat.replication_report.v1 (written by ttfr before 0.1.2?)")
     return problems
 
 
@@ -490,9 +539,11 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
     by hash, and every re-run of a timing benchmark differs byte for byte: its `ok` is false by
     construction; the notes say so and give ttfr's statistical verdict (replication_report.json)."""
     original = json.loads((Path(snapshot) / NS_INDEX).read_bytes())
-    generated = generated_at or dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    generated = generated_at or _utc_now()
     entries = [_entry(replica_root, rel) for rel in _artifacts(replica_root)]
-    replica_id = snapshot_name(content_digest(entries))
+    # the replica as it is now: its result directory (a snapshot of it, published later, holds this
+    # report too and so has another id; NextStat's write_replication_report.py compares those files)
+    replica_id = f"result-{Path(replica_root).name}"
     replica = _nextstat_index(replica_id, generated, read_json(replica_root / "manifest.json"), entries)
     theirs = {e["path"]: e for e in original["artifacts"]}
     overlap = sorted(set(theirs) & {e["path"] for e in entries})
@@ -501,11 +552,17 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
                    "original_bytes": theirs[p]["bytes"], "replica_bytes": mine[p]["bytes"]}
                   for p in overlap if theirs[p]["sha256"] != mine[p]["sha256"]]  # fmt: skip
     summary = verdict["summary"]
-    notes = (f"NextStat's comparison is by hash; a re-run of a timing benchmark differs byte for byte, so "
-             f"{len(mismatches)} of {len(overlap)} shared files differ and its ok is false by construction. ttfr's "
-             f"statistical verdict (ttfr_replication_report.json): {'replicated' if summary['replicated'] else 'NOT replicated'}"
-             f", {summary['required_replicated']} of {summary['required_gates']} required gates; datasets unequal: "
-             f"{', '.join(summary['datasets_unequal']) or 'none'}.")  # fmt: skip
+    timing = verdict["timing"]["comparisons"]
+    inconclusive = sum(c["verdict"].startswith("inconclusive") or c["verdict"] == "not_compared" for c in timing)
+    by_hash = (f"{len(mismatches)} of {len(overlap)} shared files differ (a re-run of a timing benchmark differs byte "
+               "for byte, so NextStat's hash comparison cannot judge it)" if mismatches
+               else f"all {len(overlap)} shared files are identical")  # fmt: skip
+    notes = (f"Compared by hash: {by_hash}. ttfr's gates (ttfr_replication_report.json): "
+             f"{summary['required_replicated']} of {summary['required_gates']} required gates replicated"
+             f"{'' if summary['replicated'] else ' (NOT replicated)'}; datasets unequal: "
+             f"{', '.join(summary['datasets_unequal']) or 'none'}; timings (cross-session, weak): {len(timing)} "
+             f"compared, {inconclusive} inconclusive. The replica is the result directory {Path(replica_root).name} "
+             "before publishing.")  # fmt: skip
     return {
         "schema_version": "nextstat.replication_report.v1",
         "generated_at": generated,
@@ -541,23 +598,51 @@ def register(snapshot: Path, registry: Path, now: str | None = None) -> dict:
         "links": {"github_run_url": ""},
         "artifacts": {"baseline_manifest_sha256": baseline, "snapshot_index_sha256": sha256_bytes(index_bytes)},
     }
-    if registry.exists():
-        try:
-            current = json.loads(reader.read_bounded(registry, registry.name))
-        except (ArtifactError, ValueError) as exc:
-            raise UsageError(f"--registry {registry}: not a registry ({exc})") from None
-        if not isinstance(current, dict) or current.get("schema_version") != REGISTRY_SCHEMA:
-            raise UsageError(f"--registry {registry}: not a {REGISTRY_SCHEMA} file")
-        if not isinstance(current.get("snapshots"), list):
-            raise UsageError(f"--registry {registry}: its `snapshots` is not a list")
-    else:
-        current = {"schema_version": REGISTRY_SCHEMA, "updated_at": "", "snapshots": []}
-    kept = [e for e in current["snapshots"] if isinstance(e, dict) and e.get("snapshot_id")
-            and e["snapshot_id"] != entry["snapshot_id"]]  # fmt: skip
-    current["snapshots"] = sorted([*kept, entry], key=lambda e: str(e.get("generated_at") or ""), reverse=True)
-    current["updated_at"] = now or dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
-    write_bytes_atomic(registry, (json.dumps(current, indent=2, sort_keys=True) + "\n").encode())
+    if snapshot.resolve() in registry.resolve().parents:
+        raise UsageError(f"--registry {registry} is inside the snapshot {snapshot}: a snapshot is immutable")
+    with _locked(registry):  # two publishers adding to one registry: each sees the other's entry
+        current = read_registry(registry)
+        kept = [e for e in current["snapshots"] if e["snapshot_id"] != entry["snapshot_id"]]
+        current["snapshots"] = sorted([*kept, entry], key=lambda e: str(e.get("generated_at") or ""), reverse=True)
+        current["updated_at"] = now or _utc_now()
+        write_bytes_atomic(registry, (json.dumps(current, indent=2, sort_keys=True) + "\n").encode())
     return entry
+
+
+def read_registry(registry: Path) -> dict:
+    """A NextStat snapshot registry to add to (a new one when the file does not exist); UsageError
+    for anything else, before a snapshot is published."""
+    registry = Path(registry)
+    if registry.is_symlink():
+        raise UsageError(f"--registry {registry} is a symlink: name the file itself (it is replaced when written)")
+    if not registry.exists():
+        return {"schema_version": REGISTRY_SCHEMA, "updated_at": "", "snapshots": []}
+    try:
+        current = json.loads(reader.read_bounded(registry, registry.name))
+    except (ArtifactError, ValueError) as exc:
+        raise UsageError(f"--registry {registry}: not a registry ({exc})") from None
+    if not isinstance(current, dict) or current.get("schema_version") != REGISTRY_SCHEMA:
+        raise UsageError(f"--registry {registry}: not a {REGISTRY_SCHEMA} file")
+    entries = current.get("snapshots")
+    if not isinstance(entries, list):
+        raise UsageError(f"--registry {registry}: its `snapshots` is not a list")
+    bad = [i for i, e in enumerate(entries) if not (isinstance(e, dict) and isinstance(e.get("snapshot_id"), str)
+                                                    and e["snapshot_id"])]  # fmt: skip
+    if bad:  # never dropped unsaid
+        raise UsageError(f"--registry {registry}: snapshots[{bad[0]}] is not an entry with a snapshot_id")
+    return current
+
+
+@contextlib.contextmanager
+def _locked(registry: Path):
+    """An exclusive lock on a sidecar file beside the registry (the registry itself is replaced)."""
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(registry.with_name(f".{registry.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def read_validation(snapshot: Path) -> str:

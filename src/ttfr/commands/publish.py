@@ -24,6 +24,8 @@ def add_parser(commands):
 def handle(args, console: Console) -> int:
     from ttfr.artifacts import snapshot
 
+    if args.registry:
+        snapshot.read_registry(args.registry)  # a registry that cannot take the entry: said before publishing
     with rendering(args.dir):
         path, new = snapshot.publish(args.dir, args.out)
     verdict = snapshot.read_validation(path)

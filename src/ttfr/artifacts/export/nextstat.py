@@ -120,12 +120,6 @@ def _meta(manifest: dict, case: CaseResult) -> dict:
     }
 
 
-def _warm_iters(case: CaseResult) -> int:
-    """Every sample of every warm process, ok or not."""
-    block = case.policies.get(WARM_PROCESS)
-    return sum(len(p.samples_s or []) for p in block.procs) if block else 0
-
-
 def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
     """One case in NextStat's contract and meanings (README: field mapping): ttfr's own figures and
     its inputs' hash stay in its case file."""
@@ -144,8 +138,10 @@ def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_poli
         "workload": case.workload,
         "n": case.size,
         "dtype": case.dtype,
-        "cold_runs": cold["n_runs"],
-        "warm_iters": _warm_iters(case),
+        # what was asked for, as NextStat's config says it (so its dataset hash does not follow the
+        # machine's load); what was kept is timing.cold.n_runs and timing.warm.n_iters
+        "cold_runs": case.config.cold_runs,
+        "warm_iters": case.config.warm_procs * case.config.warm_samples if WARM_PROCESS in case.config.policies else 0,
         "cache_policy": CACHE_POLICY_NAMES[cold_policy],
     }
     return {
