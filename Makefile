@@ -15,7 +15,7 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
 
-.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead lint clean chromium schemas
+.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check lint clean chromium schemas
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ test-fast: $(STAMP)
 # machine's noise, a 5% wobble cannot fail it. About 15 s.
 bench-overhead: $(STAMP)
 	$(BIN)/ttfr selftest --harness --no-hyperfine --harness-rounds 20
+
+# Every GPU row on a machine with a GPU (fails where there is none); its report goes to docs/gpu/.
+gpu-check: $(STAMP)
+	$(BIN)/python benchmarks/gpu_check.py --out docs/gpu
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)

@@ -14,15 +14,15 @@ FACTS = {
     "numpy": (False, None, {}),
     "jax_jit_cpu": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
     "jax_jit_gpu": (True, catalog.JAX_MONITORING, {}),
-    "torch_eager_cpu": (False, catalog.TORCH_COUNTERS, {}),
-    "torch_compile_cpu": (False, catalog.TORCH_COUNTERS, {}),
+    "torch_eager_cpu": (False, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": ""}),  # no CUDA for a CPU case
+    "torch_compile_cpu": (False, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": ""}),
     "torch_eager_cuda": (True, catalog.TORCH_COUNTERS, {}),
     "torch_compile_cuda": (True, catalog.TORCH_COUNTERS, {}),
     "pyhf_numpy": (False, None, {}),
     # pyhf's JAX backend synchronises with block_until_ready and reports JAX's cache events;
     # it is a CPU backend, so it stays off a GPU like jax_jit_cpu.
     "pyhf_jax": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
-    "pyhf_pytorch": (False, None, {}),
+    "pyhf_pytorch": (False, None, {"CUDA_VISIBLE_DEVICES": ""}),
     "nextstat": (False, None, {}),
     # a user's program: no counters to read, its cache directories' files instead; its Python
     # prints reach the --first-result scanner line by line
@@ -52,12 +52,22 @@ def test_barrier_counters_and_worker_environment(name, monkeypatch):
     assert build_env(case, spec, {}, base={"JAX_PLATFORMS": "cuda"}).get("JAX_PLATFORMS") == "cuda"
 
 
-def test_a_gpu_jax_case_points_xla_at_a_cuda_toolkit(tmp_path):
+def test_a_gpu_jax_case_uses_a_cuda_toolkit_only_when_asked(tmp_path):
+    """XLA keeps its wheels' ptxas unless the user asks for a toolkit's (issue 27, item 4): an older
+    or newer one breaks compiles or disables parallel compilation without a word."""
+    from ttfr.artifacts import manifest
+
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ptxas").write_text("")
     case = catalog.BUILTIN.make_case("jax_jit_gpu", "matmul", 64, "float32")
-    env = build_env(case, build_spec(RunRequest(cases=[case.id])), {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
-    assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
+    spec = build_spec(RunRequest(cases=[case.id]))
+    plain = build_env(case, spec, {}, base={"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin"})
+    assert plain["PATH"] == "/usr/bin" and "XLA_FLAGS" not in plain  # installed, not asked for
+    for request in ("1", str(tmp_path)):
+        base = {"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin", workerenv.TOOLKIT_REQUEST: request}
+        env = build_env(case, spec, {}, base=base)
+        assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
+        assert manifest.ptxas_info(base)["source"] == "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
 
 
 @pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)

@@ -499,3 +499,22 @@ def test_analytic_nll_and_gradients_match_reverse_mode_on_every_preset(name):
     built, plain = jax.jit(function)(*args), jax.jit(hf_nll_grad.jax_fn(jax))(*inputs)
     for mine, theirs in zip(built, plain):
         assert np.allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-11, atol=1e-12)
+
+
+def test_the_torch_trainer_keeps_every_tensor_on_the_engines_device():
+    """On CUDA the trainer rebuilt its weights, events and bin edges on the CPU while the engine's
+    arrays were on cuda:0 (issue 27, item 1): torch's `meta` device stands in for CUDA here."""
+    torch = pytest.importorskip("torch")
+    from ttfr.child.workloads.histfactory import train
+
+    meta = torch.device("meta")
+    seen = []
+
+    def q0_and_grad(template):
+        seen.append(template.device)
+        return torch.tensor(2.0, dtype=torch.float64, device=meta), torch.zeros_like(template)
+
+    trainer = train.TorchTrainer(torch, train.initial_state(0), 4, 100.0, "kde", q0_and_grad=q0_and_grad, device=meta)
+    assert {p.device for p in trainer.params} == {meta} and trainer.events.device == meta
+    trainer.step()  # mixed devices raise here
+    assert seen == [meta]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import SHARED_SCHEMAS, have, ok_unless_busy
+from conftest import machine_has_gpu, SHARED_SCHEMAS, have, ok_unless_busy
 from determinism import deterministic_view, journal_view, suite_view
 
 from ttfr.artifacts.reader import validate_dir
@@ -71,9 +71,8 @@ def test_suite_is_schema_valid_and_covers_all_policies(small_suite):
 def test_gpu_cases_degrade_to_warn_on_a_cpu_machine(small_suite):
     root, done = small_suite
     _, cases = load_cases(root)
-    from ttfr.measure import catalog
 
-    if catalog.gpu_present():
+    if machine_has_gpu():
         pytest.skip("this machine has a GPU")
     for case_id in ("jax_jit_gpu_matmul_64_f32", "torch_eager_cuda_matmul_64_f32"):
         assert (cases[case_id]["status"], cases[case_id]["reason"]) == ("warn", "gpu_unavailable")

@@ -449,3 +449,17 @@ def test_torch_static_dynamic_batched_and_aot_shapes_compile_exactly_as_expected
         assert encode(result.record)["check"]["passed"]
     # the second AOT process loaded both AOTInductor packages the first one built, and says so
     assert loop["loaded"] == 2 and encode(result.record)["cache"]["end"]["aot_loaded"] == 2
+
+
+def test_aot_inductor_on_cuda_without_a_toolkit_is_a_missing_dependency_not_a_crash(monkeypatch):
+    """(issue 27, item 5) checked before the strategy compiles anything."""
+    torch = pytest.importorskip("torch")
+    from torch.utils import cpp_extension
+
+    from ttfr.child.workloads.loop_strategies import aot_cuda_toolkit_missing
+
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
+    assert aot_cuda_toolkit_missing(torch, torch.device("cpu")) is None
+    assert aot_cuda_toolkit_missing(torch, torch.device("cuda", 0)).startswith("missing_dependency: a CUDA toolkit")
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", "/usr/local/cuda")
+    assert aot_cuda_toolkit_missing(torch, torch.device("cuda", 0)) is None

@@ -162,8 +162,9 @@ def test_only_ttfrs_own_jax_engine_on_a_fit_like_workload_runs_cpu_computations_
     assert inline == {"jax_jit_cpu_hf_nll_grad_8_f64": True, "pyhf_jax_hf_nll_grad_8_f64": False,
                       "torch_eager_cpu_hf_nll_grad_8_f64": False, "jax_jit_cpu_matmul_512_f32": False}  # fmt: skip
     by_id = {c.id: c for c in spec.cases}
-    assert by_id["jax_jit_cpu_hf_nll_grad_8_f64"].sync_policy.endswith(
-        "CPU computations run inline in the calling thread (jax_cpu_enable_async_dispatch=False)"
+    assert (
+        "; CPU computations run inline in the calling thread (jax_cpu_enable_async_dispatch=False)"
+        in by_id["jax_jit_cpu_hf_nll_grad_8_f64"].sync_policy
     )
     assert "inline" not in by_id["pyhf_jax_hf_nll_grad_8_f64"].sync_policy
 
@@ -210,3 +211,16 @@ def test_without_an_unmeasured_run_the_work_alongside_is_not_started(tmp_path):
     Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=FakeExecutor()),
               alongside=lambda: started.append(1)).run()  # fmt: skip
     assert all(t.measured for t in plan.tasks) and started == []
+
+
+def test_cpu_torch_cases_do_not_see_the_gpus_unless_the_user_says_so(tmp_path):
+    """A CPU torch case on a GPU machine loaded CUDA all the same (issue 27, item 12)."""
+    from ttfr.measure.workerenv import build_env
+
+    plan = make_plan(backends="torch_eager_cpu,torch_compile_cpu,jax_jit_gpu", workloads="matmul")
+    by_backend = {t.case.backend: t.case for t in plan.tasks}
+    spec = plan.spec
+    assert build_env(by_backend["torch_eager_cpu"], spec, {}, base={})["CUDA_VISIBLE_DEVICES"] == ""
+    assert build_env(by_backend["torch_compile_cpu"], spec, {}, base={})["CUDA_VISIBLE_DEVICES"] == ""
+    assert "CUDA_VISIBLE_DEVICES" not in build_env(by_backend["jax_jit_gpu"], spec, {}, base={})
+    assert build_env(by_backend["torch_eager_cpu"], spec, {}, base={"CUDA_VISIBLE_DEVICES": "1"})["CUDA_VISIBLE_DEVICES"] == "1"

@@ -22,7 +22,7 @@ from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
-from ttfr.measure.workerenv import toolkit_ptxas
+from ttfr.measure.workerenv import toolkit_ptxas, wheel_ptxas
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 # Every package a backend requires, plus the harness's own runtime dependencies.
@@ -58,9 +58,12 @@ def _git(source: Path) -> dict:
 
 
 def ptxas_info(environ=None) -> dict | None:
-    """Which ptxas a GPU compile would use, preferring a CUDA toolkit's."""
+    """Which ptxas a GPU compile uses: a toolkit's where the user asked for it (TTFR_CUDA_TOOLKIT),
+    else the one in JAX's CUDA wheels (nvidia-cuda-nvcc), else the one on PATH."""
     environ = os.environ if environ is None else environ
-    path, source = toolkit_ptxas(environ), "cuda_toolkit"
+    path, source = toolkit_ptxas(environ), "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
+    if path is None:
+        path, source = wheel_ptxas(), "wheel (nvidia-cuda-nvcc)"
     if path is None:
         found = shutil.which("ptxas", path=environ.get("PATH"))
         path, source = (Path(found), "PATH") if found else (None, None)
@@ -145,6 +148,8 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
             "cache_dirs": {var: f"<result>/.work/cache/<case>/{sub}" for var, sub in cache.CACHE_SUBDIRS.items()},
             "cache_settings": dict(cache.JAX_CACHE_SETTINGS),
             "sync": {name: backend.sync_policy for name, backend in catalog.BACKENDS.items()},
+            # what each backend's workers get where the user set nothing (a CPU case hides the GPUs)
+            "worker_env_defaults": {name: dict(b.env_defaults) for name, b in catalog.BACKENDS.items() if b.env_defaults},
         },
         "environment": allowed_environment(),
         "limitations": list(cache.LIMITATIONS),

@@ -71,6 +71,10 @@ class Backend:
     # How the adapter runs CPU computations inline for a workload that asks (Workload.inline_cpu);
     # empty: it cannot, or its runtime is synchronous anyway.
     inline_cpu: str = ""
+    # The float32 matmul arithmetic its adapter sets, written into every case: JAX on a GPU
+    # defaults to TF32 where torch keeps FP32, so the two would time different arithmetic (and
+    # TF32 misses the f32 tolerance). Empty: the runtime has one arithmetic.
+    matmul_precision: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ _JAX = dict(
     compiles=True,
     requires=("jax", "jaxlib"),
     sync_policy=_JAX_SYNC,
+    matmul_precision="highest: full float32 (jax_default_matmul_precision=highest; XLA's GPU default is TF32)",
     barrier=True,
     cache_counters=JAX_MONITORING,
     cost_prior_s=(3.0, 3.0),
@@ -129,7 +134,16 @@ _JAX = dict(
 # choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
 _JAX_CPU = dict(_JAX, device="cpu", env_defaults=(("JAX_PLATFORMS", "cpu"),),
                 inline_cpu="jax_cpu_enable_async_dispatch=False")  # fmt: skip
-_TORCH = dict(framework="torch", adapter="torch_backend", requires=("torch",), cache_counters=TORCH_COUNTERS)
+_TORCH = dict(
+    framework="torch",
+    adapter="torch_backend",
+    requires=("torch",),
+    cache_counters=TORCH_COUNTERS,
+    matmul_precision="highest: full float32 (torch.set_float32_matmul_precision('highest'), TF32 off)",
+)
+# A CPU torch case on a GPU machine would still load CUDA and create its context (issue 27): the
+# GPUs are hidden from it unless the user set CUDA_VISIBLE_DEVICES themselves.
+_HIDE_GPUS = (("CUDA_VISIBLE_DEVICES", ""),)
 _TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
 _TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
 _PYHF = dict(framework="pyhf", adapter="pyhf_backend", device="cpu")
@@ -152,9 +166,9 @@ BACKENDS = {
         Backend("jax_jit_cpu", description="jax.jit on the CPU platform", **_JAX_CPU),
         Backend("jax_jit_gpu", description="jax.jit on the GPU platform", device="gpu", xla_gpu_toolkit=True, **_JAX),
         Backend("torch_eager_cpu", device="cpu", description="PyTorch eager on CPU", sync_policy=_TORCH_CPU_SYNC,
-                **_TORCH_EAGER),
+                env_defaults=_HIDE_GPUS, **_TORCH_EAGER),
         Backend("torch_compile_cpu", device="cpu", description="torch.compile (inductor, C++) on CPU",
-                sync_policy=_TORCH_CPU_SYNC, **_TORCH_COMPILE),
+                sync_policy=_TORCH_CPU_SYNC, env_defaults=_HIDE_GPUS, **_TORCH_COMPILE),
         Backend("torch_eager_cuda", device="gpu", description="PyTorch eager on CUDA", sync_policy=_TORCH_CUDA_SYNC,
                 barrier=True, **_TORCH_EAGER),
         Backend("torch_compile_cuda", device="gpu", description="torch.compile (inductor, Triton) on CUDA",
@@ -166,7 +180,8 @@ BACKENDS = {
                 sync_policy=_JAX_SYNC, barrier=True, cache_counters=JAX_MONITORING, cost_prior_s=(6.0, 5.0),
                 variant="jax", env_defaults=_JAX_CPU["env_defaults"], **_PYHF),
         Backend("pyhf_pytorch", compiles=False, requires=("pyhf", "torch"), description="pyhf 0.7, PyTorch backend (eager)",
-                sync_policy=_TORCH_CPU_SYNC, cost_prior_s=(6.0, 6.0), variant="pytorch", **_PYHF),
+                sync_policy=_TORCH_CPU_SYNC, cost_prior_s=(6.0, 6.0), variant="pytorch", env_defaults=_HIDE_GPUS,
+                **_PYHF),
         Backend(COMMAND, COMMAND, "", "cpu", True, (), "any program, started as a command (ttfr run --command)",
                 _COMMAND_SYNC, cost_prior_s=(5.0, 5.0), cache_counters=DIRECTORY_ENTRIES, in_process=False,
                 env_defaults=(("PYTHONUNBUFFERED", "1"),), limitations=_COMMAND_LIMITATIONS),
@@ -321,10 +336,13 @@ class Case:
 
     @property
     def sync_policy(self) -> str:
-        """How its timed calls wait for their results, as every case file says."""
+        """How its timed calls wait for their results, and the arithmetic they run (JAX and torch:
+        float32 matmuls at full precision, set explicitly), as every case file says."""
         policy = self.backend_info.sync_policy
         if self.inline_cpu:
             policy += f"; CPU computations run inline in the calling thread ({self.backend_info.inline_cpu})"
+        if self.backend_info.matmul_precision:
+            policy += f"; float32 matmul precision {self.backend_info.matmul_precision}"
         return policy
 
 

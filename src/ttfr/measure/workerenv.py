@@ -19,11 +19,35 @@ from ttfr.measure.spec import RunSpec
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+TOOLKIT_REQUEST = "TTFR_CUDA_TOOLKIT"  # set (to a toolkit's root, or 1 for CUDA_HOME / /usr/local/cuda): use its ptxas
+
+
 def toolkit_ptxas(environ=os.environ) -> Path | None:
-    """A CUDA toolkit's ptxas, preferred over one bundled in pip wheels."""
-    roots = [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    """A system CUDA toolkit's ptxas, only when the user asks for one (TTFR_CUDA_TOOLKIT): by
+    default JAX uses the ptxas of its own CUDA wheels. A toolkit older than JAX needs breaks or
+    miscompiles (jax-ml/jax#25344), one newer than the driver makes XLA give up parallel
+    compilation (#19821): forcing /usr/local/cuda's, as ttfr did, was a silent choice."""
+    request = environ.get(TOOLKIT_REQUEST, "").strip()
+    if not request or request == "0":
+        return None
+    roots = [request] if request not in ("1", "yes", "true") else [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"),
+                                                                    "/usr/local/cuda"]  # fmt: skip
     for root in roots:
         if root and (Path(root) / "bin" / "ptxas").is_file():
+            return Path(root) / "bin" / "ptxas"
+    return None
+
+
+def wheel_ptxas() -> Path | None:
+    """The ptxas of the nvidia-cuda-nvcc wheel JAX's CUDA plugin installs (what XLA finds itself)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(root) / "bin" / "ptxas").is_file():
             return Path(root) / "bin" / "ptxas"
     return None
 

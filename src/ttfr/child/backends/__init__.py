@@ -9,6 +9,22 @@ class Unavailable(Exception):
     """The backend cannot run here (missing dependency, no GPU): a `warn`, not a failure."""
 
 
+class GpuInitFailed(RuntimeError):
+    """A GPU is there (its device nodes are) but the runtime could not use it: a driver/plugin
+    mismatch, a CPU-only build. An error, never a quiet `warn` with exit 0."""
+
+
+def gpu_unusable(framework: str, cause: str) -> Exception:
+    """What a failed GPU initialisation is: `gpu_unavailable` with its cause's first line where
+    this machine has no GPU, an error (GpuInitFailed) where it has one."""
+    from ttfr.child import hostinfo
+
+    first = (str(cause).strip().splitlines() or ["no reason given"])[0][:300]
+    if hostinfo.gpu_device_nodes():
+        return GpuInitFailed(f"a GPU is present but {framework} could not use it: {first}")
+    return Unavailable(f"gpu_unavailable: {first}")
+
+
 class EngineRuntime:
     """Shared by adapters whose workloads build a whole engine object in setup (pyhf,
     NextStat): `put` keeps it, the first call asks the workload for the timed call."""

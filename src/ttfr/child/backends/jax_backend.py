@@ -8,7 +8,7 @@ cache, so later calls go through `jit(f)(*args)` (the user's path) and compile n
 import time
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import Unavailable
+from ttfr.child.backends import gpu_unusable
 from ttfr.child.backends.jax_events import EventCounter
 
 _MEMORY_FIELDS = (
@@ -39,6 +39,8 @@ class Runtime:
         self.jax = jax
         if self.job.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
+        # full float32 arithmetic, as torch keeps it (catalog: matmul_precision): XLA's GPU default is TF32
+        jax.config.update("jax_default_matmul_precision", "highest")
         if self.job.inline_cpu and not self.on_gpu:  # before the CPU client exists
             jax.config.update("jax_cpu_enable_async_dispatch", False)
         self.counter.register(jax)
@@ -47,7 +49,7 @@ class Runtime:
             self.devices = jax.devices(platform)
         except RuntimeError as exc:
             if self.on_gpu:
-                raise Unavailable("gpu_unavailable") from exc
+                raise gpu_unusable("JAX", exc) from exc
             raise
         self.device = self.devices[0]
         self.sync = jax.block_until_ready

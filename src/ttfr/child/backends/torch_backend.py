@@ -11,7 +11,7 @@ first call once wrapping, dynamo and the lazy backward are taken out.
 import time
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import Unavailable
+from ttfr.child.backends import gpu_unusable
 
 
 def _split_compile_times(table, first_call_s, wrap_s):
@@ -51,9 +51,15 @@ class Runtime:
         import torch
 
         self.torch = torch
+        # full float32 matmuls, said rather than assumed (catalog: matmul_precision), on CPU and CUDA alike
+        torch.set_float32_matmul_precision("highest")
         if self.on_gpu:
             if not torch.cuda.is_available():
-                raise Unavailable("gpu_unavailable")
+                raise gpu_unusable(
+                    "PyTorch",
+                    f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                    f"built for CUDA {torch.version.cuda or 'none: a CPU-only build'})",
+                )
             torch.cuda.init()
             self.device = torch.device("cuda", 0)
             self.sync = self._cuda_sync

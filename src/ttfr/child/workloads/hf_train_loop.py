@@ -37,16 +37,17 @@ def native_torch_trainer(torch, compile_fn, inputs, variant, engine=None, warm_s
     step's optima (a training loop), else at the initial values (the timed step, as JAX's)."""
     n_native = len(inputs) - len(train.TRAIN_INPUTS)
     arrays, e = engines.split_native(inputs[:n_native])
-    state = {name: value.cpu().numpy() for name, value in zip(train.TRAIN_INPUTS, inputs[n_native:])}
+    # the state stays where the engine's arrays are (CUDA: no host round trip, no mixed devices)
+    state = dict(zip(train.TRAIN_INPUTS, inputs[n_native:]))
     engine = engine or native.TorchEngine(torch, compile_fn, arrays)
-    signal = e["signal"].cpu().numpy()
+    signal = e["signal"]
 
     def q0_and_grad_from(template, starts):
         return engine.q0_and_grad(e["init"], e["free"], e["lower"], e["upper"], template, starts)
 
     q0_and_grad = train.WarmStarted(q0_and_grad_from) if warm_start else (lambda t: q0_and_grad_from(t, None)[:2])
-    trainer = train.TorchTrainer(torch, state, signal.size, float(signal.sum()), variant, q0_and_grad=q0_and_grad,
-                                 compile_fn=compile_fn)  # fmt: skip
+    trainer = train.TorchTrainer(torch, state, signal.numel(), float(signal.sum()), variant, q0_and_grad=q0_and_grad,
+                                 compile_fn=compile_fn, device=signal.device)  # fmt: skip
     trainer.engine = engine
     return trainer
 

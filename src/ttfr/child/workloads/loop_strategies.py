@@ -181,6 +181,18 @@ def _code_digest(modules) -> str:
     return digest.hexdigest()[:12]
 
 
+def aot_cuda_toolkit_missing(torch, device) -> str | None:
+    """AOTInductor on CUDA compiles its package with nvcc: without a CUDA toolkit (CUDA_HOME) it
+    fails mid-run with "CUDA_HOME not set" (pytorch#150442). The reason it cannot, or None."""
+    if getattr(device, "type", device) != "cuda":
+        return None
+    from torch.utils import cpp_extension
+
+    if cpp_extension.CUDA_HOME is None:
+        return "missing_dependency: a CUDA toolkit (nvcc; CUDA_HOME) for AOTInductor on CUDA"
+    return None
+
+
 class AheadOfTimeStore:
     """Compiled programs kept in the AOT directory (TTFR_AOT_DIR, one of the case's cache
     directories, so the cache policies empty or fill it), one file per key:
@@ -431,6 +443,11 @@ class _TorchAheadOfTime(_Loop):
 
     def prepare(self):
         torch = self.torch
+        missing = aot_cuda_toolkit_missing(torch, self.device)
+        if missing:
+            from ttfr.child.backends import Unavailable
+
+            raise Unavailable(missing)
         step = loop_mlp.torch_explicit_step(torch)
         # A package is only valid for the torch build and device it was compiled for.
         runtime = f"torch{torch.__version__}-{self.device.type}".replace("+", "_")

@@ -171,13 +171,20 @@ class TorchTrainer:
     or, with `z0_layer`, a torch layer returning Z0 directly (NextStat's NextStatZ0)."""
 
     def __init__(self, torch, state: dict, n_bins: int, total: float, variant: str, q0_and_grad=None,
-                 z0_layer=None, histogram=None, compile_fn=None):  # fmt: skip
+                 z0_layer=None, histogram=None, compile_fn=None, device=None):  # fmt: skip
+        """`device`: where the engine's arrays are (CUDA): every tensor of the trainer is made there,
+        so no step mixes devices or goes through the host (issue 27)."""
         self.torch = torch
         dtype = torch.float64
-        self.params = [torch.tensor(state[p], dtype=dtype, requires_grad=True) for p in PARAMS]
-        self.events = torch.tensor(state["events"], dtype=dtype)
+        self.device = device = device if device is not None else torch.device("cpu")
+
+        def made(value):
+            return torch.as_tensor(value, dtype=dtype, device=device).clone()
+
+        self.params = [made(state[p]).requires_grad_(True) for p in PARAMS]
+        self.events = made(state["events"])
         self.optimizer = torch.optim.Adam(self.params, lr=LEARNING_RATE, betas=BETAS, eps=ADAM_EPS)
-        bin_edges = torch.tensor(edges(n_bins), dtype=dtype)
+        bin_edges = made(edges(n_bins))
         compile_fn = compile_fn or (lambda fn: fn)
         if histogram is not None:  # e.g. NextStat's SoftHistogram: scores -> histogram
 
@@ -202,8 +209,9 @@ class TorchTrainer:
             loss.backward()
         else:
             q0, dq0 = self.q0_and_grad(signal.detach())
-            z0 = torch.sqrt(torch.as_tensor(q0, dtype=signal.dtype) + Z0_EPS)
-            signal.backward(torch.as_tensor(-0.5 / z0 * torch.as_tensor(dq0, dtype=signal.dtype)))
+            here = {"dtype": signal.dtype, "device": signal.device}  # the engine's results, on the template's device
+            z0 = torch.sqrt(torch.as_tensor(q0, **here) + Z0_EPS)
+            signal.backward(-0.5 / z0 * torch.as_tensor(dq0, **here))
             loss = -z0
         self.optimizer.step()
         return loss.detach()

@@ -1,0 +1,62 @@
+"""`make gpu-check` (benchmarks/gpu_check.py), tested where CI runs: without a GPU it fails (never a
+warning), and its judgement of a GPU case's file holds the GPU rows' promises (issue 27)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import machine_has_gpu
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import gpu_check  # noqa: E402
+
+
+@pytest.mark.skipif(machine_has_gpu(), reason="this machine has a GPU: `make gpu-check` runs for real")
+def test_without_a_gpu_gpu_check_fails_and_says_why(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "docs"), "--work", str(tmp_path / "w")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and "no GPU here" in done.stderr
+    assert not (tmp_path / "docs").exists() and not (tmp_path / "w").exists()  # nothing ran
+
+
+def _case(**changes):
+    good = {
+        "case": "jax_jit_gpu_matmul_512_f32", "backend": "jax_jit_gpu", "status": "ok", "reason": None,
+        "correctness": {"passed": True},
+        "memory": {"device_peak_bytes": 1 << 20},
+        "policies": {
+            "cold-process/cold-cache": {"cache_verification": {"verdict": "verified", "hits_total": 0},
+                                        "summary": {"first_call_s": {"median": 1.0}},
+                                        "stages_summary": {"trace_s": {"median": 0.1}, "lower_s": {"median": 0.1},
+                                                           "compile_s": {"median": 0.6}}},
+            "cold-process/warm-cache": {"cache_verification": {"verdict": "verified", "hits_total": 2}},
+            "warm-process": {"procs": [{"index": 0, "sync_check": {"unsynchronised": False}}]},
+        },
+    }  # fmt: skip
+    for path, value in changes.items():
+        where, *keys = path.split(".")
+        target = good[where] if keys else good
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1] if keys else where] = value
+    return good
+
+
+def test_gpu_check_judges_each_promise_of_a_gpu_case():
+    assert gpu_check.case_problems(_case()) == []
+    assert "result check not passed" in gpu_check.case_problems(_case(**{"correctness.passed": None}))[0]
+    assert "no device peak memory" in gpu_check.case_problems(_case(**{"memory.device_peak_bytes": None}))[0]
+    hits = _case()
+    hits["policies"]["cold-process/cold-cache"]["cache_verification"]["hits_total"] = 3
+    assert "cold cache verified with 3 hits" in gpu_check.case_problems(hits)[0]
+    unsynced = _case()
+    unsynced["policies"]["warm-process"]["procs"][0]["sync_check"]["unsynchronised"] = True
+    assert "unsynchronised" in gpu_check.case_problems(unsynced)[0]
+    stages = _case()
+    stages["policies"]["cold-process/cold-cache"]["stages_summary"]["compile_s"]["median"] = 2.0
+    assert "stages sum to" in gpu_check.case_problems(stages)[0]
+    assert gpu_check.case_problems(_case(status="warn", reason="gpu_unavailable: x"))[0].endswith("warn: gpu_unavailable: x")
+    assert gpu_check.manifest_problems({"gpu": {"driver_version": "550", "cuda_version": "12.4", "ptxas": None}}) == [
+        "manifest: no ptxas recorded"]  # fmt: skip
