@@ -74,3 +74,19 @@ def test_a_gpu_jax_case_uses_a_cuda_toolkit_only_when_asked(tmp_path):
 def test_every_backend_states_a_sync_policy_and_a_positive_eta_prior(backend):
     assert backend.sync_policy and all(seconds > 0 for seconds in backend.cost_prior_s)
     assert backend.barrier == ("block_until_ready" in backend.sync_policy or "synchronize" in backend.sync_policy)
+
+
+def test_the_manifest_records_what_a_gpus_timings_depend_on_besides_the_chip():
+    """Persistence mode, MIG and compute mode, clocks, ECC per device (issue 27, item 13), from
+    nvidia-smi's CSV; and the GPU stack's own packages."""
+    from ttfr.artifacts import manifest
+
+    line = "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, Enabled, Disabled, Default, 1980 MHz, 1980 MHz, 2619 MHz, Enabled"
+    (device,) = manifest.gpu_devices(line + "\n")
+    assert device == {"name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB", "driver_version": "550.54.15",
+                      "persistence_mode": "Enabled", "mig.mode.current": "Disabled", "compute_mode": "Default",
+                      "clocks.sm": "1980 MHz", "clocks.max.sm": "1980 MHz", "clocks.mem": "2619 MHz",
+                      "ecc.mode.current": "Enabled"}  # fmt: skip
+    assert manifest.gpu_devices("garbage, line\n") == []
+    info = manifest.gpu_info()
+    assert set(info["packages"]) == set(manifest.GPU_PACKAGES)

@@ -74,14 +74,32 @@ def ptxas_info(environ=None) -> dict | None:
     return {"path": str(path), "source": source, "version": match.group(2) if match else None}
 
 
+# What a GPU's timings depend on besides the chip (nvidia-smi --query-gpu fields, per device)
+GPU_QUERY = ("name", "driver_version", "memory.total", "persistence_mode", "mig.mode.current", "compute_mode",
+             "clocks.sm", "clocks.max.sm", "clocks.mem", "ecc.mode.current")  # fmt: skip
+# the GPU stack's own packages (the JAX CUDA plugin, cuDNN, cuBLAS, Triton), by distribution name
+GPU_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cudnn-cu12", "nvidia-cublas-cu12", "triton")
+
+
+def gpu_devices(listing: str) -> list[dict]:
+    """nvidia-smi's CSV answer to --query-gpu=GPU_QUERY, one record per device (`[N/A]` kept)."""
+    devices = []
+    for line in listing.strip().splitlines():
+        values = [part.strip() for part in line.split(",")]
+        if len(values) == len(GPU_QUERY):
+            record = dict(zip(GPU_QUERY, values))
+            devices.append({"name": record.pop("name"), "memory": record.pop("memory.total"), **record})
+    return devices
+
+
 def gpu_info() -> dict:
     info = {"present": catalog.gpu_present(), "devices": [], "driver_version": None, "cuda_version": None}
+    info["packages"] = {name: _package_version(name) for name in GPU_PACKAGES}
     if shutil.which("nvidia-smi"):
-        listing = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-        for line in (listing or "").strip().splitlines():
-            name, driver, memory = (part.strip() for part in line.split(","))
-            info["devices"].append({"name": name, "memory": memory})
-            info["driver_version"] = driver
+        listing = _run(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}", "--format=csv,noheader"])
+        info["devices"] = gpu_devices(listing or "")
+        for device in info["devices"]:
+            info["driver_version"] = device.pop("driver_version")
         header = _run(["nvidia-smi"]) or ""
         match = re.search(r"CUDA Version:\s*([\d.]+)", header)
         info["cuda_version"] = match.group(1) if match else None
