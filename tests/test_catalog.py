@@ -13,11 +13,11 @@ FACTS = {
     "python": (False, None, {}),
     "numpy": (False, None, {}),
     "jax_jit_cpu": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
-    "jax_jit_gpu": (True, catalog.JAX_MONITORING, {}),
+    "jax_jit_gpu": (True, catalog.JAX_MONITORING, {"CUDA_VISIBLE_DEVICES": "0", "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}),
     "torch_eager_cpu": (False, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": ""}),  # no CUDA for a CPU case
     "torch_compile_cpu": (False, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": ""}),
-    "torch_eager_cuda": (True, catalog.TORCH_COUNTERS, {}),
-    "torch_compile_cuda": (True, catalog.TORCH_COUNTERS, {}),
+    "torch_eager_cuda": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),  # one GPU per worker
+    "torch_compile_cuda": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),
     "pyhf_numpy": (False, None, {}),
     # pyhf's JAX backend synchronises with block_until_ready and reports JAX's cache events;
     # it is a CPU backend, so it stays off a GPU like jax_jit_cpu.

@@ -222,5 +222,5 @@ def test_cpu_torch_cases_do_not_see_the_gpus_unless_the_user_says_so(tmp_path):
     spec = plan.spec
     assert build_env(by_backend["torch_eager_cpu"], spec, {}, base={})["CUDA_VISIBLE_DEVICES"] == ""
     assert build_env(by_backend["torch_compile_cpu"], spec, {}, base={})["CUDA_VISIBLE_DEVICES"] == ""
-    assert "CUDA_VISIBLE_DEVICES" not in build_env(by_backend["jax_jit_gpu"], spec, {}, base={})
+    assert build_env(by_backend["jax_jit_gpu"], spec, {}, base={})["CUDA_VISIBLE_DEVICES"] == "0"  # one GPU per worker
     assert build_env(by_backend["torch_eager_cpu"], spec, {}, base={"CUDA_VISIBLE_DEVICES": "1"})["CUDA_VISIBLE_DEVICES"] == "1"

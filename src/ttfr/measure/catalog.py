@@ -132,6 +132,11 @@ _JAX = dict(
 )
 # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own platform
 # choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.
+# A GPU worker sees one GPU (JAX creates a context on every visible one during import) and JAX's
+# memory preallocation is pinned to its default rather than left to whatever the shell had:
+# both change what setup and the first call cost (issue 27); the manifest records them.
+_ONE_GPU = (("CUDA_VISIBLE_DEVICES", "0"),)
+_JAX_GPU_ENV = (*_ONE_GPU, ("XLA_PYTHON_CLIENT_PREALLOCATE", "true"))
 _JAX_CPU = dict(_JAX, device="cpu", env_defaults=(("JAX_PLATFORMS", "cpu"),),
                 inline_cpu="jax_cpu_enable_async_dispatch=False")  # fmt: skip
 _TORCH = dict(
@@ -164,15 +169,16 @@ BACKENDS = {
         Backend("numpy", "numpy", "numpy_backend", "cpu", False, ("numpy",), "NumPy, eager",
                 "synchronous: NumPy returns finished arrays", cost_prior_s=(0.6, 0.6)),
         Backend("jax_jit_cpu", description="jax.jit on the CPU platform", **_JAX_CPU),
-        Backend("jax_jit_gpu", description="jax.jit on the GPU platform", device="gpu", xla_gpu_toolkit=True, **_JAX),
+        Backend("jax_jit_gpu", description="jax.jit on the GPU platform", device="gpu", xla_gpu_toolkit=True,
+                env_defaults=_JAX_GPU_ENV, **_JAX),
         Backend("torch_eager_cpu", device="cpu", description="PyTorch eager on CPU", sync_policy=_TORCH_CPU_SYNC,
                 env_defaults=_HIDE_GPUS, **_TORCH_EAGER),
         Backend("torch_compile_cpu", device="cpu", description="torch.compile (inductor, C++) on CPU",
                 sync_policy=_TORCH_CPU_SYNC, env_defaults=_HIDE_GPUS, **_TORCH_COMPILE),
         Backend("torch_eager_cuda", device="gpu", description="PyTorch eager on CUDA", sync_policy=_TORCH_CUDA_SYNC,
-                barrier=True, **_TORCH_EAGER),
+                barrier=True, env_defaults=_ONE_GPU, **_TORCH_EAGER),
         Backend("torch_compile_cuda", device="gpu", description="torch.compile (inductor, Triton) on CUDA",
-                sync_policy=_TORCH_CUDA_SYNC, barrier=True, **_TORCH_COMPILE),
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, **_TORCH_COMPILE),
         Backend("pyhf_numpy", compiles=False, requires=("pyhf",), description="pyhf 0.7, NumPy backend",
                 sync_policy="synchronous: pyhf's NumPy backend returns finished arrays", cost_prior_s=(2.0, 2.0),
                 variant="numpy", unsupported=_PYHF_NUMPY_UNSUPPORTED, **_PYHF),
