@@ -311,10 +311,7 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     write_bytes_atomic(rerun / "spec.json", (json.dumps(plan["spec"], indent=2, sort_keys=True) + "\n").encode())
     if lock:
         shutil.copyfile(lock, rerun / "cpu-lock.txt")
-    from ttfr.artifacts.export import nextstat  # the ML results in NextStat's contract, where there are any
-
-    if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
-        nextstat.export(root, staging / "nextstat" / "ml")
+    _export_nextstat(verified, staging / "nextstat" / "ml")
     results, datasets = _nextstat_results(staging)
     write_json(staging / NS_BASELINE, _nextstat_baseline(snapshot_id, verified, results, datasets))
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
@@ -462,17 +459,21 @@ def _read_nextstat(snapshot: Path, name: str) -> tuple[dict | None, str | None]:
     return (data, None) if isinstance(data, dict) else (None, f"{name}: not a JSON object")
 
 
-def _export_problems(snapshot: Path) -> list[str]:
-    """nextstat/ml/ against a fresh export of the run inside the snapshot (byte for byte): the NextStat
-    results are derived, so an edited figure or status there is a forgery like any other."""
+def _export_nextstat(verified, dest: Path) -> None:
+    """The ML results in NextStat's contract, where there are any (a snapshot of commands only has none)."""
     from ttfr.artifacts.export import nextstat
 
+    if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
+        nextstat.write_export(verified, dest)
+
+
+def _export_problems(snapshot: Path, verified) -> list[str]:
+    """nextstat/ml/ against a fresh export of the run inside the snapshot (byte for byte): the NextStat
+    results are derived, so an edited figure or status there is a forgery like any other."""
     published = snapshot / "nextstat" / "ml"
     with tempfile.TemporaryDirectory(prefix="ttfr-verify-") as scratch:
         fresh = Path(scratch) / "ml"
-        verified = load_finished(snapshot)
-        if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
-            nextstat.export(snapshot, fresh)
+        _export_nextstat(verified, fresh)
         want = {p.name: p.read_bytes() for p in fresh.glob("*")} if fresh.is_dir() else {}
     have = {p.name: p.read_bytes() for p in published.glob("*")} if published.is_dir() else {}
     wrong = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
@@ -505,7 +506,7 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
         problems.append("rerun/spec.json: not plan.json's spec")
     entries = {e["path"]: e for e in index["artifacts"]}
-    problems += _export_problems(snapshot)
+    problems += _export_problems(snapshot, verified)
     ns_baseline, why = _read_nextstat(snapshot, NS_BASELINE)
     if why or not _same(ns_baseline, _nextstat_baseline(name, verified, *_nextstat_results(snapshot))):
         problems.append(why or f"{NS_BASELINE}: not what the run's NextStat results give")

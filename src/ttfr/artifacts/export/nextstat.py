@@ -173,7 +173,7 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"export destination {dest} exists and is not a directory; name a directory (new or existing)")
     try:
-        return _write_export(verified, dest, cold_policy)
+        return write_export(verified, dest, cold_policy)
     except OSError as exc:
         raise StorageError(f"{exc.filename or dest}: cannot be written ({exc.strerror}); the export in {dest} is "
                            "incomplete: fix that and export again") from None  # fmt: skip
@@ -185,7 +185,8 @@ def commands_left_out(cases: list[CaseResult]) -> list[str]:
     return [c.case for c in cases if c.command]
 
 
-def _write_export(verified, dest: Path, cold_policy: str) -> list[Path]:
+def write_export(verified, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
+    """The export of a result already loaded and verified (`export` checks its destination first)."""
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest = verified.suite, verified.manifest
     commands = commands_left_out(verified.cases)
