@@ -160,3 +160,13 @@ def test_a_command_whose_name_finds_another_program_now_is_refused(tmp_path, mon
     assert program_moved(ran, path_env=str(first.parent)) is None
     moved = program_moved(ran, path_env=f"{second.parent}:{first.parent}")
     assert moved and str(first.resolve()) in moved and str(second.resolve()) in moved
+
+
+def test_the_resume_hint_shows_no_secret_a_command_held():
+    """The hint is printed on the terminal: through the one redaction, as plan.json records it."""
+    from ttfr.measure.spec import build_spec
+
+    spec = build_spec(RunRequest(commands=[f"{sys.executable} -c pass --api-token s3cr3t-value"],
+                                 prepare=["true --password hunter2-secret"], seed=1))  # fmt: skip
+    hint = spec.resume_command("/r")
+    assert "s3cr3t-value" not in hint and "hunter2-secret" not in hint and "<redacted>" in hint

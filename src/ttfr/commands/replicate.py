@@ -44,8 +44,7 @@ def handle(args, console: Console) -> int:
     from ttfr.pipeline import replication
     from ttfr.report import terminal
 
-    named = Named(case_files=tuple(args.case_file), commands=tuple(args.command), prepare=tuple(args.prepare),
-                  python_recorded=False)  # fmt: skip
+    named = Named(case_files=tuple(args.case_file), commands=tuple(args.command), prepare=tuple(args.prepare))
 
     progress = terminal.ProgressDisplay(console)
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ttfr.child.job import FIELDS
 from ttfr.errors import UnknownChoice, UsageError, unknown_choice
 from ttfr.measure import catalog, datasets, user_cases, user_commands
-from ttfr.redaction import redact_text
+from ttfr.redaction import redact_argv, redact_text
 from ttfr.model.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
@@ -102,8 +102,8 @@ class RunSpec:
         (a resume runs none that its plan.json alone names)."""
         words = ["ttfr", "run", "--resume", str(root)] + (["--python", self.python] if self.python else [])
         words += [word for path, _sha in self.case_files for word in ("--case-file", path)]
-        words += [word for c in self.commands for word in ("--command", shlex.join(c.argv))]
-        prepares = dict.fromkeys(shlex.join(c.prepare) for c in self.commands if c.prepare)
+        words += [word for c in self.commands for word in ("--command", c.text)]  # redacted, as it is shown
+        prepares = dict.fromkeys(shlex.join(redact_argv(c.prepare)) for c in self.commands if c.prepare)
         words += [word for text in prepares for word in ("--prepare", text)]
         return shlex.join(words)
 
@@ -133,6 +133,7 @@ class RunSpec:
         data["case_files"] = tuple((f["path"], f["sha256"]) for f in recorded)
         data["commands"] = tuple(user_commands.UserCommand.from_json(c) for c in data.get("commands") or ())
         if named is not None:
+            _runnable_again(data["commands"])
             missing = unnamed_programs(data, named)
             if missing:
                 raise UsageError("it names programs you did not name on this command line, and ttfr runs only those: "
@@ -217,6 +218,19 @@ def unnamed_programs(data: dict, named: Named) -> list[str]:
         elif moved := user_commands.program_moved(command):  # PATH finds another program by that name now
             missing.append(moved)
     return missing
+
+
+def _runnable_again(commands) -> None:
+    """A stored command runs again (a resume, a replication) only as it ran: not one whose secret the
+    plan does not hold (`<redacted>` is not the command that ran), nor one whose program or files changed."""
+    for command in commands:
+        if command.redacted:
+            raise UsageError(f"command {command.name} held a secret, which plan.json does not record, so it cannot be "
+                             "run again: start a new run (pass secrets through the environment)")  # fmt: skip
+        changed = user_commands.changed_files(command)
+        if changed:
+            raise UsageError(f"command {command.name}'s {changed[0]} changed or is gone since the run started (sha256 "
+                             "in plan.json): restore it, or start a new run")  # fmt: skip
 
 
 def _recorded_cases(recorded: dict) -> list[dict]:
@@ -582,8 +596,8 @@ def build_spec(request: RunRequest) -> RunSpec:
     case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
     if any(not str(f).strip() for f in case_files):
         raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    import_timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
-    from_files = [c for c in user_cases.read(case_files, installed=False, timeout_s=import_timeout) if c.from_file]
+    timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
+    from_files = [c for c in user_cases.read(case_files, installed=False, timeout_s=timeout) if c.from_file]
     known = known.with_workloads(c.workload() for c in from_files)
     known = _installed_cases_if_unknown(known, _split(workloads), _split(cases))
     if case_files and not (cases or workloads):  # your files' cases, not the default suite
@@ -616,7 +630,6 @@ def build_spec(request: RunRequest) -> RunSpec:
     cold_runs = prof.cold_runs if cold_runs is None else whole(cold_runs, "--cold-runs", 1, MAX_COLD_RUNS)
     warm_procs = prof.warm_procs if warm_procs is None else whole(warm_procs, "--warm-procs", 1, MAX_WARM_PROCS)
     warm_samples = prof.warm_samples if warm_samples is None else whole(warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES)
-    timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
     chosen_policies = parse_policies(policies)
     precision = check_precision(precision)
     budget_s = parse_duration(budget)

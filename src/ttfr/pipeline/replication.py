@@ -31,7 +31,6 @@ from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
 from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec
-from ttfr.measure.user_commands import changed_files
 
 SCHEMA = "ttfr.replication_report.v1"
 REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot.NS_REPLICATION)
@@ -147,13 +146,6 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
     except UsageError as exc:
         raise UsageError(f"{snapshot_dir}'s plan.json: {exc}") from None
     spec = replace(stored, python=None)  # this ttfr's own
-    for command in spec.commands:
-        if command.redacted:
-            raise UsageError(f"command {command.name} of {snapshot_dir} held a secret that the snapshot does not record: "
-                             "it cannot be run again")  # fmt: skip
-        changed = changed_files(command)
-        if changed:
-            raise UsageError(f"command {command.name}'s {changed[0]} is not here or differs from the snapshot's")
     result_dir = suite.start(spec, Path(out_parent), command_line)
     outcome = suite.execute(result_dir, spec, executors, progress)
     if outcome.interrupted:

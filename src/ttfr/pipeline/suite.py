@@ -39,7 +39,6 @@ from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec, check_worker_python
 from ttfr.pipeline.costs import Costs
-from ttfr.measure.user_commands import changed_files
 from ttfr.model.base import UNSET, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
@@ -172,19 +171,10 @@ def _resumable_spec(result_dir: ResultDir, named: Named) -> RunSpec:
         raise UsageError(f"{result_dir.plan}: the run was started by ttfr {plan['ttfr_version']} and this is ttfr "
                          f"{ttfr.__version__}: one case's runs must come from one worker, so it cannot be resumed "
                          "here; resume it with that version, or start a new run")  # fmt: skip
-    redacted = [c["name"] for c in plan["spec"].get("commands") or () if c.get("redacted")]
-    if redacted:  # plan.json holds `<redacted>` where the secret was: that is not the command that ran
-        raise UsageError(f"{result_dir.plan}: command {', '.join(redacted)} held a secret, which plan.json does not "
-                         "record, so it cannot be resumed: start a new run (pass secrets through the environment)")  # fmt: skip
     try:
         spec = RunSpec.from_json(plan["spec"], named)
     except UsageError as exc:
         raise UsageError(f"{result_dir.plan}: {exc}") from None
-    for command in spec.commands:
-        changed = changed_files(command)
-        if changed:
-            raise UsageError(f"{result_dir.plan}: command {command.name}'s {changed[0]} changed or is gone since the run "
-                             "started (sha256 in plan.json): restore it, or start a new run")  # fmt: skip
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
     if spec.python is not None:  # the one the user named (--python): checked like a new run's
         check_worker_python(spec.python, option="--python")
