@@ -35,6 +35,7 @@ from ttfr.model.case import (
     Dataset,
     FirstRunOutlier,
     figure_runs,
+    keeps_contended,
     InvalidMeasurement,
     Policies,
     RunFigures,
@@ -90,7 +91,7 @@ def _cold_policy(views: list[RunFigures], keep_contended: bool = False) -> ColdP
     flags.extend(CACHE_FLAGS[name]() for name in cache_overview.flags)
     flags += _contention_flags(views, "runs", "run", keep_contended)
     flags += loops.count_flags(views)
-    summary, stages_summary, loop_summary = cold_summaries(views, _keeps(flags))
+    summary, stages_summary, loop_summary = cold_summaries(views, keeps_contended(flags))
     return ColdPolicy(runs=views, summary=summary, stages_summary=stages_summary, cache_verification=cache_overview,
                       flags=flags, loop_summary=loop_summary)  # fmt: skip
 
@@ -112,15 +113,10 @@ def _warm_policy(views: list[RunFigures], keep_contended: bool = False) -> WarmP
     quantised = [v for v in ok if v.tick and v.tick.quantised]
     if quantised:
         flags.append(TickQuantised(processes=[v.index for v in quantised], tick_s=quantised[0].tick.tick_s))
-    return WarmPolicy(procs=views, summary=warm_summary(views, _keeps(flags)), flags=flags)
+    return WarmPolicy(procs=views, summary=warm_summary(views, keeps_contended(flags)), flags=flags)
 
 
 headline_runs = figure_runs  # the one rule (ttfr.model.case): the runs a policy's figures come from
-
-
-def _keeps(flags) -> bool:
-    """The policy's flags say whether its figures keep its contended runs (ContendedKept)."""
-    return any(isinstance(f, ContendedKept) for f in flags)
 
 
 def _contention_flags(views: list[RunFigures], key: str, noun: str, keep_contended: bool = False) -> list:

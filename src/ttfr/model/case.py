@@ -373,6 +373,11 @@ class ColdSummary(Artifact):
 StagesSummary = _per_stage("StagesSummary", Summary, "Each recorded stage's summary over a policy's headline runs.")
 
 
+def keeps_contended(flags) -> bool:
+    """Whether a policy's figures keep its contended runs: its ContendedKept flag says so."""
+    return any(isinstance(f, ContendedKept) for f in flags)
+
+
 def figure_runs(runs: list[RunFigures], keep_contended: bool = False) -> list[RunFigures]:
     """The ok runs a policy's figures come from. Contended runs stay in the artifact but are set
     aside when at least as many clean ones remain; with fewer, none: a figure measured mostly on
@@ -392,7 +397,7 @@ class _Policy:
 
     @property
     def keeps_contended(self) -> bool:
-        return any(isinstance(f, ContendedKept) for f in self.flags)
+        return keeps_contended(self.flags)
 
     def figure_runs(self) -> list[RunFigures]:
         return figure_runs(self.measured, self.keeps_contended)

@@ -11,6 +11,7 @@ import datetime as dt
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ttfr.measure import datasets
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import Plan, build_plan, pending_cases
+from ttfr.measure.plan import Plan, build_plan, pending_cases, replay
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
@@ -323,14 +324,10 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
 
 def _pending_runs(plan: Plan, entries: list[JournalEntry], pending: list[str]) -> list[PendingCase]:
     """How many of each pending case's planned runs the journal holds (an interrupted run's summary
-    says so instead of an empty table)."""
-    done = {e.task for e in entries}
-    planned: dict[str, list[int]] = {case: [0, 0] for case in pending}
-    for task in plan.tasks:
-        if task.case.id in planned:
-            planned[task.case.id][1] += 1
-            planned[task.case.id][0] += task.key in done
-    return [PendingCase(case=case, runs_done=n, runs_planned=total) for case, (n, total) in planned.items()]
+    says so instead of an empty table): the plan's tasks less those a resume would run (replay)."""
+    remaining, _stopped = replay(plan, entries)
+    planned, left = Counter(t.case.id for t in plan.tasks), Counter(t.case.id for t in remaining)
+    return [PendingCase(case=case, runs_done=planned[case] - left[case], runs_planned=planned[case]) for case in pending]
 
 
 def write_html(verified) -> None:
