@@ -106,7 +106,7 @@ def program_files(argv, cwd: str, path_env: str | None = None) -> tuple[tuple[st
     """(path, sha256) of the program (found on PATH) and of every argument naming a file in
     `cwd` (`train.py`, `config.yaml`), at most 16; what a resume checks is unchanged."""
     found = []
-    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=path_env)
+    program = _program(argv[0], path_env)
     candidates = [Path(program)] if program else []
     for word in argv[1:]:
         value = word.partition("=")[2] if word.startswith("-") and "=" in word else word
@@ -125,12 +125,17 @@ def program_files(argv, cwd: str, path_env: str | None = None) -> tuple[tuple[st
     return tuple(found)
 
 
+def _program(word: str, path_env: str | None) -> str | None:
+    """A command's program as the run finds it: a path as given, a bare name on PATH."""
+    return word if "/" in word else shutil.which(word, path=path_env)
+
+
 def program_moved(command: UserCommand, path_env: str | None = None) -> str | None:
     """Why the command's program is not the one its run used (PATH finds another one now: a
     resume would mix two programs in one result), or None."""
     if not command.files:
         return None
-    program = command.argv[0] if "/" in command.argv[0] else shutil.which(command.argv[0], path=path_env)
+    program = _program(command.argv[0], path_env)
     try:
         now = str(Path(program).resolve()) if program else None
     except (OSError, RuntimeError):

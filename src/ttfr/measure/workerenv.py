@@ -32,10 +32,12 @@ def toolkit_ptxas(environ=os.environ) -> Path | None:
         return None
     roots = [request] if request not in ("1", "yes", "true") else [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"),
                                                                     "/usr/local/cuda"]  # fmt: skip
-    for root in roots:
-        if root and (Path(root) / "bin" / "ptxas").is_file():
-            return Path(root) / "bin" / "ptxas"
-    return None
+    return _ptxas_under(roots)
+
+
+def _ptxas_under(roots) -> Path | None:
+    """The first root's bin/ptxas that exists."""
+    return next((Path(root) / "bin" / "ptxas" for root in roots if root and (Path(root) / "bin" / "ptxas").is_file()), None)
 
 
 def wheel_ptxas() -> Path | None:
@@ -46,10 +48,7 @@ def wheel_ptxas() -> Path | None:
         spec = importlib.util.find_spec("nvidia.cuda_nvcc")
     except (ImportError, ValueError):
         return None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(root) / "bin" / "ptxas").is_file():
-            return Path(root) / "bin" / "ptxas"
-    return None
+    return _ptxas_under(spec.submodule_search_locations or []) if spec else None
 
 
 def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> dict:
