@@ -30,27 +30,9 @@ def handle(args, console: Console) -> int:
     cases = user_cases.read(args.case_file, installed=not args.user_only, timeout_s=PROFILES["quick"].timeout_s)
     known = catalog.BUILTIN.with_workloads(c.workload() for c in cases)
     if args.case_file:  # on top: among the ~400 catalogued case ids below they would be lost
-        _print_yours(console, known, {c.source for c in cases if c.from_file})
+        terminal.print_user_cases(console, known, {c.source for c in cases if c.from_file})
     if not args.user_only:
         if args.case_file:
             console.print("\nThe whole catalogue (yours included):", markup=False, highlight=False)
         terminal.print_catalog(console, known)
     return 0
-
-
-def _print_yours(console: Console, known, files: set[str]) -> None:
-    """The cases of the case files `files` (an installed package's cases are listed with ttfr's own)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from ttfr.measure import catalog
-
-    table = Table(title="your cases (--case-file)")
-    for column in ("case", "available here", "description"):
-        table.add_column(column)
-    for case in known.catalogued_cases():
-        if case.workload_info.source in files:
-            reason = catalog.availability(case.backend_info) or catalog.availability(case.backend_info, case.workload)
-            shown = "yes" if reason is None else f"[yellow]warn: {reason}[/]"
-            table.add_row(case.id, shown, escape(case.workload_info.description))  # the user's text, not markup
-    console.print(table)

@@ -78,6 +78,12 @@ def stage_split(stages) -> str:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def printable(text: str) -> str:
+    """Free text without control characters (escape sequences that would move a terminal's
+    cursor, retitle its window or hide what follows), its lines and tabs kept."""
+    return _CONTROL.sub("", text)
+
+
 def one_line(text) -> str:
     """Free text (a reason, a program's output) as one line of Markdown: control characters
     (terminal escapes) dropped, line breaks folded, so it cannot break a table or add a heading."""
@@ -90,6 +96,14 @@ def code(text) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_block(text) -> list[str]:
+    """Free text of several lines (a traceback) as a fenced Markdown block, whatever backticks it
+    holds, without control characters."""
+    text = printable(str(text)).rstrip()
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return [fence, text, fence]
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
@@ -11,7 +10,7 @@ from ttfr.model.case import CaseResult, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, loops_md
-from ttfr.report.formatting import DASH, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
+from ttfr.report.formatting import DASH, code_block, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 _COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
@@ -320,9 +319,7 @@ def _users_failures_section(cases: list[CaseResult]) -> list[str]:
         run, policy = next(((r, name) for name, block in case.policies.items() for r in block.measured
                             if r.outcome != "ok" and r.traceback), (None, None))  # fmt: skip
         if run is not None:
-            text = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", run.traceback).rstrip()  # lines and tabs only
-            fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-            items += [f"### `{case.case}` ({policy}, run {run.index})", "", fence, text, fence, ""]
+            items += [f"### `{case.case}` ({policy}, run {run.index})", "", *code_block(run.traceback), ""]
     return ["## Your code's failures", "", *items] if items else []
 
 

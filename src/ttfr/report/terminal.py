@@ -7,7 +7,6 @@ so the ETA sums per-kind estimates, replaced by the mean of observed runs of tha
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import statistics
 import time
@@ -28,7 +27,7 @@ from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
-from ttfr.report.formatting import DASH, fmt_seconds
+from ttfr.report.formatting import DASH, fmt_seconds, printable
 from ttfr.report.markdown import precision_headline, result_check
 
 
@@ -136,13 +135,6 @@ class ProgressDisplay:
 
 
 _STATUS_STYLE = {"ok": "green", "warn": "yellow", "failed": "bold red"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """Free text for the terminal: without control characters (escape sequences that would
-    move the cursor, retitle the window or hide what follows)."""
-    return _CONTROL.sub("", text)
 
 
 def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult], result_path) -> None:
@@ -265,9 +257,26 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
     cases.add_column("case")
     cases.add_column("available here")
     for case in known.catalogued_cases():
-        reason = reasons[case.backend] or catalog.availability(case.backend_info, case.workload)
-        cases.add_row(case.id, "yes" if reason is None else f"[yellow]warn: {reason}[/]")
+        cases.add_row(case.id, _available(case, reasons[case.backend]))
     console.print(cases)
+
+
+def _available(case: catalog.Case, backend_reason: str | None) -> str:
+    """A case's availability here, as `ttfr list` shows it (its backend's reason, else its workload's)."""
+    reason = backend_reason or catalog.availability(case.backend_info, case.workload)
+    return "yes" if reason is None else f"[yellow]warn: {reason}[/]"
+
+
+def print_user_cases(console: Console, known: catalog.Catalog, files: set[str]) -> None:
+    """The cases of the case files `files` (an installed package's are listed with ttfr's own)."""
+    table = Table(title="your cases (--case-file)")
+    for column in ("case", "available here", "description"):
+        table.add_column(column)
+    for case in known.catalogued_cases():
+        if case.workload_info.source in files:
+            table.add_row(case.id, _available(case, catalog.availability(case.backend_info)),
+                          escape(case.workload_info.description))  # the user's text, not markup  # fmt: skip
+    console.print(table)
 
 
 _VERDICT_STYLE = {"regression": "bold red", "improvement": "green", "equivalent": "dim", "inconclusive": "yellow"}
