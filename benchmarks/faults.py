@@ -490,36 +490,38 @@ def two_compares(box: Sandbox):
     return codes == [0, 0, 0] and len(outs) == 3, f"exit codes {codes}, {len(outs)} comparison directories"
 
 
-def resume_evil_python(box: Sandbox):
+def _resume_a_plan_naming(box: Sandbox, program: str, code: str, option: str, spec_change) -> tuple[bool, str, Path]:
+    """Resume a finished baseline whose plan.json now names `program` (its text `code`, which leaves
+    a marker when it runs), changed in by `spec_change(spec, path)`: (refused before it ran, saying
+    `add OPTION PATH`; what ttfr said; the result directory)."""
     root = box.baseline()
     (root / "suite.json").unlink()
-    marker = box.root / "evil-ran"
-    evil = box.root / "evil.sh"
-    evil.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    marker = box.root / f"{program}-ran"
+    evil = box.root / program
+    evil.write_text(code.format(marker=str(marker)))
     evil.chmod(0o755)
     plan = json.loads((root / "plan.json").read_text())
-    plan["spec"]["python"] = str(evil)
+    spec_change(plan["spec"], evil)
     (root / "plan.json").write_text(json.dumps(plan))
     done = box.ttfr("run", "--resume", root)
-    ok, observed = one_line_error(done, 2, f"add --python {evil}")
-    # Refused before anything runs: not even a pre-check starts a program a file names.
+    ok, observed = one_line_error(done, 2, f"add {option} {evil}")
     ran = marker.exists()
-    return ok and not ran and journal_lines(root) == journal_lines(box._baseline), observed + ("; IT RAN" if ran else "")
+    return ok and not ran, observed + ("; IT RAN" if ran else ""), root
+
+
+def resume_evil_python(box: Sandbox):
+    # Refused before anything runs: not even a pre-check starts a program a file names.
+    ok, observed, root = _resume_a_plan_naming(box, "evil.sh", "#!/bin/sh\ntouch {marker}\nexit 1\n", "--python",
+                                               lambda spec, evil: spec.update(python=str(evil)))  # fmt: skip
+    return ok and journal_lines(root) == journal_lines(box._baseline), observed
 
 
 def resume_evil_case_file(box: Sandbox):
-    root = box.baseline()
-    (root / "suite.json").unlink()
-    marker = box.root / "evil-imported"
-    evil = box.root / "evil_cases.py"
-    evil.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n")
-    plan = json.loads((root / "plan.json").read_text())
-    plan["spec"]["case_files"] = [{"path": str(evil), "sha256": hashlib.sha256(evil.read_bytes()).hexdigest()}]
-    (root / "plan.json").write_text(json.dumps(plan))
-    done = box.ttfr("run", "--resume", root)
-    ok, observed = one_line_error(done, 2, f"add --case-file {evil}")
-    ran = marker.exists()
-    return ok and not ran, observed + ("; IT WAS IMPORTED" if ran else "")
+    def name_it(spec, evil):
+        spec["case_files"] = [{"path": str(evil), "sha256": hashlib.sha256(evil.read_bytes()).hexdigest()}]
+
+    return _resume_a_plan_naming(box, "evil_cases.py", "import pathlib\npathlib.Path({marker!r}).touch()\n",
+                                 "--case-file", name_it)[:2]  # fmt: skip
 
 
 def resume_garbage_journal(box: Sandbox):

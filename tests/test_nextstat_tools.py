@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from conftest import SHARED_SCHEMAS
+from forgery import reindex, writable
 from fakes import FakeExecutor
 
 from ttfr.artifacts import snapshot
@@ -113,33 +114,19 @@ def test_nextstats_own_tools_accept_ttfr_snapshots(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _writable(path):
-    for item in [path, *path.rglob("*")]:
-        item.chmod(0o755 if item.is_dir() else 0o644)
-
-
-def _reindex(path):
-    """What a forger does: make ttfr's index match the edited files."""
-    index = json.loads((path / snapshot.INDEX).read_text())
-    for entry in index["artifacts"]:
-        data = (path / entry["path"]).read_bytes()
-        entry.update(bytes=len(data), sha256=snapshot.sha256_bytes(data))
-    (path / snapshot.INDEX).write_text(json.dumps(index))
-
-
 def test_a_forged_nextstat_export_or_index_does_not_verify(tmp_path):
     """The NextStat files are derived from the run: an edited figure or status there, or an edited
     index field the registry copies, is a forgery even with every hash rewritten (issue 26 review)."""
     path = _snapshot(tmp_path)
-    _writable(path)
+    writable(path)
     record_path = path / "nextstat" / "ml" / "numpy_matmul_64_f32.json"
     record = json.loads(record_path.read_text())
     record["status"], record["timing"]["warm"]["call_s"] = "ok", {"min": 1e-7, "median": 1e-7, "p95": 1e-7}
     record_path.write_text(json.dumps(record))
-    _reindex(path)
+    reindex(path)
     assert any("nextstat/ml/numpy_matmul_64_f32.json: not what the run gives" in p for p in snapshot.verify(path))
     clean = _snapshot(tmp_path / "b")
-    _writable(clean)
+    writable(clean)
     index = json.loads((clean / "snapshot_index.json").read_text())
     index["git"]["sha"], index["suite"] = "f" * 40, "hep"
     (clean / "snapshot_index.json").write_text(json.dumps(index))

@@ -9,6 +9,7 @@ import stat
 
 import jsonschema
 import pytest
+from forgery import reindex, writable
 from fakes import FakeExecutor, run_suite
 
 from conftest import SHARED_SCHEMAS, fake_result
@@ -111,33 +112,19 @@ def test_the_nextstat_contracts_validate_against_the_published_schemas(tmp_path)
     assert baseline["datasets"] and all(d["id"].startswith("generated:ml:") for d in baseline["datasets"])
 
 
-def _reindex(path):
-    """What a forger does: rewrite snapshot_index.json to match the edited files."""
-    index = json.loads((path / snapshot.INDEX).read_text())
-    for entry in index["artifacts"]:
-        data = (path / entry["path"]).read_bytes()
-        entry.update(bytes=len(data), sha256=snapshot.sha256_bytes(data))
-    (path / snapshot.INDEX).write_text(json.dumps(index))
-
-
-def _writable(path):
-    for item in [path, *path.rglob("*")]:
-        item.chmod(0o755 if item.is_dir() else 0o644)
-
-
 def test_a_forged_snapshot_does_not_verify_even_with_its_index_rewritten(tmp_path):
     path, _ = snapshot.publish(_run(tmp_path), tmp_path / "snaps")
-    _writable(path)
+    writable(path)
     pack = json.loads((path / snapshot.VALIDATION).read_text())
     pack["gates"] = [dict(g, result="pass") for g in pack["gates"]]  # "everything passed"
     (path / snapshot.VALIDATION).write_text(json.dumps(pack))
-    _reindex(path)
+    reindex(path)
     assert any("validation.json: not what the case files give" in p for p in snapshot.verify(path))
     # a run artifact changed (the plan another machine would replicate): the id no longer names it
     plan = json.loads((path / "plan.json").read_text())
     plan["spec"]["cold_runs"] = 3
     (path / "plan.json").write_text(json.dumps(plan))
-    _reindex(path)
+    reindex(path)
     assert any("its content is not what was published" in p for p in snapshot.verify(path))
     (path / snapshot.INDEX).unlink()  # without its index it is still a snapshot, and does not verify
     assert cli.main(["validate", str(path)]) == 1
@@ -146,7 +133,7 @@ def test_a_forged_snapshot_does_not_verify_even_with_its_index_rewritten(tmp_pat
 def test_publishing_again_over_a_damaged_snapshot_is_refused(tmp_path, capsys):
     root = _run(tmp_path)
     path, _ = snapshot.publish(root, tmp_path / "snaps")
-    _writable(path)
+    writable(path)
     (path / "junk").mkdir()
     assert "junk/: not in ttfr_snapshot_index.json" in snapshot.verify(path)
     assert cli.main(["publish", str(root), "--out", str(tmp_path / "snaps")]) == 2
