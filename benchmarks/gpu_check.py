@@ -7,7 +7,8 @@ the array workloads at 512 (f32, f64) on every GPU backend under every cache pol
 HistFactory workloads on the `simple` preset; the ahead-of-time loops; then `pytest -m gpu`. It
 checks what the GPU rows promise — every GPU case ok with its result check passed, no warm process
 unsynchronised, cold-cache runs verified with no hits and warm-cache runs with hits, JAX's compile
-stages summing to at most its first call, a device peak memory, and the manifest's
+stages summing to at most its first call, a timed device_init phase, a device peak memory (and
+one per phase: setup, first call, steady state), and the manifest's
 ptxas/driver/XLA records — and writes its report (markdown, with the command) to --out.
 """
 
@@ -60,8 +61,14 @@ def case_problems(case: dict) -> list[str]:
         parts = [(stages.get(k) or {}).get("median") or 0.0 for k in ("trace_s", "lower_s", "compile_s")]
         if first and sum(parts) > first * 1.05:
             problems.append(f"{name}: JAX's stages sum to {sum(parts):.3g} s, above its first call {first:.3g} s")
-    if not (case.get("memory") or {}).get("device_peak_bytes"):
+    memory = case.get("memory") or {}
+    if not memory.get("device_peak_bytes"):
         problems.append(f"{name}: no device peak memory")
+    peaks = memory.get("device_peaks") or {}
+    if not all(peaks.get(phase) for phase in ("setup", "first_call", "steady")):
+        problems.append(f"{name}: no device peak for every phase ({peaks or 'none recorded'})")
+    if cold and not (cold["summary"].get("device_init_s") or {}).get("median"):
+        problems.append(f"{name}: no device_init phase timed")
     return problems
 
 

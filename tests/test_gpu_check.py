@@ -25,10 +25,10 @@ def _case(**changes):
     good = {
         "case": "jax_jit_gpu_matmul_512_f32", "backend": "jax_jit_gpu", "status": "ok", "reason": None,
         "correctness": {"passed": True},
-        "memory": {"device_peak_bytes": 1 << 20},
+        "memory": {"device_peak_bytes": 1 << 20, "device_peaks": {"setup": 1 << 10, "first_call": 1 << 20, "steady": 1 << 19}},
         "policies": {
             "cold-process/cold-cache": {"cache_verification": {"verdict": "verified", "hits_total": 0},
-                                        "summary": {"first_call_s": {"median": 1.0}},
+                                        "summary": {"first_call_s": {"median": 1.0}, "device_init_s": {"median": 0.2}},
                                         "stages_summary": {"trace_s": {"median": 0.1}, "lower_s": {"median": 0.1},
                                                            "compile_s": {"median": 0.6}}},
             "cold-process/warm-cache": {"cache_verification": {"verdict": "verified", "hits_total": 2}},
@@ -48,6 +48,10 @@ def test_gpu_check_judges_each_promise_of_a_gpu_case():
     assert gpu_check.case_problems(_case()) == []
     assert "result check not passed" in gpu_check.case_problems(_case(**{"correctness.passed": None}))[0]
     assert "no device peak memory" in gpu_check.case_problems(_case(**{"memory.device_peak_bytes": None}))[0]
+    assert "no device peak for every phase" in gpu_check.case_problems(_case(**{"memory.device_peaks.steady": None}))[0]
+    timed = _case()
+    del timed["policies"]["cold-process/cold-cache"]["summary"]["device_init_s"]
+    assert gpu_check.case_problems(timed) == ["jax_jit_gpu_matmul_512_f32: no device_init phase timed"]
     hits = _case()
     hits["policies"]["cold-process/cold-cache"]["cache_verification"]["hits_total"] = 3
     assert "cold cache verified with 3 hits" in gpu_check.case_problems(hits)[0]

@@ -21,7 +21,7 @@ from ttfr.model.case import (
     CASE_SCHEMA,
     COLD_METRICS,
     STAGE_METRICS,
-    USER_IMPORT,
+    OPTIONAL_METRICS,
     CacheVerification,
     CaseMemory,
     CaseResult,
@@ -152,8 +152,8 @@ def cold_summaries(views: list[RunFigures], keep_contended: bool = False):
     """A cold policy's `summary`, `stages_summary` and (a loop workload) `loop_summary`, from its
     clean runs (all ok ones with --keep-contended)."""
     chosen = headline_runs(views, keep_contended)  # none: could not measure cleanly, every figure null
-    # a user's case also times its own import
-    names = COLD_METRICS + ((USER_IMPORT,) if any(v.metrics.user_import_s is not UNSET for v in views) else ())
+    # a GPU case also times its device's initialisation, a user's case its own import
+    names = COLD_METRICS + tuple(n for n in OPTIONAL_METRICS if any(getattr(v.metrics, n) is not UNSET for v in views))
     summary = ColdSummary(**_summaries(chosen, names, lambda v: v.metrics))
     stages = StagesSummary(**{k: s for k, s in _summaries(chosen, STAGE_METRICS, lambda v: v.stages).items() if s})
     loop_summary = loops.policy_summary(chosen) if any(v.loop for v in views) else UNSET
@@ -306,8 +306,10 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         first = records[0]
         base["device"] = first.device or None
         base["versions"] = first.versions or {}
-        if first.memory:
-            memory = {k: v for k in first.memory.__struct_fields__ if (v := getattr(first.memory, k)) is not UNSET}
+        # a warm process's memory where there is one: its device peaks' steady state is the warm regime's
+        measured = next((r for r in records if r.warm and r.memory), first).memory
+        if measured:
+            memory = {k: v for k in measured.__struct_fields__ if (v := getattr(measured, k)) is not UNSET}
     sha256 = checked[0].record.dataset_sha256 if checked else None
     if disagreement and disagreement.fails and check is not None:  # the check's verdict: nothing else says it
         check = Check(reference=CROSS_BACKENDS, max_normalised_error=None, tolerance=check.tolerance, passed=False,

@@ -12,11 +12,20 @@ from ttfr.analyse import contention, loops, sync_check
 from ttfr.child.workloads.user_case import USERS_FRAMES
 from ttfr.measure import cache, catalog
 from ttfr.model.base import UNSET
-from ttfr.model.case import COLD_METRICS, STAGE_METRICS, USER_IMPORT, Metrics, Resources, RunFigures, Stages, Warmup
+from ttfr.model.case import (
+    COLD_METRICS,
+    OPTIONAL_METRICS,
+    STAGE_METRICS,
+    Metrics,
+    Resources,
+    RunFigures,
+    Stages,
+    Warmup,
+)
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Digest, Marks, OwnRusage, RunRecord
 
-__all__ = ["COLD_METRICS", "STAGE_METRICS", "USER_IMPORT", "run_metrics", "run_view", "warm_view"]
+__all__ = ["COLD_METRICS", "OPTIONAL_METRICS", "STAGE_METRICS", "run_metrics", "run_view", "warm_view"]
 _DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8}
 
 
@@ -27,16 +36,20 @@ def run_metrics(spawn: int, reaped: int | None, record: RunRecord | None) -> Met
     def span(start, end):
         return (end - start) / 1e9 if start not in (None, UNSET) and end not in (None, UNSET) else None
 
+    # the optional phases (a GPU's device init, a user's import) sit between import and setup, in that order
+    device_ready = marks.device_ready is not UNSET
     user_imported = marks.user_imported is not UNSET
+    after_device = marks.device_ready if device_ready else marks.imported
     return Metrics(
         interpreter_s=span(spawn, marks.main),
         import_s=span(marks.main, marks.imported),
-        setup_s=span(marks.user_imported if user_imported else marks.imported, marks.setup),
+        setup_s=span(marks.user_imported if user_imported else after_device, marks.setup),
         first_call_s=span(marks.setup, marks.first),
         second_call_s=span(marks.second_start, marks.second),
         ttfr_s=span(spawn, marks.first),
         process_s=span(spawn, reaped),
-        user_import_s=span(marks.imported, marks.user_imported) if user_imported else UNSET,
+        user_import_s=span(after_device, marks.user_imported) if user_imported else UNSET,
+        device_init_s=span(marks.imported, marks.device_ready) if device_ready else UNSET,
     )
 
 

@@ -47,6 +47,12 @@ def _run_phases(job, marks, record):
         runtime.import_stack()
         marks["imported"] = _now()
 
+        init_device = getattr(runtime, "init_device", None)  # a GPU's context, memory pool, math handles
+        if init_device is not None:
+            phase = "device_init"
+            init_device()
+            marks["device_ready"] = _now()
+
         workload = None  # a built-in's module is imported in setup, as it always was
         if job.case_source:  # the user's own module, timed apart from the runtime stack
             phase = "user_import"
@@ -68,6 +74,10 @@ def _run_phases(job, marks, record):
             inputs = host_inputs
         else:
             inputs = runtime.put(prepare(runtime, host_inputs) if prepare else host_inputs)
+        # A device's peak memory at each phase's end (GPU adapters; torch resets it at each reading, so the
+        # first call's compile and autotuning buffers stand apart from the steady state). None on a CPU.
+        device_peak = getattr(runtime, "device_peak", None) or (lambda: None)
+        peaks = {"setup": device_peak()}
         marks["setup"] = _now()
 
         phase = "first_call"
@@ -80,6 +90,7 @@ def _run_phases(job, marks, record):
         else:
             output, stages = runtime.first_call(workload, inputs)
         marks["first"] = _now()
+        peaks["first_call"] = device_peak()
         if job.case_source:  # after the mark: a user's function that returned nothing fails saying so
             workload.check_output(output)
         record["stages_s"] = stages
@@ -104,11 +115,14 @@ def _run_phases(job, marks, record):
         if job.mode == WARM and job.samples > 0:
             phase = "warm"
             record["warm"] = _warm_regime(runtime, job)
+        peaks["steady"] = device_peak()  # the second call and the warm regime, before the check's own work
         if checking:
             phase = "check"
             record["check"] = _check_result(runtime, workload, inputs, host_inputs, host_first, job)
             record["dataset_sha256"] = _dataset_sha256(workload, host_inputs)
         record["memory"] = runtime.memory()
+        if any(v is not None for v in peaks.values()):
+            record["memory"]["device_peaks"] = peaks
         record["device"] = runtime.device_info()
         record["versions"] = runtime.versions()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure (a user's sys.exit too) becomes data

@@ -18,7 +18,7 @@ from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
 from ttfr.model.journal import Host
 from ttfr.model.loops import LoopSummary, RunLoop
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
-from ttfr.model.record import OUTCOMES, Check, Device, ThreadPool
+from ttfr.model.record import OUTCOMES, Check, Device, DevicePeaks, ThreadPool
 from ttfr.model.summary import Summary
 
 CASE_SCHEMA = "ttfr.case_result.v1"
@@ -28,13 +28,19 @@ PolicyName = Literal[COLD_CACHE, WARM_CACHE, WARM_PROCESS]  # type: ignore[valid
 Seconds = Annotated[float, Meta(ge=0)] | None
 # The cold-start components, in the order of a process's life; a user's case also times its import.
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
+DEVICE_INIT = "device_init_s"  # a GPU case: the device's context, allocator and math library handles
 USER_IMPORT = "user_import_s"
+# Phases only some cases have, in the order of a process's life (after import, before setup).
+OPTIONAL_METRICS = (DEVICE_INIT, USER_IMPORT)
+# The spans a cold start is drawn as (bars, stacked plots, the components table), with their labels.
+COMPONENT_LABELS = {"interpreter_s": "interpreter", "import_s": "import", DEVICE_INIT: "device init",
+                    USER_IMPORT: "your import", "setup_s": "setup", "first_call_s": "first call"}  # fmt: skip
 # The first call's stages, where the runtime splits it (JAX AOT; torch.compile's phases), in the
 # order of the call, with the label every rendering uses: one list, so every output shows the same.
 STAGE_LABELS = {
     "wrap_s": "wrap", "trace_s": "trace", "lower_s": "lower", "compile_s": "compile", "dynamo_s": "dynamo",
     "aot_autograd_s": "AOTAutograd", "inductor_s": "inductor", "backward_compile_s": "backward compile",
-    "first_execute_s": "first execute",
+    "autotune_s": "Triton autotune", "first_execute_s": "first execute",
 }  # fmt: skip
 STAGE_METRICS = tuple(STAGE_LABELS)
 # Stages that are part of others (torch's lazily compiled backward: its AOTAutograd and inductor time), so a
@@ -54,6 +60,8 @@ class Metrics(Artifact):
     ttfr_s: Seconds
     process_s: Seconds
     user_import_s: Seconds | UnsetType = field(default=UNSET)  # a user's case: importing its case file or module
+    # a GPU case: creating the device's context, its allocator's pool and math library handles (issue 27)
+    device_init_s: Seconds | UnsetType = field(default=UNSET)
 
 
 def _per_stage(name: str, kind, doc: str):
@@ -368,6 +376,7 @@ class ColdSummary(Artifact):
     ttfr_s: Summary | None
     process_s: Summary | None
     user_import_s: Summary | None | UnsetType = UNSET
+    device_init_s: Summary | None | UnsetType = UNSET
 
 
 StagesSummary = _per_stage("StagesSummary", Summary, "Each recorded stage's summary over a policy's headline runs.")
@@ -499,6 +508,9 @@ class Dataset(Artifact):
 class CaseMemory(Artifact):
     peak_rss_bytes: Summary | None | UnsetType = UNSET  # the worker's own peak over the cold runs
     device_peak_bytes: Count | UnsetType = UNSET
+    # a GPU case's peak per phase, from a warm process where there is one (its steady state is the warm regime's)
+    device_peaks: DevicePeaks | UnsetType = UNSET
+    device_peaks_reset: bool | UnsetType = UNSET
     compiled: dict[str, int] | UnsetType = UNSET
 
 

@@ -27,6 +27,7 @@ class Marks(Open):
 
     main: Stamp | UnsetType = UNSET
     imported: Stamp | UnsetType = UNSET
+    device_ready: Stamp | UnsetType = UNSET  # a GPU case: its device initialised, after the runtime stack
     user_imported: Stamp | UnsetType = UNSET  # a user's case: its module imported, after the runtime stack
     setup: Stamp | UnsetType = UNSET
     first: Stamp | UnsetType = UNSET
@@ -144,8 +145,19 @@ class WarmRecord(Open):
     sample_evidence: SampleEvidence | None | UnsetType = UNSET
 
 
+class DevicePeaks(Open):
+    """A device's peak bytes at the end of each phase (a GPU case): since the previous reading where the
+    runtime resets its peak (torch), else from the process's start (XLA keeps one peak)."""
+
+    setup: Count | None  # import, device init and setup
+    first_call: Count | None  # compile and autotuning buffers included
+    steady: Count | None  # the second call and the warm regime
+
+
 class Memory(Open):
-    device_peak_bytes: Count | UnsetType = UNSET
+    device_peak_bytes: Count | UnsetType = UNSET  # the whole process's
+    device_peaks: DevicePeaks | UnsetType = UNSET
+    device_peaks_reset: bool | UnsetType = UNSET  # each phase's peak is its own (else cumulative)
     compiled: dict[str, int] | UnsetType = UNSET  # JAX memory_analysis of the compiled executable
 
 

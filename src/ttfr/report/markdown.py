@@ -6,14 +6,12 @@ from __future__ import annotations
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET
-from ttfr.model.case import CaseResult, named
+from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, loops_md
 from ttfr.report.formatting import DASH, code_block, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
-
-_COMPONENTS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
 
 
 def cache_check(case: CaseResult) -> str:
@@ -46,10 +44,11 @@ def _summary_section(cases: list[CaseResult]) -> list[str]:
 
 
 def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
-    # A user's case times its own import apart (after the runtime stack): a column when any has it (null included).
+    # A GPU case times its device's initialisation apart, a user's case its own import (after the runtime
+    # stack): a column each when any case has it (null included).
     blocks = [block for c in cases if (block := c.policies.get(policy))]
-    user = any(block.summary.user_import_s is not UNSET for block in blocks)
-    components = _COMPONENTS[:2] + (("user_import_s",) if user else ()) + _COMPONENTS[2:]
+    present = [m for m in OPTIONAL_METRICS if any(getattr(block.summary, m) is not UNSET for block in blocks)]
+    components = ("interpreter_s", "import_s", *present, "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
     rows = []
     for case in cases:
         block = case.policies.get(policy)
@@ -60,8 +59,8 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
         rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split])
     if not rows:
         return []
-    header = ["case", "interpreter", "import", *(["your import"] if user else []), "setup", "first call", "second call",
-              "TTFR", "process", "first call split"]  # fmt: skip
+    header = ["case", *(COMPONENT_LABELS.get(m, m) for m in components[:-3]), "second call", "TTFR", "process",
+              "first call split"]  # fmt: skip
     return [f"## Cold start components ({policy})", "", "Medians over fresh processes (—: no figure; see Flags).", "",
             *table(header, rows), ""]  # fmt: skip
 
@@ -88,6 +87,16 @@ def _warm_section(cases: list[CaseResult]) -> list[str]:
     return ["## Warm throughput (warm-process)", "", *table(header, rows), ""]
 
 
+def _device_peaks(memory) -> str:
+    """A GPU case's device peak per phase: each its own where the runtime resets its peak (torch),
+    else running totals (XLA keeps one peak), as the cell says."""
+    peaks = named(memory, "device_peaks")
+    if peaks is None:
+        return DASH
+    cells = f"setup {fmt_bytes(peaks.setup)} · first call {fmt_bytes(peaks.first_call)} · steady {fmt_bytes(peaks.steady)}"
+    return cells if memory.device_peaks_reset is True else cells + " (cumulative: the runtime keeps one peak)"
+
+
 def _memory_section(cases: list[CaseResult]) -> list[str]:
     rows = []
     for case in cases:
@@ -102,10 +111,14 @@ def _memory_section(cases: list[CaseResult]) -> list[str]:
             ", ".join(f"{k.replace('_size_in_bytes', '')} {fmt_bytes(v)}" for k, v in sorted(compiled.items()) if v)
             or DASH,
             fmt_bytes(named(memory, "device_peak_bytes")),  # 0 B is a figure, absent is a dash
+            _device_peaks(memory),
         ])  # fmt: skip
     if not rows:
         return []
-    header = ["case", "peak RSS (worker, median)", "compiled executable (JAX memory_analysis)", "device peak"]
+    header = ["case", "peak RSS (worker, median)", "compiled executable (JAX memory_analysis)", "device peak",
+              "device peak by phase"]  # fmt: skip
+    if not any(named(case.memory, "device_peaks") for case in cases):  # no GPU case: no column of dashes
+        header, rows = header[:-1], [row[:-1] for row in rows]
     return ["## Memory", "", *table(header, rows), ""]
 
 

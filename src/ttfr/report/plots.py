@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ttfr.model.base import UNSET
-from ttfr.model.case import CaseResult, FirstRunOutlier, RunFigures, named
+from ttfr.model.case import COMPONENT_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
@@ -28,14 +28,13 @@ _MAX_CALLS = 10**7  # the amortisation plots' reach
 _POLICY_LABEL = {COLD_CACHE: "cold cache", WARM_CACHE: "warm cache", WARM_PROCESS: "warm process"}
 _VERDICT_COLOUR = {"regression": "#c0392b", "improvement": "#1e8449", "equivalent": "#7f8c8d",
                    "inconclusive": "#d4ac0d", "not_compared": "#34495e"}  # fmt: skip
-_COMPONENTS = (("interpreter_s", "interpreter"), ("import_s", "import"), ("user_import_s", "your import"),
-               ("setup_s", "setup"), ("first_call_s", "first call"))  # fmt: skip
+_COMPONENTS = tuple(COMPONENT_LABELS.items())
 # One colour per component and stage (none repeats within a bar).
 _COLOURS = dict(zip(
-    ("interpreter_s", "import_s", "user_import_s", "setup_s", "first_call_s", "wrap_s", "trace_s", "lower_s", "compile_s",
-     "dynamo_s", "aot_autograd_s", "inductor_s", "first_execute_s"),
-    ("#7f7f7f", "#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c",
-     "#98df8a", "#e377c2", "#8c564b"),
+    ("interpreter_s", "import_s", "device_init_s", "user_import_s", "setup_s", "first_call_s", "wrap_s", "trace_s",
+     "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s", "autotune_s", "first_execute_s"),
+    ("#7f7f7f", "#1f77b4", "#393b79", "#9467bd", "#17becf", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78", "#d62728",
+     "#2ca02c", "#98df8a", "#e377c2", "#f7b6d2", "#8c564b"),
 ))  # fmt: skip
 # The widest figure, in inches: 691 CSS px (SVG sizes are in pt, 4/3 px each), so an 800 px window
 # (752 px of content) shows it unshrunk and its smallest text (8 pt) at 10.7 px. A figure with long

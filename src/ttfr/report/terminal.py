@@ -20,7 +20,7 @@ from rich.text import Text
 from ttfr.analyse import contention
 from ttfr.measure import catalog
 from ttfr.measure.plan import Task
-from ttfr.model.case import CaseResult, ColdSummary, CouldNotMeasureCleanly, named
+from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, ColdSummary, CouldNotMeasureCleanly, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
 from ttfr.model.journal import JournalEntry
@@ -386,9 +386,9 @@ def _rounds_text(need: dict) -> str:
     return text
 
 
-_BAR_PARTS = (("interpreter_s", "interpreter", "grey50"), ("import_s", "import", "blue"),
-              ("user_import_s", "your import", "magenta"), ("setup_s", "setup", "cyan"),
-              ("first_call_s", "first call", "yellow"))  # fmt: skip
+_BAR_COLOURS = {"interpreter_s": "grey50", "import_s": "blue", "device_init_s": "green", "user_import_s": "magenta",
+                "setup_s": "cyan", "first_call_s": "yellow"}  # fmt: skip
+_BAR_PARTS = tuple((key, label, _BAR_COLOURS[key]) for key, label in COMPONENT_LABELS.items())
 _BAR_WIDTH = 32
 
 
@@ -446,8 +446,11 @@ def print_report(console: Console, result) -> None:
             table.add_row(case.case, status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
     console.print(table)
     legend = Text("components: ")
-    for _key, label, colour in _BAR_PARTS:
-        legend.append("█", style=colour).append(f" {label}  ")
+    # the optional phases (device init, your import) only where some bar has them
+    drawn = {key for key in OPTIONAL_METRICS if any(named(s, key) is not None for _c, _p, s in rows)}
+    for key, label, colour in _BAR_PARTS:
+        if key not in OPTIONAL_METRICS or key in drawn:
+            legend.append("█", style=colour).append(f" {label}  ")
     console.print(legend)
     console.print(f"full report: {result.result_dir.root / 'report.md'}", markup=False, highlight=False)
 

@@ -8,7 +8,7 @@ happened and that it has no figure."""
 from __future__ import annotations
 
 from ttfr.analyse import contention
-from ttfr.analyse.runs import COLD_METRICS, STAGE_METRICS, USER_IMPORT
+from ttfr.analyse.runs import COLD_METRICS, OPTIONAL_METRICS, STAGE_METRICS
 from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult, RunFigures, named
 from ttfr.model.policies import WARM_PROCESS
@@ -68,7 +68,7 @@ def _recorded(struct, names):
 
 
 def _run_rows(where: dict, run: RunFigures):
-    for name, value in _recorded(run.metrics, (*COLD_METRICS, USER_IMPORT)):
+    for name, value in _recorded(run.metrics, (*COLD_METRICS, *OPTIONAL_METRICS)):
         yield _row(where, run, "cold_run", name, value, "s")
     for name, value in _recorded(run.stages, STAGE_METRICS):
         yield _row(where, run, "cold_run", f"stage_{name}", value, "s")

@@ -32,6 +32,9 @@ class Runtime:
         self.compiled = None
         self.sync = None
         self.ready = None
+        # a GPU's context and memory pool are made in a timed phase of their own (the worker's device_init)
+        self.init_device = self._init_gpu if self.on_gpu else None
+        self._peaks = []  # device peak bytes read at each phase's end (device_peak)
 
     def import_stack(self):
         import jax
@@ -44,16 +47,32 @@ class Runtime:
         if self.job.inline_cpu and not self.on_gpu:  # before the CPU client exists
             jax.config.update("jax_cpu_enable_async_dispatch", False)
         self.counter.register(jax)
-        platform = "gpu" if self.on_gpu else "cpu"
-        try:
-            self.devices = jax.devices(platform)
-        except RuntimeError as exc:
-            if self.on_gpu:
-                raise gpu_unusable("JAX", exc) from exc
-            raise
-        self.device = self.devices[0]
         self.sync = jax.block_until_ready
         self.ready = self._ready
+        if not self.on_gpu:  # the CPU client is part of the stack's import, as it always was
+            self.devices = jax.devices("cpu")
+            self.device = self.devices[0]
+
+    def _init_gpu(self):
+        """JAX creates a context on every visible GPU (the worker sees one) when its backends are
+        first asked for, and reserves its memory pool (XLA_PYTHON_CLIENT_PREALLOCATE) at the first
+        transfer: both here, rather than spread over import and setup."""
+        import numpy
+
+        try:
+            self.devices = self.jax.devices("gpu")
+        except RuntimeError as exc:
+            raise gpu_unusable("JAX", exc) from exc
+        self.device = self.devices[0]
+        self.jax.device_put(numpy.zeros(1, numpy.float32), self.device).block_until_ready()
+
+    def device_peak(self):
+        """The device's peak bytes in use so far (None on CPU). XLA cannot reset its peak, so each
+        reading is cumulative from the process's start (said in the record: peaks_reset False)."""
+        stats = self.device.memory_stats() if self.on_gpu else None
+        peak = stats.get("peak_bytes_in_use") if stats else None
+        self._peaks.append(peak)
+        return peak
 
     def _ready(self, output):
         """Has every array of `output` finished? Never waits (the warm sync check's probe)."""
@@ -114,9 +133,10 @@ class Runtime:
         analysis = self.compiled.memory_analysis() if self.compiled is not None else None
         if analysis is not None:
             result["compiled"] = {f: getattr(analysis, f) for f in _MEMORY_FIELDS if hasattr(analysis, f)}
-        stats = self.device.memory_stats()  # None on CPU
-        if stats and "peak_bytes_in_use" in stats:
-            result["device_peak_bytes"] = stats["peak_bytes_in_use"]
+        peak = self.device_peak()
+        if peak is not None:
+            result["device_peak_bytes"] = peak
+            result["device_peaks_reset"] = False
         return result
 
     def versions(self):

@@ -4,14 +4,25 @@ For `torch.compile` the first call is split with `torch._dynamo.utils.compile_ti
 (an internal API, so every figure is derived defensively and the raw table is kept):
 dynamo = compile_inner - call_user_compiler; inductor = compile_fx_inner (forward and the
 lazily compiled backward) + AOTAutogradCache.inductor_load (a cache hit's load);
-AOTAutograd = the rest of call_user_compiler; first execution = what remains of the
-first call once wrapping, dynamo and the lazy backward are taken out.
+AOTAutograd = the rest of call_user_compiler; Triton autotuning = the autotuner's benchmarking
+of a kernel's configs at its first launch (and the build of the config it chose), which
+happens inside the first execution on CUDA; first execution = what remains of the first call
+once wrapping, dynamo, the lazy backward and autotuning are taken out.
 """
 
 import time
 
 from ttfr.child import hostinfo
 from ttfr.child.backends import gpu_unusable
+
+
+# Triton's CachingAutotuner at a kernel's first launch (torch/_inductor/runtime/triton_heuristics.py)
+_AUTOTUNE_TIMERS = (
+    "CachingAutotuner.benchmark_all_configs",
+    "CachingAutotuner.coordinate_descent_tuning",
+    "CachingAutotuner.combo_sequential_autotune",
+    "CachingAutotuner.slow_precompile_config",
+)
 
 
 def _split_compile_times(table, first_call_s, wrap_s):
@@ -24,14 +35,18 @@ def _split_compile_times(table, first_call_s, wrap_s):
     backward_total = table.get("backward._backward_impl", backward_inductor)
     cache_load = table.get("AOTAutogradCache.inductor_load", 0.0)
     forward_inductor = inductor_all - backward_inductor
+    autotuned = [name for name in _AUTOTUNE_TIMERS if name in table]
+    autotune = sum(table[name] for name in autotuned)
     split = {
         "dynamo_s": max(0.0, dynamo_total - user_compiler),
         "aot_autograd_s": max(0.0, user_compiler - forward_inductor - cache_load) + max(0.0, backward_total - backward_inductor),
         "inductor_s": inductor_all + cache_load,
-        "first_execute_s": max(0.0, first_call_s - wrap_s - dynamo_total - backward_total),
+        "first_execute_s": max(0.0, first_call_s - wrap_s - dynamo_total - backward_total - autotune),
     }
     if "backward._backward_impl" in table or "compile_fx.<locals>.bw_compiler" in table:
         split["backward_compile_s"] = backward_total  # only when a backward graph was compiled
+    if autotuned:  # only where a kernel had configs to choose from (Triton; C++ kernels have none)
+        split["autotune_s"] = autotune
     return split
 
 
@@ -46,6 +61,9 @@ class Runtime:
         self.args = ()
         self.sync = None
         self.compile_table = None
+        # a GPU's context, allocator and cuBLAS handle are made in a timed phase of their own (device_init)
+        self.init_device = self._init_gpu if self.on_gpu else None
+        self._process_peak = 0  # the largest peak read before a reset (device_peak)
 
     def import_stack(self):
         import torch
@@ -53,19 +71,25 @@ class Runtime:
         self.torch = torch
         # full float32 matmuls, said rather than assumed (catalog: matmul_precision), on CPU and CUDA alike
         torch.set_float32_matmul_precision("highest")
-        if self.on_gpu:
-            if not torch.cuda.is_available():
-                raise gpu_unusable(
-                    "PyTorch",
-                    f"torch.cuda.is_available() is False (torch {torch.__version__}, "
-                    f"built for CUDA {torch.version.cuda or 'none: a CPU-only build'})",
-                )
-            torch.cuda.init()
-            self.device = torch.device("cuda", 0)
-            self.sync = self._cuda_sync
-        else:
-            self.device = torch.device("cpu")
+        self.device = torch.device("cpu")
         self.dtype = getattr(torch, self.job.dtype)
+
+    def _init_gpu(self):
+        """torch makes its CUDA context at the first tensor on the device (else in setup) and cuBLAS
+        its handle and workspace at the first matmul (else in the first call): both here, timed."""
+        torch = self.torch
+        if not torch.cuda.is_available():
+            raise gpu_unusable(
+                "PyTorch",
+                f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                f"built for CUDA {torch.version.cuda or 'none: a CPU-only build'})",
+            )
+        torch.cuda.init()
+        self.device = torch.device("cuda", 0)
+        torch.empty(1, device=self.device)
+        torch.cuda.current_blas_handle()
+        torch.cuda.synchronize()
+        self.sync = self._cuda_sync
 
     def _cuda_sync(self, _output):
         self.torch.cuda.synchronize()
@@ -150,10 +174,22 @@ class Runtime:
             "compile_s": table.get("_compile.compile_inner", 0.0) + backward + float(sum(packaged)),
         }
 
+    def device_peak(self):
+        """The device's peak allocated bytes since the last reading, which resets it (None on CPU):
+        the first call's compile and autotuning buffers apart from the steady state."""
+        if not self.on_gpu:
+            return None
+        cuda = self.torch.cuda
+        peak = int(cuda.max_memory_allocated())
+        cuda.reset_peak_memory_stats()
+        self._process_peak = max(self._process_peak, peak)
+        return peak
+
     def memory(self):
-        if self.on_gpu:
-            return {"device_peak_bytes": int(self.torch.cuda.max_memory_allocated())}
-        return {}
+        if not self.on_gpu:
+            return {}
+        self.device_peak()
+        return {"device_peak_bytes": self._process_peak, "device_peaks_reset": True}
 
     def versions(self):
         info = {"torch": self.torch.__version__, "torch_threads": self.torch.get_num_threads()}
