@@ -1,5 +1,6 @@
 from ttfr.measure import cache, catalog
 from ttfr.measure.cache import CacheDirs
+from ttfr.measure.catalog import TORCH_COUNTERS
 from ttfr.model.base import decode
 from ttfr.model.case import HitMiss
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
@@ -102,3 +103,13 @@ def test_a_program_that_writes_no_cache_in_any_run_is_not_applicable_not_flagged
     # a run that wrote nothing while others of the case did is still flagged
     alone = cache_mod.verify(COLD_CACHE, True, None, 0, 0, cache_mod.DIRECTORY_ENTRIES)
     assert alone.verdict == "flagged" and alone.flags == ["cache_not_written"]
+
+
+def test_an_eager_gpu_run_whose_driver_jit_cache_grew_is_flagged_and_counted():
+    """Issue 27, item 13: torch_eager_cuda has no compilation cache, but the CUDA driver compiles a
+    PTX-only kernel at load into CUDA_CACHE_PATH (and NVRTC kernels into PYTORCH_KERNEL_CACHE_PATH)."""
+    grew = cache.verify(COLD_CACHE, False, None, 0, 3, TORCH_COUNTERS, {"cuda": [0, 2], "torch_kernels": [0, 1]})
+    assert grew.flags == ["kernel_cache_grew"] and grew.written == 3 and grew.verdict == "not_applicable"
+    other = cache.verify(COLD_CACHE, False, None, 0, 4, TORCH_COUNTERS, {"inductor": [0, 4]})  # not a kernel cache
+    quiet = cache.verify(COLD_CACHE, False, None, 0, 0, TORCH_COUNTERS, None)
+    assert other.flags == [] and quiet.flags == [] and quiet.note == "this runtime has no persistent compilation cache"

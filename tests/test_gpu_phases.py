@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from fakes import FakeExecutor, run_suite
@@ -154,6 +155,10 @@ class _GpuExecutor(FakeExecutor):
     def answer(self, job, call, entries, jax_dir):
         record, process_ns = super().answer(job, call, entries, jax_dir)
         if job.device == "gpu":
+            # the driver JIT-compiles a PTX-only kernel at load and caches it where CUDA_CACHE_PATH says
+            jit_cache = Path(call["env"]["CUDA_CACHE_PATH"])
+            if jit_cache.is_dir() and not any(jit_cache.iterdir()):
+                (jit_cache / "ComputeCache.bin").write_bytes(b"sass")
             record["marks_ns"]["device_ready"] = record["marks_ns"]["imported"] + 10_000_000
             record["memory"] = {"device_peak_bytes": 7 << 20, "device_peaks_reset": True,
                                 "device_peaks": {"setup": 1 << 20, "first_call": 7 << 20, "steady": 2 << 20}}  # fmt: skip
@@ -172,11 +177,15 @@ def test_every_output_shows_the_device_phase_and_the_peaks_the_case_result_holds
     assert summary.device_init_s.median == pytest.approx(0.01) and summary.setup_s.median == pytest.approx(0.01)
     assert encode(gpu.memory)["device_peaks"] == {"setup": 1 << 20, "first_call": 7 << 20, "steady": 2 << 20}
     assert "device_init_s" not in encode(cpu.policies.get(COLD_CACHE).summary)
+    # item 13: the driver's JIT cache grew in the eager GPU case's cold-cache runs (never in the CPU case's)
+    assert "kernel_cache_grew" in {f.name for f in gpu.flags if f.policy == COLD_CACHE}
+    assert not any(f.name == "kernel_cache_grew" for f in cpu.flags)
     root = outcome.result_dir.root
     markdown = (root / "report.md").read_text()
     header = next(line for line in markdown.splitlines() if line.startswith("| case | interpreter |"))
     assert "| import | device init | setup |" in header
     assert "setup 1 MiB · first call 7 MiB · steady 2 MiB" in markdown
+    assert "stored kernels in the CUDA driver's JIT cache" in markdown
     (csv_path,) = formats.export("csv", root, tmp_path / "runs.csv", COLD_CACHE)
     rows = [r for r in csv.DictReader(csv_path.open()) if r["metric"] == "device_init_s"]
     cold_runs = [r for _name, policy in gpu.policies.cold() for r in policy.runs]

@@ -32,6 +32,9 @@ CACHE_SUBDIRS = {
     "CUPY_CACHE_DIR": "cupy",
     "PYTORCH_KERNEL_CACHE_PATH": "torch_kernels",
 }
+# The driver's and torch's kernel caches (CUDA_CACHE_PATH, PYTORCH_KERNEL_CACHE_PATH): an eager GPU run
+# that writes there compiled kernels at load time.
+KERNEL_CACHE_SUBDIRS = ("cuda", "torch_kernels")
 # JAX writes nothing to its persistent cache on CPU without these (default minimum 1 s).
 JAX_CACHE_SETTINGS = {
     "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
@@ -131,7 +134,7 @@ def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_b
     any of its runs: the policies do not apply to it (not a flag in every run of `python -c
     "import json"`); its note says what that means if it does compile."""
     base = {"entries_before": entries_before, "entries_after": entries_after}
-    if kind == DIRECTORY_ENTRIES and by_directory:
+    if by_directory and (kind == DIRECTORY_ENTRIES or not compiles):
         base["by_directory"] = by_directory
     if kind == DIRECTORY_ENTRIES and uncached:
         return CacheCheck(**base, flags=[], verdict="not_applicable", written=0, note=UNCACHED_NOTE)
@@ -140,6 +143,13 @@ def verify(policy: str | None, compiles: bool, counts: HitMiss | None, entries_b
     if compiles and kind == DIRECTORY_ENTRIES:
         return CacheCheck(**base, **_by_entries(policy, entries_before, entries_after))
     if not compiles:
+        # An eager GPU runtime has no cache of its own, but the CUDA driver JIT-compiles any kernel shipped
+        # only as PTX for this GPU and keeps it in CUDA_CACHE_PATH (ttfr's per-case directory): say so.
+        jitted = sum(max(after - before, 0) for sub, (before, after) in (by_directory or {}).items()
+                     if sub in KERNEL_CACHE_SUBDIRS)  # fmt: skip
+        if jitted and policy in (COLD_CACHE, WARM_CACHE):
+            return CacheCheck(**base, flags=["kernel_cache_grew"], verdict="not_applicable", written=jitted,
+                              note=f"the CUDA driver stored {jitted} JIT-compiled kernel file(s) in this run")  # fmt: skip
         return CacheCheck(**base, flags=[], verdict="not_applicable", note="this runtime has no persistent compilation cache")
     if counts is None:
         return CacheCheck(**base, flags=[], verdict="unverified", note="the worker reported no cache counters")

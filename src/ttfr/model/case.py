@@ -255,6 +255,11 @@ class WarmCacheGrew(Flag, tag="warm_cache_grew"):
     """a warm-cache run stored new cache files: it compiled what the cache lacked"""
 
 
+class KernelCacheGrew(Flag, tag="kernel_cache_grew"):
+    """an eager GPU run stored kernels in the CUDA driver's JIT cache (PTX compiled for this GPU at load): its
+    figures include that compile, which a later process on this machine finds cached"""
+
+
 class Contended(Flag, tag="contended"):
     evidence: list[str]
     runs: list[int] | UnsetType = UNSET
@@ -349,10 +354,12 @@ class InvalidMeasurement(Flag, tag="invalid_measurement"):
 
 
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
-                                                         WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew)}  # fmt: skip
+                                                         WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
+                                                         KernelCacheGrew)}  # fmt: skip
 AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
-           | WarmCachePartialHits | WarmCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept | CompileCountMismatch
-           | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised | InvalidMeasurement)  # fmt: skip
+           | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
+           | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
+           | InvalidMeasurement)  # fmt: skip
 
 
 # ------------------------------------------------------------------ policies
