@@ -3,13 +3,14 @@
     .venv/bin/python benchmarks/gpu_check.py [--out docs/gpu] [--quick]
 
 Fails (exit 1, never a warning) where no GPU is usable. Otherwise runs, in one `ttfr run` each:
-the array workloads at 512 (f32, f64) on every GPU backend under every cache policy; the
-HistFactory workloads on the `simple` preset; the ahead-of-time loops; then `pytest -m gpu`. It
-checks what the GPU rows promise — every GPU case ok with its result check passed, no warm process
-unsynchronised, cold-cache runs verified with no hits and warm-cache runs with hits, JAX's compile
-stages summing to at most its first call, a timed device_init phase, a device peak memory (and
-one per phase: setup, first call, steady state), and the manifest's
-ptxas/driver/XLA records — and writes its report (markdown, with the command) to --out.
+the array workloads at 512 (f32, f64) on every GPU backend under every cache policy; the declared
+TF32 variants on matmul and the MLP step (f32); the HistFactory workloads on the `simple` preset;
+the ahead-of-time loops; then `pytest -m gpu`. It checks what the GPU rows promise — every GPU
+case ok with its result check passed, no warm process unsynchronised, cold-cache runs verified
+with no hits and warm-cache runs with hits, JAX's compile stages summing to at most its first
+call, a timed device_init phase, a device peak memory (and one per phase: setup, first call,
+steady state), and the manifest's ptxas/driver/XLA records — and writes its report (markdown,
+with the command) to --out.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ from pathlib import Path
 
 from ttfr.measure import catalog
 
-GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu"]
+GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in]
+TF32_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and b.opt_in]
 RUNS = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,fused_chain,mlp_train_step", "--sizes",
                "512", "--dtypes", "f32,f64", "--cache-policy", "all"],
+    # the declared TF32 variants: float32 only (float64 has no TF32), their check at TF32's tolerance
+    "tf32": ["--backends", ",".join(TF32_BACKENDS), "--workloads", "matmul,mlp_train_step", "--sizes", "512", "--dtypes",
+             "f32"],
     "histfactory": ["--backends", "jax_jit_gpu,torch_eager_cuda", "--workloads", "hf_nll_grad,hf_profiled_q0,hf_train_loop",
                     "--workspace-preset", "simple"],
     "loops": ["--backends", "jax_jit_gpu,torch_compile_cuda", "--workloads", "sweep_mlp_aot,ragged_batches_aot"],

@@ -18,6 +18,10 @@ FACTS = {
     "torch_compile_cpu": (False, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": ""}),
     "torch_eager_cuda": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),  # one GPU per worker
     "torch_compile_cuda": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),
+    # the declared TF32 variants: their base backend's facts
+    "jax_jit_gpu_tf32": (True, catalog.JAX_MONITORING, {"CUDA_VISIBLE_DEVICES": "0", "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}),
+    "torch_eager_cuda_tf32": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),
+    "torch_compile_cuda_tf32": (True, catalog.TORCH_COUNTERS, {"CUDA_VISIBLE_DEVICES": "0"}),
     "pyhf_numpy": (False, None, {}),
     # pyhf's JAX backend synchronises with block_until_ready and reports JAX's cache events;
     # it is a CPU backend, so it stays off a GPU like jax_jit_cpu.

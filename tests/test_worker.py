@@ -187,6 +187,48 @@ def test_tf32_arithmetic_would_fail_the_float32_check_so_the_adapters_ask_for_fu
         assert "float32 matmul precision highest" in case.sync_policy, name
 
 
+def test_tf32_is_a_declared_variant_chosen_by_name_whose_check_allows_tf32s_error():
+    """Issue 27, item 2: TF32 for both frameworks as declared backends, never in a default suite; their
+    float32 check allows TF32's error (emulated: it passes there, and fails the full-precision tolerance)."""
+    import numpy as np
+
+    from ttfr.child import worker
+    from ttfr.child.workloads import matmul
+    from ttfr.measure.spec import RunRequest, build_spec
+
+    variants = {"jax_jit_gpu_tf32", "torch_eager_cuda_tf32", "torch_compile_cuda_tf32"}
+    assert not variants & {case.backend for case in build_spec(RunRequest()).cases}
+    named = build_spec(RunRequest(backends="jax_jit_gpu_tf32,torch_eager_cuda_tf32", workloads="matmul", sizes="512"))
+    policies = {case.backend: case.sync_policy for case in named.cases}
+    assert "precision tensorfloat32: TF32" in policies["jax_jit_gpu_tf32"]
+    assert "precision high: TF32" in policies["torch_eager_cuda_tf32"]
+    for size in (512, 1024):
+        a, b = matmul.make_inputs(size, "float32", 0)
+        tf32 = [(x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (a, b)]
+        result = [tf32[0] @ tf32[1]]
+        assert worker._check(matmul, [a, b], result, "float32", tf32=True)["passed"], size
+        assert not worker._check(matmul, [a, b], result, "float32")["passed"], size
+    assert worker._check(matmul, [a, b], result, "float64", tf32=True)["tolerance"] == matmul.TOLERANCE["float64"]
+
+
+def test_the_adapters_set_tf32_only_for_the_tf32_variant():
+    jax = pytest.importorskip("jax")
+    torch = pytest.importorskip("torch")
+    from ttfr.child.backends import jax_backend, torch_backend
+
+    before = jax.config.jax_default_matmul_precision, torch.get_float32_matmul_precision()
+    try:
+        jax_backend.Runtime(job("jax_backend", variant="tf32")).import_stack()
+        assert jax.config.jax_default_matmul_precision == "tensorfloat32"
+        torch_backend.Runtime(job("torch_backend", variant="tf32")).import_stack()
+        assert torch.get_float32_matmul_precision() == "high"
+        torch_backend.Runtime(job("torch_backend")).import_stack()
+        assert torch.get_float32_matmul_precision() == "highest"
+    finally:
+        jax.config.update("jax_default_matmul_precision", before[0])
+        torch.set_float32_matmul_precision(before[1])
+
+
 def test_the_jax_adapter_sets_full_float32_matmuls():
     jax = pytest.importorskip("jax")
     from ttfr.child.backends import jax_backend

@@ -75,6 +75,8 @@ class Backend:
     # defaults to TF32 where torch keeps FP32, so the two would time different arithmetic (and
     # TF32 misses the f32 tolerance). Empty: the runtime has one arithmetic.
     matmul_precision: str = ""
+    # A declared variant of another backend (TF32 arithmetic): chosen only by name, never in a default suite.
+    opt_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,11 @@ _TORCH = dict(
 _HIDE_GPUS = (("CUDA_VISIBLE_DEVICES", ""),)
 _TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
 _TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
+_TF32 = dict(variant="tf32", opt_in=True)
+_TF32_JAX = dict(_TF32, matmul_precision="tensorfloat32: TF32 inputs, float32 accumulation "
+                 "(jax_default_matmul_precision=tensorfloat32), a declared variant")  # fmt: skip
+_TF32_TORCH = dict(_TF32, matmul_precision="high: TF32 inputs, float32 accumulation "
+                   "(torch.set_float32_matmul_precision('high')), a declared variant")  # fmt: skip
 _PYHF = dict(framework="pyhf", adapter="pyhf_backend", device="cpu")
 COMMAND = "command"  # the backend and framework of `ttfr run --command` cases
 _COMMAND_SYNC = "the program's own: its first result is the line it prints (--first-result), its mark, or its exit"
@@ -179,6 +186,16 @@ BACKENDS = {
                 barrier=True, env_defaults=_ONE_GPU, **_TORCH_EAGER),
         Backend("torch_compile_cuda", device="gpu", description="torch.compile (inductor, Triton) on CUDA",
                 sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, **_TORCH_COMPILE),
+        # TF32 float32 matmuls, declared (issue 27): what JAX does on a GPU by default and what torch does with
+        # set_float32_matmul_precision('high'), both asked for, so the two compare like with like; their result
+        # check allows TF32's error (child/worker.py TF32_TOLERANCE, float32 only)
+        Backend("jax_jit_gpu_tf32", description="jax.jit on the GPU platform, TF32 float32 matmuls", device="gpu",
+                xla_gpu_toolkit=True, env_defaults=_JAX_GPU_ENV, **dict(_JAX, **_TF32_JAX)),
+        Backend("torch_eager_cuda_tf32", device="gpu", description="PyTorch eager on CUDA, TF32 float32 matmuls",
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, **dict(_TORCH_EAGER, **_TF32_TORCH)),
+        Backend("torch_compile_cuda_tf32", device="gpu", description="torch.compile on CUDA, TF32 float32 matmuls",
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU,
+                **dict(_TORCH_COMPILE, **_TF32_TORCH)),
         Backend("pyhf_numpy", compiles=False, requires=("pyhf",), description="pyhf 0.7, NumPy backend",
                 sync_policy="synchronous: pyhf's NumPy backend returns finished arrays", cost_prior_s=(2.0, 2.0),
                 variant="numpy", unsupported=_PYHF_NUMPY_UNSUPPORTED, **_PYHF),

@@ -335,7 +335,7 @@ def select_cases(
             raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
     size_values = [_parse_int(s, "--sizes") for s in sizes]
     dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
-    chosen_backends = backends or [name for name, b in catalog.BACKENDS.items() if not b.diagnostic]
+    chosen_backends = backends or [name for name, b in catalog.BACKENDS.items() if not (b.diagnostic or b.opt_in)]
     chosen_workloads = workloads or [w for w, info in known.workloads.items() if info.default and not info.diagnostic]
     cases = set()
     for w_name in chosen_workloads:

@@ -42,8 +42,9 @@ class Runtime:
         self.jax = jax
         if self.job.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
-        # full float32 arithmetic, as torch keeps it (catalog: matmul_precision): XLA's GPU default is TF32
-        jax.config.update("jax_default_matmul_precision", "highest")
+        # full float32 arithmetic, as torch keeps it (catalog: matmul_precision): XLA's GPU default is TF32,
+        # which the declared TF32 variant asks for by name
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if self.job.variant == "tf32" else "highest")
         if self.job.inline_cpu and not self.on_gpu:  # before the CPU client exists
             jax.config.update("jax_cpu_enable_async_dispatch", False)
         self.counter.register(jax)

@@ -69,8 +69,9 @@ class Runtime:
         import torch
 
         self.torch = torch
-        # full float32 matmuls, said rather than assumed (catalog: matmul_precision), on CPU and CUDA alike
-        torch.set_float32_matmul_precision("highest")
+        # full float32 matmuls, said rather than assumed (catalog: matmul_precision), on CPU and CUDA alike;
+        # 'high' (TF32) only for the declared TF32 variant
+        torch.set_float32_matmul_precision("high" if self.job.variant == "tf32" else "highest")
         self.device = torch.device("cpu")
         self.dtype = getattr(torch, self.job.dtype)
 
