@@ -90,7 +90,11 @@ class EngineWorkload(Protocol):
 class Loop(Protocol):
     """What a loop workload builds for one runtime and strategy; ttfr/child/loop.py runs it.
     It may also have `prepare()` with `prepare_label` (an ahead-of-time phase, timed as its
-    own timeline entry), which may change `expected_compiles` and `loaded`."""
+    own timeline entry), which may change `expected_compiles` and `loaded`; and
+    `take_transfer_s() -> float | None`: the seconds its host<->device copies took since it was
+    last asked, each copy waited for, and zeroed (None: it moves no data), which the driver
+    records per entry as `transfer_s` (the rest of the entry is compute). A loop without it
+    records none."""
 
     labels: list  # one per iteration
     functions: tuple | None  # the loop's own compiled functions (JAX `fun_name`); None: all the process compiles
@@ -98,7 +102,8 @@ class Loop(Protocol):
     loaded: int  # executables loaded from disk rather than compiled
 
     def iteration(self, index: int) -> Any:
-        """Run iteration `index`; its host result, finished."""
+        """Run iteration `index`; its host result, finished (the driver waits on the runtime's
+        barrier for anything that is not host data, inside the iteration's time)."""
 
     def output(self, results: list) -> list:
         """The loop's result (host arrays) from every iteration's."""

@@ -16,12 +16,17 @@ Strategies (ttfr.measure.catalog.LOOP_STRATEGIES):
   the case's AOT directory (TTFR_AOT_DIR, one of ttfr's cache directories, so the cache
   policies apply) and, where an earlier run left them there, loaded instead of compiled.
 
-Every strategy moves its data to the device inside the loop, as a loop loads its data.
+Every strategy moves its data to the device inside the loop, as a loop loads its data, and
+its losses back to the host at each iteration's end; it times both copies (`take_transfer_s`),
+each waited for: the inputs put on the device are waited on before the compute starts, and the
+compute is waited on (the runtime's barrier) before the losses are copied back, so neither is
+charged to the other.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,22 +68,54 @@ def numpy_reference(segments) -> list:
 
 
 class _Loop:
-    """What the worker's loop driver runs (ttfr.child.contracts.Loop)."""
+    """What the worker's loop driver runs (ttfr.child.contracts.Loop). A strategy that moves
+    its data copies it with `to_device` and `to_host`, which time the copies; `barrier`
+    (the runtime's sync; None: a synchronous runtime) waits for device work."""
 
     functions = (STEP_NAME,)
     loaded = 0
+    barrier = None
+    moves_data = True  # False: the loop never leaves the host (take_transfer_s gives None)
 
     def __init__(self, segments, expected_compiles):
         self.segments = segments
         self.labels = [s.label for s in segments]
         self.expected_compiles = expected_compiles
+        self._transfer_ns = 0
 
     def output(self, results):
         return [np.stack(results)]
 
+    def take_transfer_s(self) -> float | None:
+        """The seconds the host<->device copies took since the last call (None: no device)."""
+        if not self.moves_data:
+            return None
+        seconds, self._transfer_ns = self._transfer_ns / 1e9, 0
+        return seconds
+
+    def to_device(self, put, arrays):
+        """`put` of each host array, timed, waited for (the copies' time is not the compute's)."""
+        start = time.perf_counter_ns()
+        moved = [put(a) for a in arrays]
+        if self.barrier is not None:
+            self.barrier(moved)
+        self._transfer_ns += time.perf_counter_ns() - start
+        return moved
+
+    def to_host(self, fetch, result):
+        """`fetch(result)` as host data, the compute waited for first and the copy timed."""
+        if self.barrier is not None:
+            self.barrier(result)  # the compute's time, not the copy's
+        start = time.perf_counter_ns()
+        host = fetch(result)
+        self._transfer_ns += time.perf_counter_ns() - start
+        return host
+
 
 # ---------------------------------------------------------------------------- NumPy
 class _NumpyNaive(_Loop):
+    moves_data = False
+
     def __init__(self, segments):
         super().__init__(segments, None)
         self.params = None
@@ -109,22 +146,28 @@ class _JaxSequential(_Loop):
     def __init__(self, runtime, segments, expected_compiles, call=None, pad=False):
         super().__init__(segments, expected_compiles)
         self.jax, self.device, self.call, self.pad = runtime.jax, runtime.device, call, pad
+        self.barrier = self.jax.block_until_ready
         self.params = None
+
+    def _put(self, array):
+        return self.jax.device_put(array, self.device)
+
+    def _get(self, arrays):
+        return np.asarray(self.jax.device_get(arrays))
 
     def iteration(self, index):
         s = self.segments[index]
         params, x, y, mask = _padded(s, self.pad, s.params)
-        put = self.jax.device_put
-        params = tuple(put(p, self.device) for p in params) if params is not None else self.params
-        x, y, mask = put(x, self.device), put(y, self.device), put(mask, self.device)
-        lr = put(np.asarray(s.lr, dtype=s.x.dtype), self.device)
+        fresh = list(params) if params is not None else []
+        *fresh, x, y, mask, lr = self.to_device(self._put, [*fresh, x, y, mask, np.asarray(s.lr, dtype=s.x.dtype)])
+        params = tuple(fresh) if params is not None else self.params
         call = self.call_for(index)
         losses = []
         for _ in range(s.steps):
             params, loss = call(params, x, y, mask, lr)
             losses.append(loss)
         self.params = params
-        return np.asarray(self.jax.device_get(losses))
+        return self.to_host(self._get, losses)
 
     def call_for(self, index):
         return self.call
@@ -308,19 +351,21 @@ def _stacked(segments):
 class _Batched(_Loop):
     """All segments trained together in one vmapped call per step: a single iteration."""
 
-    def __init__(self, segments, expected_compiles, put, call, collect):
+    def __init__(self, segments, expected_compiles, put, call, fetch, barrier, stack=None):
         super().__init__(segments, expected_compiles)
-        self.put, self.call, self.collect = put, call, collect  # collect: the steps' losses -> host (steps x K)
+        # stack: the steps' losses as one device array (None: fetch takes the list); fetch: -> host (steps x K)
+        self.put, self.call, self.fetch, self.barrier, self.stack = put, call, fetch, barrier, stack
         self.labels = [f"all {len(segments)} configurations, batched"]
 
     def iteration(self, _index):
         params, x, y, mask, lr = _stacked(self.segments)
-        params, x, y, mask, lr = tuple(self.put(p) for p in params), self.put(x), self.put(y), self.put(mask), self.put(lr)
+        *params, x, y, mask, lr = self.to_device(self.put, [*params, x, y, mask, lr])
+        params = tuple(params)
         losses = []
         for _ in range(self.segments[0].steps):
             params, loss = self.call(params, x, y, mask, lr)
             losses.append(loss)
-        return self.collect(losses).T  # segments x steps
+        return self.to_host(self.fetch, self.stack(losses) if self.stack else losses).T  # segments x steps
 
     def output(self, results):
         return [results[0]]
@@ -330,7 +375,7 @@ def _jax_vmapped(runtime, segments):
     jax = runtime.jax
     call = jax.jit(jax.vmap(loop_mlp.jax_step(jax, masked=True)))
     return _Batched(segments, 1, lambda a: jax.device_put(a, runtime.device), call,
-                    lambda losses: np.asarray(jax.device_get(losses)))  # fmt: skip
+                    lambda losses: np.asarray(jax.device_get(losses)), jax.block_until_ready)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- torch
@@ -378,17 +423,23 @@ class _TorchSequential(_Loop):
     def __init__(self, runtime, segments, expected_compiles, loss_fn, pad=False):
         super().__init__(segments, expected_compiles if runtime.compiles else None)
         self.torch, self.device, self.loss_fn, self.pad = runtime.torch, runtime.device, loss_fn, pad
+        self.barrier = runtime.sync  # CUDA: torch.cuda.synchronize; CPU: None (synchronous)
         self.params = self.optimizer = None
+
+    def _copy(self, array):  # copied: SGD updates the parameters in place, and the host arrays are the next run's start
+        return self.torch.from_numpy(array).to(self.device, copy=True)
+
+    def _put(self, array):
+        return self.torch.from_numpy(array).to(self.device)
 
     def iteration(self, index):
         torch = self.torch
         s = self.segments[index]
         params, x, y, mask = _padded(s, self.pad, s.params)
         if params is not None:
-            # copied: SGD updates in place, and the host arrays are the next run's start
-            self.params = [torch.from_numpy(p).to(self.device, copy=True).requires_grad_(True) for p in params]
+            self.params = [p.requires_grad_(True) for p in self.to_device(self._copy, params)]
             self.optimizer = torch.optim.SGD(self.params, lr=s.lr)
-        x, y, mask = (torch.from_numpy(a).to(self.device) for a in (x, y, mask))
+        x, y, mask = self.to_device(self._put, (x, y, mask))
         losses = []
         for _ in range(s.steps):
             self.optimizer.zero_grad(set_to_none=True)
@@ -396,7 +447,11 @@ class _TorchSequential(_Loop):
             loss.backward()
             self.optimizer.step()
             losses.append(loss.detach())
-        return torch.stack(losses).cpu().numpy()
+        return self.to_host(_torch_to_numpy, torch.stack(losses))
+
+
+def _torch_to_numpy(tensor):
+    return tensor.cpu().numpy()
 
 
 def _torch_naive(runtime, segments):
@@ -429,7 +484,7 @@ class _TorchAheadOfTime(_Loop):
     def __init__(self, runtime, segments):
         self.shapes = sorted({s.shape() for s in segments})
         super().__init__(segments, len(self.shapes))
-        self.torch, self.device = runtime.torch, runtime.device
+        self.torch, self.device, self.barrier = runtime.torch, runtime.device, runtime.sync
         self.dtype = segments[0].x.dtype
         self.runners, self.params = {}, None
         self.prepare_label = f"ahead of time: {len(self.shapes)} shape(s) packaged or loaded"
@@ -471,22 +526,23 @@ class _TorchAheadOfTime(_Loop):
         def put(array):
             return torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
 
-        state = tuple(put(p) for p in params) if params is not None else self.params
-        x, y, mask, lr = put(x), put(y), put(mask), put(np.asarray(s.lr, dtype=s.x.dtype))
+        fresh = list(params) if params is not None else []
+        *fresh, x, y, mask, lr = self.to_device(put, [*fresh, x, y, mask, np.asarray(s.lr, dtype=s.x.dtype)])
+        state = tuple(fresh) if params is not None else self.params
         run = self.runners[s.shape()]
         losses = []
         for _ in range(s.steps):
             *state, loss = run(*state, x, y, mask, lr)
             losses.append(loss)
         self.params = tuple(state)
-        return torch.stack(losses).cpu().numpy()
+        return self.to_host(_torch_to_numpy, torch.stack(losses))
 
 
 def _torch_vmapped(runtime, segments):
     torch = runtime.torch
     call = _torch_compile(runtime, loop_mlp.torch_batched_step(torch), False, segments)
     return _Batched(segments, 1 if runtime.compiles else None, lambda a: torch.from_numpy(a).to(runtime.device), call,
-                    lambda losses: torch.stack(losses).cpu().numpy())  # fmt: skip
+                    _torch_to_numpy, runtime.sync, stack=torch.stack)  # fmt: skip
 
 
 BUILDERS = {
