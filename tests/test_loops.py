@@ -13,10 +13,11 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
 from fakes import FakeExecutor, run_suite
 
-from ttfr.model.base import encode
+from ttfr.model.base import UNSET, encode
 from ttfr.analyse import case_result, loops
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import sha256_file
+from ttfr.child import loop as loop_driver
 from ttfr.child import worker
 from ttfr.child.contracts import Loop
 from ttfr.child.job import WARM, Job
@@ -144,16 +145,19 @@ def test_padding_and_masking_give_the_unpadded_training_exactly():
 
 
 # ------------------------------------------------------------------ analysis of loop records
-def _block(seconds, compiles, expected, ahead=None, hits=0):
+def _block(seconds, compiles, expected, ahead=None, hits=0, transfer=0.004):
+    """A record's loop block; each iteration copies for `transfer` seconds (None: no device)."""
     iterations = [{"label": f"config {i}", "s": s, "compiles": c, "persistent_hits": hits if c else 0, "traces": c,
-                   "compile_s": 0.1 * c} for i, (s, c) in enumerate(zip(seconds, compiles))]  # fmt: skip
+                   "compile_s": 0.1 * c, "transfer_s": transfer} for i, (s, c) in enumerate(zip(seconds, compiles))]  # fmt: skip
     if ahead is not None:
         iterations.insert(0, {"label": "ahead", "s": ahead[0], "compiles": ahead[1], "persistent_hits": 0, "traces": 0,
-                              "compile_s": 0.1 * ahead[1], "ahead": True})  # fmt: skip
+                              "compile_s": 0.1 * ahead[1], "ahead": True,
+                              "transfer_s": None if transfer is None else 0.0})  # fmt: skip
     total = sum(e["compiles"] for e in iterations)
     return {"iterations": iterations, "loop_s": sum(e["s"] for e in iterations), "expected_compiles": expected,
             "loaded": 0, "compiles": total, "persistent_hits": hits * sum(1 for c in compiles if c), "traces": total,
-            "compile_s": 0.1 * total}  # fmt: skip
+            "compile_s": 0.1 * total,
+            "transfer_s": None if transfer is None else sum(e["transfer_s"] for e in iterations)}  # fmt: skip
 
 
 def run_loop(block: dict):
@@ -203,6 +207,144 @@ def test_break_even_is_where_a_strategy_stays_no_dearer_than_naive():
     assert loops.break_even_k(batched, naive) == 4
 
 
+def test_records_without_copy_figures_keep_their_summaries_without_them(fixture_case):
+    """A record from before the copies were timed: its figures and summaries leave them out (its
+    case file, checked against its runs, stays valid); a loop that moves no data says null."""
+    old = _block([0.2, 0.1], [1, 0], expected=1)
+    for entry in old["iterations"]:
+        del entry["transfer_s"]
+    del old["transfer_s"]
+    loop = run_loop(old)
+    assert loop.transfer_s is UNSET and loop.transfer_share is UNSET and loop.iterations[0].transfer_s is UNSET
+    run = msgspec.convert(fixture_case.run(0, loop=msgspec.to_builtins(loop)), RunFigures)
+    summary = loops.policy_summary([run])
+    assert summary.transfer_s is UNSET and summary.timeline[0].transfer_s is UNSET
+    host = run_loop(_block([0.2], [0], expected=None, transfer=None))
+    assert host.transfer_s is None and host.transfer_share is None
+    run = msgspec.convert(fixture_case.run(0, loop=msgspec.to_builtins(host)), RunFigures)
+    assert loops.policy_summary([run]).transfer_s is None
+
+
+# ------------------------------------------------------------------ the driver: finished results, timed copies
+class _Clock:
+    """perf_counter_ns under the test's control: work advances it."""
+
+    def __init__(self):
+        self.ns = 0
+
+    def __call__(self):
+        return self.ns
+
+    def advance(self, seconds):
+        self.ns += round(seconds * 1e9)
+
+
+class _Lazy:
+    """A device result still being computed: finished only once the runtime's barrier waited for it."""
+
+    def __init__(self):
+        self.done = False
+
+
+class _AsyncRuntime:
+    framework = "fake"
+
+    def __init__(self, clock, wait_s=0.5):
+        self.clock, self.wait_s, self.synced = clock, wait_s, []
+
+    def sync(self, result):  # the barrier: waits for the work still queued
+        self.synced.append(result)
+        self.clock.advance(self.wait_s)
+        for leaf in result if isinstance(result, list) else [result]:
+            if isinstance(leaf, _Lazy):
+                leaf.done = True
+
+
+class _FakeLoop:
+    """Iteration i computes for `compute_s[i]` and copies for `transfer_s[i]` (None: no take_transfer_s)."""
+
+    functions, expected_compiles, loaded = None, None, 0
+
+    def __init__(self, clock, results, compute_s, transfer_s=None):
+        self.clock, self.results, self.compute_s, self.transfer = clock, results, compute_s, transfer_s
+        self.labels = [f"step {i}" for i in range(len(results))]
+        self.pending = 0.0
+        if transfer_s is None:
+            self.take_transfer_s = None
+
+    def iteration(self, index):
+        copies = self.transfer[index] if self.transfer else 0.0
+        self.clock.advance(self.compute_s[index] + copies)
+        self.pending += copies
+        return self.results[index]()
+
+    def take_transfer_s(self):
+        seconds, self.pending = self.pending, 0.0
+        return seconds
+
+    def output(self, results):
+        unfinished = [r for r in results if isinstance(r, _Lazy) and not r.done]
+        assert not unfinished, "the driver handed on a result still being computed"
+        return [np.zeros(1)]
+
+
+def test_the_driver_waits_for_an_unfinished_result_inside_the_iterations_time(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(loop_driver, "_clock", clock)
+    runtime = _AsyncRuntime(clock)
+    fake = _FakeLoop(clock, [lambda: np.arange(3), _Lazy, lambda: [np.ones(2), _Lazy()], lambda: 1.5], [0.1, 0.1, 0.1, 0.1])
+    driver = loop_driver.LoopDriver(runtime, fake)
+    _output, block = driver.first()
+    # host data is finished as it is; the lazy results (alone or in a list) waited on, the wait timed
+    assert len(runtime.synced) == 2 and isinstance(runtime.synced[0], _Lazy) and isinstance(runtime.synced[1], list)
+    assert [e["s"] for e in block["iterations"]] == pytest.approx([0.1, 0.6, 0.6, 0.1])
+    assert [e["transfer_s"] for e in block["iterations"]] == [None] * 4 and block["transfer_s"] is None
+    driver.call()  # the second call and the warm samples finish every iteration too
+    assert len(runtime.synced) == 4
+    assert loop_driver.on_host([np.float32(1), {"a": np.zeros(2)}, (1, None)]) and not loop_driver.on_host(_Lazy())
+
+
+def test_copy_seconds_are_recorded_per_iteration_and_summed_the_rest_is_compute(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(loop_driver, "_clock", clock)
+    compute, copies = [0.3, 0.02, 0.05], [0.01, 0.004, 0.006]
+    fake = _FakeLoop(clock, [lambda: np.zeros(1)] * 3, compute, copies)
+    fake.pending = 0.5  # copied while the loop was built: not the first iteration's
+    _output, block = loop_driver.LoopDriver(_AsyncRuntime(clock), fake).first()
+    entries = block["iterations"]
+    assert [e["transfer_s"] for e in entries] == pytest.approx(copies)
+    assert [e["s"] - e["transfer_s"] for e in entries] == pytest.approx(compute)  # compute + copies = s
+    assert block["transfer_s"] == pytest.approx(sum(copies)) and block["loop_s"] == pytest.approx(sum(compute + copies))
+    figures = run_loop(block)
+    assert figures.transfer_s == pytest.approx(0.02) and figures.transfer_share == pytest.approx(0.02 / 0.39)
+    assert [e.transfer_s for e in figures.iterations] == pytest.approx(copies)
+
+
+def test_a_strategys_copies_are_timed_apart_from_its_compute(monkeypatch):
+    """to_device waits for the put arrays inside the copy's time; to_host waits for the compute
+    (the runtime's barrier) before its copy's time starts."""
+    clock = _Clock()
+    monkeypatch.setattr(loop_strategies.time, "perf_counter_ns", clock)
+    runtime = _AsyncRuntime(clock, wait_s=0.25)
+
+    def put(array):
+        clock.advance(0.01)
+        return _Lazy()
+
+    def fetch(result):
+        assert result.done  # the compute finished before the copy began
+        clock.advance(0.002)
+        return np.zeros(1)
+
+    strategy = loop_strategies._Loop([], None)
+    strategy.barrier = runtime.sync
+    moved = strategy.to_device(put, [np.zeros(1), np.zeros(1)])
+    assert all(m.done for m in moved) and strategy.take_transfer_s() == pytest.approx(0.02 + 0.25)
+    strategy.to_host(fetch, _Lazy())
+    assert strategy.take_transfer_s() == pytest.approx(0.002) and strategy.take_transfer_s() == 0.0
+    assert loop_strategies._NumpyNaive([]).take_transfer_s() is None  # NumPy never leaves the host
+
+
 # ------------------------------------------------------------------ fake runs through the whole pipeline
 class LoopExecutor(FakeExecutor):
     """Answers loop jobs with a timeline: naive compiles at each new shape, the others per
@@ -228,7 +370,8 @@ class LoopExecutor(FakeExecutor):
         if job.adapter == "numpy_backend":
             compiles, expected = [None] * len(compiles), None
         ahead = (0.8, 4) if job.strategy == "aot" else None
-        block = _block(seconds, [c or 0 for c in compiles], expected, ahead)
+        transfer = None if job.adapter == "numpy_backend" else 0.004  # NumPy's loop never leaves the host
+        block = _block(seconds, [c or 0 for c in compiles], expected, ahead, transfer=transfer)
         if expected is None:
             block.update(compiles=None, traces=None, persistent_hits=None, compile_s=None)
             for entry in block["iterations"]:
@@ -271,6 +414,12 @@ def test_loop_figures_reach_the_artifacts_and_the_report(tmp_path):
     assert "## Loops: compilation in the loop" in report
     assert "| 1 | config 0 | 300 ms ⟳1 |" in report  # the timeline marks the iterations that compiled
     assert "**mismatch**" not in report
+    # 4 iterations copying 4 ms each of naive's 1.2 s loop; NumPy's loop copies nothing
+    naive = rows[("jax_jit_cpu", "naive", cold)]
+    assert naive["transfer_s"]["median"] == pytest.approx(0.016) and naive["transfer_share"] == pytest.approx(0.016 / 1.2)
+    assert rows[("numpy", "naive", cold)]["transfer_s"] is None
+    assert "| host↔device copies (share of loop) |" in report and "| 400 ms (33%) | 16 ms (1%) |" in report
+    assert summary["timeline"][0]["transfer_s"]["median"] == pytest.approx(0.004)
 
 
 def test_a_compile_count_off_its_expectation_flags_the_case(tmp_path):
@@ -430,6 +579,23 @@ def test_every_loop_the_catalog_claims_builds_for_its_runtime():
                 loop = module.build_loop(runtimes[framework], _job(workload.strategy), inputs)
                 assert isinstance(loop, Loop), (framework, workload.name)
                 assert len(loop.labels) == (1 if workload.strategy == "vmapped" else 2)
+
+
+@pytest.mark.skipif(not have("jax"), reason="jax not installed")
+def test_a_real_jax_loop_times_its_copies_within_each_iteration():
+    """jax_jit_cpu, two configurations: each iteration copies its inputs in and its losses out,
+    a real and small part of its time; the loop's total is the iterations' sum."""
+    from ttfr.child.backends import jax_backend
+
+    job = _job("bucketed", size=2)
+    runtime = jax_backend.Runtime(job)
+    runtime.import_stack()
+    strategy = sweep_mlp.build_loop(runtime, job, sweep_mlp.make_inputs(2, "float32", 0))
+    _output, block = loop_driver.LoopDriver(runtime, strategy).first()
+    for entry in block["iterations"]:
+        assert 0 < entry["transfer_s"] <= entry["s"], entry
+    assert block["transfer_s"] == pytest.approx(sum(e["transfer_s"] for e in block["iterations"]))
+    assert 0 < block["transfer_s"] < block["loop_s"]
 
 
 @pytest.mark.torch_compile

@@ -4,7 +4,8 @@ each strategy overtakes naive).
 
 A loop run's `first_call_s` is the whole loop; its record's `loop` block has the timeline
 (every iteration's seconds and the compiles, persistent-cache hits, traces and compile
-seconds the runtime's own counters saw during it) and the loop's totals.
+seconds the runtime's own counters saw during it, and the seconds of its host<->device copies)
+and the loop's totals. Compute is an entry's seconds less its copies'.
 """
 
 from __future__ import annotations
@@ -28,15 +29,24 @@ def _value(value):
     return None if value is UNSET else value
 
 
+def _carried(values):
+    """The summary of figures that records may lack (UNSET: every one predates the figure)."""
+    values = list(values)
+    if all(v is UNSET for v in values):
+        return UNSET
+    return stats.summarize([v for v in values if v is not UNSET])
+
+
 def run_loop(block: LoopRecord | None) -> RunLoop | None:
     """One run's loop figures from its record's `loop` block (None: not a loop run)."""
     if not block:
         return None
     timeline = [LoopStep(label=e.label, s=e.s, compiles=_value(e.compiles), persistent_hits=_value(e.persistent_hits),
-                         traces=_value(e.traces), compile_s=_value(e.compile_s), ahead=bool(e.ahead))
+                         traces=_value(e.traces), compile_s=_value(e.compile_s), ahead=bool(e.ahead),
+                         transfer_s=e.transfer_s)
                 for e in block.iterations]  # fmt: skip
     compiles, expected = _value(block.compiles), _value(block.expected_compiles)
-    compile_s = _value(block.compile_s)
+    compile_s, transfer_s = _value(block.compile_s), block.transfer_s
     body = [e for e in timeline if not e.ahead]
     known = [e for e in body if e.compiles is not None]
     return RunLoop(
@@ -54,6 +64,8 @@ def run_loop(block: LoopRecord | None) -> RunLoop | None:
         # or made ahead of time); the persistent cache's share of the executables built.
         iteration_hit_rate=sum(e.compiles == 0 for e in known) / len(known) if known and len(known) == len(body) else None,
         persistent_hit_rate=_ratio(_value(block.persistent_hits), compiles),
+        transfer_s=transfer_s,
+        transfer_share=UNSET if transfer_s is UNSET else _ratio(transfer_s, block.loop_s),
     )
 
 
@@ -87,6 +99,7 @@ def policy_summary(chosen: list[RunFigures]) -> LoopSummary | None:
             s=stats.summarize([e.s for e in column]),
             compiles=_single(e.compiles for e in column),
             persistent_hits=_single(e.persistent_hits for e in column),
+            transfer_s=_carried(e.transfer_s for e in column),
         ))  # fmt: skip
     pre_loop = [v.metrics.ttfr_s - v.loop.loop_s for v in loop_runs if v.metrics.ttfr_s is not None]
     # The cold-start share: what of the total a process that had already run the loop once
@@ -111,6 +124,8 @@ def policy_summary(chosen: list[RunFigures]) -> LoopSummary | None:
         iteration_hit_rate=statistics.median(numbers("iteration_hit_rate")) if numbers("iteration_hit_rate") else None,
         persistent_hit_rate=statistics.median(numbers("persistent_hit_rate")) if numbers("persistent_hit_rate") else None,
         timeline=timeline,
+        transfer_s=_carried(loop.transfer_s for loop in loops),
+        transfer_share=_carried(loop.transfer_share for loop in loops),
     )
 
 
@@ -209,6 +224,8 @@ def strategy_rows(cases: list[CaseResult]) -> list[LoopRow]:
                     overtakes_naive_at_k=(break_even_k(curves, naive_curves)
                                           if strategy != "naive" and curves and naive_curves else None),
                     cost_curve=curves.get(size),
+                    transfer_s=loop.transfer_s,
+                    transfer_share=UNSET if loop.transfer_share is UNSET else _median(loop.transfer_share),
                 ))  # fmt: skip
     return rows
 

@@ -1,5 +1,9 @@
 """Loop workloads' figures: one run's timeline, a policy's loop summary, and the suite's
-comparison of strategies (analyse/loops.py computes them)."""
+comparison of strategies (analyse/loops.py computes them).
+
+`transfer_s`: the host<->device copies a loop's strategy timed inside its iterations (its
+inputs to the device, its losses back), the rest of the time being compute; null where the
+loop moves no data (NumPy) or does not say, absent from the figures of records that predate it."""
 
 from __future__ import annotations
 
@@ -7,16 +11,18 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from ttfr.model.base import Artifact, Count, Fraction
+from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
 from ttfr.model.summary import Summary
 
 OptionalCount = Count | None
 # A runtime's compile-time counter may be a whole number (0 when nothing compiled)
 CompileSeconds = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)] | None
+Share = Annotated[float, Meta(ge=0)]
 
 
 class LoopStep(Artifact):
-    """One iteration of one run: its seconds and what the runtime's counters saw during it."""
+    """One iteration of one run: its seconds, what the runtime's counters saw during it, and its
+    host<->device copies' seconds (part of `s`; the rest is compute)."""
 
     label: str
     s: float
@@ -25,6 +31,7 @@ class LoopStep(Artifact):
     traces: OptionalCount
     compile_s: CompileSeconds
     ahead: bool  # an ahead-of-time phase before the loop (AOT), not an iteration
+    transfer_s: Seconds | None | UnsetType = UNSET
 
 
 class RunLoop(Artifact):
@@ -42,6 +49,8 @@ class RunLoop(Artifact):
     compile_share: Annotated[float, Meta(ge=0)] | None
     iteration_hit_rate: Fraction | None
     persistent_hit_rate: Annotated[float, Meta(ge=0)] | None
+    transfer_s: Seconds | None | UnsetType = UNSET  # the loop's host<->device copies, every entry's
+    transfer_share: Share | None | UnsetType = UNSET  # of loop_s
 
 
 class TimelineStep(Artifact):
@@ -50,13 +59,15 @@ class TimelineStep(Artifact):
     s: Summary | None
     compiles: OptionalCount  # null where the runs disagree
     persistent_hits: OptionalCount
+    transfer_s: Summary | None | UnsetType = UNSET
 
 
 class LoopSummary(Artifact):
     """A policy's loop figures from its headline runs: summaries of the loop, its compile time and
     share, the time before it, peak RSS, and the cold-start share (1 - the run's second loop /
     its total: what a process that had run the loop once would not pay again); compile counts
-    (null where runs disagree); median hit rates; and the timeline with each iteration's summary."""
+    (null where runs disagree); median hit rates; the timeline with each iteration's summary; and
+    summaries of the host<->device copies' seconds and share of the loop."""
 
     loop_s: Summary | None
     compile_s: Summary | None
@@ -71,6 +82,8 @@ class LoopSummary(Artifact):
     iteration_hit_rate: Fraction | None
     persistent_hit_rate: Annotated[float, Meta(ge=0)] | None
     timeline: list[TimelineStep]
+    transfer_s: Summary | None | UnsetType = UNSET
+    transfer_share: Summary | None | UnsetType = UNSET
 
 
 class CostPoint(Artifact):
@@ -80,9 +93,10 @@ class CostPoint(Artifact):
 
 class LoopRow(Artifact):
     """Per loop family, backend, dtype, cold policy and size: one strategy's total (process start
-    to the loop's end), loop and compile time, compile counts against its expectation, hit rates,
-    cost relative to naive, cost against loop length k (from the timeline's iteration medians),
-    and the smallest k from which it costs no more than naive at every longer length measured."""
+    to the loop's end), loop, compile and host<->device copy time, compile counts against its
+    expectation, hit rates, cost relative to naive, cost against loop length k (from the
+    timeline's iteration medians), and the smallest k from which it costs no more than naive at
+    every longer length measured."""
 
     loop: str
     backend: str
@@ -105,3 +119,5 @@ class LoopRow(Artifact):
     vs_naive: Annotated[float, Meta(gt=0)] | None
     overtakes_naive_at_k: Annotated[int, Meta(ge=1)] | None
     cost_curve: list[CostPoint] | None
+    transfer_s: Summary | None | UnsetType = UNSET
+    transfer_share: Share | None | UnsetType = UNSET

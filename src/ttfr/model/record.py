@@ -189,6 +189,7 @@ class LoopIteration(Open):
     traces: int | None | UnsetType = UNSET
     compile_s: int | float | None | UnsetType = UNSET
     ahead: bool | UnsetType = UNSET
+    transfer_s: float | None | UnsetType = UNSET  # its host<->device copies (None: the loop moves no data)
 
 
 class LoopRecord(Open):
@@ -202,6 +203,7 @@ class LoopRecord(Open):
     persistent_hits: int | None | UnsetType = UNSET
     traces: int | None | UnsetType = UNSET
     compile_s: int | float | None | UnsetType = UNSET
+    transfer_s: float | None | UnsetType = UNSET
 
 
 # JAX's monitoring events of its persistent compilation cache (child/backends/jax_events.py)

@@ -3,6 +3,7 @@ where recompiles show as spikes."""
 
 from __future__ import annotations
 
+from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.loops import LoopRow, LoopSummary
 from ttfr.report.formatting import fmt_bytes, fmt_seconds, fmt_summary, table
@@ -23,6 +24,14 @@ def _compiles(row: LoopRow) -> str:
     return f"{got} (expected {expected})" + ("" if got == expected else " **mismatch**")
 
 
+def _transfers(row: LoopRow) -> str:
+    """The loop's host<->device copies: median seconds and share of the loop ("—": none timed)."""
+    if not present(row.transfer_s):
+        return "—"
+    share = row.transfer_share if present(row.transfer_share) else None
+    return f"{fmt_summary(row.transfer_s, with_ci=False)} ({_share(share)})"
+
+
 def _rate(value) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
@@ -41,13 +50,14 @@ def _strategy_table(rows: list[LoopRow]) -> list[str]:
         compile_s = fmt_summary(row.compile_s, with_ci=False)
         body.append([
             f"`{row.strategy}`", str(row.size), fmt_summary(row.total_s), fmt_summary(row.loop_s, with_ci=False),
-            f"{compile_s} ({_share(row.compile_share)})", _share(row.cold_start_share), _compiles(row),
+            f"{compile_s} ({_share(row.compile_share)})", _transfers(row), _share(row.cold_start_share), _compiles(row),
             _rate(row.iteration_hit_rate),
             _rate(row.persistent_hit_rate) + (f" ({row.loaded} loaded ahead)" if row.loaded else ""),
             fmt_bytes(row.peak_rss_bytes), "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",
             _overtakes(row),
         ])  # fmt: skip
-    header = ["strategy", "size", "total (TTFR)", "loop", "compile (share of loop)", "cold-start share", "compiles",
+    header = ["strategy", "size", "total (TTFR)", "loop", "compile (share of loop)",
+              "host↔device copies (share of loop)", "cold-start share", "compiles",
               "iterations without compile", "persistent-cache hits", "peak RSS", "total vs naive",
               "no dearer than naive from k"]  # fmt: skip
     return table(header, body)
@@ -124,7 +134,10 @@ def section(rows: list[LoopRow], cases: list[CaseResult]) -> list[str]:
         "One timed unit is the whole loop in a fresh process: total = process start to the loop's last result. "
         "Compiles are the runtime's own counters (JAX: executables built for the loop's functions, compiled or "
         "loaded from the persistent cache; torch: graphs dynamo compiled), checked against each strategy's "
-        "expectation (naive: one per distinct shape); a mismatch is flagged. Under cold-process/warm-cache, naive "
+        "expectation (naive: one per distinct shape); a mismatch is flagged. Host↔device copies: the seconds each "
+        "strategy's own timing of its copies gives (its inputs to the device, its losses back, each waited for; "
+        "every iteration's result finished before its time ends); the rest of the loop is compute. "
+        "Under cold-process/warm-cache, naive "
         "is the persistent-cache strategy. Cold-start share: 1 − the run's second loop / its total, what a process "
         'that had already run the loop would not pay again. "No dearer than naive from k": the smallest loop '
         "length from which the strategy's total (from the iterations' medians) is at most naive's at every longer "

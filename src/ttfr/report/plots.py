@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ttfr.model.base import UNSET
+from ttfr.model.base import UNSET, present
 from ttfr.model.case import COMPONENT_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
@@ -519,7 +519,11 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
                 marker = "o" if len(curve) == 1 else None
                 cost_ax.plot([p.k for p in curve], [p.s for p in curve], color=colour, label=label, marker=marker)
             total = row.total_s
-            table.append([row.strategy, str(row.size), _fmt(total), str(row.compiles),
+            copies = "—"
+            if present(row.transfer_s):  # the strategy's own host<->device copies, the rest compute
+                share = row.transfer_share if present(row.transfer_share) else None
+                copies = fmt_summary(row.transfer_s, with_ci=False) + ("" if share is None else f" ({100 * share:.0f}%)")
+            table.append([row.strategy, str(row.size), _fmt(total), str(row.compiles), copies,
                           "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",
                           _calls(row.overtakes_naive_at_k) if row.strategy != "naive" else "—",
                           ", ".join(f"{p.k}: {fmt_seconds(p.s)}" for p in curve) or "—",
@@ -534,7 +538,8 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
         cost_ax.set_title("total cost")
         cost_ax.legend(frameon=False)
         plots.append(Plot(f"Loop {loop}: {backend} {dtype} ({_POLICY_LABEL.get(policy, policy)})", _svg(fig),
-                          ["strategy", "size", "total [CI]", "compiles", "vs naive", "overtakes naive at k",
+                          ["strategy", "size", "total [CI]", "compiles", "host↔device copies (share of loop)",
+                           "vs naive", "overtakes naive at k",
                            "total cost at k", "iteration medians (▲: compiled)"], table))  # fmt: skip
     return plots
 
