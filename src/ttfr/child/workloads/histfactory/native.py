@@ -29,6 +29,8 @@ The POI is parameter 0 of the dense model.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ttfr.child.workloads.histfactory.dense import (
@@ -196,13 +198,38 @@ def jax_functions(jax):
 
 
 # -------------------------------------------------------------------------------- PyTorch
+def _vmappable(ops):
+    """`ops` with a scatter-add that torch.compile batches right. Under torch.compile(vmap(...))
+    torch 2.13 sums `torch.zeros(n).index_add(0, ids, batched)` over the batch (the fresh,
+    unbatched destination); a destination made from the data (`new_zeros`) is batched with it.
+    vmap of an already compiled function is no way round: dynamo runs it eagerly."""
+    batched = copy.copy(ops)
+    batched.segment_sum = lambda data, ids, n: data.new_zeros(n).index_add(0, ids, data)
+    return batched
+
+
+def _torch_accepts(torch, f_trial, f):
+    """The trial point's acceptance, on the device: finite and no higher than the current NLL
+    by more than its rounding. In float64 whatever the dtype: the rule the host-driven loop
+    applied to Python floats, bit for bit."""
+    f_trial, f = f_trial.to(torch.float64), f.to(torch.float64)
+    return torch.isfinite(f_trial) & (f_trial <= f + F_NOISE * torch.clamp(torch.abs(f), min=1.0))
+
+
 class TorchEngine:
     """The same algorithm in PyTorch: the Newton loop runs in Python, its kernels (value
-    with gradients, the expected bins with their Jacobian, the Newton step) go through
-    `compile_fn` (identity for eager, torch.compile for the compiled backend)."""
+    with gradients, its batched form over signals, the expected bins with their Jacobian,
+    one whole Newton iteration) go through `compile_fn` (identity for eager, torch.compile
+    for the compiled backend).
+
+    The fit's state stays on the device (jax_functions' fit is the model: the accept decision,
+    the damping and the update are `torch.where`s in `step`); the loop reads one flag per
+    iteration, whether to stop, and sends nothing to the device. On a GPU its figures are
+    launch-bound: small kernels and that one synchronisation per iteration. CUDA's index_add
+    (the scatter-adds, dense.Ops.segment_sum) adds with atomics: not bit-deterministic there."""
 
     def __init__(self, torch, compile_fn, arrays: dict):
-        from torch.func import grad_and_value
+        from torch.func import grad_and_value, vmap
 
         self.torch = torch
         self.arrays = arrays
@@ -220,36 +247,48 @@ class TorchEngine:
             expected, jac = expected_and_jacobian(ops, pars, signal, arrays, index)
             return nll_from_expected(ops, expected, pars, arrays), expected, jac
 
-        def direction(p, expected, jac, free, lower, upper, lam):
-            return _newton_direction(ops, p, expected, jac, free, lower, upper, lam, arrays)
+        def step(p, f, expected, jac, lam, free, lower, upper, signal):
+            """One damped Newton iteration: the next (p, f, expected, jac, lam) and whether the
+            fit has converged. `lam` is float64 (the damping the host loop kept as a Python float)."""
+            g, delta, damping = _newton_direction(ops, p, expected, jac, free, lower, upper, lam.to(p.dtype), arrays)
+            trial = torch.clamp(p - delta, lower, upper)
+            f_trial, expected_trial, jac_trial = evaluate(trial, signal)
+            accept = _torch_accepts(torch, f_trial, f)
+            done = _converged(torch, g, p, trial, accept, damping)
+
+            def pick(new, old):
+                return torch.where(accept, new, old)
+
+            lam_next = torch.where(accept, lam * 0.2, lam * 10.0)
+            return pick(trial, p), pick(f_trial, f), pick(expected_trial, expected), pick(jac_trial, jac), lam_next, done
+
+        batched_ops = _vmappable(ops)
+
+        def values(pars, signals):
+            """NLLs at a stack of signals (one per row) in one call: the finite differences' points."""
+            return vmap(lambda s: nll(batched_ops, pars, s, arrays))(signals)
 
         self.value = compile_fn(value)
+        self.values = compile_fn(values)
         self.value_and_grads = compile_fn(value_and_grads)
         self.evaluate = compile_fn(evaluate)
-        self.direction = compile_fn(direction)
+        self.step = compile_fn(step)
 
     def fit(self, pars, free, lower, upper, signal):
+        """(optimum, NLL there, expected bins there, iterations (int), converged (bool))."""
         torch = self.torch
         p = torch.clamp(pars, lower, upper)
         f, expected, jac = self.evaluate(p, signal)
-        lam = INITIAL_DAMPING
-        converged = False
-        iterations = 0
-        while iterations < MAX_ITERATIONS:
+        # The Jacobian is a slice of a padded table; `step` returns it whole (contiguous): the
+        # same layout from the first iteration on, else torch.compile recompiles `step` once.
+        lam = torch.full((), INITIAL_DAMPING, dtype=torch.float64, device=p.device)
+        state = (p, f, expected, jac.contiguous(), lam)
+        iterations, converged = 0, False
+        while not converged and iterations < MAX_ITERATIONS:
+            *state, done = self.step(*state, free, lower, upper, signal)
             iterations += 1
-            lam_t = torch.tensor(lam, dtype=p.dtype, device=p.device)
-            g, delta, damping = self.direction(p, expected, jac, free, lower, upper, lam_t)
-            trial = torch.clamp(p - delta, lower, upper)
-            f_trial, expected_trial, jac_trial = self.evaluate(trial, signal)
-            accept = bool(torch.isfinite(f_trial)) and float(f_trial) <= float(f) + F_NOISE * max(1.0, abs(float(f)))
-            done = bool(_converged(torch, g, p, trial, torch.tensor(accept), damping))
-            if accept:
-                p, f, expected, jac, lam = trial, f_trial, expected_trial, jac_trial, lam * 0.2
-            else:
-                lam *= 10.0
-            if done:
-                converged = True
-                break
+            converged = bool(done)  # the iteration's one host synchronisation
+        p, f, expected, _jac, _lam = state
         return p, f, expected, iterations, converged
 
     def q0_and_grad(self, init, free, lower, upper, signal, starts=None):
@@ -262,15 +301,14 @@ class TorchEngine:
         cond_fit = self.fit(conditional_init, conditional_free, lower, upper, signal)
         muhat, raw, positive = _q0_from_fits(free_fit, cond_fit)
         iterations, converged, optima = free_fit[3] + cond_fit[3], free_fit[4] and cond_fit[4], (free_fit[0], cond_fit[0])
-        if not bool(positive):
-            zero = self.torch.zeros((), dtype=signal.dtype, device=signal.device)
-            return zero, self.torch.zeros_like(signal), muhat, iterations, converged, optima
         n_signal = signal.shape[0]
         grad = 2.0 * (
             signal_gradient(self.ops, cond_fit[0], cond_fit[2], self.arrays, n_signal)
             - signal_gradient(self.ops, free_fit[0], free_fit[2], self.arrays, n_signal)
         )
-        return raw, grad, muhat, iterations, converged, optima
+        # q0 = 0 where mu_hat <= 0, chosen on the device (as in JAX) rather than by reading `positive`
+        where = self.torch.where
+        return where(positive, raw, 0.0), where(positive, grad, 0.0), muhat, iterations, converged, optima
 
 
 # ------------------------------------------------------------------ the gate's view (host)
