@@ -28,6 +28,9 @@ FACTS = {
     "pyhf_jax": (True, catalog.JAX_MONITORING, {"JAX_PLATFORMS": "cpu"}),
     "pyhf_pytorch": (False, None, {"CUDA_VISIBLE_DEVICES": ""}),
     "nextstat": (False, None, {}),
+    # conversions: a route into JAX (or CUDA) waits on its barrier; the CPU one keeps JAX and CUDA off a GPU
+    "interop": (True, None, {"JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}),
+    "interop_gpu": (True, None, {"CUDA_VISIBLE_DEVICES": "0"}),
     # a user's program: no counters to read, its cache directories' files instead; its Python
     # prints reach the --first-result scanner line by line
     "command": (False, catalog.DIRECTORY_ENTRIES, {"PYTHONUNBUFFERED": "1"}),

@@ -10,7 +10,7 @@ from ttfr.measure import catalog
 
 # What each framework's adapter asks its workload for (child/backends/*.py first_call).
 BUILDER = {"python": "python_fn", "numpy": "numpy_fn", "jax": "jax_fn", "torch": "torch_build",
-           "pyhf": "engine_build", "nextstat": "engine_build"}  # fmt: skip
+           "pyhf": "engine_build", "nextstat": "engine_build", "interop": "route_call", "interop_gpu": "route_call"}  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", [b for b in catalog.BACKENDS.values() if b.in_process], ids=lambda b: b.name)

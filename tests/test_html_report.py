@@ -271,10 +271,10 @@ def test_loop_runs_get_timelines_and_cost_curves(tmp_path):
     cells = (re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", cold))
     rows = {row[0]: row for row in cells if row}
     assert set(rows) == {"naive", "bucketed", "vmapped", "dynamic", "aot"}
-    assert rows["aot"][5] == "3" and rows["naive"][3] == "4"  # overtakes naive at k = 3; naive compiled 4 times
+    assert rows["aot"][6] == "3" and rows["naive"][3] == "4"  # overtakes naive at k = 3; naive compiled 4 times
     assert "per iteration (▲: compiled)" in cold and "total cost" in cold
-    assert rows["vmapped"][6].startswith("4: ")  # batched: one call for all 4 configurations, drawn at k = 4
-    assert rows["aot"][7].startswith("0: ")  # its ahead-of-time phase at iteration 0, its iterations from 1
+    assert rows["vmapped"][7].startswith("4: ")  # batched: one call for all 4 configurations, drawn at k = 4
+    assert rows["aot"][8].startswith("0: ")  # its ahead-of-time phase at iteration 0, its iterations from 1
 
 
 @pytest.mark.figures

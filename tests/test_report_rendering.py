@@ -59,6 +59,9 @@ def _flags() -> list[dict]:
          "max_over_min_median": 1.9438873043831033, "process_medians_s": [0.0010123456, 0.0019678901]},
         {"flag": "tick_quantised", "policy": "warm-process", "processes": [0, 3], "tick_s": 0.004000000001},
         {"flag": "contended_kept", "policy": "cold-process/warm-cache", "runs": [1]},
+        {"flag": "conversion_leak", "calls": 10000, "growth_per_call_bytes": 1024.123456},
+        {"flag": "conversion_wrong_values", "layouts": ["transposed"]},
+        {"flag": "copy_evidence_disagrees", "layouts": ["misaligned", "readonly"]},
     ]  # fmt: skip
     kinds = {t.__struct_config__.tag for t in AnyFlag.__args__}
     return flags + [{"flag": kind, "policy": COLD_CACHE} for kind in sorted(kinds - {f["flag"] for f in flags})]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ttfr.analyse import contention, loops, runs, stats
+from ttfr.analyse import contention, conversions, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import Plan, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
@@ -344,6 +344,10 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         flags.extend(msgspec.structs.replace(flag, policy=name) for flag in policy.flags)
         if any(r.outcome == "invalid-measurement" for r in policy.measured):
             flags.append(InvalidMeasurement(policy=name))
+    # a conversion route: its checking process's evidence, and the figures and flags it gives
+    evidence = next((e.record.conversion for e in checked if e.outcome == "ok" and e.record.conversion), None)
+    conversion, conversion_flags = conversions.case_conversion(evidence, policies) if status != "failed" else (UNSET, [])
+    flags += conversion_flags
     if status == "failed":
         policies = {name: _null_summaries(policy) for name, policy in policies.items()}
         memory["peak_rss_bytes"] = None
@@ -356,6 +360,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         memory=CaseMemory(**memory),
         flags=flags,
         unmeasured_runs=unmeasured,
+        conversion=conversion,
         threadpools=_threadpools(entries),
     )
 

@@ -26,7 +26,7 @@ from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Digest, Marks, OwnRusage, RunRecord
 
 __all__ = ["COLD_METRICS", "OPTIONAL_METRICS", "STAGE_METRICS", "run_metrics", "run_view", "warm_view"]
-_DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8}
+_DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8, "bfloat16": 1e-2}
 
 
 def run_metrics(spawn: int, reaped: int | None, record: RunRecord | None) -> Metrics:

@@ -120,6 +120,10 @@ def _run_phases(job, marks, record):
             phase = "check"
             record["check"] = _check_result(runtime, workload, inputs, host_inputs, host_first, job)
             record["dataset_sha256"] = _dataset_sha256(workload, host_inputs)
+            gather = getattr(workload, "conversion_evidence", None)  # a conversion: copied or not, layouts, memcpy, leaks
+            if gather is not None:
+                phase = "conversion_evidence"
+                record["conversion"] = gather(runtime, inputs, host_inputs, job)
         record["memory"] = runtime.memory()
         if any(v is not None for v in peaks.values()):
             record["memory"]["device_peaks"] = peaks

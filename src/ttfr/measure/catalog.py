@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ttfr.child import hostinfo
+from ttfr.child.conversion_routes import ROUTES
 from ttfr.errors import UsageError, unknown_choice
 
-DTYPES = {"f32": "float32", "f64": "float64"}
+DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16"}  # bfloat16: conversion routes only
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
@@ -33,6 +34,10 @@ _SYNCHRONOUS = "synchronous: the call returns its finished result"
 _JAX_SYNC = "jax.block_until_ready on every result, inside the timed region"
 _TORCH_CPU_SYNC = "synchronous: CPU tensors are complete when the op returns"
 _TORCH_CUDA_SYNC = "torch.cuda.synchronize() after every call, inside the timed region"
+_INTEROP_SYNC = (
+    "a route into JAX: jax.block_until_ready on its result; into or out of CUDA memory: "
+    "torch.cuda.synchronize(); NumPy and CPU torch return finished arrays; inside the timed region"
+)
 _TORCH_COMPILE_LIMITATION = (
     "torch.compile stage split (dynamo / AOTAutograd / inductor) is derived from "
     "torch._dynamo.utils.compile_times, an internal API; the raw table is kept in journal.jsonl."
@@ -107,6 +112,7 @@ class Workload:
     # async dispatch costs ~60 us a synchronised call on this kind of machine: most of a small
     # model's NLL + gradient). Applies to ttfr's own engines; pyhf and user code run as given.
     inline_cpu: bool = False
+    conversion: bool = False  # a conversion route (its strategy names it): the case records copy evidence
 
     @property
     def child_module(self) -> str:
@@ -208,6 +214,13 @@ BACKENDS = {
         Backend(COMMAND, COMMAND, "", "cpu", True, (), "any program, started as a command (ttfr run --command)",
                 _COMMAND_SYNC, cost_prior_s=(5.0, 5.0), cache_counters=DIRECTORY_ENTRIES, in_process=False,
                 env_defaults=(("PYTHONUNBUFFERED", "1"),), limitations=_COMMAND_LIMITATIONS),
+        # Array conversions between runtimes (issue 28): the route's libraries are its runtime stack
+        Backend("interop", "interop", "interop_backend", "cpu", False, ("numpy",),
+                "array conversions between NumPy, PyTorch and JAX on the CPU (conversion routes only)", _INTEROP_SYNC,
+                cost_prior_s=(2.0, 2.0), barrier=True, env_defaults=(("JAX_PLATFORMS", "cpu"), *_HIDE_GPUS)),
+        Backend("interop_gpu", "interop_gpu", "interop_backend", "gpu", False, ("numpy",),
+                "host <-> device transfers with PyTorch and JAX, pageable and pinned (conversion routes only)",
+                _INTEROP_SYNC, cost_prior_s=(3.0, 3.0), barrier=True, env_defaults=_ONE_GPU),
         Backend("nextstat", "nextstat", "nextstat_backend", "cpu", False, ("nextstat",),
                 "NextStat's Rust core (PyPI CPU wheel) and its torch layer",
                 "synchronous: NextStat's Rust core returns finished Python floats/lists", cost_prior_s=(2.0, 2.0)),
@@ -289,7 +302,18 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
         _BUILTIN_WORKLOADS[_name] = Workload(_name, _frameworks, _sizes, _range, ("float32", "float64"), _meaning,
                                     f"{_what}; {_strategy}: {_how}", default=False, module=_family, loop=_family,
                                     strategy=_strategy, needs_compiler=_compiler)  # fmt: skip
+# Conversion routes (issue 28): one workload per route, sizes in bytes; a route's module is `convert`,
+# told its route as the job's strategy. Quick runs the first catalogued size (4 MiB, where a copy is a
+# copy's cost rather than a call's); standard all of them (1 GiB included).
+CONVERSION_SIZES = (4 << 20, 1 << 10, 64 << 10, 256 << 20, 1 << 30)
+for _route in ROUTES.values():
+    _BUILTIN_WORKLOADS[_route.name] = Workload(
+        _route.name, ("interop_gpu",) if _route.device == "gpu" else ("interop",), CONVERSION_SIZES, (1 << 10, 1 << 34),
+        ("float32", "float64", "bfloat16"), "bytes (of the source array, 64 columns)",
+        f"{_route.source} -> {_route.destination}: {_route.api}", default=False, module="convert",
+        strategy=_route.name, conversion=True)  # fmt: skip
 LOOP_FAMILIES = {family: tuple(f"{family}_{s}" for s in strategies) for family, *_, strategies in _LOOPS}
+LOOP_FAMILIES["convert"] = tuple(ROUTES)  # every route: --workloads convert
 LOOP_FAMILIES["hf_train20"] = ("hf_train20",)
 LOOP_FAMILIES["hf_mass_scan"] = tuple(name for name, w in _BUILTIN_WORKLOADS.items() if w.loop == "hf_mass_scan")
 # The built-in workloads, read-only: a user's cases and commands make a Catalog of their own
@@ -413,10 +437,10 @@ def check_size(workload: Workload, size: int, extra_sizes=(), custom: bool = Fal
         )
 
 
-_CASE_TAIL = re.compile(r"^(?P<head>.+?)(?P<custom>_custom)?_(?P<size>\d+)_(?P<dtype>f32|f64)$")
+_CASE_TAIL = re.compile(r"^(?P<head>.+?)(?P<custom>_custom)?_(?P<size>\d+)_(?P<dtype>f32|f64|bf16)$")
 # What any case id looks like (lower-case words, size, dtype): safe as a file name. A custom
 # case's `custom_<n>` size is two such words.
-CASE_ID_GRAMMAR = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*_[0-9]+_f(?:32|64)$")
+CASE_ID_GRAMMAR = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*_[0-9]+_(?:f32|f64|bf16)$")
 
 
 def is_case_id(text) -> bool:

@@ -18,7 +18,7 @@ from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
 from ttfr.model.journal import Host
 from ttfr.model.loops import LoopSummary, RunLoop
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
-from ttfr.model.record import OUTCOMES, Check, Device, DevicePeaks, ThreadPool
+from ttfr.model.record import OUTCOMES, Check, ConversionEvidence, Device, DevicePeaks, ThreadPool
 from ttfr.model.summary import Summary
 
 CASE_SCHEMA = "ttfr.case_result.v1"
@@ -353,13 +353,38 @@ class InvalidMeasurement(Flag, tag="invalid_measurement"):
     the figures"""
 
 
+class ConversionLeak(Flag, tag="conversion_leak"):
+    calls: Count
+    growth_per_call_bytes: float
+
+    def sentence(self) -> str:
+        return (f"the process's memory still grew through {self.calls} conversions, by {_sig(self.growth_per_call_bytes)} "
+                "bytes a call: the route may keep what it converts")  # fmt: skip
+
+
+class ConversionWrongValues(Flag, tag="conversion_wrong_values"):
+    layouts: list[str]
+
+    def sentence(self) -> str:
+        return (f"the route gave other values than its source for the {_prose(self.layouts)} layout"
+                f"{'s' if len(self.layouts) > 1 else ''} (strides ignored?)")  # fmt: skip
+
+
+class CopyEvidenceDisagrees(Flag, tag="copy_evidence_disagrees"):
+    layouts: list[str]
+
+    def sentence(self) -> str:
+        return (f"for the {_prose(self.layouts)} layout{'s' if len(self.layouts) > 1 else ''} the buffers' addresses and a "
+                "write through the source disagree on whether the route copied: no verdict is given")  # fmt: skip
+
+
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
                                                          KernelCacheGrew)}  # fmt: skip
 AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
            | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
            | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
-           | InvalidMeasurement)  # fmt: skip
+           | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees)  # fmt: skip
 
 
 # ------------------------------------------------------------------ policies
@@ -549,15 +574,29 @@ class Headline(Artifact):
     warm_call_median_s: Annotated[float, Meta(ge=0)] | None
 
 
+class Conversion(Artifact):
+    """A conversion case's evidence and what it gives (analyse/conversions.py), decided once: every
+    output renders these. Bytes are counted once, as copy tools count them (STREAM counts a copy's
+    read and write: twice)."""
+
+    evidence: ConversionEvidence
+    first_call_s: float | None  # the cold-cache median: the first conversion in a fresh process
+    call_s: float | None  # the warm-process median: the steady state
+    memcpy_bytes_per_s: float  # this machine's np.copyto of the same bytes, measured in the same process
+    bytes_per_s: float | None  # where the route copied: bytes / call_s
+    memcpy_fraction: float | None  # where it copied: memcpy's time / the route's (1.0: as fast as memcpy)
+    below_half_memcpy: bool | None
+
+
 class CaseResult(Artifact):
     """One case (backend x workload x size x dtype): raw runs and summaries per cache policy."""
 
     schema: Literal["ttfr.case_result.v1"]
-    case: Annotated[str, Meta(pattern="^[a-z0-9_]+_[0-9]+_f(32|64)$")]
+    case: Annotated[str, Meta(pattern="^[a-z0-9_]+_[0-9]+_(f32|f64|bf16)$")]
     backend: Annotated[str, Meta(min_length=1)]
     workload: Annotated[str, Meta(min_length=1)]
     size: Annotated[int, Meta(ge=1)]
-    dtype: Literal["float32", "float64"]
+    dtype: Literal["float32", "float64", "bfloat16"]
     status: Status
     reason: str | None
     config: Config
@@ -575,6 +614,7 @@ class CaseResult(Artifact):
     # The BLAS/OpenMP pools its checking process loaded and their thread counts (None: threadpoolctl
     # is not installed there; absent: no process checked the result, e.g. a command's case).
     threadpools: list[ThreadPool] | None | UnsetType = UNSET
+    conversion: Conversion | UnsetType = UNSET  # a conversion route's evidence and figures
 
     def figure(self, policy: str, metric: str) -> Summary | None:
         """One metric's summary under one policy; None when not measured (or withheld)."""

@@ -9,7 +9,7 @@ decode is no record: the run failed with why. Fields a newer or older worker add
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
@@ -255,6 +255,47 @@ class FirstResult(Open):
     stopped: bool | UnsetType = UNSET
 
 
+class ConversionLayout(Open):
+    """A conversion route on one layout of its source (child/workloads/convert.py): refused (the
+    library's words), not applicable, or converted: copied or not (the buffers' address ranges and, where
+    the source is writable, a write through it; null where the two disagree), its values, its time."""
+
+    layout: str
+    outcome: Literal["ok", "refused", "not_applicable"]
+    reason: str | None
+    copied: bool | None
+    shares_memory: bool | None
+    write_through: bool | None  # null: the source cannot be written (read-only, immutable)
+    values_ok: bool | None
+    call_s: NonNegative | None  # median of a few synchronised conversions in the checking process
+    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None  # the source's address modulo 64
+
+
+class LeakProbe(Open):
+    """Repeated conversions in one process, its RSS read before, at each tenth and after."""
+
+    calls: Count
+    rss_samples: list[Count]
+    growth_per_call_bytes: float | None
+    grows: bool | None  # the RSS still grew over the second half (by 4 MiB or more)
+
+
+class ConversionEvidence(Open):
+    """What the checking process of a conversion case measured beside its timed calls."""
+
+    route: str
+    source: str
+    destination: str
+    api: str
+    bytes: Count
+    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None
+    copied: bool | None  # the contiguous source's (the timed calls')
+    layouts: list[ConversionLayout]
+    memcpy_s: NonNegative  # np.copyto of the same bytes into a touched destination (median)
+    memcpy_fresh_s: NonNegative  # into a fresh one: first-touch page faults included
+    leak: LeakProbe
+
+
 class RunRecord(Open):
     outcome: str
     reason: str | None | UnsetType = UNSET
@@ -269,6 +310,7 @@ class RunRecord(Open):
     dataset_sha256: Sha256 | None | UnsetType = UNSET
     warm: WarmRecord | None | UnsetType = UNSET
     loop: LoopRecord | None | UnsetType = UNSET
+    conversion: ConversionEvidence | None | UnsetType = UNSET  # a conversion route's checking process
     memory: Memory | None | UnsetType = UNSET
     device: Device | None | UnsetType = UNSET
     versions: dict[str, str | int | None] | None | UnsetType = UNSET

@@ -1,0 +1,149 @@
+"""Conversions across runtimes (issue 28): copy evidence on routes whose behaviour the libraries
+document, refusals as `unavailable` with the library's words, the memory guard, the leak probe,
+and the figures the analysis derives once."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from conftest import have
+
+from ttfr.analyse import conversions
+from ttfr.child.backends import Unavailable, interop_backend
+from ttfr.child.conversion_routes import LAYOUTS, ROUTES
+from ttfr.child.job import Job
+from ttfr.child.workloads import convert
+from ttfr.measure import catalog, spawn
+from ttfr.model.base import decode
+from ttfr.model.record import ConversionEvidence, RunRecord
+
+pytestmark = pytest.mark.skipif(not (have("torch") and have("jax")), reason="needs torch and jax")
+SIZE = 64 << 10
+
+
+def runtime(route, dtype="float32"):
+    rt = interop_backend.Runtime(Job(adapter="interop_backend", workload="convert", strategy=route, size=SIZE, dtype=dtype))
+    rt.import_stack()
+    return rt
+
+
+def row(route, layout, dtype="float32"):
+    rt = runtime(route, dtype)
+    values = convert.make_inputs(SIZE, dtype, 3)[0]
+    return convert.layout_row(rt, rt.route, values, layout, rt.sync or (lambda _x: None))
+
+
+def test_documented_sharing_and_copying_are_measured_not_assumed():
+    shared = row("numpy_to_torch_from_numpy", "contiguous")  # torch.from_numpy shares memory (its docs)
+    assert (shared["copied"], shared["shares_memory"], shared["write_through"], shared["values_ok"]) == (False, True, True, True)
+    copied = row("numpy_copy", "contiguous")  # np.array(..., copy=True) never does
+    assert (copied["copied"], copied["shares_memory"], copied["write_through"]) == (True, False, False)
+    transposed = row("numpy_to_torch_from_numpy", "transposed")  # strides kept: still a view, same values
+    assert transposed["copied"] is False and transposed["values_ok"] is True
+    # np.asarray(jax_array) shares the array's buffer (JAX arrays cannot be written: no write-through probe)
+    view = row("jax_to_numpy_asarray", "contiguous")
+    assert view["copied"] is False and view["write_through"] is None
+    assert row("jax_to_numpy_asarray", "transposed")["outcome"] == "not_applicable"
+
+
+def test_a_route_that_refuses_a_layout_keeps_the_librarys_words():
+    readonly = row("numpy_to_jax_dlpack", "readonly")  # DLPack cannot say read-only: JAX refuses it
+    assert readonly["outcome"] == "refused" and readonly["reason"].startswith("BufferError: ")
+    assert readonly["copied"] is None and readonly["call_s"] is None
+
+
+def test_a_timed_route_the_library_refuses_is_unavailable_with_its_reason():
+    rt = runtime("numpy_to_torch_from_numpy", "bfloat16")  # torch cannot take NumPy's bfloat16
+    source = convert.inputs_for(rt, convert.make_inputs(SIZE, "bfloat16", 0))
+    with pytest.raises(Unavailable, match=r"^refused: TypeError: can't convert np.ndarray of type"):
+        rt.first_call(convert, source)
+
+
+def test_the_memory_guard_skips_an_oversized_case_before_allocating(monkeypatch):
+    monkeypatch.setattr(convert, "memory_available_bytes", lambda: 512 << 20)
+    monkeypatch.setattr(convert, "make_inputs", lambda *a: pytest.fail("allocated before the guard"))
+    job = Job(adapter="interop_backend", workload="convert", strategy="numpy_copy", size=1 << 30, dtype="float32")
+    with pytest.raises(Unavailable, match=r"^insufficient_memory: 1073741824 bytes need about 4352 MiB free"):
+        convert.load_inputs(job)
+
+
+def test_the_leak_probe_flags_a_route_that_keeps_what_it_converts_and_clears_a_clean_one():
+    kept = []
+    rss = {"bytes": 100 << 20}
+
+    def leaky(source):  # keeps every result: the process grows by the array each call
+        kept.append(source)
+        rss["bytes"] += 1 << 20
+        return source
+
+    def clean(source):
+        return source
+
+    probe = convert.leak_probe(leaky, "x", lambda _x: None, 1 << 20, calls=100, rss=lambda: rss["bytes"])
+    assert probe["grows"] is True and probe["calls"] == 100 and probe["growth_per_call_bytes"] == 1 << 20
+    steady = convert.leak_probe(clean, "x", lambda _x: None, 1 << 20, calls=100, rss=lambda: rss["bytes"])
+    assert steady["grows"] is False and steady["growth_per_call_bytes"] == 0
+    # a one-off growth early on (an allocator's first pool) is not a leak
+    once = iter([0] + [64 << 20] * 10)
+    assert convert.leak_probe(clean, "x", lambda _x: None, 1, calls=10, rss=lambda: next(once))["grows"] is False
+
+
+def _evidence(**changes) -> ConversionEvidence:
+    layout = {"layout": "contiguous", "outcome": "ok", "reason": None, "copied": True, "shares_memory": False,
+              "write_through": False, "values_ok": True, "call_s": 1e-3, "source_offset_64": 16}  # fmt: skip
+    data = {"route": "numpy_to_jax_asarray", "source": "numpy", "destination": "jax", "api": "jnp.asarray(a)",
+            "bytes": 4 << 20, "source_offset_64": 16, "copied": True, "layouts": [layout], "memcpy_s": 2e-4,
+            "memcpy_fresh_s": 1e-3, "leak": {"calls": 2048, "rss_samples": [1, 1], "growth_per_call_bytes": 0.0,
+                                             "grows": False}}  # fmt: skip
+    data.update(changes)
+    return decode(data, ConversionEvidence)
+
+
+class _Policy:
+    def __init__(self, median):
+        self.median = median
+
+    def figure(self, _metric):
+        return self
+
+
+def test_a_copying_routes_rate_is_set_against_memcpy_once_and_its_evidence_raises_flags():
+    figures, flags = conversions.case_conversion(_evidence(), {"warm-process": _Policy(8e-4)})
+    assert figures.bytes_per_s == pytest.approx((4 << 20) / 8e-4) and figures.memcpy_fraction == pytest.approx(0.25)
+    assert figures.below_half_memcpy is True and flags == []
+    shared, _ = conversions.case_conversion(_evidence(copied=False), {"warm-process": _Policy(1e-6)})
+    assert shared.bytes_per_s is None and shared.memcpy_fraction is None  # a view moves no bytes: no rate
+    bad = [{"layout": "transposed", "outcome": "ok", "reason": None, "copied": None, "shares_memory": True,
+            "write_through": False, "values_ok": False, "call_s": 1e-6, "source_offset_64": 0}]  # fmt: skip
+    leak = {"calls": 100, "rss_samples": [0, 1 << 30], "growth_per_call_bytes": 1e7, "grows": True}
+    _, flags = conversions.case_conversion(_evidence(layouts=bad, leak=leak), {})
+    assert [f.name for f in flags] == ["conversion_leak", "conversion_wrong_values", "copy_evidence_disagrees"]
+    assert flags[0].sentence().startswith("the process's memory still grew through 100 conversions, by 10,000,000 bytes")
+
+
+def test_the_catalog_offers_every_route_on_its_device_and_convert_names_them_all():
+    assert catalog.expand_workloads(["convert"]) == list(ROUTES)
+    for route in ROUTES.values():
+        able = {b.name for b in catalog.BACKENDS.values() if catalog.supports(b, catalog.WORKLOADS[route.name])}
+        assert able == {"interop_gpu" if route.device == "gpu" else "interop"}, route.name
+    case = catalog.BUILTIN.parse_case_id("interop_numpy_to_jax_asarray_65536_bf16")
+    assert (case.dtype, case.size) == ("bfloat16", 65536) and case.id == "interop_numpy_to_jax_asarray_65536_bf16"
+    assert set(LAYOUTS) == {"contiguous", "transposed", "misaligned", "readonly"}
+
+
+@pytest.mark.integration
+def test_a_warm_conversion_process_records_its_evidence_in_a_real_worker():
+    job = Job(mode="warm", adapter="interop_backend", workload="convert", strategy="numpy_to_jax_asarray", size=SIZE,
+              dtype="float32", samples=3, min_sample_s=0.001, max_warmup_s=0.05, check=True)  # fmt: skip
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    result = spawn.run_worker(job, env, 120.0, python=sys.executable)
+    assert result.outcome == "ok", result.output_tail
+    record: RunRecord = result.record
+    assert record.check.passed and record.check.tolerance == 0.0
+    evidence = record.conversion
+    assert evidence.bytes == SIZE and [r.layout for r in evidence.layouts] == list(LAYOUTS)
+    assert all(r.values_ok for r in evidence.layouts if r.outcome == "ok")
+    assert evidence.memcpy_s > 0 and evidence.leak.calls >= 10
+    assert evidence.copied is not None and evidence.source_offset_64 is not None  # measured, with the alignment
