@@ -194,3 +194,23 @@ def test_compiled_fits_and_batched_nll_compile_once_and_agree_with_eager():
     assert abs(float(compiled_q0[0]) - float(eager_q0[0])) <= 1e-9
     stacked = torch.stack([signal * (1.0 + 0.01 * i) for i in range(4)])
     assert np.allclose(engine.values(point, stacked).numpy(), eager.values(point, stacked).numpy(), rtol=1e-12, atol=0)
+
+
+def test_torch_cuda_histfactory_cases_declare_launch_bound_fits_and_atomic_scatter_adds():
+    """What a case on torch + CUDA declares of the native engine (catalog's workload_notes, in its
+    sync_policy): the fitting workloads' figures are launch-bound, and every HistFactory
+    workload's results are not bit-deterministic (index_add atomics). No other case says so."""
+    from ttfr.measure import catalog
+
+    fits = {"hf_profiled_q0", "hf_train_loop", "hf_train20", "hf_mass_scan_naive"}
+    on_cuda = {b.name for b in catalog.BACKENDS.values() if b.framework == "torch" and b.device == "gpu"}
+    assert {"torch_eager_cuda", "torch_compile_cuda"} <= on_cuda
+    for backend in catalog.BACKENDS.values():
+        for name, workload in catalog.WORKLOADS.items():
+            if not catalog.supports(backend, workload):
+                continue
+            policy = catalog.Case(backend.name, name, 8, workload.dtypes[0], info=workload).sync_policy
+            assert ("launch-bound" in policy) == (backend.name in on_cuda and name in fits), (backend.name, name)
+            assert ("not bit-deterministic" in policy) == (backend.name in on_cuda and name in catalog.HF_WORKLOADS)
+        for name, _note in backend.workload_notes:
+            assert catalog.supports(backend, catalog.WORKLOADS[name]), (backend.name, name)

@@ -82,6 +82,9 @@ class Backend:
     matmul_precision: str = ""
     # A declared variant of another backend (TF32 arithmetic): chosen only by name, never in a default suite.
     opt_in: bool = False
+    # (workload, note): how that workload's timed calls run on this backend beyond its sync policy (what
+    # bounds the figures, how reproducible the results are); written into those cases' sync_policy.
+    workload_notes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,15 @@ _TF32_JAX = dict(_TF32, matmul_precision="tensorfloat32: TF32 inputs, float32 ac
                  "(jax_default_matmul_precision=tensorfloat32), a declared variant")  # fmt: skip
 _TF32_TORCH = dict(_TF32, matmul_precision="high: TF32 inputs, float32 accumulation "
                    "(torch.set_float32_matmul_precision('high')), a declared variant")  # fmt: skip
+# ttfr's own HistFactory engine in torch on a GPU (native.TorchEngine; issue 27, item 10).
+_HF_FITS = ("hf_profiled_q0", "hf_train_loop", "hf_train20", "hf_mass_scan_naive")  # Newton fits in the timed call
+_TORCH_CUDA_HF_NOTES = (
+    *((w, "launch-bound: the Newton fits run on the GPU with one host synchronisation per iteration (the stop "
+          "test) and small kernels, so kernel launches and those waits make most of the figures") for w in _HF_FITS),
+    *((w, "not bit-deterministic: CUDA index_add (the scatter-adds of bins, Jacobian and constraints) adds with "
+          "atomics in no fixed order; results compare within a tolerance (digests)")
+      for w in ("hf_nll_grad", "hf_fd_check", *_HF_FITS)),
+)  # fmt: skip
 _PYHF = dict(framework="pyhf", adapter="pyhf_backend", device="cpu")
 COMMAND = "command"  # the backend and framework of `ttfr run --command` cases
 _COMMAND_SYNC = "the program's own: its first result is the line it prints (--first-result), its mark, or its exit"
@@ -189,18 +201,20 @@ BACKENDS = {
         Backend("torch_compile_cpu", device="cpu", description="torch.compile (inductor, C++) on CPU",
                 sync_policy=_TORCH_CPU_SYNC, env_defaults=_HIDE_GPUS, **_TORCH_COMPILE),
         Backend("torch_eager_cuda", device="gpu", description="PyTorch eager on CUDA", sync_policy=_TORCH_CUDA_SYNC,
-                barrier=True, env_defaults=_ONE_GPU, **_TORCH_EAGER),
+                barrier=True, env_defaults=_ONE_GPU, workload_notes=_TORCH_CUDA_HF_NOTES, **_TORCH_EAGER),
         Backend("torch_compile_cuda", device="gpu", description="torch.compile (inductor, Triton) on CUDA",
-                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, **_TORCH_COMPILE),
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, workload_notes=_TORCH_CUDA_HF_NOTES,
+                **_TORCH_COMPILE),
         # TF32 float32 matmuls, declared (issue 27): what JAX does on a GPU by default and what torch does with
         # set_float32_matmul_precision('high'), both asked for, so the two compare like with like; their result
         # check allows TF32's error (child/worker.py TF32_TOLERANCE, float32 only)
         Backend("jax_jit_gpu_tf32", description="jax.jit on the GPU platform, TF32 float32 matmuls", device="gpu",
                 xla_gpu_toolkit=True, env_defaults=_JAX_GPU_ENV, **dict(_JAX, **_TF32_JAX)),
         Backend("torch_eager_cuda_tf32", device="gpu", description="PyTorch eager on CUDA, TF32 float32 matmuls",
-                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, **dict(_TORCH_EAGER, **_TF32_TORCH)),
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, workload_notes=_TORCH_CUDA_HF_NOTES,
+                **dict(_TORCH_EAGER, **_TF32_TORCH)),
         Backend("torch_compile_cuda_tf32", device="gpu", description="torch.compile on CUDA, TF32 float32 matmuls",
-                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU,
+                sync_policy=_TORCH_CUDA_SYNC, barrier=True, env_defaults=_ONE_GPU, workload_notes=_TORCH_CUDA_HF_NOTES,
                 **dict(_TORCH_COMPILE, **_TF32_TORCH)),
         Backend("pyhf_numpy", compiles=False, requires=("pyhf",), description="pyhf 0.7, NumPy backend",
                 sync_policy="synchronous: pyhf's NumPy backend returns finished arrays", cost_prior_s=(2.0, 2.0),
@@ -384,13 +398,14 @@ class Case:
     @property
     def sync_policy(self) -> str:
         """How its timed calls wait for their results, and the arithmetic they run (JAX and torch:
-        float32 matmuls at full precision, set explicitly), as every case file says."""
+        float32 matmuls at full precision, set explicitly), with the backend's notes on the workload
+        (torch on CUDA: what bounds the HistFactory fits' figures), as every case file says."""
         policy = self.backend_info.sync_policy
         if self.inline_cpu:
             policy += f"; CPU computations run inline in the calling thread ({self.backend_info.inline_cpu})"
         if self.backend_info.matmul_precision:
             policy += f"; float32 matmul precision {self.backend_info.matmul_precision}"
-        return policy
+        return "; ".join([policy, *(note for workload, note in self.backend_info.workload_notes if workload == self.workload)])
 
 
 def required_packages() -> tuple[str, ...]:
