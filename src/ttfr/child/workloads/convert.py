@@ -21,7 +21,10 @@ from ttfr.child.conversion_routes import COLUMNS, LAYOUTS
 
 TOLERANCE = {"float32": 0.0, "float64": 0.0, "bfloat16": 0.0}  # a conversion changes no value
 HEADROOM_BYTES = 256 << 20
-COPIES_NEEDED = 4  # source, destination, memcpy's destination, a fresh one: what a case holds at once
+# What a case holds at once: source, destination, memcpy's two destinations, and the check's float64
+# copies (reference, result, difference) at 8 bytes an element.
+COPIES_NEEDED = 4
+FLOAT64_COPIES = 3
 LEAK_CALLS = 10_000
 LEAK_MAX_BYTES = 8 << 30  # bytes a leak probe moves at most (a large array gets fewer calls)
 LEAK_MAX_S = 5.0
@@ -67,7 +70,7 @@ def memory_available_bytes():
 def load_inputs(job):
     """The memory guard first: a size that does not fit what this machine has free (with headroom)
     is skipped with that reason before anything is allocated."""
-    needed = COPIES_NEEDED * job.size + HEADROOM_BYTES
+    needed = (COPIES_NEEDED + FLOAT64_COPIES * 8 // _dtype(job.dtype).itemsize) * job.size + HEADROOM_BYTES
     available = memory_available_bytes()
     if available is not None and needed > available:
         raise Unavailable(f"insufficient_memory: {job.size} bytes need about {needed >> 20} MiB free with headroom, "
