@@ -4,7 +4,8 @@
 
 Fails (exit 1, never a warning) where no GPU is usable. Otherwise runs, in one `ttfr run` each:
 the array workloads at 512 (f32, f64) on every GPU backend under every cache policy; the declared
-TF32 variants on matmul and the MLP step (f32); the HistFactory workloads on the `simple` preset;
+TF32 variants on matmul and the MLP step (f32); the host <-> device conversion routes (4 and 256
+MiB); the HistFactory workloads on the `simple` preset;
 the ahead-of-time loops; then `pytest -m gpu`. It checks what the GPU rows promise — every GPU
 case ok with its result check passed, no warm process unsynchronised, cold-cache runs verified
 with no hits and warm-cache runs with hits, JAX's compile stages summing to at most its first
@@ -23,9 +24,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ttfr.child.conversion_routes import ROUTES
 from ttfr.measure import catalog
 
-GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in]
+# the compute backends (the conversion backend has its own run: host <-> device routes)
+GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in
+                and b.framework != "interop_gpu"]  # fmt: skip
 TF32_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and b.opt_in]
 RUNS = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,fused_chain,mlp_train_step", "--sizes",
@@ -33,6 +37,8 @@ RUNS = {
     # the declared TF32 variants: float32 only (float64 has no TF32), their check at TF32's tolerance
     "tf32": ["--backends", ",".join(TF32_BACKENDS), "--workloads", "matmul,mlp_train_step", "--sizes", "512", "--dtypes",
              "f32"],
+    # host <-> device conversions (issue 28): pageable and pinned, both directions, and DLPack on the device
+    "conversions": ["--backends", "interop_gpu", "--workloads", "convert", "--sizes", "4194304,268435456"],
     "histfactory": ["--backends", "jax_jit_gpu,torch_eager_cuda", "--workloads", "hf_nll_grad,hf_profiled_q0,hf_train_loop",
                     "--workspace-preset", "simple"],
     "loops": ["--backends", "jax_jit_gpu,torch_compile_cuda", "--workloads", "sweep_mlp_aot,ragged_batches_aot"],
@@ -66,6 +72,11 @@ def case_problems(case: dict) -> list[str]:
         parts = [(stages.get(k) or {}).get("median") or 0.0 for k in ("trace_s", "lower_s", "compile_s")]
         if first and sum(parts) > first * 1.05:
             problems.append(f"{name}: JAX's stages sum to {sum(parts):.3g} s, above its first call {first:.3g} s")
+    if case["workload"] in ROUTES:  # a conversion: its copy evidence, not a compute case's memory and stages
+        evidence = (case.get("conversion") or {}).get("evidence") or {}
+        if evidence.get("copied") is None:
+            problems.append(f"{name}: no copy verdict ({'no evidence' if not evidence else 'the evidence disagrees'})")
+        return problems
     memory = case.get("memory") or {}
     if not memory.get("device_peak_bytes"):
         problems.append(f"{name}: no device peak memory")

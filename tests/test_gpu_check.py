@@ -23,7 +23,7 @@ def test_without_a_gpu_gpu_check_fails_and_says_why(tmp_path):
 
 def _case(**changes):
     good = {
-        "case": "jax_jit_gpu_matmul_512_f32", "backend": "jax_jit_gpu", "status": "ok", "reason": None,
+        "case": "jax_jit_gpu_matmul_512_f32", "backend": "jax_jit_gpu", "workload": "matmul", "status": "ok", "reason": None,
         "correctness": {"passed": True},
         "memory": {"device_peak_bytes": 1 << 20, "device_peaks": {"setup": 1 << 10, "first_call": 1 << 20, "steady": 1 << 19}},
         "policies": {
@@ -62,5 +62,11 @@ def test_gpu_check_judges_each_promise_of_a_gpu_case():
     stages["policies"]["cold-process/cold-cache"]["stages_summary"]["compile_s"]["median"] = 2.0
     assert "stages sum to" in gpu_check.case_problems(stages)[0]
     assert gpu_check.case_problems(_case(status="warn", reason="gpu_unavailable: x"))[0].endswith("warn: gpu_unavailable: x")
+    transfer = {"case": "interop_gpu_numpy_to_torch_cuda_4194304_f32", "backend": "interop_gpu",
+                "workload": "numpy_to_torch_cuda", "status": "ok", "reason": None, "correctness": {"passed": True},
+                "policies": {}, "conversion": {"evidence": {"copied": True}}}  # fmt: skip
+    assert gpu_check.case_problems(transfer) == []  # a conversion keeps no device peaks: its evidence is judged
+    transfer["conversion"]["evidence"]["copied"] = None
+    assert gpu_check.case_problems(transfer) == [f"{transfer['case']}: no copy verdict (the evidence disagrees)"]
     assert gpu_check.manifest_problems({"gpu": {"driver_version": "550", "cuda_version": "12.4", "ptxas": None}}) == [
         "manifest: no ptxas recorded"]  # fmt: skip
