@@ -518,3 +518,42 @@ def test_the_torch_trainer_keeps_every_tensor_on_the_engines_device():
     assert {p.device for p in trainer.params} == {meta} and trainer.events.device == meta
     trainer.step()  # mixed devices raise here
     assert seen == [meta]
+
+
+def test_a_training_steps_crossings_between_runtimes_are_timed_apart_and_summed_per_step(monkeypatch):
+    """Issue 28: each step's seconds converting between runtimes, and their share of the median step."""
+    from ttfr.child.workloads.histfactory import train
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(train.time, "perf_counter", lambda: clock["now"])
+    crossings = train.Crossings()
+
+    def convert(value):
+        clock["now"] += 0.002  # a crossing of 2 ms
+        return value
+
+    def step():
+        clock["now"] += 0.008  # 8 ms of compute
+        crossings(convert, 1.0)
+        return -1.0
+
+    loop = train.run_loop(step, steps=4, crossings=crossings)
+    assert loop["conversion_s"] == pytest.approx([0.002] * 4)
+    assert loop["conversion_share"] == pytest.approx(0.2) and loop["step_s_median"] == pytest.approx(0.010)
+    assert "conversion_s" not in train.run_loop(step, steps=2)  # no crossings asked: none recorded
+
+
+def test_the_torch_trainer_times_an_engines_numpy_results_as_crossings_and_a_native_engines_as_none():
+    torch = pytest.importorskip("torch")
+    from ttfr.child.workloads.histfactory import train
+
+    def host_engine(template):  # pyhf's NumPy answers: converted into torch every step
+        return 2.0, np.zeros(template.shape[0])
+
+    def native_engine(template):  # the native torch engine's: already tensors
+        return torch.tensor(2.0, dtype=torch.float64), torch.zeros_like(template)
+
+    for engine, crossed in ((host_engine, True), (native_engine, False)):
+        trainer = train.TorchTrainer(torch, train.initial_state(0), 4, 100.0, "kde", q0_and_grad=engine)
+        trainer.step()
+        assert (trainer.crossings.take() > 0) is crossed, engine.__name__

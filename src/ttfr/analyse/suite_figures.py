@@ -122,6 +122,7 @@ def scaling_rows(case_results: list[CaseResult]) -> list[ScalingRow]:
             fd_max_rel_error=fd.max_rel_error if fd else None,
             train_first_step_s=_set(loop.first_step_s) if loop else None,
             train_step_s=_set(loop.step_s_median) if loop else None,
+            train_conversion_share=_set(loop.conversion_share) if loop else UNSET,
             train_loss_first=losses[0],
             train_loss_last=losses[-1],
         ))  # fmt: skip

@@ -76,6 +76,10 @@ class TrainingRun(Open):
     first_step_s: float | UnsetType = UNSET
     step_s_median: float | None | UnsetType = UNSET
     step_s: list[float] | UnsetType = UNSET
+    # each step's seconds converting between runtimes (timed crossing by crossing), and their median's
+    # share of the median step (the first step apart)
+    conversion_s: list[float] | UnsetType = UNSET
+    conversion_share: float | None | UnsetType = UNSET
 
 
 class TrainLoop(Open):

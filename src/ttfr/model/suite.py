@@ -98,6 +98,8 @@ class ScalingRow(Artifact):
     train_step_s: float | None
     train_loss_first: float | None
     train_loss_last: float | None
+    # the median step's share spent converting between runtimes (null: not recorded)
+    train_conversion_share: float | None | UnsetType = UNSET
 
 
 class DatasetFile(Artifact):

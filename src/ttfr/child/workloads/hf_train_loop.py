@@ -12,6 +12,8 @@ warm-start); the gate's 20-step loops warm-start each step's fits from the previ
 optima, as a training loop does, and their per-step median is the reference row's figure.
 """
 
+import time
+
 import numpy as np
 
 from ttfr.child.workloads.histfactory import engines, gate, native, problems, train
@@ -69,13 +71,20 @@ def engine_trainer(runtime, engine, variant):
 
         histogram = nextstat_torch.SoftHistogram(torch.tensor(train.edges(n_bins)), bandwidth="auto", mode=variant)
         channel, sample = problem.signal
+        crossings = train.Crossings()
+        mle = _TimedMle(engine.mle)
 
         def z0_layer(template):
-            return nextstat_torch.discovery_z0(
-                template, mle=engine.mle, model=engine.model, channel=channel, sample=sample, eps=train.Z0_EPS
-            )
+            # NextStat's layer converts inside (torch -> a float64 buffer, lists -> torch): its time
+            # outside the Rust call is the crossing (conversions and the layer's glue)
+            start, rust_before = time.perf_counter(), mle.seconds
+            z0 = nextstat_torch.discovery_z0(template, mle=mle, model=engine.model, channel=channel, sample=sample,
+                                             eps=train.Z0_EPS)  # fmt: skip
+            crossings.add(time.perf_counter() - start - (mle.seconds - rust_before))
+            return z0
 
-        return train.TorchTrainer(torch, state, n_bins, total, variant, z0_layer=z0_layer, histogram=histogram)
+        return train.TorchTrainer(torch, state, n_bins, total, variant, z0_layer=z0_layer, histogram=histogram,
+                                  crossings=crossings)  # fmt: skip
 
     def q0_and_grad(template):
         q0, grad, _muhat = engine.q0_and_grad(np.asarray(template, dtype=float))
@@ -87,7 +96,26 @@ def engine_trainer(runtime, engine, variant):
         return train.EagerJaxTrainer(jax, state, n_bins, total, variant, q0_and_grad)
     import torch
 
-    return train.TorchTrainer(torch, state, n_bins, total, variant, q0_and_grad=lambda t: q0_and_grad(t.numpy()))
+    crossings = train.Crossings()
+    return train.TorchTrainer(torch, state, n_bins, total, variant, q0_and_grad=lambda t: q0_and_grad(crossings(t.numpy)),
+                              crossings=crossings)  # fmt: skip
+
+
+class _TimedMle:
+    """NextStat's MLE with its q0 call timed (the Rust work inside NextStat's torch layer)."""
+
+    def __init__(self, mle):
+        self.mle, self.seconds = mle, 0.0
+
+    def q0_like_loss_and_grad_nominal(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.mle.q0_like_loss_and_grad_nominal(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def __getattr__(self, name):
+        return getattr(self.mle, name)
 
 
 def engine_build(runtime, engine):
@@ -106,7 +134,10 @@ def _fresh_trainer(runtime, inputs, variant):
 def check(runtime, inputs, problem, host_first, job):
     engine = native.probe(runtime, inputs)
     check = gate.gate(engine, problem, job.reference or None)
-    loops = {variant: train.run_loop(_fresh_trainer(runtime, inputs, variant).step) for variant in train.VARIANTS}
+    loops = {}
+    for variant in train.VARIANTS:
+        trainer = _fresh_trainer(runtime, inputs, variant)
+        loops[variant] = train.run_loop(trainer.step, crossings=getattr(trainer, "crossings", None))
     check["train_loop"] = {"steps": train.STEPS, "first_loss_of_timed_call": float(np.ravel(host_first[0])[0]), **loops}
     finite = all(np.isfinite(loop["losses"]).all() for loop in loops.values())
     if not finite:

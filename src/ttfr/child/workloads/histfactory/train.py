@@ -69,20 +69,52 @@ def template(xp, params, events, bin_edges, total, variant):
     return total * hist / xp.sum(hist)
 
 
-def run_loop(step, steps: int = STEPS) -> dict:
-    """Run `steps` steps; losses, per-step times, the first step apart."""
-    losses, times = [], []
+class Crossings:
+    """The seconds a training step spends moving arrays between runtimes (issue 28): each crossing
+    is timed on its own as it happens (a host read of a device array waits for it, so the wait is
+    the crossing's), summed per step and taken by `run_loop`."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self, convert, *args, **kwargs):
+        start = time.perf_counter()
+        result = convert(*args, **kwargs)
+        self.seconds += time.perf_counter() - start
+        return result
+
+    def add(self, seconds: float) -> None:
+        self.seconds += max(0.0, seconds)
+
+    def take(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
+def run_loop(step, steps: int = STEPS, crossings: Crossings | None = None) -> dict:
+    """Run `steps` steps; losses, per-step times, the first step apart; with `crossings`, each step's
+    seconds spent converting between runtimes and their share of the median step (the first apart)."""
+    losses, times, converting = [], [], []
+    if crossings is not None:
+        crossings.take()
     for _ in range(steps):
         start = time.perf_counter()
         loss = step()
         times.append(time.perf_counter() - start)
         losses.append(float(loss))
-    return {
+        if crossings is not None:
+            converting.append(crossings.take())
+    loop = {
         "losses": losses,
         "first_step_s": times[0],
         "step_s_median": float(np.median(times[1:])) if steps > 1 else None,
         "step_s": times,
     }
+    if crossings is not None:
+        later = converting[1:] if steps > 1 else converting
+        loop["conversion_s"] = converting
+        loop["conversion_share"] = float(np.median(later) / np.median(times[1:] if steps > 1 else times))
+    return loop
 
 
 # ------------------------------------------------------------------ native JAX (pure step)
@@ -155,6 +187,7 @@ class JaxTrainer:
     """The pure JAX step, jitted, with its state carried from call to call."""
 
     def __init__(self, jax, inputs, variant):
+        self.crossings = Crossings()  # none: the whole step is one jitted JAX program
         self.step_fn = jax.jit(jax_step(jax, variant))
         n_native = len(inputs) - len(TRAIN_INPUTS)
         self.fixed, self.state = list(inputs[:n_native]), list(inputs[n_native:])
@@ -171,7 +204,7 @@ class TorchTrainer:
     or, with `z0_layer`, a torch layer returning Z0 directly (NextStat's NextStatZ0)."""
 
     def __init__(self, torch, state: dict, n_bins: int, total: float, variant: str, q0_and_grad=None,
-                 z0_layer=None, histogram=None, compile_fn=None, device=None):  # fmt: skip
+                 z0_layer=None, histogram=None, compile_fn=None, device=None, crossings=None):  # fmt: skip
         """`device`: where the engine's arrays are (CUDA): every tensor of the trainer is made there,
         so no step mixes devices or goes through the host (issue 27)."""
         self.torch = torch
@@ -199,6 +232,13 @@ class TorchTrainer:
             self.template = compile_fn(lambda params, events: template(torch, params, events, bin_edges, total, variant))
         self.q0_and_grad = q0_and_grad
         self.z0_layer = z0_layer
+        # the engine's own crossings (torch -> NumPy for pyhf; NextStat's layer) are timed where they are made
+        self.crossings = crossings if crossings is not None else Crossings()
+
+    def _to_torch(self, value, here):
+        if isinstance(value, self.torch.Tensor):  # a native engine's result: no crossing
+            return self.torch.as_tensor(value, **here)
+        return self.crossings(self.torch.as_tensor, value, **here)
 
     def step(self):
         torch = self.torch
@@ -210,8 +250,8 @@ class TorchTrainer:
         else:
             q0, dq0 = self.q0_and_grad(signal.detach())
             here = {"dtype": signal.dtype, "device": signal.device}  # the engine's results, on the template's device
-            z0 = torch.sqrt(torch.as_tensor(q0, **here) + Z0_EPS)
-            signal.backward(-0.5 / z0 * torch.as_tensor(dq0, **here))
+            z0 = torch.sqrt(self._to_torch(q0, here) + Z0_EPS)
+            signal.backward(-0.5 / z0 * self._to_torch(dq0, here))
             loss = -z0
         self.optimizer.step()
         return loss.detach()
@@ -235,17 +275,19 @@ class EagerJaxTrainer:
         events, bin_edges = jnp.asarray(state["events"]), jnp.asarray(edges(n_bins))
         self.template = lambda ps: template(jnp, ps, events, bin_edges, total, variant)
         self.q0_and_grad = q0_and_grad
+        self.crossings = Crossings()  # NumPy <-> JAX, four times a step
 
     def step(self):
         jax = self.jax
-        signal, pullback = jax.vjp(self.template, tuple(jax.numpy.asarray(p) for p in self.params))
-        q0, dq0 = self.q0_and_grad(np.asarray(signal))
+        cross = self.crossings
+        signal, pullback = jax.vjp(self.template, tuple(cross(jax.numpy.asarray, p) for p in self.params))
+        q0, dq0 = self.q0_and_grad(cross(np.asarray, signal))  # waits for the template: the wait is the crossing's
         z0 = math.sqrt(q0 + Z0_EPS)
-        (grads,) = pullback(jax.numpy.asarray(-0.5 / z0 * np.asarray(dq0)))
+        (grads,) = pullback(cross(jax.numpy.asarray, -0.5 / z0 * np.asarray(dq0)))
         self.t += 1
         b1, b2 = BETAS
         for i, g in enumerate(grads):
-            g = np.asarray(g)
+            g = cross(np.asarray, g)
             self.m[i] = b1 * self.m[i] + (1 - b1) * g
             self.v[i] = b2 * self.v[i] + (1 - b2) * g * g
             m_hat, v_hat = self.m[i] / (1 - b1**self.t), self.v[i] / (1 - b2**self.t)
