@@ -31,6 +31,24 @@ def fmt_bytes(value: int | float | None) -> str:
     return f"{int(value)} B"
 
 
+def fmt_rate(bytes_per_s: float | None) -> str:
+    """A rate in decimal gigabytes a second (bytes counted once: a copy's source)."""
+    return DASH if bytes_per_s is None else f"{bytes_per_s / 1e9:.3g} GB/s"
+
+
+def fmt_percent(fraction: float | None) -> str:
+    """A fraction as a percentage: whole percents from 10%, two figures below (`0.52%`)."""
+    if fraction is None:
+        return DASH
+    percent = 100 * fraction
+    return f"{percent:.0f}%" if percent >= 10 else f"{percent:.2g}%"
+
+
+def copied_verdict(copied: bool | None) -> str:
+    """A conversion's copy verdict, as every output words it."""
+    return "? no verdict" if copied is None else "✗ copied" if copied else "✓ zero-copy"
+
+
 def fmt_summary(summary: Summary | None, with_ci: bool = True) -> str:
     if not summary:
         return DASH
