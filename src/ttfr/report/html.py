@@ -14,7 +14,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import markdown
+from ttfr.report import conversions_md, markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
@@ -127,6 +127,20 @@ def _flags(cases: list[CaseResult]) -> str:
 _ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
 
 
+def _conversions(cases: list[CaseResult], plots) -> list[str]:
+    """report.md's Conversions tables (the same rows, without Markdown's marks), then a figure per
+    route family; nothing when no case has conversion evidence."""
+    parts = []
+    for group in conversions_md.groups(cases, mark=str, loud=str):
+        parts.append(f"<h3>{_e(group.title)}</h3>{_table(group.header, group.rows)}")
+        if group.layout_rows:
+            parts.append(f"<p>Layouts of the source:</p>{_table(group.layout_header, group.layout_rows)}")
+        parts.append(f"<p>{_e(group.below_half)}</p>")
+    if not parts:
+        return []
+    return [f"<p>{_e(conversions_md.LAYOUT_INTRO)}</p>", *parts, *(_figure(p) for p in plots.conversions(cases))]
+
+
 def _health(cases: list[CaseResult]) -> str:
     """How many measured runs were contended (report.md's Machine health says more)."""
     from ttfr.analyse import contention
@@ -164,6 +178,7 @@ def render(result: VerifiedResult) -> str:
             [_figure(p) for p in plots.scaling(suite.scaling)] + [_figure(p) for p in [plots.training_losses(cases)] if p],
         ),  # fmt: skip
         _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.loops or [])]),
+        _section(conversions_md.TITLE, _conversions(cases, plots), conversions_md.INTRO.replace("`", "")),
         _section("Commands", [_commands(cases)]),
         _section("Flags", [_flags(cases)]),
         _section("Limitations", [_list(markdown.limitations(manifest, cases))]),

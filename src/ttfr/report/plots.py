@@ -21,7 +21,16 @@ from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
-from ttfr.report.formatting import first_call_stages, fmt_seconds, fmt_summary, stage_split
+from ttfr.report.formatting import (
+    copied_verdict,
+    first_call_stages,
+    fmt_bytes,
+    fmt_percent,
+    fmt_rate,
+    fmt_seconds,
+    fmt_summary,
+    stage_split,
+)
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
@@ -541,6 +550,57 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
                           ["strategy", "size", "total [CI]", "compiles", "host↔device copies (share of loop)",
                            "vs naive", "overtakes naive at k",
                            "total cost at k", "iteration medians (▲: compiled)"], table))  # fmt: skip
+    return plots
+
+
+# ------------------------------------------------------------------ conversions
+def conversions(cases: list[CaseResult]) -> list[Plot]:
+    """Per route family (a source and a destination): each route's warm call against its size in
+    bytes (log-log), one line per route (and dtype, where there are several), from the cases'
+    conversion figures; a route without a warm-call figure at a size has no point there."""
+    measured = [c for c in cases if present(c.conversion)]
+    families: dict[tuple[str, str], list[CaseResult]] = {}
+    for case in measured:
+        evidence = case.conversion.evidence
+        families.setdefault((evidence.source, evidence.destination), []).append(case)
+    plots = []
+    figures = None
+    for (source, destination), members in sorted(families.items()):
+        drawn = [c for c in members if c.conversion.call_s is not None and c.conversion.call_s > 0]
+        if not drawn:
+            continue
+        figures = figures or _figures()
+        fig, ax = figures.subplots(figsize=(6, 3.6))
+        several = len({c.dtype for c in drawn}) > 1
+        lines: dict[tuple[str, str], list[CaseResult]] = {}
+        for case in sorted(drawn, key=lambda c: (c.workload, c.dtype, c.conversion.evidence.bytes)):
+            lines.setdefault((case.workload, case.dtype), []).append(case)
+        table = []
+        for index, ((route, dtype), points) in enumerate(lines.items()):
+            label = f"{route} ({dtype})" if several else route
+            ax.plot([c.conversion.evidence.bytes for c in points], [c.conversion.call_s for c in points], marker="o",
+                    color=f"C{index % 10}", label=label)  # fmt: skip
+            for case in points:
+                conversion = case.conversion
+                table.append([route, case.conversion.evidence.api, dtype, f"{conversion.evidence.bytes:,}",
+                              fmt_seconds(conversion.call_s), copied_verdict(conversion.evidence.copied),
+                              fmt_rate(conversion.bytes_per_s), fmt_percent(conversion.memcpy_fraction)])  # fmt: skip
+        from matplotlib.ticker import NullLocator
+
+        sizes = sorted({c.conversion.evidence.bytes for c in drawn})  # powers of two: each labelled, no others
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [fmt_bytes(size) for size in sizes])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_yscale("log")
+        _log_axis(ax.yaxis)
+        ax.set_xlabel("size (bytes of the source)")
+        ax.set_ylabel("seconds per conversion (warm)")
+        ax.set_title(f"{source} → {destination}")
+        _legend_below(fig, ax)
+        plots.append(Plot(f"Conversions {source} → {destination}: warm call against size", _svg(fig),
+                          ["route", "API", "dtype", "bytes", "warm call", "copied", "GB/s", "% of memcpy"], table,
+                          "Bytes counted once; % of memcpy: np.copyto of the same bytes in the same process, where "
+                          "the route copied.",))  # fmt: skip
     return plots
 
 
