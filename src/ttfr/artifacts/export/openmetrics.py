@@ -10,8 +10,12 @@ Gauges per case (labels case, backend, workload, size, dtype; cold figures also 
 `ttfr_ttfr_seconds{quantile}` and `ttfr_compile_seconds{quantile}` over a policy's headline
 runs (quantile 0 and 1: the fastest and slowest, 0.5: the median, 0.95), `ttfr_runs`,
 `ttfr_compile_cache_hit_ratio`, `ttfr_warm_call_seconds{quantile}` over the warm processes'
-medians, `ttfr_peak_rss_bytes` (median), `ttfr_case_status{status}`. A figure that does not
-exist is left out, never written as 0. No timestamps: the textfile collector refuses them;
+medians, `ttfr_peak_rss_bytes` (median), `ttfr_case_status{status}`. A conversion case (issue 28)
+adds its case result's conversion figures: `ttfr_conversion_copied` (1 copied, 0 zero-copy),
+`ttfr_conversion_first_call_seconds`, `ttfr_conversion_call_seconds`,
+`ttfr_conversion_bytes_per_second` and `ttfr_conversion_memcpy_ratio` (where the route copied),
+`ttfr_conversion_memcpy_bytes_per_second`, `ttfr_conversion_leak_bytes_per_call`. A figure that
+does not exist (no copy verdict, no rate) is left out, never written as 0. No timestamps: the textfile collector refuses them;
 the snapshot's time is in `ttfr_snapshot_info`'s labels.
 """
 
@@ -27,7 +31,8 @@ from ttfr.analyse import stats
 from ttfr.artifacts.export import tidy
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import write_bytes_atomic
-from ttfr.model.case import CaseResult
+from ttfr.model.base import present
+from ttfr.model.case import CaseResult, Conversion
 from ttfr.model.policies import WARM_PROCESS
 from ttfr.model.summary import Summary
 
@@ -66,9 +71,15 @@ class _Snapshot:
                                  labels=[*_CASE_LABELS, "quantile"])  # fmt: skip
         rss = GaugeMetricFamily("ttfr_peak_rss_bytes", "peak resident memory of a cold run (median)", labels=_CASE_LABELS)
         status = StateSetMetricFamily("ttfr_case_status", "the case's status", labels=_CASE_LABELS)
+        conversion = {name: GaugeMetricFamily(f"ttfr_conversion_{name}", text, labels=_CASE_LABELS)
+                      for name, text in _CONVERSION.items()}  # fmt: skip
         for case in cases:
             labels = _labels(case)
             status.add_metric(labels, {name: case.status == name for name in _STATUSES})
+            if present(case.conversion):
+                for name, value in _conversion_figures(case.conversion):
+                    if value is not None:
+                        conversion[name].add_metric(labels, value)
             peak = case.memory.peak_rss_bytes
             if peak:
                 rss.add_metric(labels, peak.median)
@@ -88,6 +99,30 @@ class _Snapshot:
                 if hits is not None and misses is not None and hits + misses > 0:
                     hit_ratio.add_metric([*labels, policy], hits / (hits + misses))
         yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
+        yield from (family for family in conversion.values() if family.samples)
+
+
+_CONVERSION = {
+    "copied": "1 where the conversion route copied its contiguous source, 0 where the result shares its memory",
+    "first_call_seconds": "the first conversion in a fresh process (cold-cache median)",
+    "call_seconds": "seconds per conversion, steady state (warm-process median)",
+    "bytes_per_second": "bytes converted a second where the route copied (bytes counted once)",
+    "memcpy_bytes_per_second": "np.copyto of the same bytes into a touched destination, in the same process",
+    "memcpy_ratio": "memcpy's time / the route's warm call, where the route copied (1: as fast as memcpy)",
+    "leak_bytes_per_call": "the process's RSS growth per conversion over the leak probe",
+}
+
+
+def _conversion_figures(conversion: Conversion):
+    """(family, value) of a case's conversion figures, as its case result holds them (None: none)."""
+    evidence = conversion.evidence
+    yield "copied", None if evidence.copied is None else int(evidence.copied)
+    yield "first_call_seconds", conversion.first_call_s
+    yield "call_seconds", conversion.call_s
+    yield "bytes_per_second", conversion.bytes_per_s
+    yield "memcpy_bytes_per_second", conversion.memcpy_bytes_per_s
+    yield "memcpy_ratio", conversion.memcpy_fraction
+    yield "leak_bytes_per_call", evidence.leak.growth_per_call_bytes
 
 
 def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: Summary | None) -> None:

@@ -3,14 +3,21 @@ sample) and metric, with the case's coordinates. The CSV export writes them as t
 the OpenMetrics export summarises from the same case files.
 
 A failed run keeps its rows with an empty value (never 0.0), so a reader sees that it
-happened and that it has no figure."""
+happened and that it has no figure.
+
+A conversion case (issue 28) adds its case's conversion figures as it holds them
+(analyse/conversions.py decided them): kind `conversion`, one row per figure (copied and the
+leak verdict as 1/0, the times, rates, memcpy's share; empty where it has none), and kind
+`conversion_layout`, per layout of the source `layout_<layout>_copied`, `_refused` and
+`_values_ok` (1/0; empty where the layout was not converted), its outcome (ok, refused,
+not_applicable) in `outcome`. These rows have no policy, run, round or sample."""
 
 from __future__ import annotations
 
 from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, OPTIONAL_METRICS, STAGE_METRICS
-from ttfr.model.base import UNSET
-from ttfr.model.case import CaseResult, RunFigures, named
+from ttfr.model.base import UNSET, present
+from ttfr.model.case import CaseResult, Conversion, RunFigures, named
 from ttfr.model.policies import WARM_PROCESS
 
 # case_status: the case's verdict; in_figures: whether the run's values enter the case's figures (a contended run
@@ -43,6 +50,8 @@ def rows(snapshot: str, cases: list[CaseResult]):
             for run in block.measured:
                 run_where = {**where, "policy": policy, "in_figures": _flag(run, run.index in used)}
                 yield from (_process_rows if policy == WARM_PROCESS else _run_rows)(run_where, run)
+        if present(case.conversion):
+            yield from _conversion_rows(where, case.conversion)
 
 
 def _row(where: dict, item: RunFigures, kind: str, metric: str, value, unit: str, sample="") -> dict:
@@ -87,3 +96,40 @@ def _process_rows(where: dict, proc: RunFigures):
         yield _row(where, proc, "warm_sample", "call_s", sample, "s", sample=position)
     for name, value in _recorded(proc.resources, _RESOURCES):
         yield _row(where, proc, "warm_process", name, value, _RESOURCES[name])
+
+
+def _bit(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _case_row(where: dict, kind: str, metric: str, value, unit: str, outcome: str = "") -> dict:
+    return {**where, "policy": "", "kind": kind, "run": "", "round": "", "sample": "", "outcome": outcome,
+            "contended": "", "in_figures": "", "metric": metric, "value": "" if value is None else value,
+            "unit": unit}  # fmt: skip
+
+
+def _conversion_rows(where: dict, conversion: Conversion):
+    """The case's conversion figures, as its case result holds them."""
+    evidence = conversion.evidence
+    figures = (
+        ("copied", _bit(evidence.copied), "bool"),
+        ("first_call_s", conversion.first_call_s, "s"),
+        ("call_s", conversion.call_s, "s"),
+        ("bytes_per_s", conversion.bytes_per_s, "bytes/s"),
+        ("memcpy_bytes_per_s", conversion.memcpy_bytes_per_s, "bytes/s"),
+        ("memcpy_fraction", conversion.memcpy_fraction, "ratio"),
+        ("below_half_memcpy", _bit(conversion.below_half_memcpy), "bool"),
+        ("memcpy_s", evidence.memcpy_s, "s"),
+        ("memcpy_fresh_s", evidence.memcpy_fresh_s, "s"),
+        ("leak_grows", _bit(evidence.leak.grows), "bool"),
+        ("leak_growth_per_call_bytes", evidence.leak.growth_per_call_bytes, "bytes"),
+        ("leak_calls", evidence.leak.calls, "count"),
+    )
+    for metric, value, unit in figures:
+        yield _case_row(where, "conversion", metric, value, unit)
+    for layout in evidence.layouts:
+        converted = layout.outcome == "ok"
+        for metric, value in (("copied", _bit(layout.copied) if converted else None),
+                              ("refused", int(layout.outcome == "refused")),
+                              ("values_ok", _bit(layout.values_ok) if converted else None)):  # fmt: skip
+            yield _case_row(where, "conversion_layout", f"layout_{layout.layout}_{metric}", value, "bool", layout.outcome)
