@@ -87,6 +87,13 @@ def _warm_section(cases: list[CaseResult]) -> list[str]:
     return ["## Warm throughput (warm-process)", "", *table(header, rows), ""]
 
 
+def _share(value) -> str:
+    """A share of a step: `none` where the step never left its runtime, 2 significant digits below 10%."""
+    if value is None or value is UNSET:
+        return DASH
+    return "none" if value == 0 else f"{100 * value:.2g}%" if value < 0.1 else f"{100 * value:.0f}%"
+
+
 def _device_peaks(memory) -> str:
     """A GPU case's device peak per phase: each its own where the runtime resets its peak (torch),
     else running totals (XLA keeps one peak), as the cell says."""
@@ -202,15 +209,17 @@ def _histfactory_section(rows: list[ScalingRow]) -> list[str]:
     if loops:
         body = [
             [f"`{r.engine}`", str(r.parameters), fmt_seconds(r.train_first_step_s), fmt_seconds(r.train_step_s),
-             f"{r.train_loss_first:.4f} -> {r.train_loss_last:.4f}"]
+             _share(r.train_conversion_share), f"{r.train_loss_first:.4f} -> {r.train_loss_last:.4f}"]
             for r in loops
         ]  # fmt: skip
         lines += [
             "### 20-step training loop (KDE soft histogram; the sigmoid variant is in each case file)",
             "",
-            "Run in each case's gate process after the timed runs: the first step includes compiling the loop's own step.",
+            "Run in each case's gate process after the timed runs: the first step includes compiling the loop's own step. "
+            "Conversions: the median step's seconds moving arrays between runtimes (each crossing timed as it happens; "
+            "NextStat's torch layer: its time outside the Rust call), as a share of the median step.",
             "",
-            *table(["engine", "params", "first step", "per step (median)", "loss -Z0, first -> last"], body),
+            *table(["engine", "params", "first step", "per step (median)", "conversions", "loss -Z0, first -> last"], body),
             "",
         ]
     reference = []
