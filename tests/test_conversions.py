@@ -16,7 +16,7 @@ from ttfr.child.conversion_routes import LAYOUTS, ROUTES
 from ttfr.child.job import Job
 from ttfr.child.workloads import convert
 from ttfr.measure import catalog, spawn
-from ttfr.model.base import decode
+from ttfr.model.base import UNSET, decode
 from ttfr.model.record import ConversionEvidence, RunRecord
 
 pytestmark = pytest.mark.skipif(not (have("torch") and have("jax")), reason="needs torch and jax")
@@ -148,3 +148,17 @@ def test_a_warm_conversion_process_records_its_evidence_in_a_real_worker():
     assert all(r.values_ok for r in evidence.layouts if r.outcome == "ok")
     assert evidence.memcpy_s > 0 and evidence.leak.calls >= 10
     assert evidence.copied is not None and evidence.source_offset_64 is not None  # measured, with the alignment
+
+
+def test_the_nextstat_export_leaves_out_what_its_contract_cannot_hold_and_says_why():
+    """NextStat's ml contract knows float32 and float64: a bfloat16 route's case would be rejected."""
+    from types import SimpleNamespace
+
+    from ttfr.artifacts.export import nextstat
+
+    cases = [SimpleNamespace(case="a_f32", command=UNSET, dtype="float32"),
+             SimpleNamespace(case="b_bf16", command=UNSET, dtype="bfloat16"),
+             SimpleNamespace(case="c_cmd", command=object(), dtype="float64")]  # fmt: skip
+    why = nextstat.left_out(cases)
+    assert set(why) == {"b_bf16", "c_cmd"}
+    assert why["b_bf16"] == "bfloat16: NextStat's ml contract knows float32 and float64 only"

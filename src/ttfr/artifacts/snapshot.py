@@ -463,7 +463,7 @@ def _export_nextstat(verified, dest: Path) -> None:
     """The ML results in NextStat's contract, where there are any (a snapshot of commands only has none)."""
     from ttfr.artifacts.export import nextstat
 
-    if nextstat.commands_left_out(verified.cases) != [c.case for c in verified.cases]:
+    if len(nextstat.left_out(verified.cases)) != len(verified.cases):
         nextstat.write_export(verified, dest)
 
 

@@ -36,10 +36,9 @@ def handle(args, console: Console) -> int:
 
     with rendering(args.dir):
         written = formats.export(args.format, args.dir, args.dest, args.cold_policy)
-    left_out = nextstat.commands_left_out(load_finished(args.dir).cases) if args.format == "nextstat-v1" else []
-    if left_out:
-        print(f"ttfr: warning: left out command case(s) {', '.join(left_out)}: NextStat's ml contract describes a "
-              "workload on a dataset, which a program is not", file=sys.stderr)  # fmt: skip
+    left_out = nextstat.left_out(load_finished(args.dir).cases) if args.format == "nextstat-v1" else {}
+    for case, why in left_out.items():
+        print(f"ttfr: warning: left out {case}: {why}", file=sys.stderr)
     shown = written[0] if len(written) == 1 else f"{len(written)} files to {args.dest}"
     console.print(f"wrote {shown}", markup=False, highlight=False)
     return 0

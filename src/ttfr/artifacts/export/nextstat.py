@@ -180,21 +180,31 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
                            "incomplete: fix that and export again") from None  # fmt: skip
 
 
-def commands_left_out(cases: list[CaseResult]) -> list[str]:
-    """Command cases (`ttfr run --command`): NextStat's ml contract describes a workload on a
-    dataset, and a program has neither, so they are not exported."""
-    return [c.case for c in cases if c.command]
+NEXTSTAT_DTYPES = ("float32", "float64")  # what its ml contract's config.dtype allows
+
+
+def left_out(cases: list[CaseResult]) -> dict[str, str]:
+    """The cases NextStat's ml contract cannot hold, and why: a command (`ttfr run --command`: the
+    contract describes a workload on a dataset, and a program has neither), a dtype it does not know
+    (a conversion route's bfloat16)."""
+    why = {}
+    for case in cases:
+        if case.command:
+            why[case.case] = "a command: NextStat's ml contract describes a workload on a dataset, which a program is not"
+        elif case.dtype not in NEXTSTAT_DTYPES:
+            why[case.case] = f"{case.dtype}: NextStat's ml contract knows {' and '.join(NEXTSTAT_DTYPES)} only"
+    return why
 
 
 def write_export(verified, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
     """The export of a result already loaded and verified (`export` checks its destination first)."""
     # Every file name comes from a case id, each checked by the reader against the id grammar.
     suite, manifest = verified.suite, verified.manifest
-    commands = commands_left_out(verified.cases)
-    if commands and len(commands) == len(verified.cases):
-        raise UsageError(f"{verified.result_dir.root} holds only command cases ({', '.join(commands)}): NextStat's ml "
-                         "contract describes a workload on a dataset, which a program is not; nothing to export")  # fmt: skip
-    cases = [c for c in verified.cases if c.case not in commands]
+    outside = left_out(verified.cases)
+    if outside and len(outside) == len(verified.cases):
+        raise UsageError(f"{verified.result_dir.root} holds no case NextStat's ml contract can hold; nothing to export: "
+                         + "; ".join(f"{case}: {why}" for case, why in outside.items()))  # fmt: skip
+    cases = [c for c in verified.cases if c.case not in outside]
     # Every record first: a case that cannot be exported stops the export before any file is written.
     records = [(case, case_record(case, manifest, suite.deterministic, cold_policy)) for case in cases]
     written, refs = [], []
