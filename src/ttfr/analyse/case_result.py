@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ttfr.analyse import contention, conversions, loops, runs, stats
+from ttfr.analyse import concurrency, contention, conversions, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
-from ttfr.measure.plan import Plan, runs_check
+from ttfr.measure.plan import GROUP_KINDS, Plan, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
 from ttfr.model.case import (
     CACHE_FLAGS,
@@ -27,6 +27,7 @@ from ttfr.model.case import (
     CaseResult,
     ColdPolicy,
     ColdSummary,
+    SharedCacheNotWhole,
     CommandInfo,
     Config,
     Contended,
@@ -291,6 +292,9 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
                           policies=Policies(), memory=CaseMemory(), flags=[], unmeasured_runs=[])  # fmt: skip
 
     entries = sorted(entries, key=lambda e: (e.round, e.index))
+    # groups of concurrent cold starts (--concurrency) are figures of their own, apart from the policies'
+    grouped = [e for e in entries if e.kind in GROUP_KINDS]
+    entries = [e for e in entries if e.kind not in GROUP_KINDS]
     checked = [e for e in entries if e.record and e.record.check]
     check = checked[0].record.check if checked else None
     failed_checks = [e.record.check for e in checked if e.record.check.passed is False]
@@ -348,6 +352,13 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     evidence = next((e.record.conversion for e in checked if e.outcome == "ok" and e.record.conversion), None)
     conversion, conversion_flags = conversions.case_conversion(evidence, policies) if status != "failed" else (UNSET, [])
     flags += conversion_flags
+    cores = next((e.host.usable_cores for e in grouped if e.host and e.host.usable_cores), None)
+    cold_ttfr = policies[COLD_CACHE].figure("ttfr_s") if COLD_CACHE in policies else None
+    together = concurrency.case_concurrency(grouped, case, cold_ttfr.median if cold_ttfr else None, cores)
+    if together is not UNSET:
+        broken = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups if g.check.whole is False]
+        if broken:
+            flags.append(SharedCacheNotWhole(groups=broken))
     if status == "failed":
         policies = {name: _null_summaries(policy) for name, policy in policies.items()}
         memory["peak_rss_bytes"] = None
@@ -361,6 +372,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         flags=flags,
         unmeasured_runs=unmeasured,
         conversion=conversion,
+        concurrency=together,
         threadpools=_threadpools(entries),
     )
 

@@ -129,6 +129,8 @@ def selection_args(parser) -> None:
     list_arg(parser, "--sizes", "sizes (default: the profile's)")
     list_arg(parser, "--dtypes", "f32, f64 (default: the profile's)")
     list_arg(parser, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    list_arg(parser, "--concurrency", "also start N fresh processes at once per compiling case, sharing one cache "
+             "(cold-shared, warm-shared) or not (cold-private), for each N given, e.g. 1,2,4,8")
     list_arg(parser, "--workspace-preset", "HistFactory presets: simple, complex8p, mid72p, thu184p, ladder500/1000/2000")
     parser.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
     parser.add_argument("--case-file", action="append", default=[], metavar="FILE",
@@ -140,7 +142,8 @@ def selection_request(args) -> dict:
     """The RunRequest fields of selection_args."""
     return {"cases": args.cases, "backends": args.backends, "workloads": args.workloads, "sizes": args.sizes,
             "dtypes": args.dtypes, "policies": args.cache_policy, "workspace": args.workspace,
-            "workspace_presets": args.workspace_preset, "case_files": args.case_file}  # fmt: skip
+            "workspace_presets": args.workspace_preset, "case_files": args.case_file,
+            "concurrency": args.concurrency}  # fmt: skip
 
 
 __all__ = ["Parser", "RunRequest", "by_profile", "command_args", "command_request", "gate_args", "list_arg",

@@ -88,6 +88,31 @@ class CacheDirs:
             total += len(filenames)
         return total
 
+    def count_bytes(self) -> int:
+        total = 0
+        for dirpath, _dirnames, filenames in os.walk(self.root):
+            for name in filenames:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    pass  # removed meanwhile (a cache's temporary file)
+        return total
+
+    def unreadable(self) -> list[str]:
+        """Files under the directory that cannot be read to their end (paths relative to it): after many
+        processes wrote one cache at once, every entry must still be readable."""
+        bad = []
+        for dirpath, _dirnames, filenames in os.walk(self.root):
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                try:
+                    with open(path, "rb") as entry:
+                        while entry.read(1 << 20):
+                            pass
+                except OSError as exc:
+                    bad.append(f"{os.path.relpath(path, self.root)}: {exc.strerror or exc}")
+        return sorted(bad)
+
     def count_by_directory(self) -> dict[str, int]:
         """Files under each cache variable's directory (`jax`, `inductor`, ...)."""
         counts = {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ttfr.measure import catalog
 from ttfr.model.journal import JournalEntry
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
 from ttfr.measure.spec import RunSpec
 
 # Task kinds: what the worker is asked to do and whether its figures are published.
@@ -26,6 +26,9 @@ COLD = "cold"  # cold-process run under a cache policy (measured)
 WARM = "warm"  # warm-regime process: samples + result check (measured)
 PRIME = "prime"  # fills the cache template (unmeasured)
 CHECK = "check"  # result check only (unmeasured)
+GROUP = "group"  # N cold processes released at once (--concurrency; measured, one journal entry each)
+GROUP_CHECK = "group_check"  # a fresh process after a group, on the cache it left (unmeasured): is it whole?
+GROUP_KINDS = (GROUP, GROUP_CHECK)
 
 
 def runs_check(kind: str, index: int) -> bool:
@@ -47,10 +50,11 @@ class Task:
     index: int
     round: int
     makes_template: bool = False
+    concurrency: int = 0  # a group's size N (GROUP tasks only)
 
     @property
     def measured(self) -> bool:
-        return self.kind in (COLD, WARM)
+        return self.kind in (COLD, WARM, GROUP)
 
     @property
     def uses_template(self) -> bool:
@@ -63,7 +67,7 @@ class Task:
         """Its policy is measured on a primed cache: a missing template is made again. The check
         takes one only where the plan made it: priming one for it would be a whole extra process
         compiling what the check compiles anyway."""
-        return self.policy in (WARM_CACHE, WARM_PROCESS)
+        return self.policy in (WARM_CACHE, WARM_PROCESS, WARM_SHARED)
 
     @property
     def runs_check(self) -> bool:
@@ -71,6 +75,8 @@ class Task:
 
     @property
     def key(self) -> str:
+        if self.kind == GROUP:
+            return f"{self.case.id}|{self.policy}x{self.concurrency}|{self.index}"
         return f"{self.case.id}|{self.policy or self.kind}|{self.index}"
 
 
@@ -87,7 +93,9 @@ class Plan:
 def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task | None, list[list[Task]]]:
     """(template producer, gate, remaining streams) of one case, rounds not yet assigned (a
     command's spec has no warm-process policy: measure/spec.py refuses it)."""
-    needs_template = case.backend_info.compiles and any(p in spec.policies for p in (WARM_CACHE, WARM_PROCESS))
+    needs_template = case.backend_info.compiles and (
+        any(p in spec.policies for p in (WARM_CACHE, WARM_PROCESS)) or bool(spec.concurrency)
+    )  # warm-shared groups start from it
     producer = None
     streams = []
     if COLD_CACHE in spec.policies:
@@ -127,6 +135,7 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
     depth = max((len(s) for s in streams), default=0)
     for position in range(depth):
         rounds.append([s[position] for s in streams if position < len(s)])
+    rounds += _group_rounds(spec, [c for c in spec.cases if c.id not in unavailable])
 
     ordered = []
     for number, tasks in enumerate(rounds):
@@ -136,8 +145,19 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
     return Plan(spec=spec, tasks=tuple(ordered), unavailable=unavailable)
 
 
+def _group_rounds(spec: RunSpec, cases) -> list[list[Task]]:
+    """--concurrency: after every other run, `cold_runs` rounds of groups; round r holds the r-th group of
+    each (compiling case, sharing mode, N). A group needs the case's runs before it (its template, its
+    gate), and would disturb any run beside it."""
+    if not spec.concurrency:
+        return []
+    compiling = [c for c in cases if c.backend_info.compiles and c.backend_info.in_process]
+    return [[Task(GROUP, case, mode, r, -1, concurrency=n) for case in compiling for mode in CONCURRENCY_MODES
+             for n in spec.concurrency] for r in range(spec.cold_runs)]  # fmt: skip
+
+
 def _with_round(task: Task, number: int) -> Task:
-    return Task(task.kind, task.case, task.policy, task.index, number, task.makes_template)
+    return Task(task.kind, task.case, task.policy, task.index, number, task.makes_template, task.concurrency)
 
 
 def gate_failure(entry: JournalEntry) -> str | None:

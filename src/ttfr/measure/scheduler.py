@@ -12,12 +12,13 @@ from pathlib import Path
 
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import PRIME, Plan, Task, gate_failure, replay
+from ttfr.measure.plan import GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
 from ttfr.model.base import copied
 from ttfr.model.journal import CacheDir, Host, JournalEntry
+from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 
 
 class NullProgress:
@@ -32,6 +33,33 @@ def _host_reading(host):
     """CPU pressure, the machine's CPU times and its runnable count: read once before a
     spawn and once after the reap."""
     return host.cpu_pressure(), host.cpu_times(), host.runnable_tasks()
+
+
+def _host_fields(host, load, started: str, before, after) -> Host:
+    """The machine around a run (or a group): contention evidence (analyse/contention.py)."""
+    (pressure_before, times_before, runnable_start), (pressure_after, times_after, runnable_end) = before, after
+    stall = steal = busy = None
+    if pressure_before and pressure_after:
+        stall = (pressure_after["total_us"] - pressure_before["total_us"]) / 1e6
+    if times_before and times_after:
+        total = times_after["total"] - times_before["total"]
+        steal = (times_after["steal"] - times_before["steal"]) / total if total > 0 else None
+        busy = (times_after["busy"] - times_before["busy"]) * times_after["tick_s"]
+    return Host(
+        load_average=load,
+        cpu_pressure_avg10=pressure_before["avg10"] if pressure_before else None,
+        steal_fraction=steal,
+        started_at=started,
+        # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
+        # before the spawn and after the reap, and the CPU-pressure stall time in between.
+        runnable_start=runnable_start,
+        runnable_end=runnable_end,
+        cpu_pressure_stall_s=stall,
+        usable_cores=host.usable_cpus(),
+        # CPU seconds every task of the machine used from spawn to reap (the worker's
+        # own are in its rusage): what was left is what its neighbours took.
+        machine_busy_s=busy,
+    )
 
 
 def _quietly(work) -> None:
@@ -85,10 +113,12 @@ class Scheduler:
         else:
             self._start_alongside()
         self.progress.task_started(task)
-        entry = self._execute(task)
-        self.journal.append(entry)
-        if entry.reaped_ns is not None:
-            self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
+        entries = self._execute_group(task) if task.kind == GROUP else [self._execute(task)]
+        for entry in entries:
+            self.journal.append(entry)
+            if entry.reaped_ns is not None:
+                self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
+        entry = entries[0]
         self._note(task.case.id, gate_failure(entry))
         self.progress.task_finished(task, entry)
         return entry
@@ -157,6 +187,85 @@ class Scheduler:
         job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
         return self.executors.worker(job, env, timeout_s, spec.python)
 
+    def _execute_group(self, task: Task) -> list[JournalEntry]:
+        """--concurrency: N fresh processes released at once by a barrier (the start skew is in their
+        spawn marks), on one shared cache directory (empty, or the case's template) or on one empty
+        directory each; then one fresh process on the cache they left (is it whole: readable, and a
+        hit for every program). One journal entry per member, the check's last."""
+        n, mode = task.concurrency, task.policy
+        shared = mode != COLD_PRIVATE
+        caches = [CacheDirs(self.scratch, task.case.id if shared else f"{task.case.id}.member{i}") for i in range(n)]
+        restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED else False
+        if mode != WARM_SHARED:
+            for cache in caches[: 1 if shared else n]:
+                cache.make_empty()
+        timeout_s = self._timeout(task)
+        before = [(c.count_entries(), c.count_bytes()) for c in caches]
+        host = self.executors.host
+        load = host.load_average()
+        reading_before = _host_reading(host)
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        barrier = threading.Barrier(n)
+        results: list[RunResult | None] = [None] * n
+        raised: list[BaseException] = []
+
+        def member(i: int) -> None:
+            env = self._env(task, caches[i])
+            job = build_job(task, self.plan.spec, self._dataset(task))
+            try:
+                barrier.wait(timeout=timeout_s)
+            except threading.BrokenBarrierError:
+                pass  # another member could not start: run anyway, the skew says so
+            try:
+                results[i] = self.executors.worker(job, env, timeout_s, self.plan.spec.python)
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread (an interrupt stops the run)
+                raised.append(exc)
+
+        # daemon threads: an interrupted run exits without waiting for them (the sweeper kills their workers)
+        threads = [threading.Thread(target=member, args=(i,), name=f"ttfr-group-{i}", daemon=True) for i in range(n)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if raised:
+            raise raised[0]
+        host_fields = _host_fields(host, load, started, reading_before, _host_reading(host))
+        entries = []
+        for i, result in enumerate(results):
+            cache = caches[i]
+            after_entries, after_bytes = cache.count_entries(), cache.count_bytes()
+            entries.append(JournalEntry(
+                task=task.key, case=task.case.id, kind=GROUP, policy=mode, index=task.index, round=task.round,
+                measured=True, makes_template=False, timeout_s=timeout_s, concurrency=n, member=i,
+                cache_dir=CacheDir(entries_before=before[i][0], entries_after=after_entries, restored_template=restored,
+                                   bytes_before=before[i][1], bytes_after=after_bytes),
+                host=host_fields, messages=list(result.messages),
+                **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
+                                  "output_tail")),
+            ))  # fmt: skip
+        entries.append(self._group_check(task, caches[0], restored, timeout_s))
+        return entries
+
+    def _group_check(self, task: Task, cache: CacheDirs, restored: bool, timeout_s: float) -> JournalEntry:
+        """One fresh process on the cache a group left (a private group's: its first member's), before
+        anything else touches it: every file must read to its end, and the process find every program."""
+        unreadable = cache.unreadable()
+        count, size = cache.count_entries(), cache.count_bytes()
+        check = Task(GROUP_CHECK, task.case, task.policy, task.index, task.round, concurrency=task.concurrency)
+        job = build_job(check, self.plan.spec, self._dataset(task))
+        result = self.executors.worker(job, self._env(task, cache), timeout_s, self.plan.spec.python)
+        return JournalEntry(
+            task=task.key, case=task.case.id, kind=GROUP_CHECK, policy=task.policy, index=task.index, round=task.round,
+            measured=False, makes_template=False, timeout_s=timeout_s, concurrency=task.concurrency,
+            member=task.concurrency, host=None, messages=list(result.messages),
+            cache_dir=CacheDir(entries_before=count, entries_after=cache.count_entries(), restored_template=restored,
+                               bytes_before=size, bytes_after=cache.count_bytes(), unreadable=unreadable),
+            **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
+        )  # fmt: skip
+
+    def _dataset(self, task: Task) -> dict | None:
+        return self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None
+
     def _execute(self, task: Task) -> JournalEntry:
         cache = CacheDirs(self.scratch, task.case.id)
         restored = self._prepare_cache(task, cache)
@@ -171,14 +280,8 @@ class Scheduler:
             result = RunResult(ERROR, unprepared, None, time.monotonic_ns(), None, None)
         else:
             result = self._spawn(task, cache, timeout_s)
-        pressure_after, times_after, runnable_end = _host_reading(host)
-        stall = steal = busy = None
-        if pressure_before and pressure_after:
-            stall = (pressure_after["total_us"] - pressure_before["total_us"]) / 1e6
-        if times_before and times_after:
-            total = times_after["total"] - times_before["total"]
-            steal = (times_after["steal"] - times_before["steal"]) / total if total > 0 else None
-            busy = (times_after["busy"] - times_before["busy"]) * times_after["tick_s"]
+        host_fields = _host_fields(host, load, started, (pressure_before, times_before, runnable_start),
+                                   _host_reading(host))  # fmt: skip
         after = cache.count_entries()
         after_by_directory = cache.count_by_directory()
         by_directory = {sub: [n, after_by_directory.get(sub, 0)] for sub, n in by_directory.items()}
@@ -196,21 +299,7 @@ class Scheduler:
                 # per cache variable's directory (jax, inductor, ...): files before and after
                 by_directory={sub: n for sub, n in by_directory.items() if any(n)},
             ),
-            host=Host(
-                load_average=load,
-                cpu_pressure_avg10=pressure_before["avg10"] if pressure_before else None,
-                steal_fraction=steal,
-                started_at=started,
-                # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
-                # before the spawn and after the reap, and the CPU-pressure stall time in between.
-                runnable_start=runnable_start,
-                runnable_end=runnable_end,
-                cpu_pressure_stall_s=stall,
-                usable_cores=host.usable_cpus(),
-                # CPU seconds every task of the machine used from spawn to reap (the worker's
-                # own are in its rusage): what was left is what its neighbours took.
-                machine_busy_s=busy,
-            ),
+            host=host_fields,
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
         )
         return entry

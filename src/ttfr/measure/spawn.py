@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -56,6 +57,9 @@ class RunResult:
     exit_code: int | None
     rusage: Rusage = field(default_factory=Rusage)
     output_tail: str | None = None
+    # the lines of its output that are a library's warnings or errors (kept for every run: a cache
+    # read or write gone wrong warns and goes on)
+    messages: tuple[str, ...] = ()
 
 
 def ensure_worker_bytecode() -> None:
@@ -86,6 +90,22 @@ def _tail(log) -> str:
     size = log.tell()
     log.seek(max(0, size - 4 * STDERR_TAIL_CHARS))
     return log.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
+
+
+_MESSAGE = re.compile(r"warning|error|exception|traceback", re.IGNORECASE)
+MAX_MESSAGES = 10
+
+
+def _messages(log, env: dict) -> tuple[str, ...]:
+    """Warning and error lines of the worker's output (the last 64 KiB), once each, redacted."""
+    log.seek(0, os.SEEK_END)
+    size = log.tell()
+    if not size:
+        return ()
+    log.seek(max(0, size - (1 << 16)))
+    lines = log.read().decode("utf-8", "replace").splitlines()
+    found = dict.fromkeys(line.strip()[:300] for line in lines if _MESSAGE.search(line))
+    return tuple(redact_text(line, env) for line in list(found)[:MAX_MESSAGES])
 
 
 def _signal_name(number: int) -> str:
@@ -179,4 +199,5 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             exit_code=ended.exit_code,
             rusage=ended.rusage,
             output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
+            messages=_messages(log, env),
         )

@@ -32,6 +32,7 @@ WORKER_PYTHON_TIMEOUT_S = 30.0  # the --python pre-check (`import ttfr.child.wor
 # `ttfr ab`: its rounds are each arm's cold runs and warm processes.
 MAX_AB_ROUNDS = min(MAX_COLD_RUNS, MAX_WARM_PROCS)
 MAX_AB_BUDGET_S = 7 * 86_400.0
+MAX_CONCURRENCY = 64  # processes started at once in one group (--concurrency)
 MAX_BUDGET_S = MAX_AB_BUDGET_S  # `ttfr run --budget`: the whole run's wall time
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -93,6 +94,8 @@ class RunSpec:
     # --shard K/N: every case of the plan the shards share (this shard's are `cases`), so that
     # `ttfr merge` can tell the shards of one plan from slices of different ones
     plan_cases: tuple[str, ...] = ()
+    # --concurrency: group sizes N; each compiling case also starts N processes at once per sharing mode
+    concurrency: tuple[int, ...] = ()
 
     def command(self, name: str) -> user_commands.UserCommand:
         return next(c for c in self.commands if c.name == name)
@@ -119,6 +122,7 @@ class RunSpec:
         ]
         data["commands"] = [c.to_json() for c in self.commands]
         data["plan_cases"] = list(self.plan_cases)
+        data["concurrency"] = list(self.concurrency)
         return data
 
     @classmethod
@@ -152,6 +156,7 @@ class RunSpec:
         data["policies"] = tuple(data["policies"])
         data["shard"] = tuple(data["shard"]) if data.get("shard") else None
         data["plan_cases"] = tuple(data.get("plan_cases") or ())
+        data["concurrency"] = tuple(data.get("concurrency") or ())
         return cls(**data)
 
 
@@ -569,6 +574,18 @@ class RunRequest:
     command_path: str | None = None  # the PATH a command's program is looked up on (an arm's, in `ttfr ab`)
     stop_at_first_result: bool = False
     keep_contended: bool = False
+    concurrency: object = ()
+
+
+def parse_concurrency(values) -> tuple[int, ...]:
+    """--concurrency: group sizes, each a whole number 1..MAX_CONCURRENCY, in the order given, once each."""
+    sizes = []
+    for word in _split(values, "--concurrency"):
+        if not word.isdigit() or not 1 <= int(word) <= MAX_CONCURRENCY:
+            raise UsageError(f"--concurrency takes group sizes from 1 to {MAX_CONCURRENCY}, e.g. 1,2,4,8; got {word!r}")
+        if int(word) not in sizes:
+            sizes.append(int(word))
+    return tuple(sizes)
 
 
 def build_spec(request: RunRequest) -> RunSpec:
@@ -580,6 +597,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     commands, command_names, first_result, prepare = r.commands, r.command_names, r.first_result, r.prepare
     first_result_mark, command_path, stop_at_first_result = r.first_result_mark, r.command_path, r.stop_at_first_result
     keep_contended = r.keep_contended
+    concurrency = parse_concurrency(r.concurrency)
     case_files = r.case_files
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
@@ -670,4 +688,5 @@ def build_spec(request: RunRequest) -> RunSpec:
         precision=precision,
         budget_s=budget_s,
         keep_contended=bool(keep_contended),
+        concurrency=concurrency,
     )

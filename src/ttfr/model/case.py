@@ -15,6 +15,7 @@ import msgspec
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType, field
+from ttfr.model.concurrency import Concurrency
 from ttfr.model.journal import Host
 from ttfr.model.loops import LoopSummary, RunLoop
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
@@ -378,13 +379,22 @@ class CopyEvidenceDisagrees(Flag, tag="copy_evidence_disagrees"):
                 "write through the source disagree on whether the route copied: no verdict is given")  # fmt: skip
 
 
+class SharedCacheNotWhole(Flag, tag="shared_cache_not_whole"):
+    groups: list[str]
+
+    def sentence(self) -> str:
+        return (f"after {_prose(self.groups)} the cache was not whole: a file could not be read, or a fresh process "
+                "on it still had to compile (see Concurrency)")  # fmt: skip
+
+
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
                                                          KernelCacheGrew)}  # fmt: skip
 AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
            | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
            | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
-           | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees)  # fmt: skip
+           | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees
+           | SharedCacheNotWhole)  # fmt: skip
 
 
 # ------------------------------------------------------------------ policies
@@ -615,6 +625,7 @@ class CaseResult(Artifact):
     # is not installed there; absent: no process checked the result, e.g. a command's case).
     threadpools: list[ThreadPool] | None | UnsetType = UNSET
     conversion: Conversion | UnsetType = UNSET  # a conversion route's evidence and figures
+    concurrency: Concurrency | UnsetType = UNSET  # --concurrency: its groups of cold starts at once
 
     def figure(self, policy: str, metric: str) -> Summary | None:
         """One metric's summary under one policy; None when not measured (or withheld)."""

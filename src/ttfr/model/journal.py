@@ -32,6 +32,10 @@ class CacheDir(Open):
     entries_after: Reading
     restored_template: bool = False
     by_directory: dict[str, list[Count]] | UnsetType = UNSET
+    # a group's (--concurrency): the bytes its files held before and after, and those that could not be read
+    bytes_before: Count | UnsetType = UNSET
+    bytes_after: Count | UnsetType = UNSET
+    unreadable: list[str] | UnsetType = UNSET
 
 
 class Host(Open):
@@ -78,6 +82,11 @@ class JournalEntry(Open):
     rusage: Rusage | None
     output_tail: str | None
     timeout_s: float | UnsetType = UNSET
+    # a group's member (--concurrency): the group's size N and this process's place in it (a group's
+    # check process: N), and the warnings and errors its output held (a cache read or write gone wrong)
+    concurrency: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    member: Count | UnsetType = UNSET
+    messages: list[str] | UnsetType = UNSET
 
     def __post_init__(self):
         problem = self.problem()

@@ -1,0 +1,188 @@
+"""A case's groups of concurrent cold starts (`--concurrency`, issue 29) -> its Concurrency, decided
+once: per process what it did with the shared cache, per group the spread of its start, when all
+had a result, how many compilations it took per program and whether the cache is whole afterwards,
+per mode and size the percentiles, and the fan-out advice."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from ttfr.analyse.runs import run_metrics
+from ttfr.measure import cache, catalog
+from ttfr.measure.plan import GROUP, GROUP_CHECK
+from ttfr.model.base import UNSET, UnsetType
+from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut, Group, GroupCheck, GroupMember
+from ttfr.model.journal import JournalEntry
+from ttfr.model.policies import COLD_PRIVATE, COLD_SHARED, CONCURRENCY_MODES, WARM_SHARED
+
+
+def nearest_rank(values: list[float], q: float) -> float | None:
+    """The q-quantile by nearest rank (no interpolation: with few processes, a value one of them had)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _counts(entry: JournalEntry, case: catalog.Case):
+    """(compiles, loads) from the runtime's own counters; (None, None) where it reported none."""
+    record = entry.record
+    counters = record.cache.end if record and record.cache else None
+    counts = cache.hit_miss(case.backend_info.cache_counters, counters or None)
+    return (counts.misses, counts.hits) if counts else (None, None)
+
+
+def _cache_use(compiles, loads) -> str:
+    if compiles is None or loads is None:
+        return "unknown"
+    if compiles and loads:
+        return "mixed"
+    return "compiled" if compiles else "loaded" if loads else "unknown"
+
+
+def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupMember:
+    metrics = run_metrics(entry.spawn_ns, entry.reaped_ns, entry.record)
+    ok = entry.outcome == "ok"
+    compiles, loads = _counts(entry, case) if ok else (None, None)
+    first = entry.record.marks_ns.first if ok and entry.record.marks_ns else UNSET
+    sched = entry.record.sched if entry.record else None
+    blocked = runq = None
+    if ok and sched and metrics.process_s is not None and entry.rusage:
+        # CPU time from the tree's rusage (compiler children included), the wait from the worker's threads
+        cpu = sum(v for v in (entry.rusage.user_s, entry.rusage.sys_s) if isinstance(v, (int, float)))
+        runq = sched.runq_wait_s if isinstance(sched.runq_wait_s, (int, float)) else None
+        if runq is not None:
+            blocked = max(0.0, metrics.process_s - cpu - runq)
+    return GroupMember(
+        member=entry.member,
+        outcome=entry.outcome,
+        reason=entry.reason,
+        start_skew_s=(entry.spawn_ns - first_spawn) / 1e9,
+        ttfr_s=metrics.ttfr_s if ok else None,
+        result_after_release_s=(first - first_spawn) / 1e9 if first not in (UNSET, None) else None,
+        cache_use=_cache_use(compiles, loads),
+        compiles=compiles,
+        loads=loads,
+        blocked_s=blocked,
+        runq_wait_s=runq,
+        messages=list(entry.messages or []),
+    )
+
+
+def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
+    if entry is None:  # the run stopped between the group and its check
+        return GroupCheck(files=0, bytes=0, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
+    directory = entry.cache_dir
+    compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
+    unreadable = list(directory.unreadable or [])
+    whole = None if compiles is None else (not unreadable and compiles == 0)
+    if unreadable:
+        whole = False
+    return GroupCheck(files=directory.entries_before, bytes=directory.bytes_before or 0, unreadable=unreadable,
+                      outcome=entry.outcome, compiles=compiles, loads=loads, whole=whole)  # fmt: skip
+
+
+def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalog.Case) -> Group:
+    first_spawn = min(e.spawn_ns for e in members)
+    figures = [_member(e, case, first_spawn) for e in sorted(members, key=lambda e: e.member)]
+    ok = [m for m in figures if m.outcome == "ok"]
+    compiles = [m.compiles for m in ok]
+    requests = [m.compiles + m.loads for m in ok if m.compiles is not None and m.loads is not None]
+    distinct = round(statistics.median(requests)) if requests else None
+    total = sum(compiles) if ok and None not in compiles else None
+    sample = members[0]
+    shared = sample.policy != COLD_PRIVATE
+    if shared:
+        written = (sample.cache_dir.bytes_after or 0) - (sample.cache_dir.bytes_before or 0)
+    else:
+        written = sum((e.cache_dir.bytes_after or 0) - (e.cache_dir.bytes_before or 0) for e in members)
+    done = [m.result_after_release_s for m in figures]
+    return Group(
+        mode=sample.policy,
+        n=sample.concurrency,
+        index=sample.index,
+        members=figures,
+        start_skew_s=(max(e.spawn_ns for e in members) - first_spawn) / 1e9,
+        all_results_s=max(done) if done and None not in done else None,
+        compiles_total=total,
+        distinct_programs=distinct,
+        dedup_ratio=total / distinct if total is not None and distinct else None,
+        bytes_written=max(0, written) if sample.cache_dir.bytes_after is not UNSET else None,
+        check=_check(check, case),
+    )
+
+
+def _point(mode: str, n: int, groups: list[Group], cores: int | None) -> ConcurrencyPoint:
+    members = [m for g in groups for m in g.members if m.outcome == "ok"]
+    ttfr = [m.ttfr_s for m in members if m.ttfr_s is not None]
+    wholes = [g.check.whole for g in groups]
+    return ConcurrencyPoint(
+        mode=mode,
+        n=n,
+        groups=len(groups),
+        processes=len(members),
+        ttfr_p50_s=_median(ttfr),
+        ttfr_p95_s=nearest_rank(ttfr, 0.95),
+        ttfr_max_s=max(ttfr) if ttfr else None,
+        all_results_s=_median([g.all_results_s for g in groups]),
+        dedup_ratio=_median([g.dedup_ratio for g in groups]),
+        bytes_written=_int(_median([g.bytes_written for g in groups])),
+        blocked_s=_median([m.blocked_s for m in members]),
+        runq_wait_s=_median([m.runq_wait_s for m in members]),
+        whole=None if None in wholes else all(wholes),
+        oversubscribed=cores is not None and n > cores,
+    )
+
+
+def _int(value):
+    return None if value is None else round(value)
+
+
+def fan_out(points: list[ConcurrencyPoint], cold_cache_ttfr_s: float | None) -> list[FanOut]:
+    """For each N with both cold-shared and warm-shared groups: all N together on an empty shared cache,
+    against one warm-up process (cold-shared at N=1, else the case's cold-cache TTFR) and then N."""
+    at = {(p.mode, p.n): p for p in points}
+    solo = at.get((COLD_SHARED, 1))
+    warm_up = solo.all_results_s if solo and solo.all_results_s is not None else cold_cache_ttfr_s
+    advice = []
+    for (mode, n), point in sorted(at.items(), key=lambda item: item[0][1]):
+        if mode != COLD_SHARED or (WARM_SHARED, n) not in at:
+            continue
+        fanned = at[(WARM_SHARED, n)].all_results_s
+        first = warm_up + fanned if warm_up is not None and fanned is not None else None
+        together = point.all_results_s
+        advice.append(FanOut(n=n, together_s=together, warm_up_s=warm_up, fan_out_s=fanned, warm_up_first_s=first,
+                             saving_s=together - first if together is not None and first is not None else None))  # fmt: skip
+    return advice
+
+
+def case_concurrency(entries: list[JournalEntry], case: catalog.Case, cold_cache_ttfr_s: float | None,
+                     usable_cores: int | None) -> Concurrency | UnsetType:  # fmt: skip
+    """The case's Concurrency from its group entries (UNSET: it ran none)."""
+    members: dict[tuple, list[JournalEntry]] = {}
+    checks: dict[tuple, JournalEntry] = {}
+    for entry in entries:
+        if entry.kind not in (GROUP, GROUP_CHECK) or entry.concurrency is UNSET:
+            continue
+        key = (entry.policy, entry.concurrency, entry.index)
+        if entry.kind == GROUP:
+            members.setdefault(key, []).append(entry)
+        else:
+            checks[key] = entry
+    if not members:
+        return UNSET
+    order = {mode: i for i, mode in enumerate(CONCURRENCY_MODES)}
+    keys = sorted(members, key=lambda k: (order[k[0]], k[1], k[2]))
+    groups = [_group(members[k], checks.get(k), case) for k in keys]
+    by_point: dict[tuple, list[Group]] = {}
+    for group in groups:
+        by_point.setdefault((group.mode, group.n), []).append(group)
+    points = [_point(mode, n, found, usable_cores) for (mode, n), found in by_point.items()]
+    return Concurrency(usable_cores=usable_cores, points=points, fan_out=fan_out(points, cold_cache_ttfr_s),
+                       groups=groups)  # fmt: skip

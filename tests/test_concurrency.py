@@ -1,0 +1,140 @@
+"""Many cold starts at once (`--concurrency`, issue 29): the plan's groups, the barrier start and its
+skew, what each process did with the shared cache, dedup and integrity, the advice; with a fake
+executor (no processes), and once with real JAX processes on a shared temporary cache."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fake_record, fake_result
+from fakes import FakeExecutor, run_suite
+
+from ttfr.analyse import concurrency
+from ttfr.errors import UsageError
+from ttfr.measure.plan import GROUP, build_plan
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.concurrency import ConcurrencyPoint
+from ttfr.model.policies import COLD_PRIVATE, COLD_SHARED, WARM_SHARED
+
+MISS = "/jax/compilation_cache/cache_misses"
+HIT = "/jax/compilation_cache/cache_hits"
+
+
+def request(**fields) -> RunRequest:
+    base = dict(backends="jax_jit_cpu,numpy", workloads="matmul", sizes="64", cold_runs=2, warm_procs=1, warm_samples=3,
+                seed=3, concurrency="1,2")  # fmt: skip
+    return RunRequest(**{**base, **fields})
+
+
+def test_groups_come_after_every_other_run_for_each_compiling_case_mode_and_size():
+    plan = build_plan(build_spec(request()))
+    groups = [t for t in plan.tasks if t.kind == GROUP]
+    # jax only (numpy has no cache to share): 3 modes x 2 sizes x 2 rounds
+    assert {t.case.backend for t in groups} == {"jax_jit_cpu"} and len(groups) == 12
+    assert {(t.policy, t.concurrency) for t in groups} == {(m, n) for m in (COLD_SHARED, WARM_SHARED, COLD_PRIVATE)
+                                                           for n in (1, 2)}  # fmt: skip
+    first_group = min(plan.tasks.index(t) for t in groups)
+    assert all(t.kind == GROUP for t in plan.tasks[first_group:])  # nothing runs beside or after them
+    assert len({t.key for t in plan.tasks}) == len(plan.tasks)
+
+
+def test_bad_concurrency_is_refused_naming_the_range():
+    for bad in ("0", "two", "65", "", "-1", "1.5"):
+        with pytest.raises(UsageError, match="--concurrency"):
+            build_spec(request(concurrency=bad))
+    assert build_spec(request(concurrency="4,1,4")).concurrency == (4, 1)
+
+
+class RacingExecutor(FakeExecutor):
+    """JAX's persistent cache as N processes at once see it: each member of a group looks at the shared
+    directory after the barrier, before any has written (so on an empty cache all compile), then writes;
+    spawn marks are real clock readings (their spread is the start skew)."""
+
+    def __call__(self, job, env, timeout_s, python=None):
+        spawn = time.monotonic_ns()
+        self.calls.append({"job": job})  # list.append: safe from the group's threads
+        jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
+        entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir.is_dir() else []
+        if threading.current_thread().name.startswith("ttfr-group") and not entries:
+            time.sleep(0.05)  # the other members look before this one writes
+        hit = bool(entries)
+        if not hit:
+            (jax_dir / "jit_fn-cache").write_bytes(b"executable")
+        events = {"/jax/compilation_cache/compile_requests_use_cache": 1, HIT if hit else MISS: 1}
+        record = fake_record(start_ns=spawn, cache={"first": None, "end": {"events": events, "durations_s": {}}})
+        return fake_result(record, spawn_ns=spawn)
+
+
+def test_a_suite_with_groups_reports_what_each_process_did_and_each_groups_figures(tmp_path):
+    outcome = run_suite(tmp_path, request(backends="jax_jit_cpu", cold_runs=1), RacingExecutor())
+    (case,) = outcome.cases
+    together = case.concurrency
+    points = {(p.mode, p.n): p for p in together.points}
+    assert set(points) == {(m, n) for m in (COLD_SHARED, WARM_SHARED, COLD_PRIVATE) for n in (1, 2)}
+    cold2 = next(g for g in together.groups if (g.mode, g.n) == (COLD_SHARED, 2))
+    assert [m.cache_use for m in cold2.members] == ["compiled", "compiled"]  # both looked before either wrote
+    assert cold2.compiles_total == 2 and cold2.distinct_programs == 1 and cold2.dedup_ratio == 2.0
+    assert 0 <= cold2.start_skew_s < 1.0 and cold2.all_results_s >= max(m.ttfr_s for m in cold2.members)
+    assert cold2.check.whole is True and cold2.check.files >= 1 and cold2.check.compiles == 0
+    warm2 = next(g for g in together.groups if (g.mode, g.n) == (WARM_SHARED, 2))
+    assert [m.cache_use for m in warm2.members] == ["loaded", "loaded"] and warm2.dedup_ratio == 0.0
+    private2 = next(g for g in together.groups if (g.mode, g.n) == (COLD_PRIVATE, 2))
+    assert private2.dedup_ratio == 2.0 and private2.bytes_written == 2 * len(b"executable")
+    assert points[(COLD_SHARED, 2)].ttfr_p95_s == points[(COLD_SHARED, 2)].ttfr_max_s  # nearest rank of two
+    assert [a.n for a in together.fan_out] == [1, 2]
+    advice = together.fan_out[1]
+    assert advice.warm_up_first_s == pytest.approx(advice.warm_up_s + advice.fan_out_s)
+    assert advice.saving_s == pytest.approx(advice.together_s - advice.warm_up_first_s)
+    # the policies' figures are untouched by the groups (their runs are apart)
+    assert len(case.policies.get("cold-process/cold-cache").runs) == 1
+
+
+def test_a_cache_left_with_an_unreadable_entry_is_flagged_not_whole(tmp_path, monkeypatch):
+    from ttfr.measure import cache as cache_dirs
+
+    real = cache_dirs.CacheDirs.unreadable
+    monkeypatch.setattr(cache_dirs.CacheDirs, "unreadable",
+                        lambda self: ["jax/jit_fn-cache: Permission denied"] + real(self))  # fmt: skip
+    outcome = run_suite(tmp_path, request(backends="jax_jit_cpu", cold_runs=1, concurrency="2"), RacingExecutor())
+    (case,) = outcome.cases
+    assert all(g.check.whole is False for g in case.concurrency.groups)
+    (flag,) = [f for f in case.flags if f.name == "shared_cache_not_whole"]
+    assert flag.sentence().startswith("after cold-shared x2 #0, warm-shared x2 #0 and cold-private x2 #0 the cache")
+
+
+def test_percentiles_are_nearest_rank_and_the_advice_needs_both_shared_modes():
+    assert concurrency.nearest_rank([5.0, 1.0, 3.0, 2.0], 0.5) == 2.0
+    assert concurrency.nearest_rank([1.0] * 19 + [9.0], 0.95) == 1.0 and concurrency.nearest_rank([], 0.5) is None
+
+    def point(mode, n, all_results):
+        return ConcurrencyPoint(mode=mode, n=n, groups=1, processes=n, ttfr_p50_s=1.0, ttfr_p95_s=1.0, ttfr_max_s=1.0,
+                                all_results_s=all_results, dedup_ratio=None, bytes_written=None, blocked_s=None,
+                                runq_wait_s=None, whole=True, oversubscribed=False)  # fmt: skip
+
+    points = [point(COLD_SHARED, 4, 8.0), point(WARM_SHARED, 4, 2.0), point(COLD_SHARED, 8, 12.0)]
+    (advice,) = concurrency.fan_out(points, cold_cache_ttfr_s=3.0)  # no N=1 group: the cold-cache TTFR warms up
+    assert (advice.n, advice.warm_up_first_s, advice.saving_s) == (4, 5.0, 3.0)
+
+
+@pytest.mark.integration
+def test_two_real_jax_processes_on_one_shared_cache_record_their_evidence_and_leave_it_whole(tmp_path):
+    from ttfr.measure.executors import REAL
+    from ttfr.pipeline import suite as suite_run
+
+    spec = build_spec(RunRequest(cases="jax_jit_cpu_matmul_64_f32", concurrency="2", cold_runs=1, warm_procs=1,
+                                 policies="cold-cache", seed=1))  # fmt: skip
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    (case,) = suite_run.execute(result_dir, spec, REAL).cases
+    groups = {g.mode: g for g in case.concurrency.groups}
+    assert set(groups) == {COLD_SHARED, WARM_SHARED, COLD_PRIVATE}
+    for group in groups.values():
+        assert [m.outcome for m in group.members] == ["ok", "ok"], [m.reason for m in group.members]
+        # each process's cache evidence, from JAX's own counters
+        assert all(m.compiles is not None and m.loads is not None for m in group.members)
+        assert group.check.whole is True, group.check  # readable, and a fresh process compiled nothing
+    assert all(m.cache_use == "loaded" for m in groups[WARM_SHARED].members)
+    assert groups[COLD_SHARED].compiles_total >= groups[COLD_SHARED].distinct_programs >= 1
+    assert groups[COLD_PRIVATE].dedup_ratio == 2.0  # nothing shared: both compiled everything
