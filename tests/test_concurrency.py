@@ -138,3 +138,34 @@ def test_two_real_jax_processes_on_one_shared_cache_record_their_evidence_and_le
     assert all(m.cache_use == "loaded" for m in groups[WARM_SHARED].members)
     assert groups[COLD_SHARED].compiles_total >= groups[COLD_SHARED].distinct_programs >= 1
     assert groups[COLD_PRIVATE].dedup_ratio == 2.0  # nothing shared: both compiled everything
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("damage", ["truncated", "foreign"])
+def test_a_damaged_shared_cache_is_what_each_process_did_never_a_silent_warm_figure(tmp_path, monkeypatch, damage):
+    """Issue 29: a truncated entry, or entries another library version wrote (keys this one never asks
+    for), in the cache a warm-shared group starts from: every process runs, says it compiled, and the
+    case flags the group; ttfr does not crash and gives no quietly 'warm' figure."""
+    from ttfr.measure import cache as cache_dirs
+    from ttfr.measure.executors import REAL
+    from ttfr.pipeline import suite as suite_run
+
+    restore = cache_dirs.CacheDirs.restore_template
+
+    def damaged(self):
+        restore(self)
+        for entry in sorted(p for p in (self.root / "jax").rglob("*") if p.is_file()):
+            if damage == "truncated":
+                entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 3])
+            else:
+                entry.rename(entry.with_name("0" * 16 + "-" + entry.name))
+
+    monkeypatch.setattr(cache_dirs.CacheDirs, "restore_template", damaged)
+    spec = build_spec(RunRequest(cases="jax_jit_cpu_matmul_64_f32", concurrency="2", cold_runs=1, warm_procs=1,
+                                 policies="cold-cache", seed=1))  # fmt: skip
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    (case,) = suite_run.execute(result_dir, spec, REAL).cases
+    (warm,) = [g for g in case.concurrency.groups if g.mode == WARM_SHARED]
+    assert [m.outcome for m in warm.members] == ["ok", "ok"], [m.reason for m in warm.members]
+    assert all(m.cache_use in ("compiled", "mixed") for m in warm.members), [m.cache_use for m in warm.members]
+    assert any(f.name == "warm_shared_compiled" for f in case.flags)

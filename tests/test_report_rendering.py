@@ -63,6 +63,7 @@ def _flags() -> list[dict]:
         {"flag": "conversion_wrong_values", "layouts": ["transposed"]},
         {"flag": "copy_evidence_disagrees", "layouts": ["misaligned", "readonly"]},
         {"flag": "shared_cache_not_whole", "groups": ["cold-shared x4 #0"]},
+        {"flag": "warm_shared_compiled", "groups": ["warm-shared x8 #1"]},
     ]  # fmt: skip
     kinds = {t.__struct_config__.tag for t in AnyFlag.__args__}
     return flags + [{"flag": kind, "policy": COLD_CACHE} for kind in sorted(kinds - {f["flag"] for f in flags})]

@@ -28,6 +28,7 @@ from ttfr.model.case import (
     ColdPolicy,
     ColdSummary,
     SharedCacheNotWhole,
+    WarmSharedCompiled,
     CommandInfo,
     Config,
     Contended,
@@ -50,7 +51,7 @@ from ttfr.model.case import (
 )
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Check
-from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
 
 __all__ = ["CASE_SCHEMA", "build_case_result", "case_results", "cold_summaries", "headline_runs", "summaries_disagree",
            "warm_summary"]  # fmt: skip
@@ -359,6 +360,11 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         broken = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups if g.check.whole is False]
         if broken:
             flags.append(SharedCacheNotWhole(groups=broken))
+        # a warm-shared group whose processes compiled is no warm figure: said, never silent
+        missed = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups
+                  if g.mode == WARM_SHARED and any(m.cache_use in ("compiled", "mixed") for m in g.members)]  # fmt: skip
+        if missed:
+            flags.append(WarmSharedCompiled(groups=missed))
     if status == "failed":
         policies = {name: _null_summaries(policy) for name, policy in policies.items()}
         memory["peak_rss_bytes"] = None

@@ -387,6 +387,14 @@ class SharedCacheNotWhole(Flag, tag="shared_cache_not_whole"):
                 "on it still had to compile (see Concurrency)")  # fmt: skip
 
 
+class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
+    groups: list[str]
+
+    def sentence(self) -> str:
+        return (f"in {_prose(self.groups)} processes compiled although the shared cache was filled first: those figures "
+                "are not warm (a damaged or foreign cache, or one the runtime would not use; see Concurrency)")  # fmt: skip
+
+
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
                                                          KernelCacheGrew)}  # fmt: skip
@@ -394,7 +402,7 @@ AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten
            | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
            | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
            | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees
-           | SharedCacheNotWhole)  # fmt: skip
+           | SharedCacheNotWhole | WarmSharedCompiled)  # fmt: skip
 
 
 # ------------------------------------------------------------------ policies
