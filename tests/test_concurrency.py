@@ -30,10 +30,10 @@ def request(**fields) -> RunRequest:
 
 
 def test_groups_come_after_every_other_run_for_each_compiling_case_mode_and_size():
-    plan = build_plan(build_spec(request()))
+    plan = build_plan(build_spec(request(profile="standard")))
     groups = [t for t in plan.tasks if t.kind == GROUP]
-    # jax only (numpy has no cache to share): 3 modes x 2 sizes x 2 rounds
-    assert {t.case.backend for t in groups} == {"jax_jit_cpu"} and len(groups) == 12
+    # jax only (numpy has no cache to share): 3 modes x 2 sizes x 3 rounds (the standard profile)
+    assert {t.case.backend for t in groups} == {"jax_jit_cpu"} and len(groups) == 18
     assert {(t.policy, t.concurrency) for t in groups} == {(m, n) for m in (COLD_SHARED, WARM_SHARED, COLD_PRIVATE)
                                                            for n in (1, 2)}  # fmt: skip
     first_group = min(plan.tasks.index(t) for t in groups)

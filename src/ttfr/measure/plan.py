@@ -146,14 +146,14 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
 
 
 def _group_rounds(spec: RunSpec, cases) -> list[list[Task]]:
-    """--concurrency: after every other run, `cold_runs` rounds of groups; round r holds the r-th group of
+    """--concurrency: after every other run, the profile's rounds of groups; round r holds the r-th group of
     each (compiling case, sharing mode, N). A group needs the case's runs before it (its template, its
     gate), and would disturb any run beside it."""
     if not spec.concurrency:
         return []
     compiling = [c for c in cases if c.backend_info.compiles and c.backend_info.in_process]
     return [[Task(GROUP, case, mode, r, -1, concurrency=n) for case in compiling for mode in CONCURRENCY_MODES
-             for n in spec.concurrency] for r in range(spec.cold_runs)]  # fmt: skip
+             for n in spec.concurrency] for r in range(spec.concurrency_rounds)]  # fmt: skip
 
 
 def _with_round(task: Task, number: int) -> Task:

@@ -49,6 +49,7 @@ class Profile:
     default_sizes: str  # "smallest" | "all"
     default_dtypes: tuple[str, ...]
     description: str
+    concurrency_rounds: int = 1  # --concurrency: groups per (case, sharing mode, N)
 
 
 PROFILES = {
@@ -57,9 +58,9 @@ PROFILES = {
         Profile("quick", 2, 2, 10, 0.005, 1.0, 300.0, "smallest", ("float32",),
                 "smallest sizes, f32, 2 cold runs per policy: a first look in minutes"),
         Profile("standard", 10, 5, 20, 0.01, 2.0, 600.0, "all", ("float32",),
-                "all catalogued sizes, f32, 10 cold runs (order-statistic CI at 98%)"),
+                "all catalogued sizes, f32, 10 cold runs (order-statistic CI at 98%)", concurrency_rounds=3),
         Profile("publish", 20, 10, 30, 0.02, 5.0, 900.0, "all", ("float32", "float64"),
-                "every catalogued case, 20 cold runs, 10 warm processes"),
+                "every catalogued case, 20 cold runs, 10 warm processes", concurrency_rounds=5),
     )
 }  # fmt: skip
 
@@ -96,6 +97,7 @@ class RunSpec:
     plan_cases: tuple[str, ...] = ()
     # --concurrency: group sizes N; each compiling case also starts N processes at once per sharing mode
     concurrency: tuple[int, ...] = ()
+    concurrency_rounds: int = 1  # groups per (case, sharing mode, N): the profile's
 
     def command(self, name: str) -> user_commands.UserCommand:
         return next(c for c in self.commands if c.name == name)
@@ -689,4 +691,5 @@ def build_spec(request: RunRequest) -> RunSpec:
         budget_s=budget_s,
         keep_contended=bool(keep_contended),
         concurrency=concurrency,
+        concurrency_rounds=prof.concurrency_rounds,
     )
