@@ -9,7 +9,7 @@ from ttfr.model.base import UNSET
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, named
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
-from ttfr.report import commands_md, conversions_md, loops_md
+from ttfr.report import commands_md, concurrency_md, conversions_md, loops_md
 from ttfr.report.formatting import DASH, code_block, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
@@ -389,6 +389,7 @@ def render(result: VerifiedResult) -> str:
     lines += _break_even_section(suite.break_even)
     lines += loops_md.section(suite.loops or [], cases)
     lines += conversions_md.section(cases)
+    lines += concurrency_md.section(cases)
     lines += _precision_section(suite)
     lines += _flags_section(cases)
     lines += _machine_health_section(cases)
