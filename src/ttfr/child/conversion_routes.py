@@ -54,6 +54,8 @@ ROUTES = {
         Route("numpy_to_jax_gpu", "numpy", "jax_gpu", "jax.device_put(a, gpu)", device="gpu"),
         Route("jax_gpu_to_numpy", "jax_gpu", "numpy", "np.asarray(x)", device="gpu"),
         Route("torch_cuda_to_jax_gpu_dlpack", "torch_cuda", "jax_gpu", "jnp.from_dlpack(t)", device="gpu"),
+        # pinned host memory (it needs CUDA) into JAX's DLPack import, which once refused it
+        Route("torch_pinned_to_jax_dlpack", "torch_pinned", "jax", "jnp.from_dlpack(t)", device="gpu"),
     )
 }
 

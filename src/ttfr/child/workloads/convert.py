@@ -168,6 +168,7 @@ def converter(runtime, route, source):
         "numpy_to_jax_gpu": lambda a: jax.device_put(a, runtime.jax_device),
         "jax_gpu_to_numpy": lambda x: np_.asarray(x),
         "torch_cuda_to_jax_gpu_dlpack": lambda t: jnp.from_dlpack(t),
+        "torch_pinned_to_jax_dlpack": lambda t: jnp.from_dlpack(t),
     }
     return table[name]
 
