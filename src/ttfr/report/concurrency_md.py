@@ -41,7 +41,7 @@ FAN_OUT_INTRO = (
 OVERSUBSCRIBED = "N > cores: queueing for a CPU expected; the run-queue wait column says how much"
 
 POINT_HEADER = ["mode", "N", "groups", "processes", "TTFR p50", "TTFR p95", "TTFR max", "all N have a result", "dedup",
-                "bytes written", "blocked (lock/I-O)", "run-queue wait", "cache whole", "cores"]  # fmt: skip
+                "bytes written", "blocked (lock, I/O)", "run-queue wait", "cache whole", "cores"]  # fmt: skip
 FAN_OUT_HEADER = ["N", "all together", "warm-up (one process)", "then fan-out", "warm-up first, total",
                   "saving (negative: starting together was faster)"]  # fmt: skip
 

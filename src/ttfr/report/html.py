@@ -14,7 +14,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import conversions_md, markdown
+from ttfr.report import concurrency_md, conversions_md, markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
@@ -141,6 +141,29 @@ def _conversions(cases: list[CaseResult], plots) -> list[str]:
     return [f"<p>{_e(conversions_md.LAYOUT_INTRO)}</p>", *parts, *(_figure(p) for p in plots.conversions(cases))]
 
 
+def _concurrency(cases: list[CaseResult], plots) -> list[str]:
+    """report.md's Concurrency tables and lines (the same rows, without Markdown's marks), then each
+    case's TTFR against N; nothing when no case has concurrency."""
+    by_id = {case.case: case for case in cases}
+    parts = []
+    for part in concurrency_md.case_tables(cases, mark=str):
+        parts.append(f"<h3>{_e(part.title)}</h3>{_table(part.header, part.rows)}")
+        if part.oversubscribed:
+            parts.append(f"<p>⚠ {_e(concurrency_md.OVERSUBSCRIBED)}.</p>")
+        if part.fan_out_rows:
+            parts.append(f"<p>Fan-out advice:</p>{_table(part.fan_out_header, part.fan_out_rows)}")
+        else:
+            parts.append("<p>Fan-out advice: no group size ran both cold-shared and warm-shared.</p>")
+        parts.append(f"<p>What went wrong:</p>{_list(part.problems)}" if part.problems
+                     else f"<p>{_e(concurrency_md.NOTHING_WRONG)}</p>")  # fmt: skip
+        plot = plots.concurrency(by_id[part.case])
+        if plot:
+            parts.append(_figure(plot))
+    if not parts:
+        return []
+    return [f"<p>{_e(concurrency_md.FAN_OUT_INTRO)}</p>", *parts]
+
+
 def _health(cases: list[CaseResult]) -> str:
     """How many measured runs were contended (report.md's Machine health says more)."""
     from ttfr.analyse import contention
@@ -179,6 +202,7 @@ def render(result: VerifiedResult) -> str:
         ),  # fmt: skip
         _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.loops or [])]),
         _section(conversions_md.TITLE, _conversions(cases, plots), conversions_md.INTRO.replace("`", "")),
+        _section(concurrency_md.TITLE, _concurrency(cases, plots), concurrency_md.INTRO),
         _section("Commands", [_commands(cases)]),
         _section("Flags", [_flags(cases)]),
         _section("Limitations", [_list(markdown.limitations(manifest, cases))]),

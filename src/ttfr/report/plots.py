@@ -18,7 +18,7 @@ from ttfr.model.base import UNSET, present
 from ttfr.model.case import COMPONENT_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
-from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
 from ttfr.report.formatting import (
@@ -602,6 +602,58 @@ def conversions(cases: list[CaseResult]) -> list[Plot]:
                           "Bytes counted once; % of memcpy: np.copyto of the same bytes in the same process, where "
                           "the route copied.",))  # fmt: skip
     return plots
+
+
+# ------------------------------------------------------------------ concurrency
+_MODE_COLOUR = dict(zip(CONCURRENCY_MODES, ("#1f77b4", "#2ca02c", "#d62728")))  # cold-shared, warm-shared, cold-private
+
+
+def concurrency(case: CaseResult) -> Plot | None:
+    """A case's TTFR against the group size N (`--concurrency`): per sharing mode its p50 (solid) and
+    its nearest-rank p95 (dashed), one colour per mode, from the case's concurrency points; a dotted
+    line at the usable cores where a larger N ran. None: no point has a TTFR."""
+    if not present(case.concurrency):
+        return None
+    together = case.concurrency
+    if not any(p.ttfr_p50_s is not None for p in together.points):
+        return None
+    fig, ax = _figures().subplots(figsize=(6, 3.6))
+    table = []
+    for mode in CONCURRENCY_MODES:
+        points = sorted((p for p in together.points if p.mode == mode), key=lambda p: p.n)
+        colour = _MODE_COLOUR[mode]
+        for name, style, marker, value in (("p50", "-", "o", lambda p: p.ttfr_p50_s),
+                                           ("p95", "--", "^", lambda p: p.ttfr_p95_s)):  # fmt: skip
+            drawn = [(p.n, value(p)) for p in points if value(p) is not None]
+            if drawn:
+                ax.plot([n for n, _ in drawn], [y for _, y in drawn], color=colour, linestyle=style, marker=marker,
+                        markersize=4, label=f"{mode} {name}")  # fmt: skip
+        table += [[mode, str(p.n), str(p.processes), fmt_seconds(p.ttfr_p50_s), fmt_seconds(p.ttfr_p95_s),
+                   fmt_seconds(p.ttfr_max_s)] for p in points]  # fmt: skip
+    from matplotlib.ticker import NullLocator
+
+    sizes = sorted({p.n for p in together.points})
+    cores = together.usable_cores
+    if cores is not None and any(p.oversubscribed for p in together.points):
+        ax.axvline(cores, color="grey", linestyle=":", linewidth=1, label=f"usable cores ({cores})")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.xaxis.set_minor_locator(NullLocator())
+    if len(sizes) == 1:  # one N: an axis around it, not a degenerate one
+        ax.set_xlim(sizes[0] / 2, sizes[0] * 2)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(_seconds_formatter())
+    ax.set_xlabel("processes started at once (N)")
+    ax.set_ylabel("TTFR (each process)")
+    _legend_below(fig, ax)
+    return Plot(f"TTFR against N: {case.case}", _svg(fig), ["mode", "N", "processes", "TTFR p50", "TTFR p95", "TTFR max"],
+                table, "Solid: p50; dashed: p95 (nearest rank), over the ok processes of each mode's groups.")  # fmt: skip
+
+
+def _seconds_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _pos: "0" if value == 0 else fmt_seconds(value))
 
 
 # ------------------------------------------------------------------ comparisons
