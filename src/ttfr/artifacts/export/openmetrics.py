@@ -15,7 +15,15 @@ adds its case result's conversion figures: `ttfr_conversion_copied` (1 copied, 0
 `ttfr_conversion_first_call_seconds`, `ttfr_conversion_call_seconds`,
 `ttfr_conversion_bytes_per_second` and `ttfr_conversion_memcpy_ratio` (where the route copied),
 `ttfr_conversion_memcpy_bytes_per_second`, `ttfr_conversion_leak_bytes_per_call`. A figure that
-does not exist (no copy verdict, no rate) is left out, never written as 0. No timestamps: the textfile collector refuses them;
+does not exist (no copy verdict, no rate) is left out, never written as 0. A case run with `--concurrency`
+(issue 29) adds its case result's concurrency, per sharing mode and group size (labels mode, n):
+`ttfr_concurrency_ttfr_seconds{quantile}` (0.5: p50, 0.95: p95 by nearest rank, 1: the slowest),
+`ttfr_concurrency_all_results_seconds`, `ttfr_concurrency_dedup_ratio`, `ttfr_concurrency_written_bytes`,
+`ttfr_concurrency_blocked_seconds`, `ttfr_concurrency_runq_wait_seconds`, `ttfr_concurrency_processes`,
+`ttfr_concurrency_groups`, `ttfr_concurrency_cache_whole` (1/0) and `ttfr_concurrency_oversubscribed`
+(1: N > usable cores); per n the fan-out advice `ttfr_concurrency_advice_{together,warm_up,fan_out,
+warm_up_first,saving}_seconds`; `ttfr_concurrency_usable_cores`. Here too a figure the case result
+does not hold is left out. No timestamps: the textfile collector refuses them;
 the snapshot's time is in `ttfr_snapshot_info`'s labels.
 """
 
@@ -33,6 +41,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.artifacts.store import write_bytes_atomic
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult, Conversion
+from ttfr.model.concurrency import Concurrency
 from ttfr.model.policies import WARM_PROCESS
 from ttfr.model.summary import Summary
 
@@ -73,6 +82,7 @@ class _Snapshot:
         status = StateSetMetricFamily("ttfr_case_status", "the case's status", labels=_CASE_LABELS)
         conversion = {name: GaugeMetricFamily(f"ttfr_conversion_{name}", text, labels=_CASE_LABELS)
                       for name, text in _CONVERSION.items()}  # fmt: skip
+        together = _ConcurrencyFamilies()
         for case in cases:
             labels = _labels(case)
             status.add_metric(labels, {name: case.status == name for name in _STATUSES})
@@ -80,6 +90,8 @@ class _Snapshot:
                 for name, value in _conversion_figures(case.conversion):
                     if value is not None:
                         conversion[name].add_metric(labels, value)
+            if present(case.concurrency):
+                together.add(labels, case.concurrency)
             peak = case.memory.peak_rss_bytes
             if peak:
                 rss.add_metric(labels, peak.median)
@@ -100,6 +112,7 @@ class _Snapshot:
                     hit_ratio.add_metric([*labels, policy], hits / (hits + misses))
         yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
         yield from (family for family in conversion.values() if family.samples)
+        yield from together.families()
 
 
 _CONVERSION = {
@@ -123,6 +136,72 @@ def _conversion_figures(conversion: Conversion):
     yield "memcpy_bytes_per_second", conversion.memcpy_bytes_per_s
     yield "memcpy_ratio", conversion.memcpy_fraction
     yield "leak_bytes_per_call", evidence.leak.growth_per_call_bytes
+
+
+_CONCURRENCY = {  # family: (help, the point's field)
+    "all_results_seconds": ("the group's first spawn to the last process's first result (median over the groups)",
+                            "all_results_s"),
+    "dedup_ratio": ("compilations performed / distinct programs (1: each program compiled once, N: by every process), "
+                    "median over the groups", "dedup_ratio"),
+    "written_bytes": ("bytes a group added to its cache directories (median over the groups)", "bytes_written"),
+    "blocked_seconds": ("process time - CPU time - run-queue wait: blocked on a lock or I/O (median over the processes)",
+                        "blocked_s"),
+    "runq_wait_seconds": ("time runnable but waiting for a CPU (median over the processes)", "runq_wait_s"),
+    "processes": ("ok processes the percentiles are taken over", "processes"),
+    "groups": ("groups (rounds) of this mode and size", "groups"),
+}  # fmt: skip
+_ADVICE = {
+    "together": ("all N started together on an empty shared cache: time until all have a result", "together_s"),
+    "warm_up": ("one warm-up process first (cold-shared at N=1, else the cold-cache TTFR)", "warm_up_s"),
+    "fan_out": ("then N on the cache it filled (warm-shared at N): time until all have a result", "fan_out_s"),
+    "warm_up_first": ("warm-up and fan-out together", "warm_up_first_s"),
+    "saving": ("together - warm-up first (negative: starting together was faster)", "saving_s"),
+}
+
+
+class _ConcurrencyFamilies:
+    """The `ttfr_concurrency_*` families, filled case by case from each case's concurrency as it holds it."""
+
+    def __init__(self):
+        point = [*_CASE_LABELS, "mode", "n"]
+        self.ttfr = GaugeMetricFamily("ttfr_concurrency_ttfr_seconds", "time to first result of each of N processes "
+                                      "started at once (quantile 0.95: nearest rank)", labels=[*point, "quantile"])  # fmt: skip
+        self.points = {name: GaugeMetricFamily(f"ttfr_concurrency_{name}", text, labels=point)
+                       for name, (text, _field) in _CONCURRENCY.items()}  # fmt: skip
+        self.whole = GaugeMetricFamily("ttfr_concurrency_cache_whole", "1 where every group's cache was whole "
+                                       "afterwards (readable, and a fresh process compiled nothing), else 0",
+                                       labels=point)  # fmt: skip
+        self.oversubscribed = GaugeMetricFamily("ttfr_concurrency_oversubscribed", "1 where N > the usable cores "
+                                                "(queueing for a CPU expected)", labels=point)  # fmt: skip
+        self.advice = {name: GaugeMetricFamily(f"ttfr_concurrency_advice_{name}_seconds", text, labels=[*_CASE_LABELS, "n"])
+                       for name, (text, _field) in _ADVICE.items()}  # fmt: skip
+        self.cores = GaugeMetricFamily("ttfr_concurrency_usable_cores", "the usable cores the groups ran on",
+                                       labels=_CASE_LABELS)  # fmt: skip
+
+    def add(self, labels: list[str], concurrency: Concurrency) -> None:
+        if concurrency.usable_cores is not None:
+            self.cores.add_metric(labels, concurrency.usable_cores)
+        for p in concurrency.points:
+            at = [*labels, p.mode, str(p.n)]
+            for quantile, value in (("0.5", p.ttfr_p50_s), ("0.95", p.ttfr_p95_s), ("1", p.ttfr_max_s)):
+                if value is not None:
+                    self.ttfr.add_metric([*at, quantile], value)
+            for name, (_text, field) in _CONCURRENCY.items():
+                value = getattr(p, field)
+                if value is not None:
+                    self.points[name].add_metric(at, value)
+            if p.whole is not None:
+                self.whole.add_metric(at, int(p.whole))
+            self.oversubscribed.add_metric(at, int(p.oversubscribed))
+        for advice in concurrency.fan_out:
+            for name, (_text, field) in _ADVICE.items():
+                value = getattr(advice, field)
+                if value is not None:
+                    self.advice[name].add_metric([*labels, str(advice.n)], value)
+
+    def families(self):
+        every = [self.ttfr, *self.points.values(), self.whole, self.oversubscribed, *self.advice.values(), self.cores]
+        return [family for family in every if family.samples]
 
 
 def _quantiles(family: GaugeMetricFamily, labels: list[str], summary: Summary | None) -> None:

@@ -10,7 +10,21 @@ A conversion case (issue 28) adds its case's conversion figures as it holds them
 leak verdict as 1/0, the times, rates, memcpy's share; empty where it has none), and kind
 `conversion_layout`, per layout of the source `layout_<layout>_copied`, `_refused` and
 `_values_ok` (1/0; empty where the layout was not converted), its outcome (ok, refused,
-not_applicable) in `outcome`. These rows have no policy, run, round or sample."""
+not_applicable) in `outcome`. These rows have no policy, run, round or sample.
+
+A case run with `--concurrency` (issue 29) adds its case result's concurrency as it holds it
+(analyse/concurrency.py decided it): `policy` names the sharing mode and the group size N as the
+flags do (`cold-shared x4`). Kind `concurrency`: per mode and N the point's figures (groups,
+processes, ttfr_p50_s, ttfr_p95_s (nearest rank), ttfr_max_s, all_results_s, dedup_ratio,
+bytes_written, blocked_s, runq_wait_s, whole and oversubscribed as 1/0). Kind
+`concurrency_member`: per process of each group (`round`: the group's index, `run`: its place in
+the group, `outcome`: its outcome) ttfr_s, result_after_release_s, start_skew_s, compiles, loads,
+blocked_s, runq_wait_s and its cache use as `cache_use_<compiled|loaded|mixed|unknown>` (1 for the
+one it was, 0 for the others). Kind `concurrency_check`: per group (`outcome`: the fresh process's)
+the cache's files, bytes, unreadable_files, what the fresh process compiled and loaded, whole (1/0).
+Kind `concurrency_fan_out`: per N (`policy` `fan-out xN`) the advice: together_s, warm_up_s,
+fan_out_s, warm_up_first_s, saving_s (negative: starting together was faster). A figure the case
+result does not hold is empty, never 0."""
 
 from __future__ import annotations
 
@@ -18,6 +32,7 @@ from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, OPTIONAL_METRICS, STAGE_METRICS
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import CaseResult, Conversion, RunFigures, named
+from ttfr.model.concurrency import Concurrency
 from ttfr.model.policies import WARM_PROCESS
 
 # case_status: the case's verdict; in_figures: whether the run's values enter the case's figures (a contended run
@@ -52,6 +67,8 @@ def rows(snapshot: str, cases: list[CaseResult]):
                 yield from (_process_rows if policy == WARM_PROCESS else _run_rows)(run_where, run)
         if present(case.conversion):
             yield from _conversion_rows(where, case.conversion)
+        if present(case.concurrency):
+            yield from _concurrency_rows(where, case.concurrency)
 
 
 def _row(where: dict, item: RunFigures, kind: str, metric: str, value, unit: str, sample="") -> dict:
@@ -102,8 +119,9 @@ def _bit(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _case_row(where: dict, kind: str, metric: str, value, unit: str, outcome: str = "") -> dict:
-    return {**where, "policy": "", "kind": kind, "run": "", "round": "", "sample": "", "outcome": outcome,
+def _case_row(where: dict, kind: str, metric: str, value, unit: str, outcome: str = "", policy: str = "", run_index="",
+              round_index="") -> dict:  # fmt: skip
+    return {**where, "policy": policy, "kind": kind, "run": run_index, "round": round_index, "sample": "", "outcome": outcome,
             "contended": "", "in_figures": "", "metric": metric, "value": "" if value is None else value,
             "unit": unit}  # fmt: skip
 
@@ -133,3 +151,52 @@ def _conversion_rows(where: dict, conversion: Conversion):
                               ("refused", int(layout.outcome == "refused")),
                               ("values_ok", _bit(layout.values_ok) if converted else None)):  # fmt: skip
             yield _case_row(where, "conversion_layout", f"layout_{layout.layout}_{metric}", value, "bool", layout.outcome)
+
+
+CACHE_USES = ("compiled", "loaded", "mixed", "unknown")
+
+
+def _concurrency_rows(where: dict, concurrency: Concurrency):
+    """The case's concurrency: each point's figures, each member's and each check's, the advice."""
+    for p in concurrency.points:
+        arm = f"{p.mode} x{p.n}"
+        figures = (
+            ("groups", p.groups, "count"),
+            ("processes", p.processes, "count"),
+            ("ttfr_p50_s", p.ttfr_p50_s, "s"),
+            ("ttfr_p95_s", p.ttfr_p95_s, "s"),
+            ("ttfr_max_s", p.ttfr_max_s, "s"),
+            ("all_results_s", p.all_results_s, "s"),
+            ("dedup_ratio", p.dedup_ratio, "ratio"),
+            ("bytes_written", p.bytes_written, "bytes"),
+            ("blocked_s", p.blocked_s, "s"),
+            ("runq_wait_s", p.runq_wait_s, "s"),
+            ("whole", _bit(p.whole), "bool"),
+            ("oversubscribed", _bit(p.oversubscribed), "bool"),
+        )
+        for metric, value, unit in figures:
+            yield _case_row(where, "concurrency", metric, value, unit, policy=arm)
+    for group in concurrency.groups:
+        arm = f"{group.mode} x{group.n}"
+        for m in group.members:
+            figures = (
+                ("ttfr_s", m.ttfr_s, "s"),
+                ("result_after_release_s", m.result_after_release_s, "s"),
+                ("start_skew_s", m.start_skew_s, "s"),
+                *((f"cache_use_{use}", int(m.cache_use == use), "bool") for use in CACHE_USES),
+                ("compiles", m.compiles, "count"),
+                ("loads", m.loads, "count"),
+                ("blocked_s", m.blocked_s, "s"),
+                ("runq_wait_s", m.runq_wait_s, "s"),
+            )
+            for metric, value, unit in figures:
+                yield _case_row(where, "concurrency_member", metric, value, unit, m.outcome, arm, m.member, group.index)
+        check = group.check
+        for metric, value, unit in (("files", check.files, "count"), ("bytes", check.bytes, "bytes"),
+                                    ("unreadable_files", len(check.unreadable), "count"),
+                                    ("compiles", check.compiles, "count"), ("loads", check.loads, "count"),
+                                    ("whole", _bit(check.whole), "bool")):  # fmt: skip
+            yield _case_row(where, "concurrency_check", metric, value, unit, check.outcome, arm, round_index=group.index)
+    for advice in concurrency.fan_out:
+        for metric in ("together_s", "warm_up_s", "fan_out_s", "warm_up_first_s", "saving_s"):
+            yield _case_row(where, "concurrency_fan_out", metric, getattr(advice, metric), "s", policy=f"fan-out x{advice.n}")
