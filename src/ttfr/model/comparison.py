@@ -1,5 +1,6 @@
-"""Comparison (`ttfr.comparison.v1`): arm B against arm A for every case and policy both ran,
-the statistics behind each verdict, and the gate. `ttfr ab` (paired rounds, one session) and
+"""Comparison (`ttfr.comparison.v1`): arm B against arm A for every case and policy both ran (and
+every concurrency point, `--concurrency`: a sharing mode at a group size N), the statistics behind
+each verdict, and the gate. `ttfr ab` (paired rounds, one session) and
 `ttfr compare` (two result directories) write it; comparison.md, comparison.html, the terminal
 and `ttfr replicate` render it."""
 
@@ -11,6 +12,8 @@ from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, UnsetType
 from ttfr.model.case import PolicyName
+from ttfr.model.concurrency import Mode
+from ttfr.model.policies import CONCURRENCY_MODES
 from ttfr.model.summary import Outlier, Summary
 
 COMPARISON_SCHEMA = "ttfr.comparison.v1"
@@ -89,16 +92,19 @@ class ArmDiagnostics(Artifact):
 
 
 class Record(Artifact):
-    """One case and policy: the verdict and why; when compared, both arms' summaries, their
-    diagnostics and the judged effect; when not (an arm failed or measured nothing), which."""
+    """One case and policy, or one case's concurrency point (`policy` a sharing mode, `concurrency`
+    its group size N; the statistic is each round's group's time until all N had a result): the
+    verdict and why; when compared, both arms' summaries, their diagnostics and the judged effect;
+    when not (an arm failed or measured nothing), which."""
 
     case: str
-    policy: PolicyName
+    policy: PolicyName | Mode  # a cache policy, or a concurrency point's sharing mode
     regime: Literal["cold", "warm"]
-    metric: Literal["ttfr_s", "call_s"]
+    metric: Literal["ttfr_s", "call_s", "all_results_s"]
     paired: bool
     verdict: Verdict
     explanation: str
+    concurrency: Annotated[int, Meta(ge=1)] | UnsetType = UNSET  # a concurrency point: its group size N
     failed: bool | UnsetType = UNSET  # not compared: whether an arm failed (else it warned)
     excluded_rounds: list[int] | UnsetType = UNSET  # paired: rounds one arm has no value for
     a: Summary | None | UnsetType = UNSET
@@ -110,6 +116,9 @@ class Record(Artifact):
         compared = self.verdict != NOT_COMPARED
         if compared != (self.effect is not UNSET) or compared == (self.failed is not UNSET):
             raise ValueError("a compared record has an effect, one not compared says whether an arm failed")
+        point = self.policy in CONCURRENCY_MODES
+        if point != (self.concurrency is not UNSET) or point != (self.metric == "all_results_s"):
+            raise ValueError("a concurrency point (a sharing mode) has its group size and compares all_results_s")
 
     @property
     def base_verdict(self) -> str:
@@ -117,8 +126,13 @@ class Record(Artifact):
         return self.verdict.removesuffix(WEAK_MARK)
 
     @property
+    def point(self) -> str:
+        """The policy, or a concurrency point as the reports name it: "cold-shared x8"."""
+        return self.policy if self.concurrency is UNSET else f"{self.policy} x{self.concurrency}"
+
+    @property
     def label(self) -> str:
-        return f"{self.case} ({self.policy})"
+        return f"{self.case} ({self.point})"
 
 
 class RecordedArm(Artifact):
@@ -167,7 +181,7 @@ class ComparisonSummary(Artifact):
 
 
 class Comparison(Artifact):
-    """Verdicts of arm B against arm A for every case and policy, with the statistics behind them."""
+    """Verdicts of arm B against arm A for every case, policy and concurrency point, with the statistics behind them."""
 
     schema: Literal["ttfr.comparison.v1"]
     paired: bool

@@ -1,11 +1,15 @@
-"""Compare two arms' case results: pair runs by index, judge every (case, policy), and
-write `comparison.json` (ttfr.comparison.v1) and `comparison.md`.
+"""Compare two arms' case results: pair runs by index (a group by its round), judge every (case,
+policy) and every concurrency point, and write `comparison.json` (ttfr.comparison.v1) and
+`comparison.md`.
 
 Cold policies compare TTFR (`ttfr_s`); warm-process compares each process's median call
-time. Paired comparisons need both arms measured interleaved in one session (`ttfr ab`);
-two result directories from separate runs are compared unpaired only when asked
-(`--cross-session`), and every such verdict is marked weak: on this kind of machine,
-identical code measured in two sessions differed 81-88% of the time.
+time; each concurrency point both arms ran (`--concurrency`: a sharing mode at a group size
+N) compares each round's group's time until all N had a result (`all_results_s`) in the cold
+regime (its delta from the cold noise floor). Paired comparisons need both arms measured
+interleaved in one session (`ttfr ab`); two result directories from separate runs are
+compared unpaired only when asked (`--cross-session`), and every such verdict is marked
+weak: on this kind of machine, identical code measured in two sessions differed 81-88% of
+the time.
 """
 
 from __future__ import annotations
@@ -52,6 +56,20 @@ def _values(case: CaseResult, policy: str) -> dict[int, float]:
     return {r.index: r.metrics.ttfr_s for r in runs if r.outcome == "ok" and r.metrics.ttfr_s}
 
 
+def _points(case: CaseResult) -> list[tuple[str, int]]:
+    """The concurrency points (sharing mode, group size N) a case ran groups at."""
+    together = case.concurrency
+    return [] if together is UNSET else [(p.mode, p.n) for p in together.points]
+
+
+def _group_values(case: CaseResult, mode: str, n: int) -> dict[int, float]:
+    """round -> the time until all N members of that round's group had a result (a group with a
+    member that failed has none)."""
+    together = case.concurrency
+    groups = [] if together is UNSET else together.groups
+    return {g.index: g.all_results_s for g in groups if (g.mode, g.n) == (mode, n) and g.all_results_s}
+
+
 def _not_compared(case_a: CaseResult, case_b: CaseResult) -> tuple[str, bool] | None:
     """Why a case is not compared (an arm failed, or warned with nothing measured), and
     whether an arm failed; None when both arms have figures to compare."""
@@ -61,11 +79,29 @@ def _not_compared(case_a: CaseResult, case_b: CaseResult) -> tuple[str, bool] | 
     return None
 
 
-def _measured(case_a: CaseResult, case_b: CaseResult, policy: str, paired: bool) -> tuple[dict, Estimate]:
-    """Both arms' summaries and diagnostics (the record's fields) and the estimate of B/A."""
+def _streams(case_a: CaseResult, case_b: CaseResult, paired: bool) -> list[tuple[dict, dict | None, dict | None]]:
+    """(record head, A's values, B's values) of every policy, then of every concurrency point
+    either arm ran (in A's order; the values of an arm that did not run the point are None)."""
+    streams = []
+    for policy in case_a.config.policies:
+        regime = "warm" if policy == WARM_PROCESS else "cold"
+        head = dict(case=case_a.case, policy=policy, regime=regime, metric="call_s" if regime == "warm" else "ttfr_s",
+                    paired=paired)  # fmt: skip
+        streams.append((head, _values(case_a, policy), _values(case_b, policy)))
+    points_a, points_b = _points(case_a), _points(case_b)
+    for mode, n in points_a + [p for p in points_b if p not in points_a]:
+        head = dict(case=case_a.case, policy=mode, concurrency=n, regime="cold", metric="all_results_s", paired=paired)
+        values = [_group_values(case, mode, n) if (mode, n) in points else None
+                  for case, points in ((case_a, points_a), (case_b, points_b))]  # fmt: skip
+        streams.append((head, *values))
+    return streams
+
+
+def _measured(a: dict[int, float], b: dict[int, float], paired: bool) -> tuple[dict, Estimate]:
+    """Both arms' summaries and diagnostics (the record's fields) and the estimate of B/A, from
+    each arm's values by index (a run's, or a group's round)."""
     from ttfr.analyse import stats
 
-    a, b = _values(case_a, policy), _values(case_b, policy)
     fields = {}
     if paired:
         indices = sorted(set(a) & set(b))
@@ -84,7 +120,8 @@ def _measured(case_a: CaseResult, case_b: CaseResult, policy: str, paired: bool)
 
 
 def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correction="holm") -> list[Record]:
-    """Judged comparison records for every case and policy both arms have (in A's order)."""
+    """Judged comparison records for every case and policy both arms have, and every concurrency
+    point of theirs (in A's order), judged together (one Holm correction over them all)."""
     by_id = {c.case: c for c in cases_b}
     slots: list[Record | tuple[dict, int]] = []  # a record, or a measured one's fields and its estimate's place
     estimates, deltas = [], []
@@ -92,18 +129,20 @@ def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correctio
         case_b = by_id.get(case_a.case)
         if case_b is None:
             continue
-        for policy in case_a.config.policies:
-            regime = "warm" if policy == WARM_PROCESS else "cold"
-            head = dict(case=case_a.case, policy=policy, regime=regime, metric="call_s" if regime == "warm" else "ttfr_s",
-                        paired=paired)  # fmt: skip
-            why_not = _not_compared(case_a, case_b)
+        why_not = _not_compared(case_a, case_b)
+        for head, a, b in _streams(case_a, case_b, paired):
             if why_not is not None:
                 slots.append(Record(**head, verdict=NOT_COMPARED, explanation=why_not[0], failed=why_not[1]))
                 continue
-            fields, estimate = _measured(case_a, case_b, policy, paired)
+            if a is None or b is None:  # a concurrency point one arm never ran (its case stopped first)
+                side = "A" if a is None else "B"
+                slots.append(Record(**head, verdict=NOT_COMPARED, failed=False,
+                                    explanation=f"arm {side} ran no {head['policy']} x{head['concurrency']} groups"))  # fmt: skip
+                continue
+            fields, estimate = _measured(a, b, paired)
             slots.append(({**head, **fields}, len(estimates)))
             estimates.append(estimate)
-            deltas.append(comparison.delta_for(regime, (noise_floor or {}).get(regime)))
+            deltas.append(comparison.delta_for(head["regime"], (noise_floor or {}).get(head["regime"])))
     judged = comparison.judge(estimates, deltas, correction) if estimates else []
     return [
         slot if isinstance(slot, Record) else Record(
