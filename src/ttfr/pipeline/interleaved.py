@@ -6,8 +6,10 @@ an arm's own program (`--a-command` / `--b-command`, one case). Both arms get th
 same plan (same seed, cases, policies); each is an ordinary result directory (`A/`, `B/`,
 with its own journal, caches and artifacts). They run task by task: for each (case,
 policy) stream, round j runs A's and B's j-th run back to back, in ABBA order across rounds
-(with a seeded phase per stream), and the streams of a round in a seeded shuffle. Paired
-rounds are what makes a verdict trustworthy on a shared machine.
+(with a seeded phase per stream), and the streams of a round in a seeded shuffle; with
+`--concurrency`, each (case, sharing mode, N) is a stream too, its j-th group in round j (every
+round has one, whatever the profile's number of groups). Paired rounds are what makes a verdict
+trustworthy on a shared machine.
 
 Adaptive sampling: with a precision target, rounds are added (between min and max rounds,
 within a time budget) until every comparison's CI half-width is at most the target; the
@@ -254,7 +256,8 @@ class AbOutcome:
 
 def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, executors: Executors | None = None) -> AbOutcome:
     validate(ab)
-    run = replace(ab.run, cold_runs=ab.max_rounds, warm_procs=ab.max_rounds)
+    # every stream has a run per round: a concurrency point (--concurrency) a group per round, not the profile's few
+    run = replace(ab.run, cold_runs=ab.max_rounds, warm_procs=ab.max_rounds, concurrency_rounds=ab.max_rounds)
     now = dt.datetime.now(dt.timezone.utc)
     root = Path(out_parent) / snapshot_id(now, run.to_json(), run.deterministic)
     new_directory(root)
@@ -302,7 +305,8 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseRes
     and every journal entry of both arms."""
     results, all_entries = [], []
     for arm in arms:
-        spec = replace(arm.spec, cold_runs=max(completed, 1), warm_procs=max(completed, 1))
+        rounds = max(completed, 1)
+        spec = replace(arm.spec, cold_runs=rounds, warm_procs=rounds, concurrency_rounds=rounds)
         plan = build_plan(spec)
         journal_entries = Journal(arm.dir.journal).entries()
         all_entries += journal_entries
