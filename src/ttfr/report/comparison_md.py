@@ -6,6 +6,12 @@ from ttfr.model.base import UNSET
 from ttfr.model.comparison import Comparison, Record
 from ttfr.report.formatting import code, fmt_seconds
 
+CONCURRENCY_NOTE = (
+    "A policy written `<mode> xN` (`--concurrency`) is N fresh processes started at once, sharing one cache directory "
+    "that starts empty (cold-shared) or holds the case's compiled programs (warm-shared), or each on an empty one of "
+    "its own (cold-private); its medians are the time from the group's first start until all N had a result, one "
+    "group per round, judged as a cold figure."
+)
 _ICON = {"regression": "🔴", "improvement": "🟢", "equivalent": "⚪", "inconclusive": "🟡", "not_compared": "⚫"}
 
 
@@ -22,7 +28,7 @@ def row(record: Record) -> list[str]:
     ci = effect.ci if effect else None
     return [
         f"`{record.case}`",
-        record.policy,
+        record.point,  # a policy, or a concurrency point: "cold-shared x8"
         fmt_seconds(_median(record.a)),
         fmt_seconds(_median(record.b)),
         _pct(effect.ratio - 1) if effect and effect.ratio else "—",
@@ -58,7 +64,7 @@ def render(document: Comparison) -> str:
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row(r)) + " |" for r in document.comparisons]
     flagged = [
-        f"- `{r.case}` {r.policy} arm {side.upper()}: {name}"
+        f"- `{r.case}` {r.point} arm {side.upper()}: {name}"
         for r in document.comparisons
         if r.diagnostics is not UNSET
         for side, series in (("a", r.diagnostics.a), ("b", r.diagnostics.b))
@@ -67,4 +73,6 @@ def render(document: Comparison) -> str:
     if flagged:
         lines += ["", "Diagnostics:", *flagged]
     lines += ["", "δ per comparison: max(3% warm / 5% cold, 2× the A/A noise floor); B/A is the Hodges–Lehmann ratio."]
+    if any(r.concurrency is not UNSET for r in document.comparisons):
+        lines += ["", CONCURRENCY_NOTE]
     return "\n".join(lines) + "\n"

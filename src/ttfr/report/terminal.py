@@ -283,7 +283,7 @@ _VERDICT_STYLE = {"regression": "bold red", "improvement": "green", "equivalent"
 
 
 def print_comparison(console: Console, document: Comparison) -> None:
-    from ttfr.report.comparison_md import row
+    from ttfr.report.comparison_md import CONCURRENCY_NOTE, row
 
     if document.warning:
         console.print(f"[bold red]{escape(document.warning)}[/]")
@@ -296,6 +296,8 @@ def print_comparison(console: Console, document: Comparison) -> None:
         cells[7] = f"[{style}]{record.verdict}[/]" if style else record.verdict
         table.add_row(*[escape(c.strip("`")) for c in cells[:7]], cells[7], escape(cells[8]))
     console.print(table)
+    if any(r.point != r.policy for r in document.comparisons):  # a concurrency point
+        console.print(f"[dim]{escape(CONCURRENCY_NOTE.replace('`', ''))}[/]")
     if document.host_noise.noisy:
         console.print(f"[yellow]noisy machine: {'; '.join(document.host_noise.why)}[/]")
 
