@@ -144,7 +144,7 @@ def test_two_real_jax_processes_on_one_shared_cache_record_their_evidence_and_le
 @pytest.mark.parametrize("damage", ["truncated", "foreign"])
 def test_a_damaged_shared_cache_is_what_each_process_did_never_a_silent_warm_figure(tmp_path, monkeypatch, damage):
     """Issue 29: a truncated entry, or entries another library version wrote (keys this one never asks
-    for), in the cache a warm-shared group starts from: every process runs, says it compiled, and the
+    for), in the cache a warm-shared group starts from: every process runs, the ones that compiled say so, and the
     case flags the group; ttfr does not crash and gives no quietly 'warm' figure."""
     from ttfr.measure import cache as cache_dirs
     from ttfr.measure.executors import REAL
@@ -167,5 +167,7 @@ def test_a_damaged_shared_cache_is_what_each_process_did_never_a_silent_warm_fig
     (case,) = suite_run.execute(result_dir, spec, REAL).cases
     (warm,) = [g for g in case.concurrency.groups if g.mode == WARM_SHARED]
     assert [m.outcome for m in warm.members] == ["ok", "ok"], [m.reason for m in warm.members]
-    assert all(m.cache_use in ("compiled", "mixed") for m in warm.members), [m.cache_use for m in warm.members]
+    # the first to look finds nothing it can use and compiles; the other may load what it wrote (a race
+    # the test does not decide), so at least one compiled, and the case says so
+    assert any(m.cache_use in ("compiled", "mixed") for m in warm.members), [m.cache_use for m in warm.members]
     assert any(f.name == "warm_shared_compiled" for f in case.flags)

@@ -103,7 +103,7 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
             "comparisons": [
                 {
                     "case": r.case,
-                    "policy": r.policy,
+                    "policy": r.point,  # a concurrency point keeps its N: "cold-shared x8"
                     "metric": r.metric,
                     "verdict": r.verdict,
                     "ratio": r.effect.ratio if r.effect is not UNSET else None,

@@ -679,10 +679,10 @@ def forest(document: Comparison) -> Plot | None:
             ax.plot(ci, [index, index], color=colour, linewidth=2)
         ax.plot([effect.ratio], [index], marker="D", color=colour, label=verdict)
         level = f" ({effect.ci_level:.0%})" if ci and effect.ci_level is not None else ""
-        table.append([record.case, record.policy, f"{effect.ratio:.3f}",
+        table.append([record.case, record.point, f"{effect.ratio:.3f}",
                       f"[{ci[0]:.3f}, {ci[1]:.3f}]{level}" if ci else "—", "—" if not delta else f"±{delta:.1%}",
                       record.verdict])  # fmt: skip
-    labels = [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.policy)})" for r in records]
+    labels = [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.point)})" for r in records]  # a concurrency point: "cold-shared x8"
     ax.set_yticks(range(len(records)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("B / A (median ratio and its CI; levels in the table)")
