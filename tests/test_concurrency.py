@@ -53,13 +53,26 @@ class RacingExecutor(FakeExecutor):
     directory after the barrier, before any has written (so on an empty cache all compile), then writes;
     spawn marks are real clock readings (their spread is the start skew)."""
 
+    def __init__(self):
+        super().__init__()
+        self.barrier: threading.Barrier | None = None  # the running group's (groups run one after another)
+        self.lock = threading.Lock()
+
     def __call__(self, job, env, timeout_s, python=None):
         spawn = time.monotonic_ns()
         self.calls.append({"job": job})  # list.append: safe from the group's threads
         jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
         entries = sorted(p.name for p in jax_dir.iterdir()) if jax_dir.is_dir() else []
-        if threading.current_thread().name.startswith("ttfr-group") and not entries:
-            time.sleep(0.05)  # the other members look before this one writes
+        if threading.current_thread().name.startswith("ttfr-group-"):  # a group's member
+            # the scheduler's barrier released every member together: all of the group's threads are alive
+            members = sum(t.name.startswith("ttfr-group-") for t in threading.enumerate())
+            with self.lock:  # every member looks at the cache before any writes
+                barrier = self.barrier = self.barrier or threading.Barrier(members)
+            try:
+                if barrier.wait(timeout=2) == 0:
+                    self.barrier = None  # all have passed it: the next group makes its own
+            except threading.BrokenBarrierError:  # a member a subclass answered without looking
+                self.barrier = None
         hit = bool(entries)
         if not hit:
             (jax_dir / "jit_fn-cache").write_bytes(b"executable")
