@@ -146,7 +146,8 @@ _CONCURRENCY = {  # family: (help, the point's field)
     "written_bytes": ("bytes a group added to its cache directories (median over the groups)", "bytes_written"),
     "blocked_seconds": ("process time - CPU time - run-queue wait: blocked on a lock or I/O (median over the processes)",
                         "blocked_s"),
-    "runq_wait_seconds": ("time runnable but waiting for a CPU (median over the processes)", "runq_wait_s"),
+    "runq_wait_seconds": ("time the worker's threads were runnable but waiting for a CPU, summed over its threads "
+                          "(median over the processes)", "runq_wait_s"),
     "processes": ("ok processes the percentiles are taken over", "processes"),
     "groups": ("groups (rounds) of this mode and size", "groups"),
 }  # fmt: skip
