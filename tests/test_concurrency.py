@@ -41,11 +41,21 @@ def test_groups_come_after_every_other_run_for_each_compiling_case_mode_and_size
     assert len({t.key for t in plan.tasks}) == len(plan.tasks)
 
 
-def test_bad_concurrency_is_refused_naming_the_range():
+def test_bad_concurrency_is_refused_naming_the_range(monkeypatch):
+    from ttfr.measure import spec as spec_module
+
     for bad in ("0", "two", "65", "", "-1", "1.5"):
         with pytest.raises(UsageError, match="--concurrency"):
             build_spec(request(concurrency=bad))
     assert build_spec(request(concurrency="4,1,4")).concurrency == (4, 1)
+    # nothing to share a compilation cache: refused, naming what would
+    with pytest.raises(UsageError, match="none of the selected cases compiles in ttfr's worker"):
+        build_spec(request(backends="numpy"))
+    # groups count against the process limit: 3 modes x (8 + 1) fit under 50, with 16 + 1 more they do not
+    monkeypatch.setattr(spec_module, "MAX_WORKER_PROCESSES", 50)
+    build_spec(request(concurrency="8"))
+    with pytest.raises(UsageError, match=r"--concurrency 8,16 would start 78 worker processes in groups"):
+        build_spec(request(concurrency="8,16"))
 
 
 class RacingExecutor(FakeExecutor):

@@ -17,7 +17,7 @@ from ttfr.child.job import FIELDS
 from ttfr.errors import UnknownChoice, UsageError, unknown_choice
 from ttfr.measure import catalog, datasets, user_cases, user_commands
 from ttfr.redaction import redact_argv, redact_text
-from ttfr.model.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
+from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, POLICIES, POLICY_ALIASES, WARM_PROCESS
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
 # is refused before anything starts rather than queueing years of processes.
@@ -435,6 +435,23 @@ def check_process_count(n_cases: int, policies, cold_runs: int, warm_procs: int)
         )
 
 
+def check_concurrency(cases, sizes: tuple[int, ...], rounds: int) -> None:
+    """--concurrency: some selected case must compile in ttfr's worker (a group shares a compilation
+    cache), and its groups count against the process limit (N members and a check each)."""
+    if not sizes:
+        return
+    grouped = [c for c in cases if c.backend_info.compiles and c.backend_info.in_process]
+    if not grouped:
+        raise UsageError("--concurrency starts groups of cold processes that share a compilation cache, and none of "
+                         "the selected cases compiles in ttfr's worker (jax_jit_*, torch_compile_*, pyhf_jax): "
+                         "select one of those")  # fmt: skip
+    total = len(grouped) * len(CONCURRENCY_MODES) * rounds * sum(n + 1 for n in sizes)
+    if total > MAX_WORKER_PROCESSES:
+        raise UsageError(f"--concurrency {','.join(map(str, sizes))} would start {total} worker processes in groups "
+                         f"({len(grouped)} compiling cases x {len(CONCURRENCY_MODES)} sharing modes x {rounds} round(s)), "
+                         f"above the limit of {MAX_WORKER_PROCESSES}: choose fewer cases or smaller groups")  # fmt: skip
+
+
 def check_precision(precision) -> float | None:
     """--precision: a relative CI half-width in (0, 1), or None."""
     number = isinstance(precision, (int, float)) and not isinstance(precision, bool)
@@ -659,6 +676,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
                          "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
+    check_concurrency(chosen, concurrency, prof.concurrency_rounds)
     if precision is not None and keep_contended:
         raise UsageError("--precision adds clean runs until the figures are precise, and --keep-contended keeps the "
                          "contended ones in the figures: choose one")  # fmt: skip
