@@ -3,4 +3,4 @@
 Kept free of imports: the worker imports this package before its first timing mark.
 """
 
-__version__ = "0.1.2"
+__version__ = "0.1.3"
