@@ -162,3 +162,30 @@ def test_the_nextstat_export_leaves_out_what_its_contract_cannot_hold_and_says_w
     why = nextstat.left_out(cases)
     assert set(why) == {"b_bf16", "c_cmd"}
     assert why["b_bf16"] == "bfloat16: NextStat's ml contract knows float32 and float64 only"
+
+
+def _at_offset(values, offset: int):
+    """`values` copied into a buffer whose first element sits `offset` bytes past a 64-byte boundary."""
+    import numpy as np
+
+    raw = np.empty(values.nbytes + 128, dtype=np.uint8)
+    start = (-raw.__array_interface__["data"][0]) % 64 + offset
+    placed = raw[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
+    placed[...] = values
+    return placed
+
+
+def test_the_cases_verdict_is_its_timed_sources_and_xla_aliases_only_aligned_buffers():
+    """Whether NumPy -> JAX copies depends on where the source sits (XLA:CPU aliases 64-byte aligned
+    buffers, copies others): the verdict must be the one of the array the timed calls converted, not of
+    another allocation made for the evidence."""
+    rt = runtime("numpy_to_jax_device_put")
+    values = convert.make_inputs(SIZE, "float32", 3)[0]
+    verdicts = {}
+    for offset in (0, 16):
+        source = _at_offset(values, offset)
+        rt.call = convert.route_call(rt, source)
+        evidence = convert.conversion_evidence(rt, [source], [values], None)
+        assert evidence["source_offset_64"] == offset == evidence["layouts"][0]["source_offset_64"]
+        verdicts[offset] = evidence["copied"]
+    assert verdicts == {0: False, 16: True}
