@@ -47,6 +47,7 @@ FAMILY_CASES = {
     "pyhf_jax": "pyhf_jax_hf_nll_grad_3_f64",
     "pyhf_pytorch": "pyhf_pytorch_hf_nll_grad_3_f64",
     "nextstat": "nextstat_hf_nll_grad_3_f64",
+    "interop": "interop_numpy_to_torch_from_numpy_65536_f32",  # a conversion route (issue 28)
 }
 
 # The display reads these before the terminal itself; a developer's shell must not decide the test.
@@ -137,6 +138,22 @@ def _live_display_of_one_case(ttfr, case_id, tmp_path):
     # then report.html, then ttfr's own time by phase (--verbose)
     assert (root / "report.html").is_file() and text.index("results:") < text.index("ttfr's own time:"), tail
     assert "report.html" in text[text.index("ttfr's own time:") :], tail
+
+
+def test_groups_of_concurrent_cold_starts_run_on_a_terminal(tmp_path):
+    """--concurrency (issue 29): a group is one task of the live bar however many processes it starts."""
+    argv = [*FAKED, "run", "--out", str(tmp_path), "--cases", FAMILY_CASES["jax"], "--concurrency", "1,2",
+            "--cold-runs", "1", "--warm-procs", "1", "--warm-samples", "3"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0 and "ETA" in text, text[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    tasks = 3 + 3 * 2  # cold-cache, warm-cache and warm-process runs, then 3 modes x 2 sizes of groups
+    assert f"{tasks}/{tasks}" in text, text[-4000:]
+    assert validate_dir(root) == []
+    (case,) = load_finished(root).cases
+    assert len(case.concurrency.groups) == 6
 
 
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
