@@ -69,6 +69,8 @@ class RacingExecutor(FakeExecutor):
         self.lock = threading.Lock()
 
     def __call__(self, job, env, timeout_s, python=None):
+        if job.mode == "warm":  # the case's warm processes (its check): the plain fake's
+            return super().__call__(job, env, timeout_s, python)
         spawn = time.monotonic_ns()
         self.calls.append({"job": job})  # list.append: safe from the group's threads
         jax_dir = Path(env["JAX_COMPILATION_CACHE_DIR"])
@@ -194,3 +196,26 @@ def test_a_damaged_shared_cache_is_what_each_process_did_never_a_silent_warm_fig
     # the test does not decide), so at least one compiled, and the case says so
     assert any(m.cache_use in ("compiled", "mixed") for m in warm.members), [m.cache_use for m in warm.members]
     assert any(f.name == "warm_shared_compiled" for f in case.flags)
+
+
+@pytest.mark.parametrize("edit", ["point", "advice", "group"])
+def test_an_edited_concurrency_figure_is_found_by_every_reader_even_rehashed(tmp_path, edit):
+    from forgery import edit_case
+
+    from ttfr.artifacts.reader import validate_dir
+
+    outcome = run_suite(tmp_path, request(backends="jax_jit_cpu", cold_runs=1), RacingExecutor())
+    root = outcome.result_dir.root
+    assert validate_dir(root) == []
+
+    def forge(case):
+        together = case["concurrency"]
+        if edit == "point":
+            together["points"][0]["ttfr_p50_s"] = 1e-6
+        elif edit == "advice":
+            together["fan_out"][0]["saving_s"] = 99.0
+        else:
+            together["groups"][0]["dedup_ratio"] = 0.5
+
+    edit_case(root, outcome.cases[0].case, forge)
+    assert any("concurrency: its figures are not what its groups' processes give" in p for p in validate_dir(root))

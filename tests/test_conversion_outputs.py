@@ -305,3 +305,25 @@ def test_openmetrics_has_each_conversion_figure_the_case_holds_and_no_other(rend
         for family, value in figures.items():
             assert _metric(text, family, name) == value, (name, family)  # absent where the case holds none
             assert _metric(rendered["prometheus"], family, name) == value, (name, family)
+
+
+def test_an_edited_conversion_figure_is_found_by_every_reader_even_rehashed(tmp_path):
+    """A forged rate (or verdict) in a case file: its evidence and its policies give another."""
+    from forgery import edit_case
+
+    from ttfr.artifacts.reader import validate_dir
+
+    request = RunRequest(backends="interop", workloads="numpy_to_jax_asarray", sizes=str(SIZES[-1]),
+                         policies="cold-cache,warm-process", cold_runs=2, warm_procs=2, warm_samples=5, seed=1)  # fmt: skip
+    outcome = run_suite(tmp_path, request, _ConversionExecutor())
+    root = outcome.result_dir.root
+    assert validate_dir(root) == []
+    (case,) = outcome.cases
+    assert case.conversion.memcpy_fraction is not None
+
+    def forge(data):
+        data["conversion"]["memcpy_fraction"] = 0.99
+        data["conversion"]["below_half_memcpy"] = False
+
+    edit_case(root, case.case, forge)
+    assert any("conversion: its figures are not what its evidence and policies give" in p for p in validate_dir(root))

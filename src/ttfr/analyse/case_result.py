@@ -174,10 +174,10 @@ def warm_summary(views: list[RunFigures], keep_contended: bool = False) -> WarmS
 
 def summaries_disagree(result: CaseResult) -> list[str]:
     """Where a case file's summaries are not what its own runs give (an edited figure);
-    a failed case's figures are null by design and are not recomputed."""
+    a failed case's figures are null by design and are not recomputed (its groups' are kept: they are)."""
+    problems = concurrency_disagrees(result)
     if result.status == "failed":
-        return []
-    problems = []
+        return problems
     for name, policy in result.policies.items():
         if name == WARM_PROCESS:
             for proc in policy.procs:
@@ -187,7 +187,21 @@ def summaries_disagree(result: CaseResult) -> list[str]:
                 problems.append(f"{name}: summary is not what its processes give")
         elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs, policy.keeps_contended):
             problems.append(f"{name}: summary is not what its runs give")
+    if result.conversion is not UNSET:
+        again, _flags = conversions.case_conversion(result.conversion.evidence, result.policies)
+        if again != result.conversion:
+            problems.append("conversion: its figures are not what its evidence and policies give")
     return problems
+
+
+def concurrency_disagrees(result: CaseResult) -> list[str]:
+    """Where a case file's concurrency figures are not what its groups' processes give."""
+    if result.concurrency is UNSET:
+        return []
+    cold = result.figure(COLD_CACHE, "ttfr_s")
+    if concurrency.recomputed(result.concurrency, cold.median if cold else None) == result.concurrency:
+        return []
+    return ["concurrency: its figures are not what its groups' processes give"]
 
 
 def _null_summaries(policy: ColdPolicy | WarmPolicy) -> ColdPolicy | WarmPolicy:
@@ -354,7 +368,8 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     conversion, conversion_flags = conversions.case_conversion(evidence, policies) if status != "failed" else (UNSET, [])
     flags += conversion_flags
     cores = next((e.host.usable_cores for e in grouped if e.host and e.host.usable_cores), None)
-    cold_ttfr = policies[COLD_CACHE].figure("ttfr_s") if COLD_CACHE in policies else None
+    # a failed case's figures are withheld: its advice does not lean on them (as a reader recomputes it)
+    cold_ttfr = policies[COLD_CACHE].figure("ttfr_s") if COLD_CACHE in policies and status != "failed" else None
     together = concurrency.case_concurrency(grouped, case, cold_ttfr.median if cold_ttfr else None, cores)
     if together is not UNSET:
         broken = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups if g.check.whole is False]

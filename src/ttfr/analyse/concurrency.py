@@ -91,30 +91,37 @@ def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
 def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalog.Case) -> Group:
     first_spawn = min(e.spawn_ns for e in members)
     figures = [_member(e, case, first_spawn) for e in sorted(members, key=lambda e: e.member)]
-    ok = [m for m in figures if m.outcome == "ok"]
-    compiles = [m.compiles for m in ok]
-    requests = [m.compiles + m.loads for m in ok if m.compiles is not None and m.loads is not None]
-    distinct = round(statistics.median(requests)) if requests else None
-    total = sum(compiles) if ok and None not in compiles else None
     sample = members[0]
     shared = sample.policy != COLD_PRIVATE
     if shared:
         written = (sample.cache_dir.bytes_after or 0) - (sample.cache_dir.bytes_before or 0)
     else:
         written = sum((e.cache_dir.bytes_after or 0) - (e.cache_dir.bytes_before or 0) for e in members)
-    done = [m.result_after_release_s for m in figures]
+    written = max(0, written) if sample.cache_dir.bytes_after is not UNSET else None
+    return group_of(sample.policy, sample.concurrency, sample.index, figures, written, _check(check, case))
+
+
+def group_of(mode: str, n: int, index: int, members: list[GroupMember], bytes_written, check: GroupCheck) -> Group:
+    """A group's figures from its members' (also what a reader recomputes to find an edited one)."""
+    ok = [m for m in members if m.outcome == "ok"]
+    compiles = [m.compiles for m in ok]
+    requests = [m.compiles + m.loads for m in ok if m.compiles is not None and m.loads is not None]
+    distinct = round(statistics.median(requests)) if requests else None
+    total = sum(compiles) if ok and None not in compiles else None
+    done = [m.result_after_release_s for m in members]
+    skews = [m.start_skew_s for m in members if m.start_skew_s is not None]
     return Group(
-        mode=sample.policy,
-        n=sample.concurrency,
-        index=sample.index,
-        members=figures,
-        start_skew_s=(max(e.spawn_ns for e in members) - first_spawn) / 1e9,
+        mode=mode,
+        n=n,
+        index=index,
+        members=members,
+        start_skew_s=max(skews) if skews else None,
         all_results_s=max(done) if done and None not in done else None,
         compiles_total=total,
         distinct_programs=distinct,
         dedup_ratio=total / distinct if total is not None and distinct else None,
-        bytes_written=max(0, written) if sample.cache_dir.bytes_after is not UNSET else None,
-        check=_check(check, case),
+        bytes_written=bytes_written,
+        check=check,
     )
 
 
@@ -179,10 +186,19 @@ def case_concurrency(entries: list[JournalEntry], case: catalog.Case, cold_cache
         return UNSET
     order = {mode: i for i, mode in enumerate(CONCURRENCY_MODES)}
     keys = sorted(members, key=lambda k: (order[k[0]], k[1], k[2]))
-    groups = [_group(members[k], checks.get(k), case) for k in keys]
+    return _summarised([_group(members[k], checks.get(k), case) for k in keys], cold_cache_ttfr_s, usable_cores)
+
+
+def _summarised(groups: list[Group], cold_cache_ttfr_s: float | None, usable_cores: int | None) -> Concurrency:
     by_point: dict[tuple, list[Group]] = {}
     for group in groups:
         by_point.setdefault((group.mode, group.n), []).append(group)
     points = [_point(mode, n, found, usable_cores) for (mode, n), found in by_point.items()]
     return Concurrency(usable_cores=usable_cores, points=points, fan_out=fan_out(points, cold_cache_ttfr_s),
                        groups=groups)  # fmt: skip
+
+
+def recomputed(together: Concurrency, cold_cache_ttfr_s: float | None) -> Concurrency:
+    """What a case file's groups give (its members and checks are the raw data): every figure above them."""
+    groups = [group_of(g.mode, g.n, g.index, g.members, g.bytes_written, g.check) for g in together.groups]
+    return _summarised(groups, cold_cache_ttfr_s, together.usable_cores)
