@@ -53,8 +53,13 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
     first = entry.record.marks_ns.first if ok and entry.record.marks_ns else UNSET
     sched = entry.record.sched if entry.record else None
     blocked = runq = None
-    if ok and sched and metrics.process_s is not None and entry.rusage:
-        # CPU time from the tree's rusage (compiler children included), the wait from the worker's threads
+    if ok and sched and isinstance(sched.main_on_cpu_s, float) and isinstance(sched.main_runq_wait_s, float) \
+            and sched.read_ns is not UNSET:  # fmt: skip
+        # the main thread's life to its reading, less its time on a CPU and waiting for one: blocked
+        runq = sched.main_runq_wait_s
+        blocked = max(0.0, (sched.read_ns - entry.spawn_ns) / 1e9 - sched.main_on_cpu_s - runq)
+    elif ok and sched and metrics.process_s is not None and entry.rusage:
+        # an older record: the tree's CPU time (compiler children included), every thread's wait
         cpu = sum(v for v in (entry.rusage.user_s, entry.rusage.sys_s) if isinstance(v, (int, float)))
         runq = sched.runq_wait_s if isinstance(sched.runq_wait_s, (int, float)) else None
         if runq is not None:

@@ -113,6 +113,17 @@ def thread_schedstats(pid="self"):
     return (on_cpu, waited) if found else None
 
 
+def task_schedstat(tid: int):
+    """(on-CPU ns, run-queue wait ns) of one thread of this process (the main thread's id is the
+    process's), or None: what it did not spend on a CPU or waiting for one, it spent blocked."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat", "rb") as fh:
+            fields = fh.read().split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def runnable_tasks():
     """(runnable, total) scheduling entities machine-wide, /proc/loadavg's 4th field; the
     runnable count includes the reader itself."""

@@ -342,6 +342,9 @@ def main(argv=None):
     record["rusage_self"] = {"max_rss_bytes": hostinfo.peak_rss_bytes() or _ru_maxrss_bytes()}
     sched = hostinfo.thread_schedstats()  # threads still alive (the main thread does the timed work)
     record["sched"] = {"on_cpu_s": sched[0] / 1e9, "runq_wait_s": sched[1] / 1e9} if sched else None
+    main_thread = hostinfo.task_schedstat(os.getpid())  # the thread that did the timed work, and when it was read
+    if record["sched"] is not None and main_thread:
+        record["sched"].update(main_on_cpu_s=main_thread[0] / 1e9, main_runq_wait_s=main_thread[1] / 1e9, read_ns=_now())
     if job.check:
         # The BLAS/OpenMP pools, once per case: in the process that checks its result (the check
         # run, or the first warm process after its samples). threadpoolctl's import costs ~21 ms,

@@ -181,8 +181,12 @@ class OwnRusage(Open):
 
 
 class Sched(Open):
-    on_cpu_s: float | None | UnsetType = UNSET
+    on_cpu_s: float | None | UnsetType = UNSET  # summed over the threads alive at the end
     runq_wait_s: float | None | UnsetType = UNSET
+    # the main thread's own (it does the timed work), read at `read_ns` (CLOCK_MONOTONIC)
+    main_on_cpu_s: float | None | UnsetType = UNSET
+    main_runq_wait_s: float | None | UnsetType = UNSET
+    read_ns: Stamp | UnsetType = UNSET
 
 
 class LoopIteration(Open):
