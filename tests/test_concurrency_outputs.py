@@ -215,7 +215,7 @@ def test_report_md_shows_each_points_figures_and_the_advice(rendered):
     assert advice == _expected_advice(case)
     cold2 = case.concurrency.points[[(p.mode, p.n) for p in case.concurrency.points].index((COLD_SHARED, 2))]
     assert points[(COLD_SHARED, "2")][4] == fmt_seconds(cold2.ttfr_p50_s) != DASH  # a figure, not a dash
-    assert "nearest rank" in section and "process time − CPU time − run-queue wait" in section
+    assert "nearest rank" in section and "− its time on a CPU − its run-queue wait" in section
     assert f"### `{CASE}` ({case.concurrency.usable_cores} usable cores)" in section
     oversubscribed = any(p.oversubscribed for p in case.concurrency.points)
     assert (concurrency_md.OVERSUBSCRIBED in section) is oversubscribed
