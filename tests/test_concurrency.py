@@ -109,8 +109,8 @@ def test_a_suite_with_groups_reports_what_each_process_did_and_each_groups_figur
     private2 = next(g for g in together.groups if (g.mode, g.n) == (COLD_PRIVATE, 2))
     assert private2.dedup_ratio == 2.0 and private2.bytes_written == 2 * len(b"executable")
     assert points[(COLD_SHARED, 2)].ttfr_p95_s == points[(COLD_SHARED, 2)].ttfr_max_s  # nearest rank of two
-    assert [a.n for a in together.fan_out] == [1, 2]
-    advice = together.fan_out[1]
+    assert [a.n for a in together.fan_out] == [2]  # N=1 has nobody to fan out to
+    (advice,) = together.fan_out
     assert advice.warm_up_first_s == pytest.approx(advice.warm_up_s + advice.fan_out_s)
     assert advice.saving_s == pytest.approx(advice.together_s - advice.warm_up_first_s)
     # the policies' figures are untouched by the groups (their runs are apart)
@@ -219,3 +219,39 @@ def test_an_edited_concurrency_figure_is_found_by_every_reader_even_rehashed(tmp
 
     edit_case(root, outcome.cases[0].case, forge)
     assert any("concurrency: its figures are not what its groups' processes give" in p for p in validate_dir(root))
+
+
+def test_a_group_cut_short_by_an_interrupt_runs_again_and_never_counts_as_n(tmp_path):
+    """kill -9 between two of a group's journal lines: the group is not done (a resume runs it again,
+    the rerun replaces it), and until then its few members give no "all N" figure."""
+    from ttfr.analyse.concurrency import case_concurrency
+    from ttfr.measure.journal import Journal
+    from ttfr.measure.plan import GROUP_CHECK, replay
+
+    outcome = run_suite(tmp_path, request(backends="jax_jit_cpu", cold_runs=1, concurrency="2"), RacingExecutor())
+    root = outcome.result_dir.root
+    entries = Journal(root / "journal.jsonl").entries()
+    group = next(e for e in entries if e.kind == GROUP)
+    cut = [e for e in entries if not (e.task == group.task and (e.member == 1 or e.kind == GROUP_CHECK))]
+    plan = build_plan(build_spec(request(backends="jax_jit_cpu", cold_runs=1, concurrency="2")))
+    remaining, _stopped = replay(plan, cut)
+    assert [t.key for t in remaining] == [group.task]
+    case = plan.spec.cases[0]
+    partial = case_concurrency(cut, case, None, 2)
+    (shown,) = [g for g in partial.groups if (g.mode, g.n) == (group.policy, 2)]
+    assert len(shown.members) == 1 and shown.all_results_s is None and shown.dedup_ratio is None
+    assert (group.policy, 2) not in {(p.mode, p.n) for p in partial.points}
+    # the rerun's members (member 0 again) replace the cut group's
+    rerun = [e for e in entries if e.task == group.task]
+    whole = case_concurrency(cut + rerun, case, None, 2)
+    (again,) = [g for g in whole.groups if (g.mode, g.n) == (group.policy, 2)]
+    assert [m.member for m in again.members] == [0, 1] and again.all_results_s is not None
+
+
+def test_every_shard_of_a_plan_with_groups_is_planned_alike():
+    """A shard holding no compiling case still takes --concurrency (its plan's other shard runs the groups),
+    so the shards merge; the whole plan must have a compiling case."""
+    whole = dict(cases="jax_jit_cpu_matmul_64_f32,numpy_matmul_64_f32", backends=None, workloads=None, sizes=None, seed=1)
+    shards = [build_spec(request(**whole, shard=f"{k}/2")) for k in (1, 2)]
+    assert [s.concurrency for s in shards] == [(1, 2), (1, 2)]
+    assert sorted(c.backend for s in shards for c in s.cases) == ["jax_jit_cpu", "numpy"]

@@ -189,3 +189,17 @@ def test_the_cases_verdict_is_its_timed_sources_and_xla_aliases_only_aligned_buf
         assert evidence["source_offset_64"] == offset == evidence["layouts"][0]["source_offset_64"]
         verdicts[offset] = evidence["copied"]
     assert verdicts == {0: False, 16: True}
+
+
+def test_a_conversion_size_is_the_bytes_measured_and_a_torch_source_is_torchs_own():
+    from ttfr.errors import UsageError
+    from ttfr.measure.spec import RunRequest, build_spec
+
+    with pytest.raises(UsageError, match="a multiple of 512 bytes"):  # 2000 would have measured 1536
+        build_spec(RunRequest(backends="interop", workloads="numpy_copy", sizes="2000"))
+    rt = runtime("torch_to_jax_dlpack")
+    values = convert.make_inputs(SIZE, "float32", 0)[0]
+    source = convert.make_source(rt, "torch", values, "contiguous")
+    # torch's allocation (its allocator aligns to 64 bytes), not the NumPy array a float32 cast would keep
+    assert not convert.shares_memory(convert.extent(rt, values), convert.extent(rt, source))
+    assert source.data_ptr() % 64 == 0

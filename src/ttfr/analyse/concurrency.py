@@ -107,13 +107,16 @@ def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalo
 
 
 def group_of(mode: str, n: int, index: int, members: list[GroupMember], bytes_written, check: GroupCheck) -> Group:
-    """A group's figures from its members' (also what a reader recomputes to find an edited one)."""
-    ok = [m for m in members if m.outcome == "ok"]
+    """A group's figures from its members' (also what a reader recomputes to find an edited one). A group
+    some of whose members were never journaled (the run ended mid-group) has no group figures: "all N"
+    and a dedup ratio of fewer than N would read as N's."""
+    complete = len(members) == n
+    ok = [m for m in members if m.outcome == "ok"] if complete else []
     compiles = [m.compiles for m in ok]
     requests = [m.compiles + m.loads for m in ok if m.compiles is not None and m.loads is not None]
     distinct = round(statistics.median(requests)) if requests else None
     total = sum(compiles) if ok and None not in compiles else None
-    done = [m.result_after_release_s for m in members]
+    done = [m.result_after_release_s for m in members] if complete else []
     skews = [m.start_skew_s for m in members if m.start_skew_s is not None]
     return Group(
         mode=mode,
@@ -164,7 +167,7 @@ def fan_out(points: list[ConcurrencyPoint], cold_cache_ttfr_s: float | None) -> 
     warm_up = solo.all_results_s if solo and solo.all_results_s is not None else cold_cache_ttfr_s
     advice = []
     for (mode, n), point in sorted(at.items(), key=lambda item: item[0][1]):
-        if mode != COLD_SHARED or (WARM_SHARED, n) not in at:
+        if mode != COLD_SHARED or (WARM_SHARED, n) not in at or n == 1:  # one process has nobody to fan out to
             continue
         fanned = at[(WARM_SHARED, n)].all_results_s
         first = warm_up + fanned if warm_up is not None and fanned is not None else None
@@ -184,6 +187,8 @@ def case_concurrency(entries: list[JournalEntry], case: catalog.Case, cold_cache
             continue
         key = (entry.policy, entry.concurrency, entry.index)
         if entry.kind == GROUP:
+            if entry.member == 0:  # a group run again (resumed after an interrupted one) starts over
+                members[key] = []
             members.setdefault(key, []).append(entry)
         else:
             checks[key] = entry
@@ -197,7 +202,8 @@ def case_concurrency(entries: list[JournalEntry], case: catalog.Case, cold_cache
 def _summarised(groups: list[Group], cold_cache_ttfr_s: float | None, usable_cores: int | None) -> Concurrency:
     by_point: dict[tuple, list[Group]] = {}
     for group in groups:
-        by_point.setdefault((group.mode, group.n), []).append(group)
+        if len(group.members) == group.n:  # an incomplete group is shown, not summarised
+            by_point.setdefault((group.mode, group.n), []).append(group)
     points = [_point(mode, n, found, usable_cores) for (mode, n), found in by_point.items()]
     return Concurrency(usable_cores=usable_cores, points=points, fan_out=fan_out(points, cold_cache_ttfr_s),
                        groups=groups)  # fmt: skip

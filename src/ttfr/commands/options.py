@@ -127,10 +127,14 @@ def selection_args(parser) -> None:
     list_arg(parser, "--backends", "backends to include (default: all but `python`)")
     list_arg(parser, "--workloads", "workloads to include (default: all non-diagnostic)")
     list_arg(parser, "--sizes", "sizes (default: the profile's)")
-    list_arg(parser, "--dtypes", "f32, f64 (default: the profile's)")
+    list_arg(parser, "--dtypes", "f32, f64, bf16 (bf16: the conversion routes only; default: the profile's)")
     list_arg(parser, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
-    list_arg(parser, "--concurrency", "also start N fresh processes at once per compiling case, sharing one cache "
-             "(cold-shared, warm-shared) or not (cold-private), for each N given, e.g. 1,2,4,8")
+    list_arg(
+        parser,
+        "--concurrency",
+        "also start N fresh processes at once per compiling case, sharing one cache "
+        "(cold-shared, warm-shared) or not (cold-private), for each N given, e.g. 1,2,4,8",
+    )
     list_arg(parser, "--workspace-preset", "HistFactory presets: simple, complex8p, mid72p, thu184p, ladder500/1000/2000")
     parser.add_argument("--workspace", metavar="FILE", help="a pyhf JSON workspace for the HistFactory workloads")
     parser.add_argument("--case-file", action="append", default=[], metavar="FILE",

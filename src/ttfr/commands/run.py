@@ -16,7 +16,7 @@ from ttfr.measure.spec import PROFILES, Named, RunRequest, build_spec
 NAME = "run"
 # Every option that chooses what to run: --resume continues the stored plan, so none of them goes with it
 # but the programs it runs, which the user names again (_NAMED): a file never makes ttfr run one.
-_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "cold_runs", "warm_procs",
+_SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "concurrency", "cold_runs", "warm_procs",
               "warm_samples", "timeout", "seed", "threads", "shard", "workspace", "workspace_preset",
               "signal", "precision", "budget", "command_name", "first_result", "keep_contended",
               "first_result_mark", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",

@@ -320,6 +320,8 @@ for _family, _sizes, _range, _meaning, _what, _strategies in _LOOPS:
 # told its route as the job's strategy. Quick runs the first catalogued size (4 MiB, where a copy is a
 # copy's cost rather than a call's); standard all of them (1 GiB included).
 CONVERSION_SIZES = (4 << 20, 1 << 10, 64 << 10, 256 << 20, 1 << 30)
+# whole rows of 64 elements at every dtype: a size is then the bytes measured, never rounded down
+CONVERSION_SIZE_STEP = 64 * 8
 for _route in ROUTES.values():
     _BUILTIN_WORKLOADS[_route.name] = Workload(
         _route.name, ("interop_gpu",) if _route.device == "gpu" else ("interop",), CONVERSION_SIZES, (1 << 10, 1 << 34),
@@ -444,6 +446,9 @@ def check_size(workload: Workload, size: int, extra_sizes=(), custom: bool = Fal
     if custom:
         raise UsageError(f"size {CUSTOM}_{size}: only the HistFactory workloads ({', '.join(HF_WORKLOADS)}) "
                          "read a --workspace file")  # fmt: skip
+    if workload.conversion and size % CONVERSION_SIZE_STEP:
+        raise UsageError(f"size {size} of conversion route {workload.name!r} is bytes of a (rows x 64) array: a "
+                         f"multiple of {CONVERSION_SIZE_STEP} bytes (64 float64s), e.g. 1024, 65536, 4194304")  # fmt: skip
     low, high = workload.size_range
     if not low <= size <= high:
         raise UsageError(

@@ -180,7 +180,15 @@ def replay(plan: Plan, entries: list[JournalEntry]) -> tuple[list[Task], dict[st
     """What a journal leaves to do: the plan's tasks it does not hold yet, and the cases it
     stopped (case id -> why). Resuming runs the first; analysing treats both as unfinished."""
     done, stopped = set(), {}
+    grouped: dict[str, set] = {}
     for entry in entries:
+        if entry.kind in GROUP_KINDS:  # a group is done when each member and its check are journaled
+            if entry.kind == GROUP and entry.member == 0:
+                grouped[entry.task] = set()  # a group run again starts over
+            grouped.setdefault(entry.task, set()).add(entry.member)
+            if len(grouped[entry.task]) == entry.concurrency + 1:
+                done.add(entry.task)
+            continue
         done.add(entry.task)
         reason = gate_failure(entry)
         if reason:

@@ -650,6 +650,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     chosen = select_cases(known, prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
     shard_pair = _parse_shard(shard)
     plan_cases = tuple(c.id for c in chosen) if shard_pair else ()
+    unsharded = chosen
     if shard_pair:
         index, count = shard_pair
         chosen = tuple(c for position, c in enumerate(chosen) if position % count == index - 1)
@@ -676,7 +677,8 @@ def build_spec(request: RunRequest) -> RunSpec:
         raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
                          "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
-    check_concurrency(chosen, concurrency, prof.concurrency_rounds)
+    # the whole plan's cases, not this shard's: every shard of one plan is planned alike (ttfr merge checks)
+    check_concurrency(unsharded, concurrency, prof.concurrency_rounds)
     if precision is not None and keep_contended:
         raise UsageError("--precision adds clean runs until the figures are precise, and --keep-contended keeps the "
                          "contended ones in the figures: choose one")  # fmt: skip

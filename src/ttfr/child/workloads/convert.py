@@ -101,8 +101,10 @@ def make_source(runtime, kind: str, values, layout: str):
         if layout == "readonly" or (kind == "torch_pinned" and layout != "contiguous"):
             return None
         torch = runtime.torch
-        # torch cannot take NumPy's bfloat16: build float32, cast, then lay it out in torch
-        dense = torch.from_numpy(np.array(values, dtype=np.float32)).to(_torch_dtype(torch, values.dtype))
+        # torch cannot take NumPy's bfloat16: build float32, cast, then lay it out in torch; cloned, so the
+        # source is torch's own allocation (a float32 cast is a no-op: it would sit in NumPy's memory, with
+        # NumPy's alignment, and a route's copy verdict would be NumPy's)
+        dense = torch.from_numpy(np.array(values, dtype=np.float32)).to(_torch_dtype(torch, values.dtype)).clone()
         if kind == "torch_pinned":
             return dense.pin_memory()
         tensor = dense.to(runtime.device) if kind == "torch_cuda" else dense
