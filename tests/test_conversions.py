@@ -203,3 +203,12 @@ def test_a_conversion_size_is_the_bytes_measured_and_a_torch_source_is_torchs_ow
     # torch's allocation (its allocator aligns to 64 bytes), not the NumPy array a float32 cast would keep
     assert not convert.shares_memory(convert.extent(rt, values), convert.extent(rt, source))
     assert source.data_ptr() % 64 == 0
+
+
+def test_bf16_on_a_workload_that_has_none_names_the_dtypes_not_the_backends():
+    from ttfr.errors import UsageError
+    from ttfr.measure.spec import RunRequest, build_spec
+
+    with pytest.raises(UsageError, match=r"^no chosen workload is offered in --dtypes bf16 \(bf16: the conversion "
+                       r"routes only\); dtypes offered: matmul: f32, f64$"):  # fmt: skip
+        build_spec(RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", dtypes="bf16"))

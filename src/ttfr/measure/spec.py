@@ -371,6 +371,14 @@ def select_cases(
             for size, custom in w_sizes:
                 for dtype in w_dtypes:
                     cases.add(catalog.Case(b_name, w_name, size, dtype, custom, info=workload))
+    if not cases and dtype_values:
+        offered = {w: [d for d in dtype_values if d in known.workloads[w].dtypes] for w in chosen_workloads}
+        if not any(offered.values()):  # the dtypes, not the backends, left nothing
+            listed = "; ".join(f"{w}: {', '.join(catalog.DTYPE_SHORT[d] for d in known.workloads[w].dtypes)}"
+                               for w in chosen_workloads)  # fmt: skip
+            asked = ", ".join(catalog.DTYPE_SHORT[d] for d in dtype_values)
+            raise UsageError(f"no chosen workload is offered in --dtypes {asked} (bf16: the conversion routes only); "
+                             f"dtypes offered: {listed}")  # fmt: skip
     if not cases:
         runs = "; ".join(
             f"{w}: " + ", ".join(b.name for b in catalog.BACKENDS.values() if catalog.supports(b, known.workloads[w]))
