@@ -242,7 +242,9 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
         if workload.name in catalog.HF_WORKLOADS:
             sizes = f"presets {presets}; or --workspace FILE"
         else:
-            sizes = ", ".join(map(str, workload.sizes)) + f" (any of {low}..{high})"
+            sizes = ", ".join(map(str, sorted(workload.sizes))) + f" (any of {low}..{high})"
+            if workload.sizes[0] != min(workload.sizes):  # the quick profile's is the first catalogued
+                sizes += f"; quick: {workload.sizes[0]}"
         kind = " (yours)" if workload.source else (" (diagnostic)" if workload.diagnostic else "")
         workloads.add_row(
             workload.name + kind + ("" if workload.default or workload.source else " (opt-in)"),
@@ -252,6 +254,13 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
             escape(workload.description),  # a user's case describes itself: text, not markup
         )
     console.print(workloads)
+
+    families = Table(title="workload families (--workloads FAMILY: every workload of it)")
+    for column in ("family", "workloads"):
+        families.add_column(column)
+    for family, members in catalog.LOOP_FAMILIES.items():
+        families.add_row(family, ", ".join(members))
+    console.print(families)
 
     cases = Table(title="catalogued case ids")
     cases.add_column("case")
