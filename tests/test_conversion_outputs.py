@@ -135,8 +135,10 @@ def _expected_row(case) -> dict[str, str]:
     if not present(case.conversion):
         return {"copied": f"{case.status}: {case.reason}", "first": DASH, "warm": DASH, "rate": DASH, "share": DASH}
     conversion = case.conversion
-    return {"copied": copied_verdict(conversion.evidence.copied), "first": fmt_seconds(conversion.first_call_s),
-            "warm": fmt_seconds(conversion.call_s), "rate": fmt_rate(conversion.bytes_per_s),
+    offset = conversion.evidence.source_offset_64  # where the timed source sat: the verdict can depend on it
+    return {"copied": copied_verdict(conversion.evidence.copied) + f" (+{offset} B)",
+            "first": fmt_seconds(conversion.first_call_s), "warm": fmt_seconds(conversion.call_s),
+            "rate": fmt_rate(conversion.bytes_per_s),
             "share": fmt_percent(conversion.memcpy_fraction)}  # fmt: skip
 
 

@@ -18,7 +18,9 @@ TITLE = "Conversions"
 INTRO = (
     "One row per conversion route (its case). Copied: whether the timed call on the contiguous source copied it "
     "(✓ zero-copy: the result shares the source's memory; ✗ copied; ? no verdict: the buffers' address ranges and "
-    "a write through the source disagree, or could not be read). First conversion: the median of the first "
+    "a write through the source disagree, or could not be read), for the source the timed calls converted, whose "
+    "address modulo 64 follows (`+16 B`): whether a route copies can depend on it (XLA:CPU aliases only 64-byte "
+    "aligned buffers). First conversion: the median of the first "
     "conversion in a fresh process (cold cache); warm call: the median of the warm processes' medians. "
     "Bytes are counted once (the source's bytes, as copy tools count a copy; STREAM counts its read and its write): "
     "GB/s = bytes / warm call, 1 GB = 10⁹ bytes, given where the route copied. memcpy is `np.copyto` of the same "
@@ -94,6 +96,12 @@ MATRIX_HEADER = ["route", "source → destination", "API", "copied", "first conv
                  "% of memcpy", "memcpy GB/s (touched; first-touch)", "leak"]  # fmt: skip
 
 
+def copied_cell(evidence) -> str:
+    """The copy verdict and where its source sat (its address modulo 64)."""
+    offset = evidence.source_offset_64
+    return copied_verdict(evidence.copied) + ("" if offset is None else f" (+{offset} B)")
+
+
 def matrix_row(case: CaseResult, mark: Callable[[str], str] = code) -> list[str]:
     """The case's row of its matrix; a case without evidence: its status and reason, then dashes."""
     direction, api = _route(case)
@@ -102,7 +110,7 @@ def matrix_row(case: CaseResult, mark: Callable[[str], str] = code) -> list[str]
         return [mark(case.workload), direction, mark(api), verdict, *[DASH] * (len(MATRIX_HEADER) - 4)]
     conversion = case.conversion
     return [
-        mark(case.workload), direction, mark(api), copied_verdict(conversion.evidence.copied),
+        mark(case.workload), direction, mark(api), copied_cell(conversion.evidence),
         fmt_seconds(conversion.first_call_s), fmt_seconds(conversion.call_s), fmt_rate(conversion.bytes_per_s),
         fmt_percent(conversion.memcpy_fraction), memcpy_cell(conversion), leak_verdict(conversion),
     ]  # fmt: skip
