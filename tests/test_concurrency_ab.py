@@ -221,3 +221,13 @@ def test_a_record_s_policy_and_group_size_go_together():
                 dict(policy=COLD_SHARED, metric="ttfr_s", concurrency=8)):  # fmt: skip
         with pytest.raises(ValueError, match="concurrency point"):
             Record(**head, **bad)
+
+
+def test_an_interval_below_95_percent_says_its_level_under_the_95_percent_column(tmp_path):
+    """Two rounds allow no 95% interval: the row says the level it has (it read as a 95% one)."""
+    few = ab.execute(ab_spec(rounds=2), tmp_path / "few", executors=Executors(worker=SlowerGroupsB(factor=1.25)))
+    with_ci = [r for r in few.comparison.comparisons if r.effect is not UNSET and r.effect.ci]
+    assert with_ci and all(r.effect.ci_level < 0.95 for r in with_ci)
+    assert all(f"({r.effect.ci_level:.0%} CI: too few runs for 95%)" in comparison_md.row(r)[5] for r in with_ci)
+    many = ab.execute(ab_spec(rounds=10), tmp_path / "many", executors=Executors(worker=SlowerGroupsB(factor=1.25)))
+    assert not any("too few runs" in comparison_md.row(r)[5] for r in many.comparison.comparisons)

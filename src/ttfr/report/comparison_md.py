@@ -23,6 +23,11 @@ def _median(summary) -> float | None:
     return summary.median if summary not in (None, UNSET) else None
 
 
+def _level(level) -> str:
+    """The interval's achieved level where it is not the column's 95% (few runs allow no more)."""
+    return "" if level is None or round(level, 3) >= 0.95 else f" ({level:.0%} CI: too few runs for 95%)"
+
+
 def row(record: Record) -> list[str]:
     effect = record.effect if record.effect is not UNSET else None
     ci = effect.ci if effect else None
@@ -32,7 +37,7 @@ def row(record: Record) -> list[str]:
         fmt_seconds(_median(record.a)),
         fmt_seconds(_median(record.b)),
         _pct(effect.ratio - 1) if effect and effect.ratio else "—",
-        f"[{_pct(ci[0] - 1)}, {_pct(ci[1] - 1)}]" if ci else "—",
+        f"[{_pct(ci[0] - 1)}, {_pct(ci[1] - 1)}]" + _level(effect.ci_level) if ci else "—",
         f"{effect.p_gate:.3g}" if effect else "—",
         f"{_ICON.get(record.base_verdict, '')} {record.verdict}",
         record.explanation,
