@@ -121,7 +121,7 @@ def test_torch_resets_its_peak_at_each_reading_and_keeps_the_process_peak():
     assert runtime.device_peak() == 300
     assert runtime.memory() == {"device_peak_bytes": 900, "device_peaks_reset": True}
     cpu = torch_backend.Runtime(Job(adapter="torch_backend", workload="matmul", size=8, dtype="float32"))
-    assert cpu.init_device is None and cpu.device_peak() is None and cpu.memory() == {}
+    assert cpu.init_device is None and cpu.device_peak is None and cpu.memory() == {}
 
 
 def test_jax_peaks_are_cumulative_and_said_so():
@@ -132,7 +132,8 @@ def test_jax_peaks_are_cumulative_and_said_so():
     runtime.device = types.SimpleNamespace(memory_stats=lambda: {"peak_bytes_in_use": next(peaks)})
     assert [runtime.device_peak(), runtime.device_peak()] == [10, 70]
     assert runtime.memory() == {"device_peak_bytes": 70, "device_peaks_reset": False}
-    assert jax_backend.Runtime(Job(adapter="jax_backend", workload="matmul", size=8, dtype="float32")).init_device is None
+    cpu = jax_backend.Runtime(Job(adapter="jax_backend", workload="matmul", size=8, dtype="float32"))
+    assert cpu.init_device is None and cpu.device_peak is None
 
 
 def test_triton_autotuning_is_carved_out_of_the_first_execution():

@@ -246,7 +246,7 @@ def _check(workload, host_inputs, host_first, dtype, tf32=False):
 
 
 def _classify(phase_error):
-    from ttfr.child.backends import Unavailable
+    from ttfr.child.backends import Unavailable, device_out_of_memory, first_line
 
     exc = phase_error.error
     if isinstance(exc, Unavailable):
@@ -256,9 +256,8 @@ def _classify(phase_error):
         return "unavailable", f"missing_dependency: {package}"
     if isinstance(exc, MemoryError):
         return "oom", f"MemoryError in {phase_error.phase}"
-    if _device_out_of_memory(exc):  # a GPU's memory, not the host's: still the run's oom, not an error
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        return "oom", f"device out of memory in {phase_error.phase} ({type(exc).__name__}: {first})"
+    if device_out_of_memory(exc):  # a GPU's memory, not the host's: still the run's oom, not an error
+        return "oom", f"device out of memory in {phase_error.phase} ({type(exc).__name__}: {first_line(exc)})"
     message = str(exc).strip().splitlines()
     return "error", f"{type(exc).__name__} in {phase_error.phase}: {message[0] if message else ''}"[:500]
 
@@ -269,12 +268,6 @@ def _users_failure(job, error):
     from ttfr.child.workloads import user_case
 
     return user_case.describe_failure(error, job.case_source)
-
-
-def _device_out_of_memory(exc) -> bool:
-    """torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), or XLA's RESOURCE_EXHAUSTED (JAX)."""
-    return type(exc).__name__ == "OutOfMemoryError" or (
-        type(exc).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and "RESOURCE_EXHAUSTED" in str(exc))  # fmt: skip
 
 
 def _plain(value):

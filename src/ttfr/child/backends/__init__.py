@@ -14,12 +14,23 @@ class GpuInitFailed(RuntimeError):
     mismatch, a CPU-only build. An error, never a quiet `warn` with exit 0."""
 
 
+def first_line(cause, limit: int = 300, empty: str = "") -> str:
+    """An exception's (or a text's) first line, as a reason quotes a library's words."""
+    return (str(cause).strip().splitlines() or [empty])[0][:limit]
+
+
+def device_out_of_memory(exc) -> bool:
+    """torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), or XLA's RESOURCE_EXHAUSTED (JAX): the run's oom."""
+    return type(exc).__name__ == "OutOfMemoryError" or (
+        type(exc).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and "RESOURCE_EXHAUSTED" in str(exc))  # fmt: skip
+
+
 def gpu_unusable(framework: str, cause: str) -> Exception:
     """What a failed GPU initialisation is: `gpu_unavailable` with its cause's first line where
     this machine has no GPU, an error (GpuInitFailed) where it has one."""
     from ttfr.child import hostinfo
 
-    first = (str(cause).strip().splitlines() or ["no reason given"])[0][:300]
+    first = first_line(cause, empty="no reason given")
     if hostinfo.gpu_device_nodes():
         return GpuInitFailed(f"a GPU is present but {framework} could not use it: {first}")
     return Unavailable(f"gpu_unavailable: {first}")

@@ -7,7 +7,7 @@ on `torch.cuda.synchronize()`; NumPy and CPU torch conversions return finished a
 """
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import Unavailable, gpu_unusable
+from ttfr.child.backends import Unavailable, device_out_of_memory, first_line, gpu_unusable
 from ttfr.child.conversion_routes import ROUTES
 
 
@@ -94,10 +94,9 @@ class Runtime:
         except MemoryError:
             raise
         except Exception as exc:  # noqa: BLE001 - a route is one library call: its exception is the library refusing
-            if type(exc).__name__ == "OutOfMemoryError" or "RESOURCE_EXHAUSTED" in str(exc):
+            if device_out_of_memory(exc):
                 raise  # a device's memory: the run's oom
-            first = (str(exc).strip().splitlines() or [""])[0][:300]
-            raise Unavailable(f"refused: {type(exc).__name__}: {first}") from exc
+            raise Unavailable(f"refused: {type(exc).__name__}: {first_line(exc)}") from exc
         if self.sync is not None:
             self.sync(output)
         return output, {}

@@ -34,7 +34,7 @@ class Runtime:
         self.ready = None
         # a GPU's context and memory pool are made in a timed phase of their own (the worker's device_init)
         self.init_device = self._init_gpu if self.on_gpu else None
-        self._peaks = []  # device peak bytes read at each phase's end (device_peak)
+        self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
 
     def import_stack(self):
         import jax
@@ -67,13 +67,11 @@ class Runtime:
         self.device = self.devices[0]
         self.jax.device_put(numpy.zeros(1, numpy.float32), self.device).block_until_ready()
 
-    def device_peak(self):
-        """The device's peak bytes in use so far (None on CPU). XLA cannot reset its peak, so each
-        reading is cumulative from the process's start (said in the record: peaks_reset False)."""
-        stats = self.device.memory_stats() if self.on_gpu else None
-        peak = stats.get("peak_bytes_in_use") if stats else None
-        self._peaks.append(peak)
-        return peak
+    def _device_peak(self):
+        """The device's peak bytes in use so far. XLA cannot reset its peak, so each reading is
+        cumulative from the process's start (said in the record: peaks_reset False)."""
+        stats = self.device.memory_stats()
+        return stats.get("peak_bytes_in_use") if stats else None
 
     def _ready(self, output):
         """Has every array of `output` finished? Never waits (the warm sync check's probe)."""
@@ -134,7 +132,7 @@ class Runtime:
         analysis = self.compiled.memory_analysis() if self.compiled is not None else None
         if analysis is not None:
             result["compiled"] = {f: getattr(analysis, f) for f in _MEMORY_FIELDS if hasattr(analysis, f)}
-        peak = self.device_peak()
+        peak = self.device_peak() if self.device_peak else None
         if peak is not None:
             result["device_peak_bytes"] = peak
             result["device_peaks_reset"] = False

@@ -63,6 +63,7 @@ class Runtime:
         self.compile_table = None
         # a GPU's context, allocator and cuBLAS handle are made in a timed phase of their own (device_init)
         self.init_device = self._init_gpu if self.on_gpu else None
+        self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
         self._process_peak = 0  # the largest peak read before a reset (device_peak)
 
     def import_stack(self):
@@ -175,11 +176,9 @@ class Runtime:
             "compile_s": table.get("_compile.compile_inner", 0.0) + backward + float(sum(packaged)),
         }
 
-    def device_peak(self):
-        """The device's peak allocated bytes since the last reading, which resets it (None on CPU):
-        the first call's compile and autotuning buffers apart from the steady state."""
-        if not self.on_gpu:
-            return None
+    def _device_peak(self):
+        """The device's peak allocated bytes since the last reading, which resets it: the first
+        call's compile and autotuning buffers apart from the steady state."""
         cuda = self.torch.cuda
         peak = int(cuda.max_memory_allocated())
         cuda.reset_peak_memory_stats()

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ttfr.child.backends import Unavailable
+from ttfr.child.backends import Unavailable, first_line
 from ttfr.child.conversion_routes import COLUMNS, LAYOUTS
 
 TOLERANCE = {"float32": 0.0, "float64": 0.0, "bfloat16": 0.0}  # a conversion changes no value
@@ -344,8 +344,7 @@ def layout_row(runtime, route, values, layout, sync, source=None):
         destination = call(source)
         sync(destination)
     except Exception as exc:  # noqa: BLE001 - a refusal is the library's answer, kept as its words
-        message = (str(exc).strip().splitlines() or [""])[0][:300]
-        return dict(row, outcome="refused", reason=f"{type(exc).__name__}: {message}")
+        return dict(row, outcome="refused", reason=f"{type(exc).__name__}: {first_line(exc)}")
     expected = np.asarray(values, dtype=np.float64)
     # the values before the write-through probe: a route that ignored strides gives the wrong ones
     row["values_ok"] = bool(np.array_equal(to_float64(runtime, destination), expected))
