@@ -90,6 +90,8 @@ class RacingExecutor(FakeExecutor):
             (jax_dir / "jit_fn-cache").write_bytes(b"executable")
         events = {"/jax/compilation_cache/compile_requests_use_cache": 1, HIT if hit else MISS: 1}
         record = fake_record(start_ns=spawn, cache={"first": None, "end": {"events": events, "durations_s": {}}})
+        # its main thread, read 400 ms after the spawn: 250 ms on a CPU, 50 ms waiting for one (100 ms blocked)
+        record["sched"].update(main_on_cpu_s=0.25, main_runq_wait_s=0.05, read_ns=spawn + 400_000_000)
         return fake_result(record, spawn_ns=spawn)
 
 
@@ -102,7 +104,10 @@ def test_a_suite_with_groups_reports_what_each_process_did_and_each_groups_figur
     cold2 = next(g for g in together.groups if (g.mode, g.n) == (COLD_SHARED, 2))
     assert [m.cache_use for m in cold2.members] == ["compiled", "compiled"]  # both looked before either wrote
     assert cold2.compiles_total == 2 and cold2.distinct_programs == 1 and cold2.dedup_ratio == 2.0
-    assert 0 <= cold2.start_skew_s < 1.0 and cold2.all_results_s >= max(m.ttfr_s for m in cold2.members)
+    assert cold2.start_skew_s == max(m.start_skew_s for m in cold2.members) >= 0
+    assert cold2.all_results_s >= max(m.ttfr_s for m in cold2.members)
+    # the main thread's life to its reading, less its CPU time and its wait for a CPU
+    assert all(m.blocked_s == pytest.approx(0.1) and m.runq_wait_s == 0.05 for m in cold2.members)
     assert cold2.check.whole is True and cold2.check.files >= 1 and cold2.check.compiles == 0
     warm2 = next(g for g in together.groups if (g.mode, g.n) == (WARM_SHARED, 2))
     assert [m.cache_use for m in warm2.members] == ["loaded", "loaded"] and warm2.dedup_ratio == 0.0

@@ -372,11 +372,11 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     cold_ttfr = policies[COLD_CACHE].figure("ttfr_s") if COLD_CACHE in policies and status != "failed" else None
     together = concurrency.case_concurrency(grouped, case, cold_ttfr.median if cold_ttfr else None, cores)
     if together is not UNSET:
-        broken = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups if g.check.whole is False]
+        broken = [g.label for g in together.groups if g.check.whole is False]
         if broken:
             flags.append(SharedCacheNotWhole(groups=broken))
         # a warm-shared group whose processes compiled is no warm figure: said, never silent
-        missed = [f"{g.mode} x{g.n} #{g.index}" for g in together.groups
+        missed = [g.label for g in together.groups
                   if g.mode == WARM_SHARED and any(m.cache_use in ("compiled", "mixed") for m in g.members)]  # fmt: skip
         if missed:
             flags.append(WarmSharedCompiled(groups=missed))

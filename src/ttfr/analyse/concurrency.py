@@ -58,12 +58,6 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
         # the main thread's life to its reading, less its time on a CPU and waiting for one: blocked
         runq = sched.main_runq_wait_s
         blocked = max(0.0, (sched.read_ns - entry.spawn_ns) / 1e9 - sched.main_on_cpu_s - runq)
-    elif ok and sched and metrics.process_s is not None and entry.rusage:
-        # an older record: the tree's CPU time (compiler children included), every thread's wait
-        cpu = sum(v for v in (entry.rusage.user_s, entry.rusage.sys_s) if isinstance(v, (int, float)))
-        runq = sched.runq_wait_s if isinstance(sched.runq_wait_s, (int, float)) else None
-        if runq is not None:
-            blocked = max(0.0, metrics.process_s - cpu - runq)
     return GroupMember(
         member=entry.member,
         outcome=entry.outcome,
@@ -82,14 +76,15 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
 
 def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
     if entry is None:  # the run stopped between the group and its check
-        return GroupCheck(files=0, bytes=0, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
+        return GroupCheck(files=None, bytes=None, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
     directory = entry.cache_dir
     compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
     unreadable = list(directory.unreadable or [])
     whole = None if compiles is None else (not unreadable and compiles == 0)
     if unreadable:
         whole = False
-    return GroupCheck(files=directory.entries_before, bytes=directory.bytes_before or 0, unreadable=unreadable,
+    size = None if directory.bytes_before is UNSET else directory.bytes_before
+    return GroupCheck(files=directory.entries_before, bytes=size, unreadable=unreadable,
                       outcome=entry.outcome, compiles=compiles, loads=loads, whole=whole)  # fmt: skip
 
 

@@ -393,6 +393,11 @@ class Case:
         return self.workload_info.reads_workspace
 
     @property
+    def runs_groups(self) -> bool:
+        """It compiles in ttfr's worker: --concurrency starts groups of it on a shared compilation cache."""
+        return self.backend_info.compiles and self.backend_info.in_process
+
+    @property
     def inline_cpu(self) -> bool:
         """Its worker runs CPU computations inline (the workload asks, the adapter can)."""
         return self.workload_info.inline_cpu and bool(self.backend_info.inline_cpu)

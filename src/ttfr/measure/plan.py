@@ -151,7 +151,7 @@ def _group_rounds(spec: RunSpec, cases) -> list[list[Task]]:
     gate), and would disturb any run beside it."""
     if not spec.concurrency:
         return []
-    compiling = [c for c in cases if c.backend_info.compiles and c.backend_info.in_process]
+    compiling = [c for c in cases if c.runs_groups]
     return [[Task(GROUP, case, mode, r, -1, concurrency=n) for case in compiling for mode in CONCURRENCY_MODES
              for n in spec.concurrency] for r in range(spec.concurrency_rounds)]  # fmt: skip
 

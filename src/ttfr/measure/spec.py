@@ -448,7 +448,7 @@ def check_concurrency(cases, sizes: tuple[int, ...], rounds: int) -> None:
     cache), and its groups count against the process limit (N members and a check each)."""
     if not sizes:
         return
-    grouped = [c for c in cases if c.backend_info.compiles and c.backend_info.in_process]
+    grouped = [c for c in cases if c.runs_groups]
     if not grouped:
         raise UsageError("--concurrency starts groups of cold processes that share a compilation cache, and none of "
                          "the selected cases compiles in ttfr's worker (jax_jit_*, torch_compile_*, pyhf_jax): "

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
+from ttfr.model.concurrency import point_label
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, UnsetType
 from ttfr.model.case import PolicyName
 from ttfr.model.concurrency import Mode
@@ -128,7 +129,7 @@ class Record(Artifact):
     @property
     def point(self) -> str:
         """The policy, or a concurrency point as the reports name it: "cold-shared x8"."""
-        return self.policy if self.concurrency is UNSET else f"{self.policy} x{self.concurrency}"
+        return self.policy if self.concurrency is UNSET else point_label(self.policy, self.concurrency)
 
     @property
     def label(self) -> str:

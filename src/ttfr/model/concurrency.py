@@ -18,6 +18,11 @@ Seconds = Annotated[float, Meta(ge=0)] | None
 CacheUse = Literal["compiled", "loaded", "mixed", "unknown"]
 
 
+def point_label(mode: str, n: int) -> str:
+    """A sharing mode at a group size, as every output and comparison names it: "cold-shared x8"."""
+    return f"{mode} x{n}"
+
+
 class GroupMember(Artifact):
     member: Count
     outcome: str
@@ -38,8 +43,8 @@ class GroupMember(Artifact):
 class GroupCheck(Artifact):
     """The cache a group left, checked before anything else touched it."""
 
-    files: Count
-    bytes: Count
+    files: Count | None  # null: the check never ran (the run ended after the group)
+    bytes: Count | None
     unreadable: list[str]
     outcome: str  # the fresh process run on it afterwards
     compiles: Count | None  # what it still had to compile (0: every program was there)
@@ -60,6 +65,11 @@ class Group(Artifact):
     bytes_written: Count | None
     check: GroupCheck
 
+    @property
+    def label(self) -> str:
+        """The group as flags and reports name it: "cold-shared x2 #0"."""
+        return f"{point_label(self.mode, self.n)} #{self.index}"
+
 
 class ConcurrencyPoint(Artifact):
     """One sharing mode at one group size, over its groups (rounds)."""
@@ -78,6 +88,10 @@ class ConcurrencyPoint(Artifact):
     runq_wait_s: Seconds  # median over the processes: the share of the curve that is queueing for a CPU
     whole: bool | None  # every group's cache whole afterwards
     oversubscribed: bool  # more processes than this machine's usable cores: expect queueing
+
+    @property
+    def label(self) -> str:
+        return point_label(self.mode, self.n)
 
 
 class FanOut(Artifact):

@@ -38,6 +38,7 @@ from ttfr.model.comparison import (
     Record,
     RecordedArm,
 )
+from ttfr.model.concurrency import point_label
 from ttfr.model.policies import WARM_PROCESS
 
 CROSS_SESSION_WARNING = (
@@ -136,8 +137,8 @@ def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correctio
                 continue
             if a is None or b is None:  # a concurrency point one arm never ran (its case stopped first)
                 side = "A" if a is None else "B"
-                slots.append(Record(**head, verdict=NOT_COMPARED, failed=False,
-                                    explanation=f"arm {side} ran no {head['policy']} x{head['concurrency']} groups"))  # fmt: skip
+                label = point_label(head["policy"], head["concurrency"])
+                slots.append(Record(**head, verdict=NOT_COMPARED, failed=False, explanation=f"arm {side} ran no {label} groups"))
                 continue
             fields, estimate = _measured(a, b, paired)
             slots.append(({**head, **fields}, len(estimates)))

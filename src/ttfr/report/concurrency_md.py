@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
-from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut, Group
+from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut
 from ttfr.report.formatting import DASH, code, fmt_bytes, fmt_seconds, one_line, table
 
 TITLE = "Concurrency"
@@ -90,17 +90,12 @@ def fan_out_row(advice: FanOut) -> list[str]:
             fmt_seconds(advice.warm_up_first_s), fmt_seconds(advice.saving_s)]  # fmt: skip
 
 
-def group_label(group: Group) -> str:
-    """A group as the flags name it (`cold-shared x2 #0`)."""
-    return f"{group.mode} x{group.n} #{group.index}"
-
-
 def problems(concurrency: Concurrency) -> list[str]:
     """Per group, each process that was not ok or whose output held warnings, and a check that did
     not find the cache whole (or could not tell)."""
     lines = []
     for group in concurrency.groups:
-        label = group_label(group)
+        label = group.label
         for member in group.members:
             if member.outcome != "ok":
                 reason = f": {one_line(member.reason)}" if member.reason else ""
@@ -111,8 +106,13 @@ def problems(concurrency: Concurrency) -> list[str]:
         check = group.check
         if check.whole is True:
             continue
-        parts = [f"{len(check.unreadable)} of its {check.files} file(s) unreadable ({'; '.join(map(one_line, check.unreadable))})"
-                 if check.unreadable else f"its {check.files} file(s) ({fmt_bytes(check.bytes)}) all readable"]  # fmt: skip
+        if check.files is None:
+            parts = ["its cache was never checked (the run ended after the group)"]
+        elif check.unreadable:
+            unreadable = "; ".join(map(one_line, check.unreadable))
+            parts = [f"{len(check.unreadable)} of its {check.files} file(s) unreadable ({unreadable})"]
+        else:
+            parts = [f"its {check.files} file(s) ({fmt_bytes(check.bytes)}) all readable"]
         if check.compiles is not None:
             parts.append(f"the fresh process after it compiled {check.compiles} and loaded {check.loads}")
         else:

@@ -32,7 +32,7 @@ from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, OPTIONAL_METRICS, STAGE_METRICS
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import CaseResult, Conversion, RunFigures, named
-from ttfr.model.concurrency import Concurrency
+from ttfr.model.concurrency import Concurrency, point_label
 from ttfr.model.policies import WARM_PROCESS
 
 # case_status: the case's verdict; in_figures: whether the run's values enter the case's figures (a contended run
@@ -159,7 +159,7 @@ CACHE_USES = ("compiled", "loaded", "mixed", "unknown")
 def _concurrency_rows(where: dict, concurrency: Concurrency):
     """The case's concurrency: each point's figures, each member's and each check's, the advice."""
     for p in concurrency.points:
-        arm = f"{p.mode} x{p.n}"
+        arm = p.label
         figures = (
             ("groups", p.groups, "count"),
             ("processes", p.processes, "count"),
@@ -177,7 +177,7 @@ def _concurrency_rows(where: dict, concurrency: Concurrency):
         for metric, value, unit in figures:
             yield _case_row(where, "concurrency", metric, value, unit, policy=arm)
     for group in concurrency.groups:
-        arm = f"{group.mode} x{group.n}"
+        arm = point_label(group.mode, group.n)
         for m in group.members:
             figures = (
                 ("ttfr_s", m.ttfr_s, "s"),
@@ -199,4 +199,6 @@ def _concurrency_rows(where: dict, concurrency: Concurrency):
             yield _case_row(where, "concurrency_check", metric, value, unit, check.outcome, arm, round_index=group.index)
     for advice in concurrency.fan_out:
         for metric in ("together_s", "warm_up_s", "fan_out_s", "warm_up_first_s", "saving_s"):
-            yield _case_row(where, "concurrency_fan_out", metric, getattr(advice, metric), "s", policy=f"fan-out x{advice.n}")
+            yield _case_row(
+                where, "concurrency_fan_out", metric, getattr(advice, metric), "s", policy=point_label("fan-out", advice.n)
+            )
