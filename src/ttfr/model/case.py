@@ -354,6 +354,10 @@ class InvalidMeasurement(Flag, tag="invalid_measurement"):
     the figures"""
 
 
+def _layouts(layouts: list[str]) -> str:
+    return f"the {_prose(layouts)} layout{'s' if len(layouts) > 1 else ''}"
+
+
 class ConversionLeak(Flag, tag="conversion_leak"):
     calls: Count
     growth_per_call_bytes: float
@@ -367,16 +371,15 @@ class ConversionWrongValues(Flag, tag="conversion_wrong_values"):
     layouts: list[str]
 
     def sentence(self) -> str:
-        return (f"the route gave other values than its source for the {_prose(self.layouts)} layout"
-                f"{'s' if len(self.layouts) > 1 else ''} (strides ignored?)")  # fmt: skip
+        return f"the route gave other values than its source for {_layouts(self.layouts)} (strides ignored?)"
 
 
 class CopyEvidenceDisagrees(Flag, tag="copy_evidence_disagrees"):
     layouts: list[str]
 
     def sentence(self) -> str:
-        return (f"for the {_prose(self.layouts)} layout{'s' if len(self.layouts) > 1 else ''} the buffers' addresses and a "
-                "write through the source disagree on whether the route copied: no verdict is given")  # fmt: skip
+        return (f"for {_layouts(self.layouts)} the buffers' addresses and a write through the source disagree on "
+                "whether the route copied: no verdict is given")  # fmt: skip
 
 
 class SharedCacheNotWhole(Flag, tag="shared_cache_not_whole"):
@@ -600,7 +603,7 @@ class Conversion(Artifact):
     evidence: ConversionEvidence
     first_call_s: float | None  # the cold-cache median: the first conversion in a fresh process
     call_s: float | None  # the warm-process median: the steady state
-    memcpy_bytes_per_s: float  # this machine's np.copyto of the same bytes, measured in the same process
+    memcpy_bytes_per_s: float | None  # this machine's np.copyto of the same bytes, in the same process (null: no time)
     bytes_per_s: float | None  # where the route copied: bytes / call_s
     memcpy_fraction: float | None  # where it copied: memcpy's time / the route's (1.0: as fast as memcpy)
     below_half_memcpy: bool | None
