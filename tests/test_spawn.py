@@ -256,6 +256,9 @@ def test_every_free_text_field_of_the_workers_record_is_redacted(tmp_path):
         "reason": "RuntimeError in setup: login with hf_live_0123456789 refused",
         "traceback": "Traceback ...\nValueError: DB_PASSWORD=pw-5e5e-x is wrong",
         "note": "Authorization: Bearer abc.def.ghi",
+        # nested free text: a check's detail, a library's refusal in a conversion's layouts
+        "check": {"reference": "numpy float64", "max_normalised_error": None, "tolerance": 0.0, "passed": False,
+                  "detail": "opened https://me:hf_live_0123456789@hub/x"},
     }  # fmt: skip
     result = spawn.run_worker(NOOP_JOB, env, 10.0, python=record_writer(tmp_path, record))
     text = repr(result)  # everything the journal would record of the run
@@ -264,6 +267,7 @@ def test_every_free_text_field_of_the_workers_record_is_redacted(tmp_path):
     got = result.record
     assert got.reason == "RuntimeError in setup: login with <redacted> refused" == result.reason
     assert "DB_PASSWORD=<redacted>" in got.traceback  # a field the record's type does not know (`note`) is not kept
+    assert "hf_live" not in got.check.detail and "<redacted>" in got.check.detail  # however deep
     assert (got.outcome, got.phase, got.dataset_sha256, got.marks_ns) == ("error", "setup", "ab" * 32, Marks(main=1))
 
 
