@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from msgspec import structs
+
 from ttfr.analyse.runs import run_metrics
 from ttfr.measure import cache, catalog
 from ttfr.measure.plan import GROUP, GROUP_CHECK
@@ -74,18 +76,25 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
     )
 
 
-def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
+def _check(entry: JournalEntry | None, case: catalog.Case, members: list[GroupMember]) -> GroupCheck:
     if entry is None:  # the run stopped between the group and its check
         return GroupCheck(files=None, bytes=None, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
     directory = entry.cache_dir
-    compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
+    basis = "process" if entry.check_basis is UNSET else entry.check_basis
+    if basis == "process":
+        compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
+    elif basis == "members":  # N fresh processes on the very cache the check would have run on
+        counted = [m for m in members if m.outcome == "ok" and m.compiles is not None and m.loads is not None]
+        every = bool(counted) and len(counted) == len(members)
+        compiles = sum(m.compiles for m in counted) if every else None
+        loads = sum(m.loads for m in counted) if every else None
+    else:  # private directories: one writer each, nothing shared to check but that they read
+        compiles = loads = None
     unreadable = list(directory.unreadable or [])
-    whole = None if compiles is None else (not unreadable and compiles == 0)
-    if unreadable:
-        whole = False
+    whole = False if unreadable else None if compiles is None else compiles == 0
     size = None if directory.bytes_before is UNSET else directory.bytes_before
-    return GroupCheck(files=directory.entries_before, bytes=size, unreadable=unreadable,
-                      outcome=entry.outcome, compiles=compiles, loads=loads, whole=whole)  # fmt: skip
+    return GroupCheck(files=directory.entries_before, bytes=size, unreadable=unreadable, outcome=entry.outcome,
+                      compiles=compiles, loads=loads, whole=whole, basis=basis)  # fmt: skip
 
 
 def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalog.Case) -> Group:
@@ -98,7 +107,7 @@ def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalo
     else:
         written = sum((e.cache_dir.bytes_after or 0) - (e.cache_dir.bytes_before or 0) for e in members)
     written = max(0, written) if sample.cache_dir.bytes_after is not UNSET else None
-    return group_of(sample.policy, sample.concurrency, sample.index, figures, written, _check(check, case))
+    return group_of(sample.policy, sample.concurrency, sample.index, figures, written, _check(check, case, figures))
 
 
 def group_of(mode: str, n: int, index: int, members: list[GroupMember], bytes_written, check: GroupCheck) -> Group:
@@ -145,7 +154,7 @@ def _point(mode: str, n: int, groups: list[Group], cores: int | None) -> Concurr
         bytes_written=_int(_median([g.bytes_written for g in groups])),
         blocked_s=_median([m.blocked_s for m in members]),
         runq_wait_s=_median([m.runq_wait_s for m in members]),
-        whole=None if None in wholes else all(wholes),
+        whole=False if False in wholes else None if None in wholes else True,
         oversubscribed=cores is not None and n > cores,
     )
 
@@ -200,6 +209,11 @@ def _summarised(groups: list[Group], cold_cache_ttfr_s: float | None, usable_cor
         if len(group.members) == group.n:  # an incomplete group is shown, not summarised
             by_point.setdefault((group.mode, group.n), []).append(group)
     points = [_point(mode, n, found, usable_cores) for (mode, n), found in by_point.items()]
+    solo = [p for p in points if (p.mode, p.n) == (COLD_SHARED, 1)]
+    if solo and (COLD_PRIVATE, 1) not in by_point:  # the same experiment (plan._group_rounds): both points
+        points.append(structs.replace(solo[0], mode=COLD_PRIVATE, measured_as=COLD_SHARED))
+    order = {mode: i for i, mode in enumerate(CONCURRENCY_MODES)}
+    points.sort(key=lambda p: (order[p.mode], p.n))
     return Concurrency(usable_cores=usable_cores, points=points, fan_out=fan_out(points, cold_cache_ttfr_s),
                        groups=groups)  # fmt: skip
 

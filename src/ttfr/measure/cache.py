@@ -98,6 +98,20 @@ class CacheDirs:
                     pass  # removed meanwhile (a cache's temporary file)
         return total
 
+    def fingerprint(self) -> tuple:
+        """Every file's path, size and modification time: equal before and after a group when it
+        changed nothing in the directory."""
+        found = []
+        for dirpath, _dirnames, filenames in os.walk(self.root):
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                found.append((os.path.relpath(path, self.root), info.st_size, info.st_mtime_ns))
+        return tuple(sorted(found))
+
     def unreadable(self) -> list[str]:
         """Files under the directory that cannot be read to their end (paths relative to it): after many
         processes wrote one cache at once, every entry must still be readable."""

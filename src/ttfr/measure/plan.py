@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ttfr.measure import catalog
 from ttfr.model.journal import JournalEntry
-from ttfr.model.policies import COLD_CACHE, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
+from ttfr.model.policies import COLD_CACHE, COLD_PRIVATE, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
 from ttfr.measure.spec import RunSpec
 
 # Task kinds: what the worker is asked to do and whether its figures are published.
@@ -152,8 +152,11 @@ def _group_rounds(spec: RunSpec, cases) -> list[list[Task]]:
     if not spec.concurrency:
         return []
     compiling = [c for c in cases if c.runs_groups]
-    return [[Task(GROUP, case, mode, r, -1, concurrency=n) for case in compiling for mode in CONCURRENCY_MODES
-             for n in spec.concurrency] for r in range(spec.concurrency_rounds)]  # fmt: skip
+    # One process on a private empty directory is one process on a shared empty one: cold-private x1 is
+    # cold-shared x1's experiment, run once (analysis gives both points from it).
+    points = [(mode, n) for mode in CONCURRENCY_MODES for n in spec.concurrency if (mode, n) != (COLD_PRIVATE, 1)]
+    return [[Task(GROUP, case, mode, r, -1, concurrency=n) for case in compiling for mode, n in points]
+            for r in range(spec.concurrency_rounds)]  # fmt: skip
 
 
 def _with_round(task: Task, number: int) -> Task:

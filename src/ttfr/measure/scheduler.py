@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+from msgspec import structs
+
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
@@ -201,6 +203,7 @@ class Scheduler:
                 cache.make_empty()
         timeout_s = self._timeout(task)
         before = [(c.count_entries(), c.count_bytes()) for c in caches]
+        template = caches[0].fingerprint() if restored else None
         host = self.executors.host
         load = host.load_average()
         reading_before = _host_reading(host)
@@ -243,23 +246,37 @@ class Scheduler:
                 **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
                                   "output_tail")),
             ))  # fmt: skip
-        entries.append(self._group_check(task, caches[0], restored, timeout_s))
+        unchanged = template is not None and caches[0].fingerprint() == template
+        entries.append(self._group_check(task, caches, restored, timeout_s, unchanged))
         return entries
 
-    def _group_check(self, task: Task, cache: CacheDirs, restored: bool, timeout_s: float) -> JournalEntry:
-        """One fresh process on the cache a group left (a private group's: its first member's), before
-        anything else touches it: every file must read to its end, and the process find every program."""
-        unreadable = cache.unreadable()
-        count, size = cache.count_entries(), cache.count_bytes()
+    def _group_check(self, task: Task, caches: list[CacheDirs], restored: bool, timeout_s: float,
+                     unchanged: bool) -> JournalEntry:  # fmt: skip
+        """The cache a group left, before anything else touches it: every file must read to its end,
+        and one fresh process on it find every program. No process where it would add nothing: a
+        warm-shared group that changed no file (its N members were fresh processes on that very
+        cache), and private directories, each written by one process (their files are read)."""
+        basis = "private" if task.policy == COLD_PRIVATE else "members" if unchanged else "process"
+        checked = caches if basis == "private" else caches[:1]
+        unreadable = [f"member {i}/{bad}" if basis == "private" else bad
+                      for i, cache in enumerate(checked) for bad in cache.unreadable()]  # fmt: skip
+        count, size = sum(c.count_entries() for c in checked), sum(c.count_bytes() for c in checked)
+        directory = CacheDir(entries_before=count, entries_after=count, restored_template=restored, bytes_before=size,
+                             bytes_after=size, unreadable=unreadable)  # fmt: skip
+        common = {"task": task.key, "case": task.case.id, "kind": GROUP_CHECK, "policy": task.policy,
+                  "index": task.index, "round": task.round, "measured": False, "makes_template": False,
+                  "timeout_s": timeout_s, "concurrency": task.concurrency, "member": task.concurrency, "host": None}  # fmt: skip
+        if basis != "process":
+            return JournalEntry(**common, cache_dir=directory, check_basis=basis, messages=[], outcome="ok",
+                                reason=None, record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None,
+                                exit_code=None, rusage=None, output_tail=None)  # fmt: skip
+        cache = caches[0]
         check = Task(GROUP_CHECK, task.case, task.policy, task.index, task.round, concurrency=task.concurrency)
         job = build_job(check, self.plan.spec, self._dataset(task))
         result = self.executors.worker(job, self._env(task, cache), timeout_s, self.plan.spec.python)
+        directory = structs.replace(directory, entries_after=cache.count_entries(), bytes_after=cache.count_bytes())
         return JournalEntry(
-            task=task.key, case=task.case.id, kind=GROUP_CHECK, policy=task.policy, index=task.index, round=task.round,
-            measured=False, makes_template=False, timeout_s=timeout_s, concurrency=task.concurrency,
-            member=task.concurrency, host=None, messages=list(result.messages),
-            cache_dir=CacheDir(entries_before=count, entries_after=cache.count_entries(), restored_template=restored,
-                               bytes_before=size, bytes_after=cache.count_bytes(), unreadable=unreadable),
+            **common, cache_dir=directory, messages=list(result.messages),
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
         )  # fmt: skip
 

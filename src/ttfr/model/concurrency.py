@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.base import Artifact, Count
+from ttfr.model.journal import CheckBasis
 from ttfr.model.policies import CONCURRENCY_MODES
 
 Mode = Literal[CONCURRENCY_MODES]  # type: ignore[valid-type]
@@ -50,6 +51,10 @@ class GroupCheck(Artifact):
     compiles: Count | None  # what it still had to compile (0: every program was there)
     loads: Count | None
     whole: bool | None  # every file readable and the fresh process compiled nothing (null: cannot tell)
+    # "process": a fresh process ran on the cache; "members": a warm-shared group that changed no file, whose
+    # N processes were fresh ones on that very cache (compiles/loads: theirs, summed); "private": one writer
+    # per directory, nothing shared to check but that every file of every directory reads to its end
+    basis: CheckBasis = "process"
 
 
 class Group(Artifact):
@@ -88,6 +93,9 @@ class ConcurrencyPoint(Artifact):
     runq_wait_s: Seconds  # median over the processes: the share of the curve that is queueing for a CPU
     whole: bool | None  # every group's cache whole afterwards
     oversubscribed: bool  # more processes than this machine's usable cores: expect queueing
+    # the mode whose groups give this point's figures (null: its own): at N=1 a private directory and a shared
+    # one are the same experiment (one process, an empty directory), run once as cold-shared
+    measured_as: Mode | None = None
 
     @property
     def label(self) -> str:

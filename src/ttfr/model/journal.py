@@ -22,6 +22,11 @@ _SECONDS_LIMIT = 1e9  # ~31 years: any duration a run records is far below
 Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
 Number = Annotated[float, Meta(gt=-_STAMP_LIMIT, lt=_STAMP_LIMIT)]
 Reading = Annotated[int, Meta(ge=0, le=_STAMP_LIMIT - 1)]
+# What a group's check rests on: a fresh process run on the cache it left; its members themselves (a
+# warm-shared group that changed no file: they were N fresh processes on exactly that cache); or, for
+# private directories (one writer each), only that every file reads to its end.
+CheckBasis = Literal["process", "members", "private"]
+CHECKS_WITHOUT_PROCESS = ("members", "private")
 
 
 class CacheDir(Open):
@@ -87,6 +92,12 @@ class JournalEntry(Open):
     concurrency: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
     member: Count | UnsetType = UNSET
     messages: list[str] | UnsetType = UNSET
+    # a group's check (GROUP_CHECK): what its verdict rests on (UNSET: a fresh process ran on the cache)
+    check_basis: CheckBasis | UnsetType = UNSET
+    # where a process ran on another machine's clock (a group on Slurm nodes): its wall clock minus its
+    # monotonic clock at the spawn, so that members' spawns and results compare (UNSET: this machine's)
+    clock_offset_ns: int | UnsetType = UNSET
+    node: str | UnsetType = UNSET  # the machine that ran it, where not the run's own (a Slurm node)
 
     def __post_init__(self):
         problem = self.problem()
@@ -100,7 +111,8 @@ class JournalEntry(Open):
         if self.reaped_ns is not None and self.reaped_ns < self.spawn_ns:
             return "`reaped_ns` is not a timestamp after `spawn_ns`"
         if self.record is None:
-            return "`record` is missing for a run that was ok" if self.outcome == "ok" else None
+            unrun = self.check_basis in CHECKS_WITHOUT_PROCESS  # a group's check that needed no process
+            return "`record` is missing for a run that was ok" if self.outcome == "ok" and not unrun else None
         return _record_problem(self, self.record)
 
 

@@ -60,7 +60,7 @@ def _values(case: CaseResult, policy: str) -> dict[int, float]:
 def _points(case: CaseResult) -> list[tuple[str, int]]:
     """The concurrency points (sharing mode, group size N) a case ran groups at."""
     together = case.concurrency
-    return [] if together is UNSET else [(p.mode, p.n) for p in together.points]
+    return [] if together is UNSET else [(p.mode, p.n) for p in together.points if p.measured_as is None]
 
 
 def _group_values(case: CaseResult, mode: str, n: int) -> dict[int, float]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
-from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut
+from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut, point_label
+from ttfr.model.policies import COLD_PRIVATE
 from ttfr.report.formatting import DASH, code, fmt_bytes, fmt_seconds, one_line, table
 
 TITLE = "Concurrency"
@@ -31,7 +32,9 @@ INTRO = (
     "(Linux schedstat: queueing, not compiling); both medians over the processes. Cache whole: after each group, "
     "before anything else touched it, every file of its cache was read back and a fresh process ran on it: "
     "✓ every file readable and the fresh process compiled nothing, ✗ not, ? no verdict (every group's check "
-    "must say ✓ for the row's ✓)."
+    "must say ✓ for the row's ✓). A warm-shared group that changed no file needs no such process: its own "
+    "processes were fresh ones on that very cache, and their counters decide. Private directories have one "
+    "writer each: their files are read back, and nothing else is owed (—)."
 )
 FAN_OUT_INTRO = (
     "Fan-out advice: the time until all N have a result when all N start together on an empty shared cache, "
@@ -65,6 +68,13 @@ def whole_mark(whole: bool | None) -> str:
     return "?" if whole is None else "✓" if whole else "✗"
 
 
+def whole_cell(point: ConcurrencyPoint) -> str:
+    """Private directories have one writer each: no verdict is owed there unless a file was unreadable."""
+    if point.whole is None and point.mode == COLD_PRIVATE:
+        return "— (one writer each)"
+    return whole_mark(point.whole)
+
+
 def fmt_ratio(value: float | None) -> str:
     """Compilations per program, to three figures (`1`, `1.5`, `2`)."""
     return DASH if value is None else f"{value:.3g}"
@@ -78,10 +88,11 @@ def cores_cell(point: ConcurrencyPoint, usable_cores: int | None) -> str:
 
 def point_row(point: ConcurrencyPoint, usable_cores: int | None) -> list[str]:
     return [
-        point.mode, str(point.n), str(point.groups), str(point.processes), fmt_seconds(point.ttfr_p50_s),
+        point.mode if point.measured_as is None else f"{point.mode} (= {point_label(point.measured_as, point.n)})",
+        str(point.n), str(point.groups), str(point.processes), fmt_seconds(point.ttfr_p50_s),
         fmt_seconds(point.ttfr_p95_s), fmt_seconds(point.ttfr_max_s), fmt_seconds(point.all_results_s),
         fmt_ratio(point.dedup_ratio), fmt_bytes(point.bytes_written), fmt_seconds(point.blocked_s),
-        fmt_seconds(point.runq_wait_s), whole_mark(point.whole), cores_cell(point, usable_cores),
+        fmt_seconds(point.runq_wait_s), whole_cell(point), cores_cell(point, usable_cores),
     ]  # fmt: skip
 
 
@@ -104,7 +115,7 @@ def problems(concurrency: Concurrency) -> list[str]:
                 said = "; ".join(one_line(m) for m in member.messages)
                 lines.append(f"{label}, process {member.member} said: {said}")
         check = group.check
-        if check.whole is True:
+        if check.whole is True or (check.basis == "private" and check.whole is None):
             continue
         if check.files is None:
             parts = ["its cache was never checked (the run ended after the group)"]
@@ -113,7 +124,13 @@ def problems(concurrency: Concurrency) -> list[str]:
             parts = [f"{len(check.unreadable)} of its {check.files} file(s) unreadable ({unreadable})"]
         else:
             parts = [f"its {check.files} file(s) ({fmt_bytes(check.bytes)}) all readable"]
-        if check.compiles is not None:
+        if check.basis == "private":
+            pass  # no process ran on private directories: their files are the whole check
+        elif check.basis == "members":
+            parts.append("it changed no file, and its own processes (fresh ones on that cache) compiled "
+                         + ("? (not all of them ran ok with counters)" if check.compiles is None else
+                            f"{check.compiles} and loaded {check.loads}"))  # fmt: skip
+        elif check.compiles is not None:
             parts.append(f"the fresh process after it compiled {check.compiles} and loaded {check.loads}")
         else:
             parts.append(f"the fresh process after it: {check.outcome}, no cache counters")
