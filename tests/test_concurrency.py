@@ -171,7 +171,10 @@ def test_two_real_jax_processes_on_one_shared_cache_record_their_evidence_and_le
     # which changed no file (its two processes were fresh ones on that cache); none on private directories,
     # whose files (each written by one process) were read back
     assert {mode: g.check.basis for mode, g in groups.items()} == {
-        COLD_SHARED: "process", WARM_SHARED: "members", COLD_PRIVATE: "private"}
+        COLD_SHARED: "process",
+        WARM_SHARED: "members",
+        COLD_PRIVATE: "private",
+    }
     assert groups[WARM_SHARED].check.compiles == 0 and groups[WARM_SHARED].check.loads >= 2
     assert groups[COLD_PRIVATE].check.whole is None and groups[COLD_PRIVATE].check.files >= 2
     assert all(m.cache_use == "loaded" for m in groups[WARM_SHARED].members)

@@ -175,7 +175,9 @@ def _expected_points(case) -> dict[tuple[str, str], list[str]]:
     rows = {}
     for p in together.points:
         mode = p.mode if p.measured_as is None else f"{p.mode} (= {p.measured_as} x{p.n})"
-        whole = "— (one writer each)" if p.whole is None and p.mode == COLD_PRIVATE else {True: "✓", False: "✗", None: "?"}[p.whole]
+        whole = (
+            "— (one writer each)" if p.whole is None and p.mode == COLD_PRIVATE else {True: "✓", False: "✗", None: "?"}[p.whole]
+        )
         rows[(mode, str(p.n))] = [
             mode, str(p.n), str(p.groups), str(p.processes), fmt_seconds(p.ttfr_p50_s), fmt_seconds(p.ttfr_p95_s),
             fmt_seconds(p.ttfr_max_s), fmt_seconds(p.all_results_s),

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ttfr.commands import cli
+from ttfr.measure import slurm_client
 from ttfr.pipeline import slurm
 from ttfr.errors import UsageError
 from ttfr.measure.plan import build_plan
@@ -93,7 +94,7 @@ def test_the_array_task_script_quotes_every_path_and_word(tmp_path, monkeypatch)
 
 
 def test_a_shard_count_the_cases_cannot_fill_is_refused_before_submitting(capsys, monkeypatch):
-    monkeypatch.setattr(slurm.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(slurm_client.shutil, "which", lambda name: f"/usr/bin/{name}")
     with pytest.raises(UsageError, match=r"--shards must be 2\.\.1 \(this run has 1 case"):
         slurm.check(slurm.SlurmOptions(2), n_cases=1)
     with pytest.raises(UsageError, match="one shard is a plain `ttfr run`"):

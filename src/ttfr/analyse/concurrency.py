@@ -40,6 +40,12 @@ def _counts(entry: JournalEntry, case: catalog.Case):
     return (counts.misses, counts.hits) if counts else (None, None)
 
 
+def _common_clock(entry: JournalEntry, ns: int) -> int:
+    """A reading of the member's monotonic clock on the clock all members share: this machine's own, or,
+    for members on Slurm nodes, the wall clock (each node's offset between the two, taken at its spawn)."""
+    return ns + (0 if entry.clock_offset_ns is UNSET else entry.clock_offset_ns)
+
+
 def _cache_use(compiles, loads) -> str:
     if compiles is None or loads is None:
         return "unknown"
@@ -64,15 +70,17 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
         member=entry.member,
         outcome=entry.outcome,
         reason=entry.reason,
-        start_skew_s=(entry.spawn_ns - first_spawn) / 1e9,
+        start_skew_s=(_common_clock(entry, entry.spawn_ns) - first_spawn) / 1e9,
         ttfr_s=metrics.ttfr_s if ok else None,
-        result_after_release_s=(first - first_spawn) / 1e9 if first not in (UNSET, None) else None,
+        result_after_release_s=(_common_clock(entry, first) - first_spawn) / 1e9 if first not in (UNSET, None) else None,
         cache_use=_cache_use(compiles, loads),
         compiles=compiles,
         loads=loads,
         blocked_s=blocked,
         runq_wait_s=runq,
         messages=list(entry.messages or []),
+        node=None if entry.node is UNSET else entry.node,
+        node_cores=None if entry.node is UNSET or not entry.host or entry.host.usable_cores is UNSET else entry.host.usable_cores,
     )
 
 
@@ -98,7 +106,7 @@ def _check(entry: JournalEntry | None, case: catalog.Case, members: list[GroupMe
 
 
 def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalog.Case) -> Group:
-    first_spawn = min(e.spawn_ns for e in members)
+    first_spawn = min(_common_clock(e, e.spawn_ns) for e in members)
     figures = [_member(e, case, first_spawn) for e in sorted(members, key=lambda e: e.member)]
     sample = members[0]
     shared = sample.policy != COLD_PRIVATE
@@ -155,8 +163,23 @@ def _point(mode: str, n: int, groups: list[Group], cores: int | None) -> Concurr
         blocked_s=_median([m.blocked_s for m in members]),
         runq_wait_s=_median([m.runq_wait_s for m in members]),
         whole=False if False in wholes else None if None in wholes else True,
-        oversubscribed=cores is not None and n > cores,
+        oversubscribed=_oversubscribed(n, groups, cores),
     )
+
+
+def _oversubscribed(n: int, groups: list[Group], cores: int | None) -> bool:
+    """More processes on one machine than its usable cores: N here, or, for members on Slurm nodes, as many
+    as shared one node (a node each by default: never)."""
+    members = [m for g in groups for m in g.members]
+    if not members or any(m.node is None for m in members):
+        return cores is not None and n > cores
+    for group in groups:
+        on: dict[str, int] = {}
+        for m in group.members:
+            on[m.node] = on.get(m.node, 0) + 1
+        if any(m.node_cores is not None and on[m.node] > m.node_cores for m in group.members):
+            return True
+    return False
 
 
 def _int(value):

@@ -72,6 +72,15 @@ def add_parser(commands):
     run.add_argument("--slurm-partition", metavar="P", help="Slurm's --partition of each shard (default: Slurm's)")
     run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00 (default: Slurm's)")
     run.add_argument("--slurm-account", metavar="A", help="Slurm's --account each shard is charged to (default: Slurm's)")
+    run.add_argument("--concurrency-executor", choices=("local", "slurm"), default="local",
+                     help="where --concurrency groups run: local (this machine), or slurm: each group a Slurm job "
+                     "array of N tasks, a node each, released together, on one cache under --concurrency-cache-dir")  # fmt: skip
+    run.add_argument("--concurrency-cache-dir", type=Path, metavar="DIR",
+                     help="an existing directory for the groups' caches (with slurm: one every node mounts); "
+                     "default: the result directory's scratch area")  # fmt: skip
+    run.add_argument("--slurm-cpus-per-task", type=int, metavar="C",
+                     help="with --concurrency-executor slurm: C CPUs per group task, so that tasks may share a node "
+                     "(default: --exclusive, a node each)")  # fmt: skip
     return run
 
 
@@ -100,9 +109,28 @@ def handle(args, console: Console) -> int:
             spec = build_spec(request(args))
     if args.executor == "slurm" or args.shards is not None:
         return _on_slurm(args, spec, console)
+    placed = args.concurrency_executor != "local" or args.concurrency_cache_dir is not None
+    if spec is not None and placed and not spec.concurrency:
+        raise UsageError("--concurrency-executor and --concurrency-cache-dir place --concurrency groups: add --concurrency N")
+    if args.slurm_cpus_per_task is not None and (args.concurrency_executor != "slurm" or args.slurm_cpus_per_task < 1):
+        raise UsageError("--slurm-cpus-per-task C (1 or more) goes with --concurrency-executor slurm")
     with costs.phase("ttfr's pipeline imports"):
+        from ttfr.measure.executors import placing_groups, release_groups
+        from ttfr.measure.slurm_client import SlurmOptions
         from ttfr.pipeline import suite  # the run's modules, once the input is known good (analysis: later)
         from ttfr.report import terminal
+    # checked (and its directory made) before the result directory is: a bad one leaves nothing half-written
+    executors = placing_groups(args.executors, args.concurrency_executor, args.concurrency_cache_dir,
+                               SlurmOptions(args.slurm_partition, args.slurm_time, args.slurm_account,
+                                            args.slurm_cpus_per_task),
+                               say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
+    try:
+        return _execute(args, spec, executors, costs, console, suite, terminal)
+    finally:
+        release_groups(executors)
+
+
+def _execute(args, spec, executors, costs, console: Console, suite, terminal) -> int:
     if args.resume:
         named = Named(python=args.python, case_files=tuple(args.case_file), commands=tuple(args.command),
                       prepare=tuple(args.prepare))  # fmt: skip
@@ -124,7 +152,7 @@ def handle(args, console: Console) -> int:
                           highlight=False)  # fmt: skip
 
     try:
-        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=not args.no_html,
+        outcome = suite.execute(result_dir, spec, executors=executors, progress=progress, html=not args.no_html,
                                 costs=costs, shown=show)  # fmt: skip
     finally:
         progress.stop()

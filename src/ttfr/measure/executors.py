@@ -6,7 +6,8 @@ executor), so every display and command path runs without starting a worker."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ttfr.child import hostinfo
 from ttfr.measure.command_run import run_command, run_prepare
@@ -19,6 +20,11 @@ class Executors:
     command: Callable = run_command  # (command, env, timeout_s) -> RunResult
     prepare: Callable = run_prepare  # (command, env, timeout_s) -> why it failed, or None
     host: object = hostinfo  # load_average, cpu_pressure, cpu_times, runnable_tasks, usable_cpus
+    # where --concurrency groups run: None, on this machine (threads released by a barrier); else a launcher
+    # with `run(members, timeout_s, python)` (measure/slurm_groups.py)
+    groups: object | None = None
+    # where their caches are (--concurrency-cache-dir: this run's directory there); None: the run's scratch
+    group_root: Path | None = None
 
     @property
     def starts_workers(self) -> bool:
@@ -27,3 +33,37 @@ class Executors:
 
 
 REAL = Executors()
+
+
+def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None, slurm_options, say) -> Executors:
+    """`--concurrency-executor` and `--concurrency-cache-dir`: the executors with the groups placed there
+    (a fresh `ttfr-*` directory of this run's under the directory named, which must exist; removed by
+    `release_groups` when the run ends). Nothing is created before every option checked out."""
+    import tempfile
+
+    from ttfr.errors import UsageError
+    from ttfr.measure import slurm_client
+    from ttfr.measure.slurm_groups import SlurmGroups
+
+    base = base or REAL
+    if executor == "local" and cache_dir is None:
+        return base
+    if executor == "slurm":
+        if cache_dir is None:
+            raise UsageError("--concurrency-executor slurm needs --concurrency-cache-dir DIR: a directory every node "
+                             "mounts (the groups' caches and their tasks' files go there)")  # fmt: skip
+        slurm_client.require("--concurrency-executor slurm")
+    parent = Path(cache_dir).resolve()
+    if not parent.is_dir():
+        raise UsageError(f"--concurrency-cache-dir {cache_dir}: not an existing directory")
+    root = Path(tempfile.mkdtemp(prefix="ttfr-", dir=parent))
+    groups = SlurmGroups(root, slurm_options, say=say) if executor == "slurm" else None
+    return replace(base, groups=groups, group_root=root)
+
+
+def release_groups(executors: Executors) -> None:
+    """Remove this run's directory under --concurrency-cache-dir (its groups' caches and tasks' files)."""
+    import shutil
+
+    if executors.group_root is not None:
+        shutil.rmtree(executors.group_root, ignore_errors=True)

@@ -13,13 +13,15 @@ from pathlib import Path
 from msgspec import structs
 
 from ttfr.measure.cache import CacheDirs
+from ttfr.measure.host_window import host_fields, host_reading
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
+from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
 from ttfr.model.base import copied
-from ttfr.model.journal import CacheDir, Host, JournalEntry
+from ttfr.model.journal import CacheDir, JournalEntry
 from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 
 
@@ -29,39 +31,6 @@ class NullProgress:
     def task_finished(self, task: Task, entry: JournalEntry | None) -> None: ...
     def add(self, tasks: list[Task]) -> None: ...  # runs added after the plan (--precision)
     def remove(self, tasks: list[Task]) -> None: ...  # added runs that will not run after all
-
-
-def _host_reading(host):
-    """CPU pressure, the machine's CPU times and its runnable count: read once before a
-    spawn and once after the reap."""
-    return host.cpu_pressure(), host.cpu_times(), host.runnable_tasks()
-
-
-def _host_fields(host, load, started: str, before, after) -> Host:
-    """The machine around a run (or a group): contention evidence (analyse/contention.py)."""
-    (pressure_before, times_before, runnable_start), (pressure_after, times_after, runnable_end) = before, after
-    stall = steal = busy = None
-    if pressure_before and pressure_after:
-        stall = (pressure_after["total_us"] - pressure_before["total_us"]) / 1e6
-    if times_before and times_after:
-        total = times_after["total"] - times_before["total"]
-        steal = (times_after["steal"] - times_before["steal"]) / total if total > 0 else None
-        busy = (times_after["busy"] - times_before["busy"]) * times_after["tick_s"]
-    return Host(
-        load_average=load,
-        cpu_pressure_avg10=pressure_before["avg10"] if pressure_before else None,
-        steal_fraction=steal,
-        started_at=started,
-        # Contention evidence: runnable entities machine-wide (ttfr's own parent counts as one)
-        # before the spawn and after the reap, and the CPU-pressure stall time in between.
-        runnable_start=runnable_start,
-        runnable_end=runnable_end,
-        cpu_pressure_stall_s=stall,
-        usable_cores=host.usable_cpus(),
-        # CPU seconds every task of the machine used from spawn to reap (the worker's
-        # own are in its rusage): what was left is what its neighbours took.
-        machine_busy_s=busy,
-    )
 
 
 def _quietly(work) -> None:
@@ -189,38 +158,52 @@ class Scheduler:
         job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
         return self.executors.worker(job, env, timeout_s, spec.python)
 
-    def _execute_group(self, task: Task) -> list[JournalEntry]:
-        """--concurrency: N fresh processes released at once by a barrier (the start skew is in their
-        spawn marks), on one shared cache directory (empty, or the case's template) or on one empty
-        directory each; then one fresh process on the cache they left (is it whole: readable, and a
-        hit for every program). One journal entry per member, the check's last."""
-        n, mode = task.concurrency, task.policy
-        shared = mode != COLD_PRIVATE
-        caches = [CacheDirs(self.scratch, task.case.id if shared else f"{task.case.id}.member{i}") for i in range(n)]
-        restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED else False
-        if mode != WARM_SHARED:
-            for cache in caches[: 1 if shared else n]:
-                cache.make_empty()
-        timeout_s = self._timeout(task)
-        before = [(c.count_entries(), c.count_bytes()) for c in caches]
-        template = caches[0].fingerprint() if restored else None
-        host = self.executors.host
-        load = host.load_average()
-        reading_before = _host_reading(host)
-        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    def _group_caches(self, task: Task) -> list[CacheDirs]:
+        """The group's cache directories: on the filesystem the user named for groups on other nodes
+        (restored from the case's template here), else in the run's scratch area."""
+        n, shared = task.concurrency, task.policy != COLD_PRIVATE
+        names = [task.case.id if shared else f"{task.case.id}.member{i}" for i in range(n)]
+        root = self.executors.group_root or self.scratch
+        return [CacheDirs(root, name) for name in names]
+
+    def _prime_there(self, task: Task, cache: CacheDirs) -> None:
+        """The case's template on another filesystem, made by one unmeasured process there (where the
+        groups run): a runtime's cache entries may depend on the directory's absolute path (JAX's keys
+        do, through the XLA cache directories it sets under it), so the run's own template, restored
+        there, would not be found."""
+        primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
+        cache.make_empty()
+        job, env = build_job(primer, self.plan.spec, self._dataset(task)), self._env(primer, cache)
+        timeout_s = self._timeout(primer)
+        if self.executors.groups is not None:
+            (run,) = self.executors.groups.run([(job, env)], timeout_s, self.plan.spec.python)
+            result = run.result
+        else:
+            result = self.executors.worker(job, env, timeout_s, self.plan.spec.python)
+            if result.reaped_ns is not None:
+                self.lives_ns.append(result.reaped_ns - result.spawn_ns)
+        if result.outcome == "ok":
+            cache.save_template()
+
+    def _run_together(self, task: Task, caches: list[CacheDirs], timeout_s: float) -> list[TaskRun]:
+        """The members' runs, released together: here, N threads on a barrier (the start skew is in their
+        spawn marks); on Slurm, a job array released at one instant of the nodes' wall clocks."""
+        n, spec = task.concurrency, self.plan.spec
+        members = [(build_job(task, spec, self._dataset(task)), self._env(task, caches[i])) for i in range(n)]
+        if self.executors.groups is not None:
+            return self.executors.groups.run(members, timeout_s, spec.python)
         barrier = threading.Barrier(n)
-        results: list[RunResult | None] = [None] * n
+        runs: list[TaskRun | None] = [None] * n
         raised: list[BaseException] = []
 
         def member(i: int) -> None:
-            env = self._env(task, caches[i])
-            job = build_job(task, self.plan.spec, self._dataset(task))
+            job, env = members[i]
             try:
                 barrier.wait(timeout=timeout_s)
             except threading.BrokenBarrierError:
                 pass  # another member could not start: run anyway, the skew says so
             try:
-                results[i] = self.executors.worker(job, env, timeout_s, self.plan.spec.python)
+                runs[i] = TaskRun(self.executors.worker(job, env, timeout_s, spec.python), "", 0, None)
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread (an interrupt stops the run)
                 raised.append(exc)
 
@@ -232,9 +215,31 @@ class Scheduler:
             thread.join()
         if raised:
             raise raised[0]
-        host_fields = _host_fields(host, load, started, reading_before, _host_reading(host))
+        return runs
+
+    def _execute_group(self, task: Task) -> list[JournalEntry]:
+        """--concurrency: N fresh processes released at once, on one shared cache directory (empty, or the
+        case's template) or on one empty directory each; then the check of the cache they left (is it
+        whole: readable, and a hit for every program). One journal entry per member, the check's last."""
+        n, mode = task.concurrency, task.policy
+        caches = self._group_caches(task)
+        if mode == WARM_SHARED and self.executors.group_root is not None and not caches[0].has_template():
+            self._prime_there(task, caches[0])
+        restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED else False
+        if mode != WARM_SHARED:
+            for cache in caches[: n if mode == COLD_PRIVATE else 1]:
+                cache.make_empty()
+        timeout_s = self._timeout(task)
+        before = [(c.count_entries(), c.count_bytes()) for c in caches]
+        template = caches[0].fingerprint() if restored else None
+        host = self.executors.host
+        load = host.load_average()
+        reading_before = host_reading(host)
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        runs = self._run_together(task, caches, timeout_s)
+        around = host_fields(host, load, started, reading_before, host_reading(host))
         entries = []
-        for i, result in enumerate(results):
+        for i, run in enumerate(runs):
             cache = caches[i]
             after_entries, after_bytes = cache.count_entries(), cache.count_bytes()
             entries.append(JournalEntry(
@@ -242,13 +247,22 @@ class Scheduler:
                 measured=True, makes_template=False, timeout_s=timeout_s, concurrency=n, member=i,
                 cache_dir=CacheDir(entries_before=before[i][0], entries_after=after_entries, restored_template=restored,
                                    bytes_before=before[i][1], bytes_after=after_bytes),
-                host=host_fields, messages=list(result.messages),
-                **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
-                                  "output_tail")),
+                **self._ran(run, around),
             ))  # fmt: skip
         unchanged = template is not None and caches[0].fingerprint() == template
         entries.append(self._group_check(task, caches, restored, timeout_s, unchanged))
         return entries
+
+    def _ran(self, run: TaskRun, around) -> dict:
+        """A member's journal fields from its run: the host readings around it (its node's, on Slurm),
+        and where it ran on another machine, that machine and its clock's offset."""
+        result = run.result
+        fields = {"host": run.host or around, "messages": list(result.messages),
+                  **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
+                                    "output_tail"))}  # fmt: skip
+        if self.executors.groups is not None:
+            fields.update(clock_offset_ns=run.clock_offset_ns, node=run.node or "?")
+        return fields
 
     def _group_check(self, task: Task, caches: list[CacheDirs], restored: bool, timeout_s: float,
                      unchanged: bool) -> JournalEntry:  # fmt: skip
@@ -265,20 +279,20 @@ class Scheduler:
                              bytes_after=size, unreadable=unreadable)  # fmt: skip
         common = {"task": task.key, "case": task.case.id, "kind": GROUP_CHECK, "policy": task.policy,
                   "index": task.index, "round": task.round, "measured": False, "makes_template": False,
-                  "timeout_s": timeout_s, "concurrency": task.concurrency, "member": task.concurrency, "host": None}  # fmt: skip
+                  "timeout_s": timeout_s, "concurrency": task.concurrency, "member": task.concurrency}  # fmt: skip
         if basis != "process":
-            return JournalEntry(**common, cache_dir=directory, check_basis=basis, messages=[], outcome="ok",
+            return JournalEntry(**common, host=None, cache_dir=directory, check_basis=basis, messages=[], outcome="ok",
                                 reason=None, record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None,
                                 exit_code=None, rusage=None, output_tail=None)  # fmt: skip
         cache = caches[0]
         check = Task(GROUP_CHECK, task.case, task.policy, task.index, task.round, concurrency=task.concurrency)
-        job = build_job(check, self.plan.spec, self._dataset(task))
-        result = self.executors.worker(job, self._env(task, cache), timeout_s, self.plan.spec.python)
+        job, env = build_job(check, self.plan.spec, self._dataset(task)), self._env(task, cache)
+        if self.executors.groups is not None:  # on a node, as its members ran
+            (run,) = self.executors.groups.run([(job, env)], timeout_s, self.plan.spec.python)
+        else:
+            run = TaskRun(self.executors.worker(job, env, timeout_s, self.plan.spec.python), "", 0, None)
         directory = structs.replace(directory, entries_after=cache.count_entries(), bytes_after=cache.count_bytes())
-        return JournalEntry(
-            **common, cache_dir=directory, messages=list(result.messages),
-            **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
-        )  # fmt: skip
+        return JournalEntry(**common, cache_dir=directory, **{**self._ran(run, None), "host": None})
 
     def _dataset(self, task: Task) -> dict | None:
         return self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None
@@ -291,14 +305,14 @@ class Scheduler:
         before, by_directory = cache.count_entries(), cache.count_by_directory()
         host = self.executors.host
         load = host.load_average()
-        pressure_before, times_before, runnable_start = _host_reading(host)
+        pressure_before, times_before, runnable_start = host_reading(host)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         if unprepared:  # the program does not run: its run fails with why
             result = RunResult(ERROR, unprepared, None, time.monotonic_ns(), None, None)
         else:
             result = self._spawn(task, cache, timeout_s)
-        host_fields = _host_fields(host, load, started, (pressure_before, times_before, runnable_start),
-                                   _host_reading(host))  # fmt: skip
+        around = host_fields(host, load, started, (pressure_before, times_before, runnable_start),
+                                   host_reading(host))  # fmt: skip
         after = cache.count_entries()
         after_by_directory = cache.count_by_directory()
         by_directory = {sub: [n, after_by_directory.get(sub, 0)] for sub, n in by_directory.items()}
@@ -316,7 +330,7 @@ class Scheduler:
                 # per cache variable's directory (jax, inductor, ...): files before and after
                 by_directory={sub: n for sub, n in by_directory.items() if any(n)},
             ),
-            host=host_fields,
+            host=around,
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
         )
         return entry

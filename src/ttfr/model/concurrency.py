@@ -39,6 +39,10 @@ class GroupMember(Artifact):
     blocked_s: Seconds
     runq_wait_s: Seconds
     messages: list[str]  # the warnings and errors its output held (a cache read or write gone wrong)
+    # the machine it ran on where not the run's own (a Slurm node: --concurrency-executor slurm); its
+    # start skew and result_after_release_s are then on the nodes' wall clocks
+    node: str | None = None
+    node_cores: Annotated[int, Meta(ge=1)] | None = None  # that machine's usable cores
 
 
 class GroupCheck(Artifact):

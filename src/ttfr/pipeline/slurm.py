@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ttfr.measure import slurm_client
 from ttfr.artifacts.store import make_directories, new_stamped_directory, remove_tree, write_bytes_atomic
 from ttfr.pipeline import shards
 from ttfr.errors import UsageError
@@ -50,10 +49,7 @@ class SlurmOptions:
 def check(options: SlurmOptions, n_cases: int | None = None) -> None:
     """Before anything is written: Slurm's commands are here, the shard count is sane (two or
     more, and no more than the cases: a shard without a case has nothing to run)."""
-    for program in ("sbatch", "squeue", "scancel"):
-        if shutil.which(program) is None:
-            raise UsageError(f"--executor slurm: {program} is not on PATH (no Slurm client here; `scripts/slurm-local.sh` "
-                             "starts a single-node cluster for trying it)")  # fmt: skip
+    slurm_client.require("--executor slurm")
     most = min(MAX_SHARDS, n_cases) if n_cases is not None else MAX_SHARDS
     if not 2 <= options.shards <= most:
         why = f" (this run has {n_cases} case(s): a shard holds at least one)" if n_cases is not None else ""
@@ -99,32 +95,14 @@ def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
 
 
 def _sbatch(script: Path, work: Path, options: SlurmOptions) -> str:
-    argv = ["sbatch", "--parsable", f"--array=1-{options.shards}", "--exclusive", "--nodes=1", "--ntasks=1",
-            "--job-name=ttfr", f"--chdir={os.getcwd()}", f"--output={work / 'logs' / 'slurm-%a.out'}"]  # fmt: skip
-    if options.partition:
-        argv.append(f"--partition={options.partition}")
-    if options.time_limit:
-        argv.append(f"--time={options.time_limit}")
-    if options.account:
-        argv.append(f"--account={options.account}")
-    done = subprocess.run([*argv, str(script)], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        remove_tree(work)  # nothing was submitted: nothing to keep
-        raise UsageError(f"sbatch refused the job array: {(done.stderr or done.stdout).strip()[-500:]}")
-    return done.stdout.strip().split(";")[0]
-
-
-def _active(job: str) -> int | None:
-    """How many of the array's tasks Slurm still has (pending or running); None when squeue
-    did not answer (a busy controller): not an answer that the job is gone."""
+    words = [f"--array=1-{options.shards}", "--nodes=1", "--ntasks=1", "--job-name=ttfr", f"--chdir={os.getcwd()}",
+             f"--output={work / 'logs' / 'slurm-%a.out'}",
+             *slurm_client.SlurmOptions(options.partition, options.time_limit, options.account).sbatch_words()]  # fmt: skip
     try:
-        done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return None
-    if done.returncode != 0:
-        # some Slurms answer a job that left the queue with an error: that one is an answer
-        return 0 if "invalid job id" in done.stderr.lower() else None
-    return len([line for line in done.stdout.splitlines() if line.strip()])
+        return slurm_client.submit(words, str(script))
+    except slurm_client.Refused:
+        remove_tree(work)  # nothing was submitted: nothing to keep
+        raise
 
 
 def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path, command_line=None, say=print) -> Path:
@@ -144,7 +122,7 @@ def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path,
                 shown = finished
             if finished == options.shards:
                 break
-            active = _active(job)
+            active = slurm_client.active(job)
             unanswered = unanswered + 1 if active is None else 0
             if active == 0:
                 break
@@ -153,7 +131,7 @@ def run(run_argv: list[str], seed: int, options: SlurmOptions, out_parent: Path,
                                    f"still run: `squeue -j {job}`, then `ttfr merge {work / 'shards'}/*/*`")  # fmt: skip
             time.sleep(_POLL_S)
     except KeyboardInterrupt:
-        cancelled = subprocess.run(["scancel", job], capture_output=True, text=True, timeout=60).returncode == 0
+        cancelled = slurm_client.cancel(job)
         say(f"slurm: interrupted: job {job} " + ("cancelled" if cancelled else "NOT cancelled (scancel failed): "
             f"`scancel {job}`") + f"; its shards so far are in {work / 'shards'}")  # fmt: skip
         raise

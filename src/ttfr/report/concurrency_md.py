@@ -139,6 +139,15 @@ def problems(concurrency: Concurrency) -> list[str]:
     return lines
 
 
+def _where(together: Concurrency) -> str:
+    """Where the groups ran: this machine's usable cores, or the Slurm nodes (--concurrency-executor slurm)."""
+    nodes = sorted({m.node for g in together.groups for m in g.members if m.node})
+    if not nodes:
+        return f"{together.usable_cores if together.usable_cores is not None else '?'} usable cores"
+    shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+    return f"groups as Slurm job arrays on {shown}; start skew on the nodes' wall clocks"
+
+
 def case_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> list[CaseTables]:
     """The section's parts, one per case with `concurrency` ([]: none has)."""
     result = []
@@ -149,7 +158,7 @@ def case_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> l
         cores = together.usable_cores
         result.append(CaseTables(
             case=case.case,
-            title=f"{mark(case.case)} ({cores if cores is not None else '?'} usable cores)",
+            title=f"{mark(case.case)} ({_where(together)})",
             header=POINT_HEADER,
             rows=[point_row(point, cores) for point in together.points],
             oversubscribed=any(point.oversubscribed for point in together.points),
