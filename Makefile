@@ -48,7 +48,8 @@ chromium:
 		echo "make: chromium could not be installed: its report.html test will be skipped"
 
 # The Slurm path against a real single-node Slurm on localhost (installs slurm-wlm and munge, starts
-# munged, slurmctld and slurmd: needs root), then a 2-shard array merged and checked.
+# munged, slurmctld and slurmd: needs root), then a 2-shard array merged and checked, and
+# --concurrency groups run as job arrays on a named directory (issue 29).
 test-slurm: $(STAMP)
 	bash scripts/slurm-local.sh
 	$(BIN)/python -m pytest -m slurm -ra $(PYTEST_ARGS)

@@ -43,7 +43,7 @@ SlurmdLogFile=/var/log/slurm/slurmd.log
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 NodeName=${host} CPUs=${cpus} RealMemory=${memory} State=UNKNOWN
-PartitionName=debug Nodes=${host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+PartitionName=debug Nodes=${host} Default=YES MaxTime=INFINITE State=UP
 CONF
 if [ ! -s /etc/munge/munge.key ]; then
     dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key 2>/dev/null

@@ -77,6 +77,28 @@ def test_a_two_shard_slurm_run_merges_into_the_single_runs_cases_and_run_counts(
     assert [s["shard"] for s in manifest["shards"]] == ["1/2", "2/2"]
 
 
+@pytest.mark.slurm
+@pytest.mark.integration
+@pytest.mark.skipif(not _slurm_up(), reason="no Slurm cluster here (`make test-slurm` starts a single-node one)")
+def test_concurrency_groups_run_as_real_slurm_job_arrays_on_a_named_directory(tmp_path):
+    """Issue 29 on a real Slurm: each group an array of N tasks (one CPU each, so that a single node holds
+    both) released together on one cache in the directory named; every process ok, from a node."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--cases", "jax_jit_cpu_matmul_64_f32", "--concurrency",
+                           "2", "--cold-runs", "1", "--warm-procs", "1", "--cache-policy", "cold-cache", "--seed", "1",
+                           "--no-html", "--out", str(tmp_path / "out"), "--concurrency-executor", "slurm",
+                           "--concurrency-cache-dir", str(shared), "--slurm-cpus-per-task", "1"],
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = (tmp_path / "out").iterdir()
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    for group in case["concurrency"]["groups"]:
+        assert [m["outcome"] for m in group["members"]] == ["ok", "ok"], [m["reason"] for m in group["members"]]
+        assert all(m["node"] for m in group["members"])
+    assert list(shared.iterdir()) == []
+
+
 def test_the_array_task_script_quotes_every_path_and_word(tmp_path, monkeypatch):
     """A work directory with a space and a `$`, and an argument that looks like the task's own
     options: the task runs exactly its shard with its own output directory."""
