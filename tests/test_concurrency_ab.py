@@ -231,3 +231,21 @@ def test_an_interval_below_95_percent_says_its_level_under_the_95_percent_column
     assert all(f"({r.effect.ci_level:.0%} CI: too few runs for 95%)" in comparison_md.row(r)[5] for r in with_ci)
     many = ab.execute(ab_spec(rounds=10), tmp_path / "many", executors=Executors(worker=SlowerGroupsB(factor=1.25)))
     assert not any("too few runs" in comparison_md.row(r)[5] for r in many.comparison.comparisons)
+
+
+def test_each_abs_round_runs_its_groups_after_its_single_runs_so_round_0s_after_the_gate():
+    """A case whose gate (the template producer, the check) fails stops before any of its groups runs: in
+    every round, the groups come after the single runs (shuffled among themselves as before)."""
+    from ttfr.measure.plan import GROUP, build_plan, is_gate
+    from ttfr.pipeline.interleaved import _rounds
+
+    spec = replace(build_spec(run_request(cold_runs=3, policies="cold-cache,warm-cache")), concurrency_rounds=3)
+    plan = build_plan(spec)
+    for seed in range(6):  # the shuffle differs by seed; the order's rule must not
+        rounds = _rounds(plan, seed)
+        for index, tasks in enumerate(rounds):
+            kinds = [t.kind == GROUP for t in tasks]
+            assert any(kinds) and kinds == sorted(kinds), (index, [t.key for t in tasks])
+        first = rounds[0]
+        last_gate = max(i for i, t in enumerate(first) if is_gate(t.kind, t.index, t.makes_template))
+        assert min(i for i, t in enumerate(first) if t.kind == GROUP) > last_gate

@@ -38,7 +38,7 @@ from ttfr.pipeline.suite import dataset_fields, start, write_results
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_INTERRUPTED
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import PRIME, build_plan
+from ttfr.measure.plan import GROUP, PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
@@ -181,7 +181,9 @@ def validate(ab: AbSpec) -> None:
 
 
 def _rounds(plan, seed: int) -> list[list]:
-    """Tasks grouped by index (= round); round 0 puts each case's template producer first."""
+    """Tasks grouped by index (= round); round 0 puts each case's template producer first. A round's
+    groups (--concurrency) come after its single runs, so that round 0's are after each case's gate:
+    a case that fails it stops before any group of it runs."""
     by_index: dict[int, list] = {}
     for task in plan.tasks:
         by_index.setdefault(task.index, []).append(task)
@@ -189,8 +191,7 @@ def _rounds(plan, seed: int) -> list[list]:
     for index in sorted(by_index):
         tasks = sorted(by_index[index], key=lambda t: t.key)
         random.Random(f"{seed}:ab:{index}").shuffle(tasks)
-        if index == 0:
-            tasks.sort(key=lambda t: not (t.makes_template or t.kind == PRIME))
+        tasks.sort(key=lambda t: (t.kind == GROUP, not (index == 0 and (t.makes_template or t.kind == PRIME))))
         rounds.append(tasks)
     return rounds
 
