@@ -29,6 +29,10 @@ SBATCH = """
     import os, subprocess, sys, pathlib
     state = pathlib.Path(os.environ["FAKE_SLURM_STATE"])
     words = sys.argv[1:]
+    if "--test-only" in words:  # would Slurm take it? (a partition named "nope" does not exist)
+        if "--partition=nope" in words:
+            sys.exit("sbatch: error: invalid partition specified: nope")
+        sys.exit(print("sbatch: Job 1 to start at 2026-01-01T00:00:00", file=sys.stderr))
     lo, hi = map(int, next(w for w in words if w.startswith("--array="))[8:].split("-"))
     limit = int(os.environ.get("FAKE_SLURM_MAX_TASKS", "1000"))  # a cluster with room for this many at once
     job = str(100 + len(list(state.iterdir())))
@@ -171,6 +175,25 @@ def test_a_task_that_dies_before_it_is_ready_fails_alone_and_the_others_run(tmp_
         (["--concurrency", "2", "--concurrency-cache-dir", "/nonexistent/dir"], "not an existing directory"),
         (["--concurrency-executor", "slurm", "--concurrency-cache-dir", "."], "add --concurrency N"),
         (["--concurrency", "2", "--slurm-cpus-per-task", "2"], "goes with --concurrency-executor slurm"),
+        # a typo in what Slurm is asked for: refused before the first run, not at the first group
+        (
+            [
+                "--concurrency",
+                "2",
+                "--concurrency-executor",
+                "slurm",
+                "--concurrency-cache-dir",
+                ".",
+                "--slurm-partition",
+                "nope",
+            ],
+            "Slurm would refuse its jobs: sbatch: error: invalid partition specified: nope",
+        ),
+        # with shards too: checked before the shards are submitted
+        (
+            ["--concurrency", "2", "--concurrency-cache-dir", "/nonexistent/dir", "--executor", "slurm", "--shards", "2"],
+            "not an existing directory",
+        ),
     ],
 )
 def test_group_placement_options_are_refused_before_anything_is_written(tmp_path, fake_slurm, capsys, extra, message):
@@ -179,3 +202,71 @@ def test_group_placement_options_are_refused_before_anything_is_written(tmp_path
     assert code == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_result_file_that_is_not_one_is_that_members_error_never_a_crash(tmp_path):
+    """A task's result lies on a shared filesystem: a file that does not decode, or whose values do not hold
+    together (an ok run without a record), is the member's error with why, not a traceback of the run."""
+    from ttfr.measure import group_task, slurm_groups
+    from ttfr.measure.scheduler import _entry
+    from ttfr.model.journal import CacheDir
+
+    for sub in ("result", "status", "logs"):
+        (tmp_path / sub).mkdir()
+    (tmp_path / "result" / "0").write_text('{"outcome": "fine", "node": "n1"}\n')
+    (tmp_path / "status" / "0").write_text("0\n")
+    (tmp_path / "logs" / "task-0.log").write_text("the task's own words\n")
+    run = slurm_groups._outcome(tmp_path, "7", 0, None)
+    assert run.result.outcome == "error" and run.node == ""
+    assert "Slurm task 7_0 left no result (exit code 0; ValidationError)" in run.result.reason
+    assert run.result.output_tail == "the task's own words\n"
+    with pytest.raises(ValueError):
+        group_task.from_json("[]")
+    entry = _entry(task="t", case="c", kind=GROUP, policy=COLD_SHARED, index=0, round=0, measured=True,
+                   makes_template=False, cache_dir=CacheDir(entries_before=0, entries_after=0), host=None,
+                   outcome="ok", reason=None, record=None, spawn_ns=5, reaped_ns=9, exit_code=0, rusage=None,
+                   output_tail=None, concurrency=2, member=0)  # fmt: skip
+    assert entry.outcome == "error" and "its result did not hold together" in entry.reason and entry.record is None
+
+
+def test_a_warm_shared_template_that_cannot_be_made_there_fails_the_group_saying_why(tmp_path, monkeypatch):
+    """On a named directory the warm-shared template is made by one process there; where that fails, the
+    group's processes fail with its reason (and its check did not run), never a cold group under a warm name."""
+    from fakes import FakeExecutor
+
+    from ttfr.measure.executors import Executors
+    from ttfr.measure.scheduler import Scheduler
+    from ttfr.pipeline import suite as suite_run
+
+    named = tmp_path / "named"
+    named.mkdir()
+    monkeypatch.setattr(Scheduler, "_prime_there", lambda self, task, cache: "error: the primer crashed")
+    spec = build_spec(RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=1, warm_procs=1,
+                                 policies="cold-cache", concurrency="2", seed=1))  # fmt: skip
+    result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])
+    (case,) = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor(), group_root=named)).cases
+    groups = {g.mode: g for g in case.concurrency.groups}
+    warm = groups[WARM_SHARED]
+    assert [m.outcome for m in warm.members] == ["error", "error"]
+    assert all("the warm-shared template could not be made in" in m.reason and "the primer crashed" in m.reason
+               for m in warm.members)  # fmt: skip
+    assert warm.check.outcome == "error" and warm.check.whole is None
+    assert all(m.outcome == "ok" for m in groups[COLD_SHARED].members)  # the other modes ran, on the named directory
+
+
+@pytest.mark.integration
+def test_a_member_whose_task_never_ran_stretches_no_skew_and_names_no_node(tmp_path, fake_slurm, monkeypatch):
+    monkeypatch.setenv("FAKE_SLURM_BREAK_TASK", "1")
+    shared, out = tmp_path / "shared", tmp_path / "out"
+    shared.mkdir()
+    cli.main(["run", "--cases", "jax_jit_cpu_matmul_64_f32", "--concurrency", "2", "--cold-runs", "1", "--warm-procs",
+              "1", "--cache-policy", "cold-cache", "--seed", "1", "--no-html", "--out", str(out),
+              "--concurrency-executor", "slurm", "--concurrency-cache-dir", str(shared)])  # fmt: skip
+    (root,) = out.iterdir()
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    for group in case["concurrency"]["groups"]:
+        ran, broken = group["members"]
+        assert ran["outcome"] == "ok" and ran["node"] == socket.gethostname() and ran["start_skew_s"] == 0.0
+        assert broken["outcome"] == "error" and broken["node"] is None and broken["start_skew_s"] is None
+        assert group["start_skew_s"] == 0.0  # the one that spawned: not the time its partner's failure was known
+    assert f"groups as Slurm job arrays on {socket.gethostname()};" in (root / "report.md").read_text()

@@ -78,6 +78,8 @@ WRITERS = {
     "child": "the worker's own compiled-program and reference caches (stdlib side of the pipe)",
     "measure/journal.py": "the journal, appended and fsynced while measuring (a layer below artifacts/)",
     "measure/cache.py": "the compilation-cache directories whose state is the cache policy measured",
+    "measure/slurm_groups.py": "a group's task files and release barrier on the user's shared filesystem",
+    "measure/group_task.py": "an array task's ready and result files, written in place on that filesystem",
     "artifacts": "the artifacts",
     "commands/closed_pipe.py": "/dev/null for what is left of a closed stdout (the Python docs' Note on SIGPIPE)",
 }

@@ -40,6 +40,12 @@ def _counts(entry: JournalEntry, case: catalog.Case):
     return (counts.misses, counts.hits) if counts else (None, None)
 
 
+def _spawned(entry: JournalEntry) -> bool:
+    """Whether its worker ever started: one that could not (or whose Slurm task never ran) has only the
+    reading taken when that was known, which is no spawn and would stretch the group's skew."""
+    return entry.record is not None or entry.reaped_ns is not None or entry.exit_code is not None
+
+
 def _common_clock(entry: JournalEntry, ns: int) -> int:
     """A reading of the member's monotonic clock on the clock all members share: this machine's own, or,
     for members on Slurm nodes, the wall clock (each node's offset between the two, taken at its spawn)."""
@@ -70,7 +76,7 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
         member=entry.member,
         outcome=entry.outcome,
         reason=entry.reason,
-        start_skew_s=(_common_clock(entry, entry.spawn_ns) - first_spawn) / 1e9,
+        start_skew_s=(_common_clock(entry, entry.spawn_ns) - first_spawn) / 1e9 if _spawned(entry) else None,
         ttfr_s=metrics.ttfr_s if ok else None,
         result_after_release_s=(_common_clock(entry, first) - first_spawn) / 1e9 if first not in (UNSET, None) else None,
         cache_use=_cache_use(compiles, loads),
@@ -80,7 +86,7 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
         runq_wait_s=runq,
         messages=list(entry.messages or []),
         node=None if entry.node is UNSET else entry.node,
-        node_cores=None if entry.node is UNSET or not entry.host or entry.host.usable_cores is UNSET else entry.host.usable_cores,
+        node_cores=None if entry.node_cpus is UNSET else entry.node_cpus,
     )
 
 
@@ -91,11 +97,8 @@ def _check(entry: JournalEntry | None, case: catalog.Case, members: list[GroupMe
     basis = "process" if entry.check_basis is UNSET else entry.check_basis
     if basis == "process":
         compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
-    elif basis == "members":  # N fresh processes on the very cache the check would have run on
-        counted = [m for m in members if m.outcome == "ok" and m.compiles is not None and m.loads is not None]
-        every = bool(counted) and len(counted) == len(members)
-        compiles = sum(m.compiles for m in counted) if every else None
-        loads = sum(m.loads for m in counted) if every else None
+    elif basis == "members":  # group_of decides it from the members (_members_check)
+        compiles = loads = None
     else:  # private directories: one writer each, nothing shared to check but that they read
         compiles = loads = None
     unreadable = list(directory.unreadable or [])
@@ -105,8 +108,20 @@ def _check(entry: JournalEntry | None, case: catalog.Case, members: list[GroupMe
                       compiles=compiles, loads=loads, whole=whole, basis=basis)  # fmt: skip
 
 
+def _members_check(check: GroupCheck, members: list[GroupMember]) -> GroupCheck:
+    """A warm-shared group that changed no file: its N members were fresh processes on the very cache the
+    check would have run on, so their counters are its verdict (whole: every one ok and none compiled)."""
+    counted = [m for m in members if m.outcome == "ok" and m.compiles is not None and m.loads is not None]
+    every = bool(counted) and len(counted) == len(members)
+    compiles = sum(m.compiles for m in counted) if every else None
+    loads = sum(m.loads for m in counted) if every else None
+    whole = False if check.unreadable else None if compiles is None else compiles == 0
+    return structs.replace(check, compiles=compiles, loads=loads, whole=whole)
+
+
 def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalog.Case) -> Group:
-    first_spawn = min(_common_clock(e, e.spawn_ns) for e in members)
+    spawned = [e for e in members if _spawned(e)] or members
+    first_spawn = min(_common_clock(e, e.spawn_ns) for e in spawned)
     figures = [_member(e, case, first_spawn) for e in sorted(members, key=lambda e: e.member)]
     sample = members[0]
     shared = sample.policy != COLD_PRIVATE
@@ -130,6 +145,8 @@ def group_of(mode: str, n: int, index: int, members: list[GroupMember], bytes_wr
     total = sum(compiles) if ok and None not in compiles else None
     done = [m.result_after_release_s for m in members] if complete else []
     skews = [m.start_skew_s for m in members if m.start_skew_s is not None]
+    if check.basis == "members":  # its verdict is its members': recomputed from them as every figure is
+        check = _members_check(check, members)
     return Group(
         mode=mode,
         n=n,
@@ -168,16 +185,17 @@ def _point(mode: str, n: int, groups: list[Group], cores: int | None) -> Concurr
 
 
 def _oversubscribed(n: int, groups: list[Group], cores: int | None) -> bool:
-    """More processes on one machine than its usable cores: N here, or, for members on Slurm nodes, as many
-    as shared one node (a node each by default: never)."""
-    members = [m for g in groups for m in g.members]
-    if not members or any(m.node is None for m in members):
+    """More processes on one machine than it has cores: N here, or, for members on Slurm nodes, more of a
+    group's processes on one node than that node's CPUs (a node each by default: never)."""
+    members = [m for g in groups for m in g.members if m.node is not None]
+    if not members:
         return cores is not None and n > cores
     for group in groups:
         on: dict[str, int] = {}
-        for m in group.members:
+        placed = [m for m in group.members if m.node is not None]
+        for m in placed:
             on[m.node] = on.get(m.node, 0) + 1
-        if any(m.node_cores is not None and on[m.node] > m.node_cores for m in group.members):
+        if any(m.node_cores is not None and on[m.node] > m.node_cores for m in placed):
             return True
     return False
 

@@ -69,9 +69,9 @@ def add_parser(commands):
         help="slurm: run the plan as a Slurm job array of --shards N (one node each) and merge them",
     )
     run.add_argument("--shards", type=int, metavar="N", help="with --executor slurm: how many shards")
-    run.add_argument("--slurm-partition", metavar="P", help="Slurm's --partition of each shard (default: Slurm's)")
-    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard, e.g. 2:00:00 (default: Slurm's)")
-    run.add_argument("--slurm-account", metavar="A", help="Slurm's --account each shard is charged to (default: Slurm's)")
+    run.add_argument("--slurm-partition", metavar="P", help="Slurm's --partition of each shard or group task (default: Slurm's)")
+    run.add_argument("--slurm-time", metavar="T", help="Slurm's --time of each shard or group task, e.g. 2:00:00")
+    run.add_argument("--slurm-account", metavar="A", help="Slurm's --account of each shard or group task (default: Slurm's)")
     run.add_argument("--concurrency-executor", choices=("local", "slurm"), default="local",
                      help="where --concurrency groups run: local (this machine), or slurm: each group a Slurm job "
                      "array of N tasks, a node each, released together, on one cache under --concurrency-cache-dir")  # fmt: skip
@@ -107,13 +107,15 @@ def handle(args, console: Console) -> int:
     else:
         with costs.phase("spec (cases, options, case files)"):
             spec = build_spec(request(args))
-    if args.executor == "slurm" or args.shards is not None:
-        return _on_slurm(args, spec, console)
     placed = args.concurrency_executor != "local" or args.concurrency_cache_dir is not None
     if spec is not None and placed and not spec.concurrency:
         raise UsageError("--concurrency-executor and --concurrency-cache-dir place --concurrency groups: add --concurrency N")
     if args.slurm_cpus_per_task is not None and (args.concurrency_executor != "slurm" or args.slurm_cpus_per_task < 1):
         raise UsageError("--slurm-cpus-per-task C (1 or more) goes with --concurrency-executor slurm")
+    if placed and args.concurrency_cache_dir is not None and not args.concurrency_cache_dir.is_dir():
+        raise UsageError(f"--concurrency-cache-dir {args.concurrency_cache_dir}: not an existing directory")
+    if args.executor == "slurm" or args.shards is not None:
+        return _on_slurm(args, spec, console)
     with costs.phase("ttfr's pipeline imports"):
         from ttfr.measure.executors import placing_groups, release_groups
         from ttfr.measure.slurm_client import SlurmOptions

@@ -251,3 +251,15 @@ def _by_entries(policy: str | None, before: int, after: int) -> dict:
                 "note": "an unmeasured run: its cache state is not a policy's"}  # fmt: skip
     found.setdefault("note", "verified by the files in the cache directories (a program has no counters ttfr reads)")
     return {**found, "flags": flags, "verdict": "flagged" if flags else "verified"}
+
+
+def make_run_directory(parent: Path) -> Path:
+    """A fresh `ttfr-*` directory of this run's under the one the user named for its groups' caches
+    (--concurrency-cache-dir); OSError where none can be made there."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="ttfr-", dir=parent))
+
+
+def remove_run_directory(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)

@@ -39,11 +39,10 @@ def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None
     """`--concurrency-executor` and `--concurrency-cache-dir`: the executors with the groups placed there
     (a fresh `ttfr-*` directory of this run's under the directory named, which must exist; removed by
     `release_groups` when the run ends). Nothing is created before every option checked out."""
-    import tempfile
-
     from ttfr.errors import UsageError
     from ttfr.measure import slurm_client
-    from ttfr.measure.slurm_groups import SlurmGroups
+    from ttfr.measure.cache import make_run_directory
+    from ttfr.measure.slurm_groups import SlurmGroups, array_words
 
     base = base or REAL
     if executor == "local" and cache_dir is None:
@@ -56,14 +55,19 @@ def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None
     parent = Path(cache_dir).resolve()
     if not parent.is_dir():
         raise UsageError(f"--concurrency-cache-dir {cache_dir}: not an existing directory")
-    root = Path(tempfile.mkdtemp(prefix="ttfr-", dir=parent))
+    if executor == "slurm":
+        slurm_client.test_only(["--array=0-1", *array_words(slurm_options)], "--concurrency-executor slurm")
+    try:
+        root = make_run_directory(parent)
+    except OSError as exc:
+        raise UsageError(f"--concurrency-cache-dir {cache_dir}: cannot make a directory there ({exc.strerror})") from None
     groups = SlurmGroups(root, slurm_options, say=say) if executor == "slurm" else None
     return replace(base, groups=groups, group_root=root)
 
 
 def release_groups(executors: Executors) -> None:
     """Remove this run's directory under --concurrency-cache-dir (its groups' caches and tasks' files)."""
-    import shutil
+    from ttfr.measure.cache import remove_run_directory
 
     if executors.group_root is not None:
-        shutil.rmtree(executors.group_root, ignore_errors=True)
+        remove_run_directory(executors.group_root)

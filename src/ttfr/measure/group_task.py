@@ -19,15 +19,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from ttfr.child import hostinfo
 from ttfr.child.job import Job
 from ttfr.measure.host_window import host_fields, host_reading
 from ttfr.measure.spawn import ERROR, RunResult, run_worker
-from ttfr.model.base import decode, encode
-from ttfr.model.journal import Host, Rusage
+from ttfr.model.base import encode
+from ttfr.model.journal import Host, Outcome, Reading, Rusage
 from ttfr.model.record import RunRecord
 
-POLL_S = 0.02  # how often a task opens the release file (each open is a round trip on NFS)
+POLL_S = 0.1  # how often a task opens the release file (each open is a round trip on NFS); the lead is 2 s
 
 
 def task_file(work: Path, k: int) -> Path:
@@ -73,9 +75,28 @@ class TaskRun:
     """What one array task did: its worker's RunResult, where, and on which clock."""
 
     result: RunResult
-    node: str
+    node: str  # "" where it never ran on a node (or ran here)
     clock_offset_ns: int  # the node's wall clock minus its monotonic clock at the spawn
     host: Host | None
+    node_cpus: int | None = None  # the node's CPUs (its Slurm allocation may be fewer)
+
+
+class _ResultFile(msgspec.Struct, forbid_unknown_fields=True):
+    """A task's result file as it must be (it lies on a shared filesystem: anything else is refused)."""
+
+    outcome: Outcome
+    reason: str | None
+    record: RunRecord | None
+    spawn_ns: Reading
+    reaped_ns: Reading | None
+    exit_code: int | None
+    rusage: Rusage
+    output_tail: str | None
+    messages: list[str]
+    node: str
+    clock_offset_ns: int
+    host: Host | None
+    node_cpus: int | None
 
 
 def to_json(run: TaskRun) -> str:
@@ -85,23 +106,25 @@ def to_json(run: TaskRun) -> str:
         "spawn_ns": r.spawn_ns, "reaped_ns": r.reaped_ns, "exit_code": r.exit_code, "rusage": encode(r.rusage),
         "output_tail": r.output_tail, "messages": list(r.messages), "node": run.node,
         "clock_offset_ns": run.clock_offset_ns, "host": None if run.host is None else encode(run.host),
+        "node_cpus": run.node_cpus,
     }) + "\n"  # fmt: skip
 
 
 def from_json(text: str) -> TaskRun:
-    """A task's result file, typed (ValueError where it is not one: a file on a shared filesystem)."""
-    data = json.loads(text)
-    if not isinstance(data, dict):
-        raise ValueError("not an object")
-    result = RunResult(
-        outcome=str(data["outcome"]), reason=data["reason"],
-        record=None if data["record"] is None else decode(data["record"], RunRecord),
-        spawn_ns=int(data["spawn_ns"]), reaped_ns=None if data["reaped_ns"] is None else int(data["reaped_ns"]),
-        exit_code=data["exit_code"], rusage=decode(data["rusage"], Rusage), output_tail=data["output_tail"],
-        messages=tuple(str(m) for m in data["messages"]),
-    )  # fmt: skip
-    host = None if data["host"] is None else decode(data["host"], Host)
-    return TaskRun(result, str(data["node"]), int(data["clock_offset_ns"]), host)
+    """A task's result file, typed (ValueError where it is not one: msgspec's errors are ValueErrors)."""
+    data = msgspec.json.decode(text.encode(), type=_ResultFile)
+    result = RunResult(outcome=data.outcome, reason=data.reason, record=data.record, spawn_ns=data.spawn_ns,
+                       reaped_ns=data.reaped_ns, exit_code=data.exit_code, rusage=data.rusage,
+                       output_tail=data.output_tail, messages=tuple(data.messages))  # fmt: skip
+    return TaskRun(result, data.node, data.clock_offset_ns, data.host, data.node_cpus)
+
+
+def environment(overrides: dict, removed: list) -> dict:
+    """The worker's environment on the node: the node's own (Slurm's per-task variables, its TMPDIR)
+    with what ttfr set or removed for the case applied on top."""
+    env = {key: value for key, value in os.environ.items() if key not in set(removed)}
+    env.update(overrides)
+    return env
 
 
 def wait_for_release(work: Path, patience_s: float) -> int | None:
@@ -117,7 +140,7 @@ def wait_for_release(work: Path, patience_s: float) -> int | None:
 
 def run_task(work: Path, k: int, python: str | None) -> TaskRun:
     spec = json.loads(task_file(work, k).read_text())
-    job, env, timeout_s = Job(**spec["job"]), spec["env"], float(spec["timeout_s"])
+    job, env, timeout_s = Job(**spec["job"]), environment(spec["env"], spec["removed"]), float(spec["timeout_s"])
     node = socket.gethostname()
     write_in_place(ready_file(work, k), f"{node}\n")
     at_ns = wait_for_release(work, float(spec["release_patience_s"]))
@@ -133,7 +156,7 @@ def run_task(work: Path, k: int, python: str | None) -> TaskRun:
     offset = time.time_ns() - time.monotonic_ns()
     result = run_worker(job, env, timeout_s, python)
     host = host_fields(hostinfo, load, started, before, host_reading(hostinfo))
-    return TaskRun(result, node, offset, host)
+    return TaskRun(result, node, offset, host, os.cpu_count())
 
 
 def main(argv: list[str]) -> int:

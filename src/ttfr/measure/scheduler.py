@@ -166,11 +166,11 @@ class Scheduler:
         root = self.executors.group_root or self.scratch
         return [CacheDirs(root, name) for name in names]
 
-    def _prime_there(self, task: Task, cache: CacheDirs) -> None:
+    def _prime_there(self, task: Task, cache: CacheDirs) -> str | None:
         """The case's template on another filesystem, made by one unmeasured process there (where the
         groups run): a runtime's cache entries may depend on the directory's absolute path (JAX's keys
         do, through the XLA cache directories it sets under it), so the run's own template, restored
-        there, would not be found."""
+        there, would not be found. Why it failed, or None."""
         primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
         cache.make_empty()
         job, env = build_job(primer, self.plan.spec, self._dataset(task)), self._env(primer, cache)
@@ -184,6 +184,8 @@ class Scheduler:
                 self.lives_ns.append(result.reaped_ns - result.spawn_ns)
         if result.outcome == "ok":
             cache.save_template()
+            return None
+        return f"{result.outcome}: {result.reason}" if result.reason else result.outcome
 
     def _run_together(self, task: Task, caches: list[CacheDirs], timeout_s: float) -> list[TaskRun]:
         """The members' runs, released together: here, N threads on a barrier (the start skew is in their
@@ -223,9 +225,10 @@ class Scheduler:
         whole: readable, and a hit for every program). One journal entry per member, the check's last."""
         n, mode = task.concurrency, task.policy
         caches = self._group_caches(task)
+        unprimed = None
         if mode == WARM_SHARED and self.executors.group_root is not None and not caches[0].has_template():
-            self._prime_there(task, caches[0])
-        restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED else False
+            unprimed = self._prime_there(task, caches[0])
+        restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED and not unprimed else False
         if mode != WARM_SHARED:
             for cache in caches[: n if mode == COLD_PRIVATE else 1]:
                 cache.make_empty()
@@ -236,19 +239,32 @@ class Scheduler:
         load = host.load_average()
         reading_before = host_reading(host)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        runs = self._run_together(task, caches, timeout_s)
+        if unprimed:  # a warm-shared group with nothing to start from is not run cold under its name
+            why = f"the warm-shared template could not be made in {caches[0].root}: {unprimed}"
+            runs = [TaskRun(RunResult(ERROR, why, None, time.monotonic_ns(), None, None), "", 0, None)] * n
+        else:
+            runs = self._run_together(task, caches, timeout_s)
         around = host_fields(host, load, started, reading_before, host_reading(host))
         entries = []
         for i, run in enumerate(runs):
             cache = caches[i]
             after_entries, after_bytes = cache.count_entries(), cache.count_bytes()
-            entries.append(JournalEntry(
+            entries.append(_entry(
                 task=task.key, case=task.case.id, kind=GROUP, policy=mode, index=task.index, round=task.round,
                 measured=True, makes_template=False, timeout_s=timeout_s, concurrency=n, member=i,
                 cache_dir=CacheDir(entries_before=before[i][0], entries_after=after_entries, restored_template=restored,
                                    bytes_before=before[i][1], bytes_after=after_bytes),
                 **self._ran(run, around),
             ))  # fmt: skip
+        if unprimed:
+            entries.append(_entry(
+                task=task.key, case=task.case.id, kind=GROUP_CHECK, policy=mode, index=task.index, round=task.round,
+                measured=False, makes_template=False, timeout_s=timeout_s, concurrency=n, member=n, host=None,
+                cache_dir=CacheDir(entries_before=0, entries_after=0), messages=[], outcome=ERROR,
+                reason=f"not run: {runs[0].result.reason}", record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None,
+                exit_code=None, rusage=None, output_tail=None,
+            ))  # fmt: skip
+            return entries
         unchanged = template is not None and caches[0].fingerprint() == template
         entries.append(self._group_check(task, caches, restored, timeout_s, unchanged))
         return entries
@@ -261,7 +277,9 @@ class Scheduler:
                   **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
                                     "output_tail"))}  # fmt: skip
         if self.executors.groups is not None:
-            fields.update(clock_offset_ns=run.clock_offset_ns, node=run.node or "?")
+            fields["clock_offset_ns"] = run.clock_offset_ns
+            if run.node:  # "": it never ran on a node (Slurm could not start it, or its task died before)
+                fields.update(node=run.node, node_cpus=run.node_cpus)
         return fields
 
     def _group_check(self, task: Task, caches: list[CacheDirs], restored: bool, timeout_s: float,
@@ -292,7 +310,7 @@ class Scheduler:
         else:
             run = TaskRun(self.executors.worker(job, env, timeout_s, self.plan.spec.python), "", 0, None)
         directory = structs.replace(directory, entries_after=cache.count_entries(), bytes_after=cache.count_bytes())
-        return JournalEntry(**common, cache_dir=directory, **{**self._ran(run, None), "host": None})
+        return _entry(**common, cache_dir=directory, **{**self._ran(run, None), "host": None})
 
     def _dataset(self, task: Task) -> dict | None:
         return self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None
@@ -334,3 +352,15 @@ class Scheduler:
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
         )
         return entry
+
+
+def _entry(**fields) -> JournalEntry:
+    """A group's journal entry. A member's run may come back from a node through a file on a shared
+    filesystem: where its values do not hold together (an ok run without a record, a result before its
+    spawn), it is that member's error, never a crash of the run."""
+    try:
+        return JournalEntry(**fields)
+    except (ValueError, TypeError) as exc:
+        why = f"its result did not hold together ({exc})"
+        return JournalEntry(**{**fields, "outcome": ERROR, "reason": why, "record": None, "reaped_ns": None,
+                               "output_tail": None})  # fmt: skip

@@ -45,10 +45,26 @@ class Refused(UsageError):
 
 def submit(words: list[str], script: str) -> str:
     """`sbatch --parsable WORDS SCRIPT`: the job id."""
-    done = subprocess.run(["sbatch", "--parsable", *words, script], capture_output=True, text=True, timeout=120)
+    try:
+        done = subprocess.run(["sbatch", "--parsable", *words, script], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise Refused("sbatch did not answer within 120 s (a busy or unreachable controller); `squeue --me` "
+                      "says whether it took the job") from None  # fmt: skip
     if done.returncode != 0:
         raise Refused(f"sbatch refused the job array: {(done.stderr or done.stdout).strip()[-500:]}")
     return done.stdout.strip().split(";")[0]
+
+
+def test_only(words: list[str], what: str) -> None:
+    """`sbatch --test-only`: would Slurm take a job with these options (partition, account, time, CPUs)?
+    Asked before anything runs, so that a typo is refused then, not at the first group."""
+    try:
+        done = subprocess.run(["sbatch", "--test-only", *words, "--wrap=true"], capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{what}: `sbatch --test-only` did not answer within 120 s") from None
+    if done.returncode != 0:
+        raise UsageError(f"{what}: Slurm would refuse its jobs: {(done.stderr or done.stdout).strip()[-500:]}")
 
 
 def active(job: str) -> int | None:

@@ -29,7 +29,8 @@ from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
 
 RELEASE_LEAD_S = 2.0  # the release instant is this far ahead: every node's next look at the file comes first
-POLL_S = 0.5
+POLL_S = 0.5  # the files on the shared filesystem
+SQUEUE_EVERY_S = 2.0  # the controller, asked less often
 FINISH_GRACE_S = 30.0  # after Slurm says the array is gone: for its last writes to show on this node
 
 
@@ -50,35 +51,47 @@ class SlurmGroups:
         work = Path(tempfile.mkdtemp(prefix="group-", dir=self.root / "tasks"))
         for sub in ("ready", "result", "status", "logs"):
             (work / sub).mkdir()
+        # a task waits for its release a little longer than this side waits for all N to start
+        patience = self.start_patience_s + RELEASE_LEAD_S + 60
         for k, (job, env) in enumerate(members):
+            # only what ttfr set or removed for the case: the node's own environment stays (Slurm's per-task
+            # variables, its TMPDIR), and the submitter's secrets are not written to the shared filesystem
+            overrides = {key: value for key, value in env.items() if os.environ.get(key) != value}
+            removed = sorted(key for key in os.environ if key not in env)
             _create(group_task.task_file(work, k), json.dumps({
-                "job": job.as_dict(), "env": env, "timeout_s": timeout_s, "release_patience_s": self.start_patience_s,
+                "job": job.as_dict(), "env": overrides, "removed": removed, "timeout_s": timeout_s,
+                "release_patience_s": patience,
             }))  # fmt: skip
             for path in (group_task.ready_file(work, k), group_task.result_file(work, k), group_task.status_file(work, k)):
                 _create(path, "")
         _create(group_task.release_file(work), "")
         script = _script(work, python)
-        words = [f"--array=0-{n - 1}", "--nodes=1", "--ntasks=1", "--job-name=ttfr-group", f"--chdir={os.getcwd()}",
-                 f"--output={work / 'logs' / 'slurm-%a.out'}", *self.options.sbatch_words()]  # fmt: skip
-        job = slurm_client.submit(words, str(script))
-        self.say(f"slurm: group job {job}, {n} task(s)")
+        words = [f"--array=0-{n - 1}", *array_words(self.options)]
+        job = None
         try:
+            job = slurm_client.submit(words, str(script))
+            self.say(f"slurm: group job {job}, {n} task(s)")
             why = self._release(work, job, n)
             if why is None:
                 self._wait_done(work, job, n, timeout_s)
         except KeyboardInterrupt:
-            slurm_client.cancel(job)
+            if job is not None and not slurm_client.cancel(job):
+                self.say(f"slurm: job {job} NOT cancelled (scancel failed): `scancel {job}`")
             raise
         return [_outcome(work, job, k, why) for k in range(n)]
 
     def _release(self, work: Path, job: str, n: int) -> str | None:
         """Release the tasks once every one is ready (or ended without being: it fails, the others run, as
         a local group's broken barrier); why none ran, where Slurm could not start them all in time."""
-        started = time.monotonic()
+        started = asked = time.monotonic()
         while True:
             ready = [group_task.read_line(group_task.ready_file(work, k)) for k in range(n)]
             ended = [group_task.read_line(group_task.status_file(work, k)) for k in range(n)]
-            if all(r or e for r, e in zip(ready, ended, strict=True)) or slurm_client.active(job) == 0:
+            everyone = all(r or e for r, e in zip(ready, ended, strict=True))
+            if not everyone and time.monotonic() - asked >= SQUEUE_EVERY_S:  # the controller: less often than files
+                asked = time.monotonic()
+                everyone = slurm_client.active(job) == 0
+            if everyone:
                 at_ns = time.time_ns() + int(RELEASE_LEAD_S * 1e9)
                 group_task.write_in_place(group_task.release_file(work), f"{at_ns}\n")
                 return None
@@ -92,17 +105,26 @@ class SlurmGroups:
     def _wait_done(self, work: Path, job: str, n: int, timeout_s: float) -> None:
         """Until every task wrote its exit code (or Slurm no longer has any, plus a grace for their last
         writes to show here); a task is killed by its worker's own timeout well before our limit."""
-        gone_at = None
+        gone_at, asked = None, time.monotonic()
         limit = time.monotonic() + RELEASE_LEAD_S + timeout_s * 2 + 120
         while time.monotonic() < limit:
             if all(group_task.read_line(group_task.status_file(work, k)) for k in range(n)):
                 return
-            if gone_at is None and slurm_client.active(job) == 0:
-                gone_at = time.monotonic()
+            if gone_at is None and time.monotonic() - asked >= SQUEUE_EVERY_S:
+                asked = time.monotonic()
+                if slurm_client.active(job) == 0:
+                    gone_at = time.monotonic()
             if gone_at is not None and time.monotonic() - gone_at > FINISH_GRACE_S:
                 return
             time.sleep(POLL_S)
         slurm_client.cancel(job)
+
+
+def array_words(options: slurm_client.SlurmOptions) -> list[str]:
+    """sbatch's options of a group's array but its size. Slurm's own output goes nowhere: the task keeps
+    its log itself (and a `%` in the directory's name would be read as one of sbatch's patterns)."""
+    return ["--nodes=1", "--ntasks=1", "--job-name=ttfr-group", f"--chdir={os.getcwd()}", "--output=/dev/null",
+            *options.sbatch_words()]  # fmt: skip
 
 
 def _create(path: Path, text: str) -> None:

@@ -98,6 +98,7 @@ class JournalEntry(Open):
     # monotonic clock at the spawn, so that members' spawns and results compare (UNSET: this machine's)
     clock_offset_ns: int | UnsetType = UNSET
     node: str | UnsetType = UNSET  # the machine that ran it, where not the run's own (a Slurm node)
+    node_cpus: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET  # that machine's CPUs
 
     def __post_init__(self):
         problem = self.problem()

@@ -182,7 +182,7 @@ class _ConcurrencyFamilies:
     def add(self, labels: list[str], concurrency: Concurrency) -> None:
         if concurrency.usable_cores is not None:
             self.cores.add_metric(labels, concurrency.usable_cores)
-        for p in concurrency.points:
+        for p in (p for p in concurrency.points if p.measured_as is None):  # not another mode's run twice
             at = [*labels, p.mode, str(p.n)]
             for quantile, value in (("0.5", p.ttfr_p50_s), ("0.95", p.ttfr_p95_s), ("1", p.ttfr_max_s)):
                 if value is not None:

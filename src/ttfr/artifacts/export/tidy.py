@@ -158,7 +158,8 @@ CACHE_USES = ("compiled", "loaded", "mixed", "unknown")
 
 def _concurrency_rows(where: dict, concurrency: Concurrency):
     """The case's concurrency: each point's figures, each member's and each check's, the advice."""
-    for p in concurrency.points:
+    # a point measured as another mode's (cold-private x1 is cold-shared x1's run) would count its processes twice
+    for p in (p for p in concurrency.points if p.measured_as is None):
         arm = p.label
         figures = (
             ("groups", p.groups, "count"),
