@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import termios
+import textwrap
 import time
 from pathlib import Path
 
@@ -149,11 +150,40 @@ def test_groups_of_concurrent_cold_starts_run_on_a_terminal(tmp_path):
     assert "Traceback" not in text, text[-4000:]
     assert status == 0 and "ETA" in text, text[-4000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    tasks = 3 + 3 * 2  # cold-cache, warm-cache and warm-process runs, then 3 modes x 2 sizes of groups
+    # cold-cache, warm-cache and warm-process runs, then 3 modes x 2 sizes of groups but cold-private x1
+    # (cold-shared x1's experiment, run once)
+    tasks = 3 + 3 * 2 - 1
     assert f"{tasks}/{tasks}" in text, text[-4000:]
     assert validate_dir(root) == []
     (case,) = load_finished(root).cases
-    assert len(case.concurrency.groups) == 6
+    assert len(case.concurrency.groups) == 5 and len(case.concurrency.points) == 6
+
+
+@pytest.mark.integration
+def test_groups_on_slurm_run_on_a_terminal_beside_the_live_bar(tmp_path):
+    """--concurrency-executor slurm: the job lines Slurm's submissions print go above the live bar
+    (a fake sbatch on PATH starts the array's tasks; the workers are real: JAX)."""
+    from test_concurrency_slurm import SBATCH, SCANCEL, SQUEUE
+
+    bin_dir, state, shared = tmp_path / "bin", tmp_path / "state", tmp_path / "shared"
+    for path in (bin_dir, state, shared):
+        path.mkdir()
+    for name, body in (("sbatch", SBATCH), ("squeue", SQUEUE), ("scancel", SCANCEL)):
+        (bin_dir / name).write_text(f"#!{sys.executable}\nimport json\n" + textwrap.dedent(body))
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "out"
+    argv = [*TTFR, "run", "--out", str(out), "--cases", FAMILY_CASES["jax"], "--concurrency", "2", "--cold-runs", "1",
+            "--warm-procs", "1", "--cache-policy", "cold-cache", "--concurrency-executor", "slurm",
+            "--concurrency-cache-dir", str(shared)]  # fmt: skip
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_STATE": str(state)}
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S, env=env)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0 and "slurm: group job" in text and "ETA" in text, text[-4000:]
+    (root,) = [p for p in out.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+    (case,) = load_finished(root).cases
+    assert all(m.node for g in case.concurrency.groups for m in g.members)
 
 
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
