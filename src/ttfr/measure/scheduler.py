@@ -159,8 +159,8 @@ class Scheduler:
         return self.executors.worker(job, env, timeout_s, spec.python)
 
     def _group_caches(self, task: Task) -> list[CacheDirs]:
-        """The group's cache directories: on the filesystem the user named for groups on other nodes
-        (restored from the case's template here), else in the run's scratch area."""
+        """The group's cache directories: under the run's directory in --concurrency-cache-dir (the
+        filesystem the user named, which Slurm's nodes mount), else in the run's scratch area."""
         n, shared = task.concurrency, task.policy != COLD_PRIVATE
         names = [task.case.id if shared else f"{task.case.id}.member{i}" for i in range(n)]
         root = self.executors.group_root or self.scratch
