@@ -189,6 +189,20 @@ def test_a_task_that_dies_before_it_is_ready_fails_alone_and_the_others_run(tmp_
             ],
             "Slurm would refuse its jobs: sbatch: error: invalid partition specified: nope",
         ),
+        (
+            [
+                "--concurrency",
+                "2",
+                "--concurrency-executor",
+                "slurm",
+                "--concurrency-cache-dir",
+                ".",
+                "--slurm-start-patience",
+                "0",
+            ],
+            "--slurm-start-patience S (seconds, more than 0) goes with",
+        ),
+        (["--concurrency", "2", "--slurm-start-patience", "60"], "goes with --concurrency-executor slurm"),
         # with shards too: checked before the shards are submitted
         (
             ["--concurrency", "2", "--concurrency-cache-dir", "/nonexistent/dir", "--executor", "slurm", "--shards", "2"],
@@ -270,3 +284,14 @@ def test_a_member_whose_task_never_ran_stretches_no_skew_and_names_no_node(tmp_p
         assert broken["outcome"] == "error" and broken["node"] is None and broken["start_skew_s"] is None
         assert group["start_skew_s"] == 0.0  # the one that spawned: not the time its partner's failure was known
     assert f"groups as Slurm job arrays on {socket.gethostname()};" in (root / "report.md").read_text()
+
+
+def test_the_start_patience_the_user_gives_is_the_groups(tmp_path, fake_slurm):
+    from ttfr.measure.executors import placing_groups, release_groups
+
+    executors = placing_groups(None, "slurm", tmp_path, SlurmOptions(), print, start_patience_s=5.0)
+    try:
+        assert executors.groups.start_patience_s == 5.0 and executors.group_root.parent == tmp_path
+    finally:
+        release_groups(executors)
+    assert list(tmp_path.glob("ttfr-*")) == []

@@ -78,6 +78,9 @@ def add_parser(commands):
     run.add_argument("--concurrency-cache-dir", type=Path, metavar="DIR",
                      help="an existing directory for the groups' caches (with slurm: one every node mounts); "
                      "default: the result directory's scratch area")  # fmt: skip
+    run.add_argument("--slurm-start-patience", type=float, metavar="S",
+                     help="with --concurrency-executor slurm: how long a group waits for all N of its tasks to "
+                     "start before it is cancelled and fails, saying so (default: 1800)")  # fmt: skip
     run.add_argument("--slurm-cpus-per-task", type=int, metavar="C",
                      help="with --concurrency-executor slurm: C CPUs per group task, so that tasks may share a node "
                      "(default: --exclusive, a node each)")  # fmt: skip
@@ -112,6 +115,9 @@ def handle(args, console: Console) -> int:
         raise UsageError("--concurrency-executor and --concurrency-cache-dir place --concurrency groups: add --concurrency N")
     if args.slurm_cpus_per_task is not None and (args.concurrency_executor != "slurm" or args.slurm_cpus_per_task < 1):
         raise UsageError("--slurm-cpus-per-task C (1 or more) goes with --concurrency-executor slurm")
+    patience = args.slurm_start_patience
+    if patience is not None and (args.concurrency_executor != "slurm" or not 0 < patience < float("inf")):
+        raise UsageError("--slurm-start-patience S (seconds, more than 0) goes with --concurrency-executor slurm")
     if placed and args.concurrency_cache_dir is not None and not args.concurrency_cache_dir.is_dir():
         raise UsageError(f"--concurrency-cache-dir {args.concurrency_cache_dir}: not an existing directory")
     if args.executor == "slurm" or args.shards is not None:
@@ -125,6 +131,7 @@ def handle(args, console: Console) -> int:
     executors = placing_groups(args.executors, args.concurrency_executor, args.concurrency_cache_dir,
                                SlurmOptions(args.slurm_partition, args.slurm_time, args.slurm_account,
                                             args.slurm_cpus_per_task),
+                               start_patience_s=args.slurm_start_patience,
                                say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
     try:
         return _execute(args, spec, executors, costs, console, suite, terminal)

@@ -35,7 +35,8 @@ class Executors:
 REAL = Executors()
 
 
-def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None, slurm_options, say) -> Executors:
+def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None, slurm_options, say,
+                   start_patience_s: float | None = None) -> Executors:  # fmt: skip
     """`--concurrency-executor` and `--concurrency-cache-dir`: the executors with the groups placed there
     (a fresh `ttfr-*` directory of this run's under the directory named, which must exist; removed by
     `release_groups` when the run ends). Nothing is created before every option checked out."""
@@ -61,7 +62,8 @@ def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None
         root = make_run_directory(parent)
     except OSError as exc:
         raise UsageError(f"--concurrency-cache-dir {cache_dir}: cannot make a directory there ({exc.strerror})") from None
-    groups = SlurmGroups(root, slurm_options, say=say) if executor == "slurm" else None
+    patience = {} if start_patience_s is None else {"start_patience_s": start_patience_s}
+    groups = SlurmGroups(root, slurm_options, say=say, **patience) if executor == "slurm" else None
     return replace(base, groups=groups, group_root=root)
 
 
