@@ -136,6 +136,7 @@ def _group_members(tmp_path: Path, n: int):
     return [(build_job(task, spec, None), build_env(case, spec, cache.env(), None)) for _ in range(n)]
 
 
+@pytest.mark.integration
 def test_a_cluster_that_cannot_start_all_n_tasks_fails_the_group_and_cancels_it(tmp_path, fake_slurm, monkeypatch):
     """A job array's tasks start when Slurm finds room: with room for 1 of 2, the first would wait for the
     other forever. After the patience, the array is cancelled (no task left waiting) and every process of
@@ -153,6 +154,7 @@ def test_a_cluster_that_cannot_start_all_n_tasks_fails_the_group_and_cancels_it(
     assert release.read_text() == ""  # never released
 
 
+@pytest.mark.integration
 def test_a_task_that_dies_before_it_is_ready_fails_alone_and_the_others_run(tmp_path, fake_slurm, monkeypatch):
     """As a local group's broken barrier: the task that ended without saying it was ready fails with its exit
     code and its log; the group is released for the others, which run."""
@@ -168,6 +170,9 @@ def test_a_task_that_dies_before_it_is_ready_fails_alone_and_the_others_run(tmp_
     assert broken.output_tail  # the task's own log: why its python did not start
 
 
+ON_SLURM = ["--concurrency", "2", "--concurrency-executor", "slurm", "--concurrency-cache-dir", "."]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -177,31 +182,10 @@ def test_a_task_that_dies_before_it_is_ready_fails_alone_and_the_others_run(tmp_
         (["--concurrency", "2", "--slurm-cpus-per-task", "2"], "goes with --concurrency-executor slurm"),
         # a typo in what Slurm is asked for: refused before the first run, not at the first group
         (
-            [
-                "--concurrency",
-                "2",
-                "--concurrency-executor",
-                "slurm",
-                "--concurrency-cache-dir",
-                ".",
-                "--slurm-partition",
-                "nope",
-            ],
+            [*ON_SLURM, "--slurm-partition", "nope"],
             "Slurm would refuse its jobs: sbatch: error: invalid partition specified: nope",
         ),
-        (
-            [
-                "--concurrency",
-                "2",
-                "--concurrency-executor",
-                "slurm",
-                "--concurrency-cache-dir",
-                ".",
-                "--slurm-start-patience",
-                "0",
-            ],
-            "--slurm-start-patience S (seconds, more than 0) goes with",
-        ),
+        ([*ON_SLURM, "--slurm-start-patience", "0"], "--slurm-start-patience S (seconds, more than 0) goes with"),
         (["--concurrency", "2", "--slurm-start-patience", "60"], "goes with --concurrency-executor slurm"),
         # with shards too: checked before the shards are submitted
         (

@@ -24,10 +24,8 @@ import msgspec
 from ttfr.child import hostinfo
 from ttfr.child.job import Job
 from ttfr.measure.host_window import host_fields, host_reading
-from ttfr.measure.spawn import ERROR, RunResult, run_worker
-from ttfr.model.base import encode
-from ttfr.model.journal import Host, Outcome, Reading, Rusage
-from ttfr.model.record import RunRecord
+from ttfr.measure.spawn import ERROR, OUTCOMES, RunResult, run_worker
+from ttfr.model.journal import Host
 
 POLL_S = 0.1  # how often a task opens the release file (each open is a round trip on NFS); the lead is 2 s
 
@@ -81,42 +79,17 @@ class TaskRun:
     node_cpus: int | None = None  # the node's CPUs (its Slurm allocation may be fewer)
 
 
-class _ResultFile(msgspec.Struct, forbid_unknown_fields=True):
-    """A task's result file as it must be (it lies on a shared filesystem: anything else is refused)."""
-
-    outcome: Outcome
-    reason: str | None
-    record: RunRecord | None
-    spawn_ns: Reading
-    reaped_ns: Reading | None
-    exit_code: int | None
-    rusage: Rusage
-    output_tail: str | None
-    messages: list[str]
-    node: str
-    clock_offset_ns: int
-    host: Host | None
-    node_cpus: int | None
-
-
 def to_json(run: TaskRun) -> str:
-    r = run.result
-    return json.dumps({
-        "outcome": r.outcome, "reason": r.reason, "record": None if r.record is None else encode(r.record),
-        "spawn_ns": r.spawn_ns, "reaped_ns": r.reaped_ns, "exit_code": r.exit_code, "rusage": encode(r.rusage),
-        "output_tail": r.output_tail, "messages": list(r.messages), "node": run.node,
-        "clock_offset_ns": run.clock_offset_ns, "host": None if run.host is None else encode(run.host),
-        "node_cpus": run.node_cpus,
-    }) + "\n"  # fmt: skip
+    return msgspec.json.encode(run).decode() + "\n"
 
 
 def from_json(text: str) -> TaskRun:
-    """A task's result file, typed (ValueError where it is not one: msgspec's errors are ValueErrors)."""
-    data = msgspec.json.decode(text.encode(), type=_ResultFile)
-    result = RunResult(outcome=data.outcome, reason=data.reason, record=data.record, spawn_ns=data.spawn_ns,
-                       reaped_ns=data.reaped_ns, exit_code=data.exit_code, rusage=data.rusage,
-                       output_tail=data.output_tail, messages=tuple(data.messages))  # fmt: skip
-    return TaskRun(result, data.node, data.clock_offset_ns, data.host, data.node_cpus)
+    """A task's result file, typed as it was written (msgspec checks every field's type: the file lies on
+    a shared filesystem); ValueError where it is not one (msgspec's errors are ValueErrors)."""
+    run = msgspec.json.decode(text.encode(), type=TaskRun)
+    if run.result.outcome not in OUTCOMES:
+        raise ValueError(f"an outcome ttfr does not have: {run.result.outcome!r}")
+    return run
 
 
 def environment(overrides: dict, removed: list) -> dict:
