@@ -116,6 +116,10 @@ def test_a_copying_routes_rate_is_set_against_memcpy_once_and_its_evidence_raise
     assert figures.below_half_memcpy is True and flags == []
     shared, _ = conversions.case_conversion(_evidence(copied=False), {"warm-process": _Policy(1e-6)})
     assert shared.bytes_per_s is None and shared.memcpy_fraction is None  # a view moves no bytes: no rate
+    # a memcpy too fast to time has no rate, so nothing is set against it: not 0 % of memcpy, "below half"
+    untimed, _ = conversions.case_conversion(_evidence(memcpy_s=0.0), {"warm-process": _Policy(8e-4)})
+    assert untimed.memcpy_bytes_per_s is None and untimed.memcpy_fraction is None
+    assert untimed.below_half_memcpy is None
     bad = [{"layout": "transposed", "outcome": "ok", "reason": None, "copied": None, "shares_memory": True,
             "write_through": False, "values_ok": False, "call_s": 1e-6, "source_offset_64": 0}]  # fmt: skip
     leak = {"calls": 100, "rss_samples": [0, 1 << 30], "growth_per_call_bytes": 1e7, "grows": True}

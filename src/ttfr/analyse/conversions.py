@@ -25,7 +25,7 @@ def case_conversion(evidence: ConversionEvidence | None, policies: dict) -> tupl
     call_s = _median(policies, WARM_PROCESS, "call_s")
     memcpy_rate = evidence.bytes / evidence.memcpy_s if evidence.memcpy_s > 0 else None  # too fast to time: no rate
     copying = evidence.copied is True and call_s is not None and call_s > 0
-    fraction = evidence.memcpy_s / call_s if copying else None
+    fraction = evidence.memcpy_s / call_s if copying and memcpy_rate is not None else None
     conversion = Conversion(
         evidence=evidence,
         first_call_s=_median(policies, COLD_CACHE, "first_call_s"),

@@ -77,8 +77,8 @@ def _run_phases(job, marks, record):
         # A device's peak memory at each phase's end (GPU adapters; torch resets it at each reading, so the
         # first call's compile and autotuning buffers stand apart from the steady state). None on a CPU.
         device_peak = getattr(runtime, "device_peak", None) or (lambda: None)
-        peaks = {"setup": device_peak()}
         marks["setup"] = _now()
+        peaks = {"setup": device_peak()}  # after the mark: reading (and resetting) it is not setup's time
 
         phase = "first_call"
         if is_loop:  # the whole loop is the timed unit; the driver then stands in for the runtime

@@ -11,7 +11,6 @@ bytes measured in the same process, and a leak probe (repeated conversions, the 
 """
 
 import os
-import statistics
 import time
 
 import numpy as np
@@ -267,7 +266,7 @@ def _median_call_s(call, source, sync, budget_s=0.02, most=200):
         start = clock()
         sync(call(source))
         times.append(clock() - start)
-    return statistics.median(times)
+    return float(np.median(times))
 
 
 def memcpy_s(values, reps=None):
@@ -278,13 +277,13 @@ def memcpy_s(values, reps=None):
     np.copyto(destination, source)  # touch every page
     clock = time.perf_counter
     reps = reps or max(5, min(200, int(0.05 / max(_timed(lambda: np.copyto(destination, source)), 1e-7))))
-    warm = statistics.median(_timed(lambda: np.copyto(destination, source)) for _ in range(reps))
+    warm = float(np.median([_timed(lambda: np.copyto(destination, source)) for _ in range(reps)]))
     fresh = []
     for _ in range(max(3, reps // 4)):
         start = clock()
         np.copyto(np.empty_like(source), source)
         fresh.append(clock() - start)
-    return warm, statistics.median(fresh)
+    return warm, float(np.median(fresh))
 
 
 def _timed(work):
