@@ -213,11 +213,12 @@ def test_a_result_file_that_is_not_one_is_that_members_error_never_a_crash(tmp_p
         (tmp_path / sub).mkdir()
     (tmp_path / "result" / "0").write_text('{"outcome": "fine", "node": "n1"}\n')
     (tmp_path / "status" / "0").write_text("0\n")
-    (tmp_path / "logs" / "task-0.log").write_text("the task's own words\n")
-    run = slurm_groups._outcome(tmp_path, "7", 0, None)
+    (tmp_path / "logs" / "task-0.log").write_text("the task's own words, quoting s3cr3t-t0ken-value\n")
+    run = slurm_groups._outcome(tmp_path, "7", 0, None, {"API_TOKEN": "s3cr3t-t0ken-value"})
     assert run.result.outcome == "error" and run.node == ""
     assert "Slurm task 7_0 left no result (exit code 0; ValidationError)" in run.result.reason
-    assert run.result.output_tail == "the task's own words\n"
+    # the task's log, as a local worker's output tail: through the one redaction, with the member's environment
+    assert run.result.output_tail.startswith("the task's own words") and "s3cr3t" not in run.result.output_tail
     with pytest.raises(ValueError):
         group_task.from_json("[]")
     entry = _entry(task="t", case="c", kind=GROUP, policy=COLD_SHARED, index=0, round=0, measured=True,

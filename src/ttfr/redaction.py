@@ -164,6 +164,18 @@ def redact_text(text: str | None, environment: dict | None = None) -> str | None
     return redact_value("", text)
 
 
+def redact_tree(value, environment: dict | None = None):
+    """Every string of a value, however deep (a record's free text: a check's detail, a library's refusal
+    in a conversion's layouts, a warning), through redact_text."""
+    if isinstance(value, str):
+        return redact_text(value, environment)
+    if isinstance(value, dict):
+        return {key: redact_tree(item, environment) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_tree(item, environment) for item in value]
+    return value
+
+
 def argv_secrets(argv) -> list[str]:
     """The values `redact_argv` hides in a command line, to hunt for in free text (a program
     that prints its own `--api-token` argument): whole hidden words, and the pieces of a word

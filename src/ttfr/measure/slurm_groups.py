@@ -27,6 +27,7 @@ from pathlib import Path
 from ttfr.measure import group_task, slurm_client
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
+from ttfr.redaction import redact_text
 
 RELEASE_LEAD_S = 2.0  # the release instant is this far ahead: every node's next look at the file comes first
 POLL_S = 0.5  # the files on the shared filesystem
@@ -78,7 +79,7 @@ class SlurmGroups:
             if job is not None and not slurm_client.cancel(job):
                 self.say(f"slurm: job {job} NOT cancelled (scancel failed): `scancel {job}`")
             raise
-        return [_outcome(work, job, k, why) for k in range(n)]
+        return [_outcome(work, job, k, why, env) for k, (_job, env) in enumerate(members)]
 
     def _release(self, work: Path, job: str, n: int) -> str | None:
         """Release the tasks once every one is ready (or ended without being: it fails, the others run, as
@@ -151,8 +152,9 @@ def _script(work: Path, python: str | None) -> Path:
     return script
 
 
-def _outcome(work: Path, job: str, k: int, why_none: str | None) -> TaskRun:
-    """Task k's run; where it left none, an error that says why and where its log is."""
+def _outcome(work: Path, job: str, k: int, why_none: str | None, env: dict) -> TaskRun:
+    """Task k's run; where it left none, an error that says why and where its log is (its tail redacted
+    with the member's environment, as a local worker's output tail is)."""
     offset = time.time_ns() - time.monotonic_ns()
     if why_none is None:
         try:
@@ -162,7 +164,7 @@ def _outcome(work: Path, job: str, k: int, why_none: str | None) -> TaskRun:
             log = work / "logs" / f"task-{k}.log"
             ended = f"exit code {status}" if status else "it never finished (cancelled, or killed by Slurm)"
             why_none = f"Slurm task {job}_{k} left no result ({ended}; {type(exc).__name__}); its log: {log}"
-    tail = _tail(work / "logs" / f"task-{k}.log")
+    tail = redact_text(_tail(work / "logs" / f"task-{k}.log"), env)
     return TaskRun(RunResult(ERROR, why_none, None, time.monotonic_ns(), None, None, output_tail=tail), "", offset, None)
 
 

@@ -27,7 +27,7 @@ from ttfr.model.base import decode
 from ttfr.model.journal import Rusage
 from ttfr.model.record import OUTCOMES as RECORD_OUTCOMES
 from ttfr.model.record import RunRecord
-from ttfr.redaction import redact_text
+from ttfr.redaction import redact_text, redact_tree
 from ttfr.measure.supervisor import READER_GRACE_S, OomCheck, supervise
 
 WORKER_BOOT = "from ttfr.child.worker import main; main()"
@@ -153,18 +153,6 @@ def _oom_note(oom: OomCheck | None) -> str:
     return f"; the kernel's OOM killer killed {oom.kills} process(es) {oom.scope} meanwhile ({oom.source})"
 
 
-def _redacted(value, env: dict):
-    """Every string of a record's value, however deep (a check's detail, a library's refusal in a
-    conversion's layouts, a warning), through the one redaction."""
-    if isinstance(value, str):
-        return redact_text(value, env)
-    if isinstance(value, dict):
-        return {key: _redacted(item, env) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redacted(item, env) for item in value]
-    return value
-
-
 def parse_record(raw: bytes, env: dict) -> tuple[RunRecord | None, str | None]:
     """The worker's record, typed (its free text redacted first: it may quote its environment),
     or None and why it is not one."""
@@ -176,7 +164,7 @@ def parse_record(raw: bytes, env: dict) -> tuple[RunRecord | None, str | None]:
         return None, "not a Python literal"
     if not isinstance(data, dict):
         return None, f"a {type(data).__name__}, not a record"
-    data = {key: value if key in _RECORD_WORDS else _redacted(value, env) for key, value in data.items()}
+    data = {key: value if key in _RECORD_WORDS else redact_tree(value, env) for key, value in data.items()}
     try:
         return decode(data, RunRecord), None
     except ValidationError as exc:
