@@ -239,7 +239,12 @@ def test_a_warm_shared_template_that_cannot_be_made_there_fails_the_group_saying
 
     named = tmp_path / "named"
     named.mkdir()
-    monkeypatch.setattr(Scheduler, "_prime_there", lambda self, task, cache: "error: the primer crashed")
+    real = Scheduler._prime
+
+    def failing_there(self, task, cache, where_groups_run=False):
+        return "error: the primer crashed" if where_groups_run else real(self, task, cache)
+
+    monkeypatch.setattr(Scheduler, "_prime", failing_there)
     spec = build_spec(RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=1, warm_procs=1,
                                  policies="cold-cache", concurrency="2", seed=1))  # fmt: skip
     result_dir = suite_run.start(spec, tmp_path / "out", ["ttfr", "run"])

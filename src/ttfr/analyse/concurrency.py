@@ -90,16 +90,14 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
     )
 
 
-def _check(entry: JournalEntry | None, case: catalog.Case, members: list[GroupMember]) -> GroupCheck:
+def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
     if entry is None:  # the run stopped between the group and its check
         return GroupCheck(files=None, bytes=None, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
     directory = entry.cache_dir
     basis = "process" if entry.check_basis is UNSET else entry.check_basis
     if basis == "process":
         compiles, loads = _counts(entry, case) if entry.outcome == "ok" else (None, None)
-    elif basis == "members":  # group_of decides it from the members (_members_check)
-        compiles = loads = None
-    else:  # private directories: one writer each, nothing shared to check but that they read
+    else:  # members: group_of decides it from them (_members_check); private: nothing shared to check
         compiles = loads = None
     unreadable = list(directory.unreadable or [])
     whole = False if unreadable else None if compiles is None else compiles == 0
@@ -130,7 +128,7 @@ def _group(members: list[JournalEntry], check: JournalEntry | None, case: catalo
     else:
         written = sum((e.cache_dir.bytes_after or 0) - (e.cache_dir.bytes_before or 0) for e in members)
     written = max(0, written) if sample.cache_dir.bytes_after is not UNSET else None
-    return group_of(sample.policy, sample.concurrency, sample.index, figures, written, _check(check, case, figures))
+    return group_of(sample.policy, sample.concurrency, sample.index, figures, written, _check(check, case))
 
 
 def group_of(mode: str, n: int, index: int, members: list[GroupMember], bytes_written, check: GroupCheck) -> Group:

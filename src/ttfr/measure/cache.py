@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 from ttfr.measure.catalog import DIRECTORY_ENTRIES, JAX_MONITORING, TORCH_COUNTERS
 from ttfr.model.base import UNSET
@@ -52,6 +53,12 @@ LIMITATIONS = (
 )
 
 
+class Survey(NamedTuple):
+    files: int
+    bytes: int
+    fingerprint: tuple
+
+
 class CacheDirs:
     """The cache directories of one case inside a scratch root."""
 
@@ -88,19 +95,9 @@ class CacheDirs:
             total += len(filenames)
         return total
 
-    def count_bytes(self) -> int:
-        total = 0
-        for dirpath, _dirnames, filenames in os.walk(self.root):
-            for name in filenames:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
-                except OSError:
-                    pass  # removed meanwhile (a cache's temporary file)
-        return total
-
-    def fingerprint(self) -> tuple:
-        """Every file's path, size and modification time: equal before and after a group when it
-        changed nothing in the directory."""
+    def survey(self) -> Survey:
+        """Its files, their bytes, and every file's path, size and modification time, in one walk (the
+        fingerprint is equal before and after a group that changed nothing in the directory)."""
         found = []
         for dirpath, _dirnames, filenames in os.walk(self.root):
             for name in filenames:
@@ -108,9 +105,9 @@ class CacheDirs:
                 try:
                     info = os.lstat(path)
                 except OSError:
-                    continue
+                    continue  # removed meanwhile (a cache's temporary file)
                 found.append((os.path.relpath(path, self.root), info.st_size, info.st_mtime_ns))
-        return tuple(sorted(found))
+        return Survey(files=len(found), bytes=sum(size for _path, size, _mtime in found), fingerprint=tuple(sorted(found)))
 
     def unreadable(self) -> list[str]:
         """Files under the directory that cannot be read to their end (paths relative to it): after many

@@ -5,12 +5,14 @@ executor), so every display and command path runs without starting a worker."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ttfr.child import hostinfo
 from ttfr.measure.command_run import run_command, run_prepare
+from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import run_worker
 
 
@@ -20,8 +22,8 @@ class Executors:
     command: Callable = run_command  # (command, env, timeout_s) -> RunResult
     prepare: Callable = run_prepare  # (command, env, timeout_s) -> why it failed, or None
     host: object = hostinfo  # load_average, cpu_pressure, cpu_times, runnable_tasks, usable_cpus
-    # where --concurrency groups run: None, on this machine (threads released by a barrier); else a launcher
-    # with `run(members, timeout_s, python)` (measure/slurm_groups.py)
+    # where --concurrency groups run: None, on this machine (LocalGroups); else a launcher with the same
+    # `run(members, timeout_s, python)` (measure/slurm_groups.py)
     groups: object | None = None
     # where their caches are (--concurrency-cache-dir: this run's directory there); None: the run's scratch
     group_root: Path | None = None
@@ -30,6 +32,50 @@ class Executors:
     def starts_workers(self) -> bool:
         """Whether real workers run (ttfr's own bytecode is compiled before them)."""
         return self.worker is run_worker
+
+    @property
+    def together(self):
+        """What runs a group's processes (and its check's or template's one): the launcher placed with
+        --concurrency-executor, else this machine's threads."""
+        return self.groups or LocalGroups(self.worker)
+
+
+@dataclass(frozen=True)
+class LocalGroups:
+    """A group's processes on this machine: N threads prepare their spawn and wait on a barrier, then
+    spawn at once (the start skew is in their spawn marks); one process runs on the calling thread."""
+
+    worker: Callable
+
+    def run(self, members: list[tuple], timeout_s: float, python: str | None) -> list[TaskRun]:
+        if len(members) == 1:
+            ((job, env),) = members
+            return [TaskRun(self.worker(job, env, timeout_s, python), "", 0, None)]
+        barrier = threading.Barrier(len(members))
+        runs: list[TaskRun | None] = [None] * len(members)
+        raised: list[BaseException] = []
+
+        def member(i: int) -> None:
+            job, env = members[i]
+            try:
+                barrier.wait(timeout=timeout_s)
+            except threading.BrokenBarrierError:
+                pass  # another member could not start: run anyway, the skew says so
+            try:
+                runs[i] = TaskRun(self.worker(job, env, timeout_s, python), "", 0, None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread (an interrupt stops the run)
+                raised.append(exc)
+
+        # daemon threads: an interrupted run exits without waiting for them (the sweeper kills their workers)
+        threads = [threading.Thread(target=member, args=(i,), name=f"ttfr-group-{i}", daemon=True)
+                   for i in range(len(members))]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if raised:
+            raise raised[0]
+        return runs
 
 
 REAL = Executors()

@@ -20,7 +20,7 @@ from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
-from ttfr.model.base import copied
+from ttfr.model.base import UNSET, copied
 from ttfr.model.journal import CacheDir, JournalEntry
 from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 
@@ -126,16 +126,31 @@ class Scheduler:
         return False
 
     def _reprime(self, task: Task) -> None:
+        self._prime(task, CacheDirs(self.scratch, task.case.id))
+
+    def _prime(self, task: Task, cache: CacheDirs, where_groups_run: bool = False) -> str | None:
+        """One unmeasured process that leaves the case's template in `cache`; why it failed, or None.
+        `where_groups_run`: on the machines (and the filesystem) of the groups, because a runtime's cache
+        entries may depend on the directory's absolute path (JAX's keys do, through the XLA cache
+        directories it sets under it): the run's own template, restored there, would not be found."""
         primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
-        cache = CacheDirs(self.scratch, task.case.id)
         cache.make_empty()
-        if self._prepare_failure(primer, cache, self._timeout(primer)):
-            return
-        result = self._spawn(primer, cache, self._timeout(primer))
+        timeout_s = self._timeout(primer)
+        unprepared = self._prepare_failure(primer, cache, timeout_s)
+        if unprepared:
+            return unprepared
+        if where_groups_run:
+            job = build_job(primer, self.plan.spec, self._dataset(task))
+            (run,) = self.executors.together.run([(job, self._env(primer, cache))], timeout_s, self.plan.spec.python)
+            result = run.result
+        else:
+            result = self._spawn(primer, cache, timeout_s)
         if result.reaped_ns is not None:
             self.lives_ns.append(result.reaped_ns - result.spawn_ns)
         if result.outcome == "ok":
             cache.save_template()
+            return None
+        return f"{result.outcome}: {result.reason}" if result.reason else result.outcome
 
     def _timeout(self, task: Task) -> float:
         factor = task.case.workload_info.check_timeout_factor if task.runs_check else 1.0
@@ -155,86 +170,33 @@ class Scheduler:
         env = self._env(task, cache)
         if not task.case.backend_info.in_process:
             return self.executors.command(spec.command(task.case.workload), env, timeout_s)
-        job = build_job(task, spec, self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None)
-        return self.executors.worker(job, env, timeout_s, spec.python)
+        return self.executors.worker(build_job(task, spec, self._dataset(task)), env, timeout_s, spec.python)
 
     def _group_caches(self, task: Task) -> list[CacheDirs]:
-        """The group's cache directories: under the run's directory in --concurrency-cache-dir (the
-        filesystem the user named, which Slurm's nodes mount), else in the run's scratch area."""
-        n, shared = task.concurrency, task.policy != COLD_PRIVATE
-        names = [task.case.id if shared else f"{task.case.id}.member{i}" for i in range(n)]
+        """The group's cache directories, one shared or one per member: under the run's directory in
+        --concurrency-cache-dir (the filesystem the user named, which Slurm's nodes mount), else in the
+        run's scratch area."""
         root = self.executors.group_root or self.scratch
-        return [CacheDirs(root, name) for name in names]
-
-    def _prime_there(self, task: Task, cache: CacheDirs) -> str | None:
-        """The case's template on another filesystem, made by one unmeasured process there (where the
-        groups run): a runtime's cache entries may depend on the directory's absolute path (JAX's keys
-        do, through the XLA cache directories it sets under it), so the run's own template, restored
-        there, would not be found. Why it failed, or None."""
-        primer = Task(PRIME, task.case, None, 0, task.round, makes_template=True)
-        cache.make_empty()
-        job, env = build_job(primer, self.plan.spec, self._dataset(task)), self._env(primer, cache)
-        timeout_s = self._timeout(primer)
-        if self.executors.groups is not None:
-            (run,) = self.executors.groups.run([(job, env)], timeout_s, self.plan.spec.python)
-            result = run.result
-        else:
-            result = self.executors.worker(job, env, timeout_s, self.plan.spec.python)
-            if result.reaped_ns is not None:
-                self.lives_ns.append(result.reaped_ns - result.spawn_ns)
-        if result.outcome == "ok":
-            cache.save_template()
-            return None
-        return f"{result.outcome}: {result.reason}" if result.reason else result.outcome
-
-    def _run_together(self, task: Task, caches: list[CacheDirs], timeout_s: float) -> list[TaskRun]:
-        """The members' runs, released together: here, N threads on a barrier (the start skew is in their
-        spawn marks); on Slurm, a job array released at one instant of the nodes' wall clocks."""
-        n, spec = task.concurrency, self.plan.spec
-        members = [(build_job(task, spec, self._dataset(task)), self._env(task, caches[i])) for i in range(n)]
-        if self.executors.groups is not None:
-            return self.executors.groups.run(members, timeout_s, spec.python)
-        barrier = threading.Barrier(n)
-        runs: list[TaskRun | None] = [None] * n
-        raised: list[BaseException] = []
-
-        def member(i: int) -> None:
-            job, env = members[i]
-            try:
-                barrier.wait(timeout=timeout_s)
-            except threading.BrokenBarrierError:
-                pass  # another member could not start: run anyway, the skew says so
-            try:
-                runs[i] = TaskRun(self.executors.worker(job, env, timeout_s, spec.python), "", 0, None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the main thread (an interrupt stops the run)
-                raised.append(exc)
-
-        # daemon threads: an interrupted run exits without waiting for them (the sweeper kills their workers)
-        threads = [threading.Thread(target=member, args=(i,), name=f"ttfr-group-{i}", daemon=True) for i in range(n)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if raised:
-            raise raised[0]
-        return runs
+        if task.policy != COLD_PRIVATE:
+            return [CacheDirs(root, task.case.id)]
+        return [CacheDirs(root, f"{task.case.id}.member{i}") for i in range(task.concurrency)]
 
     def _execute_group(self, task: Task) -> list[JournalEntry]:
         """--concurrency: N fresh processes released at once, on one shared cache directory (empty, or the
         case's template) or on one empty directory each; then the check of the cache they left (is it
         whole: readable, and a hit for every program). One journal entry per member, the check's last."""
-        n, mode = task.concurrency, task.policy
+        n, mode, spec = task.concurrency, task.policy, self.plan.spec
         caches = self._group_caches(task)
         unprimed = None
         if mode == WARM_SHARED and self.executors.group_root is not None and not caches[0].has_template():
-            unprimed = self._prime_there(task, caches[0])
+            unprimed = self._prime(task, caches[0], where_groups_run=True)
         restored = self._prepare_cache(task, caches[0]) if mode == WARM_SHARED and not unprimed else False
         if mode != WARM_SHARED:
-            for cache in caches[: n if mode == COLD_PRIVATE else 1]:
+            for cache in caches:
                 cache.make_empty()
         timeout_s = self._timeout(task)
-        before = [(c.count_entries(), c.count_bytes()) for c in caches]
-        template = caches[0].fingerprint() if restored else None
+        mine = [caches[i if mode == COLD_PRIVATE else 0] for i in range(n)]  # each member's directory
+        before = [c.survey() for c in caches]
         host = self.executors.host
         load = host.load_average()
         reading_before = host_reading(host)
@@ -243,74 +205,63 @@ class Scheduler:
             why = f"the warm-shared template could not be made in {caches[0].root}: {unprimed}"
             runs = [TaskRun(RunResult(ERROR, why, None, time.monotonic_ns(), None, None), "", 0, None)] * n
         else:
-            runs = self._run_together(task, caches, timeout_s)
+            members = [(build_job(task, spec, self._dataset(task)), self._env(task, cache)) for cache in mine]
+            runs = self.executors.together.run(members, timeout_s, spec.python)
         around = host_fields(host, load, started, reading_before, host_reading(host))
+        after = [c.survey() for c in caches]
+        common = {"task": task.key, "case": task.case.id, "policy": mode, "index": task.index, "round": task.round,
+                  "makes_template": False, "timeout_s": timeout_s, "concurrency": n}  # fmt: skip
         entries = []
         for i, run in enumerate(runs):
-            cache = caches[i]
-            after_entries, after_bytes = cache.count_entries(), cache.count_bytes()
+            d = i if mode == COLD_PRIVATE else 0
             entries.append(_entry(
-                task=task.key, case=task.case.id, kind=GROUP, policy=mode, index=task.index, round=task.round,
-                measured=True, makes_template=False, timeout_s=timeout_s, concurrency=n, member=i,
-                cache_dir=CacheDir(entries_before=before[i][0], entries_after=after_entries, restored_template=restored,
-                                   bytes_before=before[i][1], bytes_after=after_bytes),
+                **common, kind=GROUP, measured=True, member=i,
+                cache_dir=CacheDir(entries_before=before[d].files, entries_after=after[d].files,
+                                   restored_template=restored, bytes_before=before[d].bytes, bytes_after=after[d].bytes),
                 **self._ran(run, around),
             ))  # fmt: skip
+        check = {**common, "kind": GROUP_CHECK, "measured": False, "member": n}
         if unprimed:
-            entries.append(_entry(
-                task=task.key, case=task.case.id, kind=GROUP_CHECK, policy=mode, index=task.index, round=task.round,
-                measured=False, makes_template=False, timeout_s=timeout_s, concurrency=n, member=n, host=None,
-                cache_dir=CacheDir(entries_before=0, entries_after=0), messages=[], outcome=ERROR,
-                reason=f"not run: {runs[0].result.reason}", record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None,
-                exit_code=None, rusage=None, output_tail=None,
-            ))  # fmt: skip
-            return entries
-        unchanged = template is not None and caches[0].fingerprint() == template
-        entries.append(self._group_check(task, caches, restored, timeout_s, unchanged))
+            entries.append(_no_process(check, CacheDir(entries_before=0, entries_after=0), ERROR,
+                                       f"not run: {runs[0].result.reason}"))  # fmt: skip
+        else:
+            unchanged = restored and after[0].fingerprint == before[0].fingerprint
+            entries.append(self._group_check(task, check, caches, after, restored, timeout_s, unchanged))
         return entries
 
-    def _ran(self, run: TaskRun, around) -> dict:
+    @staticmethod
+    def _ran(run: TaskRun, around) -> dict:
         """A member's journal fields from its run: the host readings around it (its node's, on Slurm),
         and where it ran on another machine, that machine and its clock's offset."""
         result = run.result
         fields = {"host": run.host or around, "messages": list(result.messages),
                   **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage",
                                     "output_tail"))}  # fmt: skip
-        if self.executors.groups is not None:
-            fields["clock_offset_ns"] = run.clock_offset_ns
-            if run.node:  # "": it never ran on a node (Slurm could not start it, or its task died before)
-                fields.update(node=run.node, node_cpus=run.node_cpus)
+        if run.node:  # "": it ran here, or never ran on a node (Slurm could not start it, or its task died before)
+            fields.update(node=run.node, node_cpus=run.node_cpus, clock_offset_ns=run.clock_offset_ns)
         return fields
 
-    def _group_check(self, task: Task, caches: list[CacheDirs], restored: bool, timeout_s: float,
-                     unchanged: bool) -> JournalEntry:  # fmt: skip
-        """The cache a group left, before anything else touches it: every file must read to its end,
-        and one fresh process on it find every program. No process where it would add nothing: a
-        warm-shared group that changed no file (its N members were fresh processes on that very
+    def _group_check(self, task: Task, check: dict, caches: list[CacheDirs], after: list, restored: bool,
+                     timeout_s: float, unchanged: bool) -> JournalEntry:  # fmt: skip
+        """The cache a group left (`after`: its survey), before anything else touches it: every file must
+        read to its end, and one fresh process on it find every program. No process where it would add
+        nothing: a warm-shared group that changed no file (its N members were fresh processes on that very
         cache), and private directories, each written by one process (their files are read)."""
         basis = "private" if task.policy == COLD_PRIVATE else "members" if unchanged else "process"
-        checked = caches if basis == "private" else caches[:1]
         unreadable = [f"member {i}/{bad}" if basis == "private" else bad
-                      for i, cache in enumerate(checked) for bad in cache.unreadable()]  # fmt: skip
-        count, size = sum(c.count_entries() for c in checked), sum(c.count_bytes() for c in checked)
+                      for i, cache in enumerate(caches) for bad in cache.unreadable()]  # fmt: skip
+        count, size = sum(a.files for a in after), sum(a.bytes for a in after)
         directory = CacheDir(entries_before=count, entries_after=count, restored_template=restored, bytes_before=size,
                              bytes_after=size, unreadable=unreadable)  # fmt: skip
-        common = {"task": task.key, "case": task.case.id, "kind": GROUP_CHECK, "policy": task.policy,
-                  "index": task.index, "round": task.round, "measured": False, "makes_template": False,
-                  "timeout_s": timeout_s, "concurrency": task.concurrency, "member": task.concurrency}  # fmt: skip
         if basis != "process":
-            return JournalEntry(**common, host=None, cache_dir=directory, check_basis=basis, messages=[], outcome="ok",
-                                reason=None, record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None,
-                                exit_code=None, rusage=None, output_tail=None)  # fmt: skip
+            return _no_process(check, directory, "ok", None, basis)
         cache = caches[0]
-        check = Task(GROUP_CHECK, task.case, task.policy, task.index, task.round, concurrency=task.concurrency)
-        job, env = build_job(check, self.plan.spec, self._dataset(task)), self._env(task, cache)
-        if self.executors.groups is not None:  # on a node, as its members ran
-            (run,) = self.executors.groups.run([(job, env)], timeout_s, self.plan.spec.python)
-        else:
-            run = TaskRun(self.executors.worker(job, env, timeout_s, self.plan.spec.python), "", 0, None)
-        directory = structs.replace(directory, entries_after=cache.count_entries(), bytes_after=cache.count_bytes())
-        return _entry(**common, cache_dir=directory, **{**self._ran(run, None), "host": None})
+        checker = Task(GROUP_CHECK, task.case, task.policy, task.index, task.round, concurrency=task.concurrency)
+        job, env = build_job(checker, self.plan.spec, self._dataset(task)), self._env(task, cache)
+        (run,) = self.executors.together.run([(job, env)], timeout_s, self.plan.spec.python)  # where its members ran
+        left = cache.survey()
+        directory = structs.replace(directory, entries_after=left.files, bytes_after=left.bytes)
+        return _entry(**check, cache_dir=directory, **{**self._ran(run, None), "host": None})
 
     def _dataset(self, task: Task) -> dict | None:
         return self.dataset_fields[task.case.size_token] if task.case.uses_workspace else None
@@ -323,14 +274,13 @@ class Scheduler:
         before, by_directory = cache.count_entries(), cache.count_by_directory()
         host = self.executors.host
         load = host.load_average()
-        pressure_before, times_before, runnable_start = host_reading(host)
+        reading_before = host_reading(host)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         if unprepared:  # the program does not run: its run fails with why
             result = RunResult(ERROR, unprepared, None, time.monotonic_ns(), None, None)
         else:
             result = self._spawn(task, cache, timeout_s)
-        around = host_fields(host, load, started, (pressure_before, times_before, runnable_start),
-                                   host_reading(host))  # fmt: skip
+        around = host_fields(host, load, started, reading_before, host_reading(host))
         after = cache.count_entries()
         after_by_directory = cache.count_by_directory()
         by_directory = {sub: [n, after_by_directory.get(sub, 0)] for sub, n in by_directory.items()}
@@ -364,3 +314,11 @@ def _entry(**fields) -> JournalEntry:
         why = f"its result did not hold together ({exc})"
         return JournalEntry(**{**fields, "outcome": ERROR, "reason": why, "record": None, "reaped_ns": None,
                                "output_tail": None})  # fmt: skip
+
+
+def _no_process(check: dict, directory: CacheDir, outcome: str, reason: str | None, basis=UNSET) -> JournalEntry:
+    """A group's check entry where no process ran: its verdict rests on `basis` (the members, or private
+    directories' files), or it could not run (`reason`)."""
+    return JournalEntry(**check, host=None, cache_dir=directory, check_basis=basis, messages=[], outcome=outcome,
+                        reason=reason, record=None, spawn_ns=time.monotonic_ns(), reaped_ns=None, exit_code=None,
+                        rusage=None, output_tail=None)  # fmt: skip
