@@ -172,6 +172,7 @@ def _execute(args, spec, executors, costs, console: Console, suite, terminal) ->
 
 def _on_slurm(args, spec, console: Console) -> int:
     from ttfr.artifacts.reader import load_finished
+    from ttfr.measure.slurm_client import SlurmOptions
     from ttfr.pipeline import slurm
     from ttfr.report import terminal
 
@@ -179,7 +180,7 @@ def _on_slurm(args, spec, console: Console) -> int:
         raise UsageError("--shards N goes with --executor slurm (and --executor slurm needs --shards N)")
     if args.shard:
         raise UsageError("--executor slurm cuts the plan into --shards N itself: drop --shard")
-    options = slurm.SlurmOptions(args.shards, args.slurm_partition, args.slurm_time, args.slurm_account)
+    options = slurm.SlurmOptions(args.shards, SlurmOptions(args.slurm_partition, args.slurm_time, args.slurm_account))
     slurm.check(options, len(spec.cases))
     root = slurm.run(args.argv[1:], spec.seed, options, args.out, ["ttfr", *args.argv],
                      say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip

@@ -99,9 +99,7 @@ def placing_groups(base: Executors | None, executor: str, cache_dir: Path | None
             raise UsageError("--concurrency-executor slurm needs --concurrency-cache-dir DIR: a directory every node "
                              "mounts (the groups' caches and their tasks' files go there)")  # fmt: skip
         slurm_client.require("--concurrency-executor slurm")
-    parent = Path(cache_dir).resolve()
-    if not parent.is_dir():
-        raise UsageError(f"--concurrency-cache-dir {cache_dir}: not an existing directory")
+    parent = Path(cache_dir).resolve()  # an existing directory: the command checked it (as for shards)
     if executor == "slurm":
         slurm_client.test_only(["--array=0-1", *array_words(slurm_options)], "--concurrency-executor slurm")
     try:

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ttfr.measure import slurm_client
@@ -41,9 +41,7 @@ class ShardsFailed(UsageError):
 @dataclass(frozen=True)
 class SlurmOptions:
     shards: int
-    partition: str | None = None
-    time_limit: str | None = None
-    account: str | None = None
+    each: slurm_client.SlurmOptions = field(default_factory=slurm_client.SlurmOptions)  # every shard's (a node each)
 
 
 def check(options: SlurmOptions, n_cases: int | None = None) -> None:
@@ -97,7 +95,7 @@ def _script(work: Path, run_argv: list[str], count: int, seed: int) -> Path:
 def _sbatch(script: Path, work: Path, options: SlurmOptions) -> str:
     words = [f"--array=1-{options.shards}", "--nodes=1", "--ntasks=1", "--job-name=ttfr", f"--chdir={os.getcwd()}",
              f"--output={work / 'logs' / 'slurm-%a.out'}",
-             *slurm_client.SlurmOptions(options.partition, options.time_limit, options.account).sbatch_words()]  # fmt: skip
+             *options.each.sbatch_words()]  # fmt: skip
     try:
         return slurm_client.submit(words, str(script))
     except slurm_client.Refused:
