@@ -170,3 +170,15 @@ def test_the_resume_hint_shows_no_secret_a_command_held():
                                  prepare=["true --password hunter2-secret"], seed=1))  # fmt: skip
     hint = spec.resume_command("/r")
     assert "s3cr3t-value" not in hint and "hunter2-secret" not in hint and "<redacted>" in hint
+
+
+def test_a_plan_asking_for_unbounded_groups_is_refused_before_any_runs(tmp_path):
+    """--concurrency's groups per point come from plan.json on a resume: an edited one cannot ask for more
+    than any ttfr run or ab could (the schema's bound), and nothing runs."""
+    from ttfr.artifacts.store import ArtifactError
+
+    root = _interrupted_run(tmp_path, backends="jax_jit_cpu", workloads="matmul", sizes="64", concurrency="2")
+    _edit_plan(root, lambda spec: spec.update(concurrency_rounds=10**6))
+    with pytest.raises((UsageError, ArtifactError), match="concurrency_rounds"):
+        suite_run.reopen(root)
+    assert not (root / "journal.jsonl").exists() or (root / "journal.jsonl").read_text() == ""

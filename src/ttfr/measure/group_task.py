@@ -11,7 +11,6 @@ while close-to-open consistency shows an existing file's new content at the next
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -79,6 +78,17 @@ class TaskRun:
     node_cpus: int | None = None  # the node's CPUs (its Slurm allocation may be fewer)
 
 
+class TaskFile(msgspec.Struct, forbid_unknown_fields=True):
+    """What the submitter tells a task (task-K.json): its worker's job, ttfr's changes to the node's
+    environment, and how long to wait."""
+
+    job: dict
+    env: dict[str, str]  # what ttfr set for the case
+    removed: list[str]  # what it removed
+    timeout_s: float
+    release_patience_s: float
+
+
 def to_json(run: TaskRun) -> str:
     return msgspec.json.encode(run).decode() + "\n"
 
@@ -112,13 +122,13 @@ def wait_for_release(work: Path, patience_s: float) -> int | None:
 
 
 def run_task(work: Path, k: int, python: str | None) -> TaskRun:
-    spec = json.loads(task_file(work, k).read_text())
-    job, env, timeout_s = Job(**spec["job"]), environment(spec["env"], spec["removed"]), float(spec["timeout_s"])
+    spec = msgspec.json.decode(task_file(work, k).read_bytes(), type=TaskFile)
+    job, env, timeout_s = Job(**spec.job), environment(spec.env, spec.removed), spec.timeout_s
     node = socket.gethostname()
     write_in_place(ready_file(work, k), f"{node}\n")
-    at_ns = wait_for_release(work, float(spec["release_patience_s"]))
+    at_ns = wait_for_release(work, spec.release_patience_s)
     if at_ns is None:
-        reason = f"never released: the group's other tasks did not all start within {spec['release_patience_s']:g} s"
+        reason = f"never released: the group's other tasks did not all start within {spec.release_patience_s:g} s"
         return TaskRun(RunResult(ERROR, reason, None, time.monotonic_ns(), None, None), node,
                        time.time_ns() - time.monotonic_ns(), None)  # fmt: skip
     while (left := at_ns - time.time_ns()) > 0:  # the nodes' wall clocks (NTP) are the only common one

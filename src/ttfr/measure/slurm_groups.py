@@ -14,7 +14,6 @@ the array is cancelled and the group's processes fail, saying so.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -23,6 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from ttfr.measure import group_task, slurm_client
 from ttfr.measure.group_task import TaskRun
@@ -59,10 +60,9 @@ class SlurmGroups:
             # variables, its TMPDIR), and the submitter's secrets are not written to the shared filesystem
             overrides = {key: value for key, value in env.items() if os.environ.get(key) != value}
             removed = sorted(key for key in os.environ if key not in env)
-            _create(group_task.task_file(work, k), json.dumps({
-                "job": job.as_dict(), "env": overrides, "removed": removed, "timeout_s": timeout_s,
-                "release_patience_s": patience,
-            }))  # fmt: skip
+            task = group_task.TaskFile(job=job.as_dict(), env=overrides, removed=removed, timeout_s=timeout_s,
+                                       release_patience_s=patience)  # fmt: skip
+            _create(group_task.task_file(work, k), msgspec.json.encode(task).decode())
             for path in (group_task.ready_file(work, k), group_task.result_file(work, k), group_task.status_file(work, k)):
                 _create(path, "")
         _create(group_task.release_file(work), "")
