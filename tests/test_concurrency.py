@@ -177,6 +177,8 @@ def test_two_real_jax_processes_on_one_shared_cache_record_their_evidence_and_le
     }
     assert groups[WARM_SHARED].check.compiles == 0 and groups[WARM_SHARED].check.loads >= 2
     assert groups[COLD_PRIVATE].check.whole is None and groups[COLD_PRIVATE].check.files >= 2
+    points = {(p.mode, p.n): p for p in case.concurrency.points}
+    assert points[(COLD_PRIVATE, 2)].check_basis == "private" and points[(WARM_SHARED, 2)].check_basis == "members"
     assert all(m.cache_use == "loaded" for m in groups[WARM_SHARED].members)
     assert groups[COLD_SHARED].compiles_total >= groups[COLD_SHARED].distinct_programs >= 1
     assert groups[COLD_PRIVATE].dedup_ratio == 2.0  # nothing shared: both compiled everything

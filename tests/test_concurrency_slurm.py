@@ -123,6 +123,7 @@ def test_groups_run_as_job_arrays_on_the_named_directory_released_together(tmp_p
     warm = [e for e in grouped if e["policy"] == WARM_SHARED]
     assert all(e["cache_dir"]["restored_template"] and e["cache_dir"]["entries_before"] > 0 for e in warm)
     assert list(shared.iterdir()) == []  # the run's directory there is removed at the end
+    assert case["concurrency"]["nodes"] == [socket.gethostname()]  # decided once, in the case result
     md = (root / "report.md").read_text()
     assert f"groups as Slurm job arrays on {socket.gethostname()}" in md
 

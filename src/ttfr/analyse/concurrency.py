@@ -14,7 +14,7 @@ from ttfr.analyse.runs import run_metrics
 from ttfr.measure import cache, catalog
 from ttfr.measure.plan import GROUP, GROUP_CHECK
 from ttfr.model.base import UNSET, UnsetType
-from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut, Group, GroupCheck, GroupMember
+from ttfr.model.concurrency import NOT_RUN, Concurrency, ConcurrencyPoint, FanOut, Group, GroupCheck, GroupMember
 from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import COLD_PRIVATE, COLD_SHARED, CONCURRENCY_MODES, WARM_SHARED
 
@@ -92,7 +92,7 @@ def _member(entry: JournalEntry, case: catalog.Case, first_spawn: int) -> GroupM
 
 def _check(entry: JournalEntry | None, case: catalog.Case) -> GroupCheck:
     if entry is None:  # the run stopped between the group and its check
-        return GroupCheck(files=None, bytes=None, unreadable=[], outcome="not run", compiles=None, loads=None, whole=None)
+        return GroupCheck(files=None, bytes=None, unreadable=[], outcome=NOT_RUN, compiles=None, loads=None, whole=None)
     directory = entry.cache_dir
     basis = "process" if entry.check_basis is UNSET else entry.check_basis
     if basis == "process":
@@ -179,15 +179,16 @@ def _point(mode: str, n: int, groups: list[Group], cores: int | None) -> Concurr
         runq_wait_s=_median([m.runq_wait_s for m in members]),
         whole=False if False in wholes else None if None in wholes else True,
         oversubscribed=_oversubscribed(n, groups, cores),
+        check_basis=bases.pop() if len(bases := {g.check.basis for g in groups}) == 1 else None,
     )
 
 
-def _oversubscribed(n: int, groups: list[Group], cores: int | None) -> bool:
+def _oversubscribed(n: int, groups: list[Group], cores: int | None) -> bool | None:
     """More processes on one machine than it has cores: N here, or, for members on Slurm nodes, more of a
     group's processes on one node than that node's CPUs (a node each by default: never)."""
     members = [m for g in groups for m in g.members if m.node is not None]
     if not members:
-        return cores is not None and n > cores
+        return None if cores is None else n > cores
     for group in groups:
         on: dict[str, int] = {}
         placed = [m for m in group.members if m.node is not None]
@@ -195,7 +196,7 @@ def _oversubscribed(n: int, groups: list[Group], cores: int | None) -> bool:
             on[m.node] = on.get(m.node, 0) + 1
         if any(m.node_cores is not None and on[m.node] > m.node_cores for m in placed):
             return True
-    return False
+    return None if any(m.node_cores is None for m in members) else False
 
 
 def _int(value):
@@ -253,8 +254,9 @@ def _summarised(groups: list[Group], cold_cache_ttfr_s: float | None, usable_cor
         points.append(structs.replace(solo[0], mode=COLD_PRIVATE, measured_as=COLD_SHARED))
     order = {mode: i for i, mode in enumerate(CONCURRENCY_MODES)}
     points.sort(key=lambda p: (order[p.mode], p.n))
+    nodes = sorted({m.node for g in groups for m in g.members if m.node})
     return Concurrency(usable_cores=usable_cores, points=points, fan_out=fan_out(points, cold_cache_ttfr_s),
-                       groups=groups)  # fmt: skip
+                       groups=groups, nodes=nodes)  # fmt: skip
 
 
 def recomputed(together: Concurrency, cold_cache_ttfr_s: float | None) -> Concurrency:

@@ -45,6 +45,9 @@ class GroupMember(Artifact):
     node_cores: Annotated[int, Meta(ge=1)] | None = None  # that machine's usable cores
 
 
+NOT_RUN = "not run"  # a GroupCheck's outcome where the run ended between the group and its check
+
+
 class GroupCheck(Artifact):
     """The cache a group left, checked before anything else touched it."""
 
@@ -96,10 +99,13 @@ class ConcurrencyPoint(Artifact):
     blocked_s: Seconds  # median over the processes
     runq_wait_s: Seconds  # median over the processes: the share of the curve that is queueing for a CPU
     whole: bool | None  # every group's cache whole afterwards
-    oversubscribed: bool  # more processes than this machine's usable cores: expect queueing
+    # more processes than a machine's cores (this one's usable cores, or a Slurm node's CPUs): expect queueing;
+    # null where the cores are unknown
+    oversubscribed: bool | None
     # the mode whose groups give this point's figures (null: its own): at N=1 a private directory and a shared
     # one are the same experiment (one process, an empty directory), run once as cold-shared
     measured_as: Mode | None = None
+    check_basis: CheckBasis | None = None  # what its groups' checks rest on (null: not all the same)
 
     @property
     def label(self) -> str:
@@ -123,3 +129,4 @@ class Concurrency(Artifact):
     points: list[ConcurrencyPoint]
     fan_out: list[FanOut]
     groups: list[Group]
+    nodes: list[str] = []  # the Slurm nodes its groups' processes ran on ([]: this machine)

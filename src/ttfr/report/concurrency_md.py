@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
-from ttfr.model.concurrency import Concurrency, ConcurrencyPoint, FanOut, point_label
-from ttfr.model.policies import COLD_PRIVATE
+from ttfr.model.concurrency import NOT_RUN, Concurrency, ConcurrencyPoint, FanOut, point_label
 from ttfr.report.formatting import DASH, code, fmt_bytes, fmt_seconds, one_line, table
 
 TITLE = "Concurrency"
@@ -70,7 +69,7 @@ def whole_mark(whole: bool | None) -> str:
 
 def whole_cell(point: ConcurrencyPoint) -> str:
     """Private directories have one writer each: no verdict is owed there unless a file was unreadable."""
-    if point.whole is None and point.mode == COLD_PRIVATE:
+    if point.whole is None and point.check_basis == "private":
         return "— (one writer each)"
     return whole_mark(point.whole)
 
@@ -80,19 +79,19 @@ def fmt_ratio(value: float | None) -> str:
     return DASH if value is None else f"{value:.3g}"
 
 
-def cores_cell(point: ConcurrencyPoint, usable_cores: int | None) -> str:
-    if usable_cores is None:
+def cores_cell(point: ConcurrencyPoint) -> str:
+    if point.oversubscribed is None:
         return "? usable cores unknown"
     return "⚠ N > cores" if point.oversubscribed else "N ≤ cores"
 
 
-def point_row(point: ConcurrencyPoint, usable_cores: int | None) -> list[str]:
+def point_row(point: ConcurrencyPoint) -> list[str]:
     return [
         point.mode if point.measured_as is None else f"{point.mode} (= {point_label(point.measured_as, point.n)})",
         str(point.n), str(point.groups), str(point.processes), fmt_seconds(point.ttfr_p50_s),
         fmt_seconds(point.ttfr_p95_s), fmt_seconds(point.ttfr_max_s), fmt_seconds(point.all_results_s),
         fmt_ratio(point.dedup_ratio), fmt_bytes(point.bytes_written), fmt_seconds(point.blocked_s),
-        fmt_seconds(point.runq_wait_s), whole_cell(point), cores_cell(point, usable_cores),
+        fmt_seconds(point.runq_wait_s), whole_cell(point), cores_cell(point),
     ]  # fmt: skip
 
 
@@ -117,7 +116,7 @@ def problems(concurrency: Concurrency) -> list[str]:
         check = group.check
         if check.whole is True or (check.basis == "private" and check.whole is None):
             continue
-        if check.files is None:
+        if check.outcome == NOT_RUN:
             parts = ["its cache was never checked (the run ended after the group)"]
         elif check.unreadable:
             unreadable = "; ".join(map(one_line, check.unreadable))
@@ -141,9 +140,9 @@ def problems(concurrency: Concurrency) -> list[str]:
 
 def _where(together: Concurrency) -> str:
     """Where the groups ran: this machine's usable cores, or the Slurm nodes (--concurrency-executor slurm)."""
-    nodes = sorted({m.node for g in together.groups for m in g.members if m.node})
-    if not nodes:
+    if not together.nodes:
         return f"{together.usable_cores if together.usable_cores is not None else '?'} usable cores"
+    nodes = together.nodes
     shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
     return f"groups as Slurm job arrays on {shown}; start skew on the nodes' wall clocks"
 
@@ -155,12 +154,11 @@ def case_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> l
         if not present(case.concurrency):
             continue
         together = case.concurrency
-        cores = together.usable_cores
         result.append(CaseTables(
             case=case.case,
             title=f"{mark(case.case)} ({_where(together)})",
             header=POINT_HEADER,
-            rows=[point_row(point, cores) for point in together.points],
+            rows=[point_row(point) for point in together.points],
             oversubscribed=any(point.oversubscribed for point in together.points),
             fan_out_header=FAN_OUT_HEADER,
             fan_out_rows=[fan_out_row(advice) for advice in together.fan_out],

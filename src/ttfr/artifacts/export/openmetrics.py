@@ -193,7 +193,8 @@ class _ConcurrencyFamilies:
                     self.points[name].add_metric(at, value)
             if p.whole is not None:
                 self.whole.add_metric(at, int(p.whole))
-            self.oversubscribed.add_metric(at, int(p.oversubscribed))
+            if p.oversubscribed is not None:
+                self.oversubscribed.add_metric(at, int(p.oversubscribed))
         for advice in concurrency.fan_out:
             for name, (_text, field) in _ADVICE.items():
                 value = getattr(advice, field)
