@@ -36,6 +36,25 @@ def gpu_unusable(framework: str, cause: str) -> Exception:
     return Unavailable(f"gpu_unavailable: {first}")
 
 
+def torch_cuda_device(torch):
+    """torch's first CUDA device with its context made (the first tensor on it), or gpu_unusable's why."""
+    if not torch.cuda.is_available():
+        raise gpu_unusable("PyTorch", f"torch.cuda.is_available() is False (torch {torch.__version__}, "
+                           f"built for CUDA {torch.version.cuda or 'none: a CPU-only build'})")  # fmt: skip
+    torch.cuda.init()
+    device = torch.device("cuda", 0)
+    torch.empty(1, device=device)
+    return device
+
+
+def jax_gpu_devices(jax) -> list:
+    """JAX's GPU devices (asking for them makes the contexts), or gpu_unusable's why."""
+    try:
+        return jax.devices("gpu")
+    except RuntimeError as exc:
+        raise gpu_unusable("JAX", exc) from exc
+
+
 class EngineRuntime:
     """Shared by adapters whose workloads build a whole engine object in setup (pyhf,
     NextStat): `put` keeps it, the first call asks the workload for the timed call."""

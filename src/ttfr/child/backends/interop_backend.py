@@ -7,7 +7,7 @@ on `torch.cuda.synchronize()`; NumPy and CPU torch conversions return finished a
 """
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import Unavailable, device_out_of_memory, first_line, gpu_unusable
+from ttfr.child.backends import Unavailable, device_out_of_memory, first_line, jax_gpu_devices, torch_cuda_device
 from ttfr.child.conversion_routes import ROUTES
 
 
@@ -54,16 +54,9 @@ class Runtime:
 
     def _init_gpu(self):
         if self.torch is not None:
-            if not self.torch.cuda.is_available():
-                raise gpu_unusable("PyTorch", f"torch.cuda.is_available() is False (torch {self.torch.__version__})")
-            self.torch.cuda.init()
-            self.device = self.torch.device("cuda", 0)
-            self.torch.empty(1, device=self.device)
+            self.device = torch_cuda_device(self.torch)
         if self.jax is not None:
-            try:
-                self.jax_device = self.jax.devices("gpu")[0]
-            except RuntimeError as exc:
-                raise gpu_unusable("JAX", exc) from exc
+            self.jax_device = jax_gpu_devices(self.jax)[0]
 
     def _block(self, output):
         self.jax.block_until_ready(output)

@@ -8,7 +8,7 @@ cache, so later calls go through `jit(f)(*args)` (the user's path) and compile n
 import time
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import gpu_unusable
+from ttfr.child.backends import jax_gpu_devices
 from ttfr.child.backends.jax_events import EventCounter
 
 _MEMORY_FIELDS = (
@@ -60,10 +60,7 @@ class Runtime:
         transfer: both here, rather than spread over import and setup."""
         import numpy
 
-        try:
-            self.devices = self.jax.devices("gpu")
-        except RuntimeError as exc:
-            raise gpu_unusable("JAX", exc) from exc
+        self.devices = jax_gpu_devices(self.jax)
         self.device = self.devices[0]
         self.jax.device_put(numpy.zeros(1, numpy.float32), self.device).block_until_ready()
 

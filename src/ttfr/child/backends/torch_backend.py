@@ -13,7 +13,7 @@ once wrapping, dynamo, the lazy backward and autotuning are taken out.
 import time
 
 from ttfr.child import hostinfo
-from ttfr.child.backends import gpu_unusable
+from ttfr.child.backends import torch_cuda_device
 
 
 # Triton's CachingAutotuner at a kernel's first launch (torch/_inductor/runtime/triton_heuristics.py)
@@ -80,15 +80,7 @@ class Runtime:
         """torch makes its CUDA context at the first tensor on the device (else in setup) and cuBLAS
         its handle and workspace at the first matmul (else in the first call): both here, timed."""
         torch = self.torch
-        if not torch.cuda.is_available():
-            raise gpu_unusable(
-                "PyTorch",
-                f"torch.cuda.is_available() is False (torch {torch.__version__}, "
-                f"built for CUDA {torch.version.cuda or 'none: a CPU-only build'})",
-            )
-        torch.cuda.init()
-        self.device = torch.device("cuda", 0)
-        torch.empty(1, device=self.device)
+        self.device = torch_cuda_device(torch)
         torch.cuda.current_blas_handle()
         torch.cuda.synchronize()
         self.sync = self._cuda_sync
