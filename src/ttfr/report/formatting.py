@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ttfr.model.base import present
 from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, named
 from ttfr.model.summary import Summary
 
@@ -42,6 +43,13 @@ def fmt_percent(fraction: float | None) -> str:
         return DASH
     percent = 100 * fraction
     return f"{percent:.0f}%" if percent >= 10 else f"{percent:.2g}%"
+
+
+def fmt_copies(transfer_s, share) -> str:
+    """A loop's host<->device copies: their median seconds and share of the loop ("—": none timed)."""
+    if not present(transfer_s):
+        return DASH
+    return f"{fmt_summary(transfer_s, with_ci=False)} ({'n/a' if not present(share) else f'{100 * share:.0f}%'})"
 
 
 def copied_verdict(copied: bool | None) -> str:

@@ -3,10 +3,9 @@ where recompiles show as spikes."""
 
 from __future__ import annotations
 
-from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.loops import LoopRow, LoopSummary
-from ttfr.report.formatting import fmt_bytes, fmt_seconds, fmt_summary, table
+from ttfr.report.formatting import fmt_bytes, fmt_copies, fmt_seconds, fmt_summary, table
 
 _COMPILE_MARK = "⟳"
 
@@ -22,14 +21,6 @@ def _compiles(row: LoopRow) -> str:
     if expected is None:
         return str(got)
     return f"{got} (expected {expected})" + ("" if got == expected else " **mismatch**")
-
-
-def _transfers(row: LoopRow) -> str:
-    """The loop's host<->device copies: median seconds and share of the loop ("—": none timed)."""
-    if not present(row.transfer_s):
-        return "—"
-    share = row.transfer_share if present(row.transfer_share) else None
-    return f"{fmt_summary(row.transfer_s, with_ci=False)} ({_share(share)})"
 
 
 def _rate(value) -> str:
@@ -50,7 +41,8 @@ def _strategy_table(rows: list[LoopRow]) -> list[str]:
         compile_s = fmt_summary(row.compile_s, with_ci=False)
         body.append([
             f"`{row.strategy}`", str(row.size), fmt_summary(row.total_s), fmt_summary(row.loop_s, with_ci=False),
-            f"{compile_s} ({_share(row.compile_share)})", _transfers(row), _share(row.cold_start_share), _compiles(row),
+            f"{compile_s} ({_share(row.compile_share)})", fmt_copies(row.transfer_s, row.transfer_share),
+            _share(row.cold_start_share), _compiles(row),
             _rate(row.iteration_hit_rate),
             _rate(row.persistent_hit_rate) + (f" ({row.loaded} loaded ahead)" if row.loaded else ""),
             fmt_bytes(row.peak_rss_bytes), "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",

@@ -10,7 +10,17 @@ from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, name
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, concurrency_md, conversions_md, loops_md
-from ttfr.report.formatting import DASH, code_block, fmt_bytes, fmt_seconds, fmt_summary, one_line, stage_split, table
+from ttfr.report.formatting import (
+    DASH,
+    code_block,
+    fmt_bytes,
+    fmt_percent,
+    fmt_seconds,
+    fmt_summary,
+    one_line,
+    stage_split,
+    table,
+)
 from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 
@@ -91,7 +101,7 @@ def _share(value) -> str:
     """A share of a step: `none` where the step never left its runtime, 2 significant digits below 10%."""
     if value is None or value is UNSET:
         return DASH
-    return "none" if value == 0 else f"{100 * value:.2g}%" if value < 0.1 else f"{100 * value:.0f}%"
+    return "none" if value == 0 else fmt_percent(value)
 
 
 def _device_peaks(memory) -> str:

@@ -25,6 +25,7 @@ from ttfr.report.formatting import (
     copied_verdict,
     first_call_stages,
     fmt_bytes,
+    fmt_copies,
     fmt_percent,
     fmt_rate,
     fmt_seconds,
@@ -528,10 +529,7 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
                 marker = "o" if len(curve) == 1 else None
                 cost_ax.plot([p.k for p in curve], [p.s for p in curve], color=colour, label=label, marker=marker)
             total = row.total_s
-            copies = "—"
-            if present(row.transfer_s):  # the strategy's own host<->device copies, the rest compute
-                share = row.transfer_share if present(row.transfer_share) else None
-                copies = fmt_summary(row.transfer_s, with_ci=False) + ("" if share is None else f" ({100 * share:.0f}%)")
+            copies = fmt_copies(row.transfer_s, row.transfer_share)  # the strategy's own copies, the rest compute
             table.append([row.strategy, str(row.size), _fmt(total), str(row.compiles), copies,
                           "—" if row.vs_naive is None else f"{row.vs_naive:.2f}×",
                           _calls(row.overtakes_naive_at_k) if row.strategy != "naive" else "—",
