@@ -62,7 +62,7 @@ def test_a_timed_route_the_library_refuses_is_unavailable_with_its_reason():
 
 
 def test_the_memory_guard_skips_an_oversized_case_before_allocating(monkeypatch):
-    monkeypatch.setattr(convert, "memory_available_bytes", lambda: 512 << 20)
+    monkeypatch.setattr(convert.hostinfo, "memory_available_bytes", lambda: 512 << 20)
     monkeypatch.setattr(convert, "make_inputs", lambda *a: pytest.fail("allocated before the guard"))
     job = Job(adapter="interop_backend", workload="convert", strategy="numpy_copy", size=1 << 30, dtype="float32")
     # 4 copies of the source and the check's 3 float64 ones (6 float32 copies): 10 GiB and headroom

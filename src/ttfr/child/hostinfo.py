@@ -24,7 +24,16 @@ def cpu_model():
 
 
 def memory_total_bytes():
-    value = _proc_field("/proc/meminfo", "MemTotal")
+    return _meminfo_bytes("MemTotal")
+
+
+def memory_available_bytes():
+    """What the kernel estimates can be allocated without swapping (MemAvailable), or None."""
+    return _meminfo_bytes("MemAvailable")
+
+
+def _meminfo_bytes(key):
+    value = _proc_field("/proc/meminfo", key)
     if not value:
         return None
     number, _, unit = value.partition(" ")
@@ -101,14 +110,10 @@ def thread_schedstats(pid="self"):
         return None
     found = False
     for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as fh:
-                fields = fh.read().split()
-        except OSError:
-            continue  # a thread that ended meanwhile
-        if len(fields) >= 2:
-            on_cpu += int(fields[0])
-            waited += int(fields[1])
+        reading = _schedstat(f"/proc/{pid}/task/{task}/schedstat")
+        if reading is not None:  # else a thread that ended meanwhile
+            on_cpu += reading[0]
+            waited += reading[1]
             found = True
     return (on_cpu, waited) if found else None
 
@@ -116,8 +121,13 @@ def thread_schedstats(pid="self"):
 def task_schedstat(tid: int):
     """(on-CPU ns, run-queue wait ns) of one thread of this process (the main thread's id is the
     process's), or None: what it did not spend on a CPU or waiting for one, it spent blocked."""
+    return _schedstat(f"/proc/self/task/{tid}/schedstat")
+
+
+def _schedstat(path: str):
+    """A thread's schedstat: (on-CPU ns, run-queue wait ns), or None where it cannot be read."""
     try:
-        with open(f"/proc/self/task/{tid}/schedstat", "rb") as fh:
+        with open(path, "rb") as fh:
             fields = fh.read().split()
         return int(fields[0]), int(fields[1])
     except (OSError, ValueError, IndexError):

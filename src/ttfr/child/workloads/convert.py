@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ttfr.child import hostinfo
 from ttfr.child.backends import Unavailable, first_line
 from ttfr.child.conversion_routes import COLUMNS, LAYOUTS
 
@@ -55,22 +56,11 @@ def make_inputs(size, dtype, seed):
     return [values.astype(_dtype(dtype))]
 
 
-def memory_available_bytes():
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def load_inputs(job):
     """The memory guard first: a size that does not fit what this machine has free (with headroom)
     is skipped with that reason before anything is allocated."""
     needed = (COPIES_NEEDED + FLOAT64_COPIES * 8 // _dtype(job.dtype).itemsize) * job.size + HEADROOM_BYTES
-    available = memory_available_bytes()
+    available = hostinfo.memory_available_bytes()
     if available is not None and needed > available:
         raise Unavailable(f"insufficient_memory: {job.size} bytes need about {needed >> 20} MiB free with headroom, "
                           f"{available >> 20} MiB available")  # fmt: skip
