@@ -18,14 +18,15 @@ defaults to 1 GiB (issue 28); it needs ~10 GiB free (the memory guard skips it o
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from ttfr.artifacts.reader import load_finished
 from ttfr.child.conversion_routes import ROUTES
+from ttfr.model.base import encode
 
 SMALL = 1 << 10
 LARGE = 1 << 30
@@ -37,12 +38,12 @@ CPU_ROUTES = [name for name, route in ROUTES.items() if route.device == "cpu"]
 
 
 def ttfr_run(out: Path, *options: str) -> list[dict]:
-    """One `ttfr run` (its cases' JSON files); the wall time is the caller's to take."""
+    """One `ttfr run` (its cases, read back verified, as JSON data); the wall time is the caller's to take."""
     argv = [str(Path(sys.executable).with_name("ttfr")), "run", "--backends", "interop", "--no-html", "--out", str(out),
             *options]  # fmt: skip
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     (result,) = [p for p in out.iterdir() if p.is_dir()]
-    return [json.loads(p.read_text()) for p in sorted((result / "cases").glob("*.json"))]
+    return [encode(case) for case in load_finished(result).cases]  # verified (schemas, hashes), as every reader
 
 
 def by_route(cases: list[dict]) -> dict[str, dict[int, dict]]:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+from ttfr.artifacts.reader import load_finished
 from ttfr.child.conversion_routes import ROUTES
 from ttfr.measure import catalog
+from ttfr.model.base import encode
 
 # the compute backends (the conversion backend has its own run: host <-> device routes)
 GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in
@@ -116,9 +117,9 @@ def main(argv=None) -> int:
             problems.append(f"{label}: no result ({done.stderr.strip()[-500:]})")
             continue
         root = roots[-1]
-        problems += manifest_problems(json.loads((root / "manifest.json").read_text()))
-        for path in sorted((root / "cases").glob("*.json")):
-            case = json.loads(path.read_text())
+        finished = load_finished(root)  # verified (schemas, hashes), as every reader of a result directory
+        problems += manifest_problems(finished.manifest)
+        for case in map(encode, finished.cases):
             if catalog.BACKENDS[case["backend"]].device == "gpu":
                 problems += case_problems(case)
     tests = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"], capture_output=True,
