@@ -74,7 +74,35 @@ def test_a_gpu_jax_case_uses_a_cuda_toolkit_only_when_asked(tmp_path):
         base = {"CUDA_HOME": str(tmp_path), "PATH": "/usr/bin", workerenv.TOOLKIT_REQUEST: request}
         env = build_env(case, spec, {}, base=base)
         assert env["PATH"].startswith(str(tmp_path / "bin")) and f"--xla_gpu_cuda_data_dir={tmp_path}" in env["XLA_FLAGS"]
+        # JAX overrides XLA_FLAGS' CUDA directory with its own (CUDA_ROOT, else its wheels): CUDA_ROOT chooses
+        assert env["CUDA_ROOT"] == str(tmp_path)
         assert manifest.ptxas_info(base)["source"] == "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
+    asked = {"CUDA_HOME": str(tmp_path), workerenv.TOOLKIT_REQUEST: "1", "CUDA_ROOT": "/the/users/own"}
+    assert build_env(case, spec, {}, base=asked)["CUDA_ROOT"] == "/the/users/own"  # the user's own choice is kept
+
+
+@pytest.mark.parametrize("layout", ["cu13", "cuda_nvcc"])
+def test_the_ptxas_of_jaxs_cuda_wheels_is_found_in_cuda_13s_layout_and_cuda_12s(tmp_path, monkeypatch, layout):
+    """CUDA 13's nvidia-cuda-nvcc wheel puts ptxas in nvidia/cu13/bin, CUDA 12's in nvidia/cuda_nvcc/bin;
+    a nvidia/cu13 holding only libraries (torch's CUDA 13 wheels) has none to find."""
+    from ttfr.child.backends import compat
+
+    (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)  # torch's cu13 libraries, no ptxas
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert compat.wheel_ptxas() is None
+    ptxas = tmp_path / "nvidia" / layout / "bin" / "ptxas"
+    ptxas.parent.mkdir(parents=True)
+    ptxas.write_text("")
+    assert compat.wheel_ptxas() == ptxas
+
+
+def test_the_gpu_stacks_distributions_are_recognised_by_either_cuda_generations_names():
+    from ttfr.child.backends import compat
+
+    named = ["jax-cuda13-plugin", "jax-cuda13-pjrt", "jax-cuda12-plugin", "nvidia-cublas", "nvidia-cublas-cu12",
+             "nvidia-cudnn-cu13", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12", "triton"]  # fmt: skip
+    assert all(compat.GPU_STACK_DISTRIBUTIONS.fullmatch(name) for name in named)
+    assert not any(compat.GPU_STACK_DISTRIBUTIONS.fullmatch(n) for n in ("jax", "jaxlib", "torch", "nvidia-ml-py"))
 
 
 @pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)
@@ -96,4 +124,6 @@ def test_the_manifest_records_what_a_gpus_timings_depend_on_besides_the_chip():
                       "ecc.mode.current": "Enabled"}  # fmt: skip
     assert manifest.gpu_devices("garbage, line\n") == []
     info = manifest.gpu_info()
-    assert set(info["packages"]) == set(manifest.GPU_PACKAGES)
+    from ttfr.child.backends import compat
+
+    assert info["packages"] == compat.gpu_stack_versions()  # whichever are installed (none in the CPU lock)

@@ -22,7 +22,8 @@ from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
-from ttfr.measure.workerenv import toolkit_ptxas, wheel_ptxas
+from ttfr.child.backends.compat import gpu_stack_versions, wheel_ptxas
+from ttfr.measure.workerenv import TOOLKIT_REQUEST, toolkit_ptxas
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 # Every package a backend requires, plus the harness's own runtime dependencies.
@@ -59,7 +60,8 @@ def _git(source: Path) -> dict:
 
 def ptxas_info(environ=None) -> dict | None:
     """Which ptxas a GPU compile uses: a toolkit's where the user asked for it (TTFR_CUDA_TOOLKIT),
-    else the one in JAX's CUDA wheels (nvidia-cuda-nvcc), else the one on PATH."""
+    else the one in JAX's CUDA wheels (nvidia-cuda-nvcc), else the one on PATH, else an installed
+    toolkit's (CUDA_HOME, CUDA_PATH, /usr/local/cuda)."""
     environ = os.environ if environ is None else environ
     path, source = toolkit_ptxas(environ), "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
     if path is None:
@@ -67,6 +69,9 @@ def ptxas_info(environ=None) -> dict | None:
     if path is None:
         found = shutil.which("ptxas", path=environ.get("PATH"))
         path, source = (Path(found), "PATH") if found else (None, None)
+    if path is None:  # a toolkit installed but neither asked for nor on PATH (a GPU image's nvcc)
+        path = toolkit_ptxas({**environ, TOOLKIT_REQUEST: "1"})
+        source = "cuda_toolkit (installed, not asked for: XLA's own search may use it)"
     if path is None:
         return None
     text = _run([str(path), "--version"]) or ""
@@ -77,8 +82,6 @@ def ptxas_info(environ=None) -> dict | None:
 # What a GPU's timings depend on besides the chip (nvidia-smi --query-gpu fields, per device)
 GPU_QUERY = ("name", "driver_version", "memory.total", "persistence_mode", "mig.mode.current", "compute_mode",
              "clocks.sm", "clocks.max.sm", "clocks.mem", "ecc.mode.current")  # fmt: skip
-# the GPU stack's own packages (the JAX CUDA plugin, cuDNN, cuBLAS, Triton), by distribution name
-GPU_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cudnn-cu12", "nvidia-cublas-cu12", "triton")
 
 
 def gpu_devices(listing: str) -> list[dict]:
@@ -94,7 +97,8 @@ def gpu_devices(listing: str) -> list[dict]:
 
 def gpu_info() -> dict:
     info = {"present": catalog.gpu_present(), "devices": [], "driver_version": None, "cuda_version": None}
-    info["packages"] = {name: _package_version(name) for name in GPU_PACKAGES}
+    # the GPU stack's own packages (the JAX CUDA plugin, cuDNN, cuBLAS, nvcc, Triton) as installed, CUDA 12's or 13's
+    info["packages"] = gpu_stack_versions()
     if shutil.which("nvidia-smi"):
         listing = _run(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}", "--format=csv,noheader"])
         info["devices"] = gpu_devices(listing or "")

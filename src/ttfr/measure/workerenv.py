@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ttfr.child import job as child_job
+from ttfr.child.backends.compat import wheel_ptxas  # noqa: F401  (the manifest's, too)
 from ttfr.child.job import Job
 from ttfr.measure import catalog
 from ttfr.measure.cache import JAX_CACHE_SETTINGS
@@ -40,17 +41,6 @@ def _ptxas_under(roots) -> Path | None:
     return next((Path(root) / "bin" / "ptxas" for root in roots if root and (Path(root) / "bin" / "ptxas").is_file()), None)
 
 
-def wheel_ptxas() -> Path | None:
-    """The ptxas of the nvidia-cuda-nvcc wheel JAX's CUDA plugin installs (what XLA finds itself)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
-    except (ImportError, ValueError):
-        return None
-    return _ptxas_under(spec.submodule_search_locations or []) if spec else None
-
-
 def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> dict:
     env = dict(os.environ if base is None else base)
     user = dict(env)
@@ -64,6 +54,9 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
         ptxas = toolkit_ptxas(env)
         if ptxas is not None:
             env["PATH"] = f"{ptxas.parent}{os.pathsep}{env.get('PATH', '')}"
+            # JAX sets XLA's CUDA directory itself, from CUDA_ROOT or else its nvidia wheels, over any
+            # --xla_gpu_cuda_data_dir in XLA_FLAGS (compat.py): CUDA_ROOT is what chooses the toolkit
+            env.setdefault("CUDA_ROOT", str(ptxas.parent.parent))
             flag = f"--xla_gpu_cuda_data_dir={ptxas.parent.parent}"
             if "xla_gpu_cuda_data_dir" not in env.get("XLA_FLAGS", ""):
                 env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
