@@ -135,3 +135,15 @@ def test_a_quiet_machine_still_needs_the_rounds_a_significant_signed_rank_test_n
     # n = 7 rounds all of one sign give p = 2/128 > 0.01: the test cannot pass before 8
     assert C.fewest_significant_rounds(0.01) == 8
     assert C.rounds_for_power(1e-6, 20, 0.10, delta=0.03, alpha=0.01)["rounds"] == 8
+
+
+def test_samples_that_all_tie_give_no_evidence_whatever_scipy_says(monkeypatch):
+    """SciPy 1.18 answers NaN for Mann-Whitney where every value ties (1.17: 1.0): p is 1.0, and the
+    suite's Benjamini-Hochberg, which refuses a NaN, still gets a number (a GPU image's SciPy)."""
+    from types import SimpleNamespace
+
+    same = np.log(np.array([1.0, 1.0, 1.0]))
+    monkeypatch.setattr(C.sps, "mannwhitneyu", lambda *a, **k: SimpleNamespace(pvalue=float("nan")))
+    estimate = C.unpaired(same, same)
+    assert estimate.p_value == 1.0 and estimate.ratio == 1.0
+    assert C.benjamini_hochberg([estimate.p_value, 0.01]) == [1.0, 0.02]

@@ -106,6 +106,8 @@ def unpaired(log_a, log_b, confidence: float = CONFIDENCE) -> Estimate:
     k = int(math.floor(m * n / 2.0 - z * math.sqrt(m * n * (m + n + 1) / 12.0)))
     k = min(max(k, 1), diffs.size // 2)
     p_value = float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    if math.isnan(p_value):  # every value tied: no evidence either way (SciPy >= 1.18 says NaN, older 1.0)
+        p_value = 1.0
     return Estimate(
         n=int(min(m, n)),
         ratio=math.exp(float(np.median(diffs))),
