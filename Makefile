@@ -15,7 +15,7 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
 
-.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check lint clean chromium schemas
+.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -65,9 +65,19 @@ test-fast: $(STAMP)
 bench-overhead: $(STAMP)
 	$(BIN)/ttfr selftest --harness --no-hyperfine --harness-rounds 20
 
-# Every GPU row on a machine with a GPU (fails where there is none); its report goes to docs/gpu/.
-gpu-check: $(STAMP)
-	$(BIN)/python benchmarks/gpu_check.py --out docs/gpu
+# Every GPU row on a machine with a GPU (fails, exit 1, where there is none), on that machine's own
+# $(PYTHON) and its CUDA builds of torch and JAX (not .venv's CPU ones); its report and compact summary go
+# to docs/gpu/. OFFLINE=1: nothing downloaded, ttfr's missing needs installed from $(WHEELHOUSE) (made by
+# `make wheelhouse` where an index is reachable, and brought along). FULL=1: the whole check, not --quick.
+WHEELHOUSE ?= wheelhouse
+gpu-check:
+	$(PYTHON) benchmarks/gpu_stack.py $(if $(filter 1,$(OFFLINE)),--wheelhouse $(WHEELHOUSE)) -- \
+		$(if $(filter 1,$(FULL)),--full,--quick) --out docs/gpu $(ARGS)
+
+# The wheels an air-gapped GPU image lacks (requirements/gpu-image.toml), for its Python, with their
+# listing (LISTING.json) and total size checked against what a GPU lease copies (64 MiB).
+wheelhouse: $(STAMP)
+	$(BIN)/python scripts/wheelhouse.py --dest $(WHEELHOUSE)
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)
@@ -86,4 +96,4 @@ clean:
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
-	$(BIN)/ruff check src tests benchmarks && $(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts && $(BIN)/ruff format --check src tests benchmarks scripts

@@ -1,17 +1,25 @@
-"""`make gpu-check`: every GPU row of ttfr on a machine with a GPU, in one command (~10 min on an H100).
+"""`make gpu-check`: every GPU row of ttfr on a machine with a GPU, in one command.
 
-    .venv/bin/python benchmarks/gpu_check.py [--out docs/gpu] [--quick]
+    python3 benchmarks/gpu_stack.py --wheelhouse wheelhouse -- [--quick | --full] [--out docs/gpu]
+    .venv/bin/python benchmarks/gpu_check.py [--quick | --full] [--out docs/gpu]
 
-Fails (exit 1, never a warning) where no GPU is usable. Otherwise runs, in one `ttfr run` each:
-the array workloads at 512 (f32, f64) on every GPU backend under every cache policy; the declared
-TF32 variants on matmul and the MLP step (f32); the host <-> device conversion routes (4 and 256
-MiB); the HistFactory workloads on the `simple` preset;
-the ahead-of-time loops; then `pytest -m gpu`. It checks what the GPU rows promise — every GPU
-case ok with its result check passed, no warm process unsynchronised, cold-cache runs verified
-with no hits and warm-cache runs with hits, JAX's compile stages summing to at most its first
-call, a timed device_init phase, a device peak memory (and one per phase: setup, first call,
-steady state), and the manifest's ptxas/driver/XLA records — and writes its report (markdown,
-with the command) to --out.
+`--quick` (the default) runs every GPU row at least once, in minutes: the array workloads (matmul,
+f32 and f64) on every GPU backend under every cache policy, the declared TF32 variants, the host <->
+device conversion routes at one size (4 MiB), the HistFactory workloads on the `simple` preset, one
+ahead-of-time loop, then `pytest -m gpu`; one process per policy. `--full` is the whole check
+(~300 processes): three array workloads, both conversion sizes, both AOT loops on both frameworks,
+two processes per policy.
+
+Before anything runs it prints the plan: the processes each `ttfr run` will start (ttfr's own
+planner, as if a GPU were there) and the time they are estimated to take on one H100-class GPU
+(GPU_PROCESS_S, below, says how). Then it fails (exit 1, never a warning) where no GPU is usable.
+Otherwise it checks what the GPU rows promise — every GPU case ok with its result check passed, no
+warm process unsynchronised, cold-cache runs verified with no hits and warm-cache runs with hits,
+JAX's compile stages summing to at most its first call, a timed device_init phase, a device peak
+memory (and one per phase: setup, first call, steady state), and the manifest's ptxas/driver/XLA
+records — and writes to --out its report (markdown, with the command) and a compact summary
+(gpu-check-<stamp>.json, ttfr.gpu_check_summary.v1: pass/fail per GPU row with the reason, a few
+kilobytes).
 """
 
 from __future__ import annotations
@@ -21,18 +29,25 @@ import datetime as dt
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ttfr.artifacts.reader import load_finished
+from ttfr.artifacts.store import ArtifactError, write_json
 from ttfr.child.conversion_routes import ROUTES
+from ttfr.commands import cli
+from ttfr.commands import run as run_command
 from ttfr.measure import catalog
-from ttfr.model.base import encode
+from ttfr.measure.plan import CHECK, WARM, Task, build_plan
+from ttfr.measure.spec import build_spec
+from ttfr.model.base import decode, encode
+from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, REASON_CHARS, GpuCheckSummary
 
 # the compute backends (the conversion backend has its own run: host <-> device routes)
 GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in
                 and b.framework != "interop_gpu"]  # fmt: skip
 TF32_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and b.opt_in]
-RUNS = {
+FULL = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,fused_chain,mlp_train_step", "--sizes",
                "512", "--dtypes", "f32,f64", "--cache-policy", "all"],
     # the declared TF32 variants: float32 only (float64 has no TF32), their check at TF32's tolerance
@@ -44,7 +59,84 @@ RUNS = {
                     "--workspace-preset", "simple"],
     "loops": ["--backends", "jax_jit_gpu,torch_compile_cuda", "--workloads", "sweep_mlp_aot,ragged_batches_aot"],
 }  # fmt: skip
-COMMON = ["--cold-runs", "2", "--warm-procs", "2", "--seed", "1", "--no-html"]
+# Every row at least once, one process per policy: ~45 processes, estimated under 5 minutes.
+QUICK = {
+    "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul", "--sizes", "512", "--dtypes", "f32,f64",
+               "--cache-policy", "all"],
+    "tf32": ["--backends", ",".join(TF32_BACKENDS), "--workloads", "matmul", "--sizes", "512", "--dtypes", "f32",
+             "--cache-policy", "warm-process"],
+    "conversions": ["--backends", "interop_gpu", "--workloads", "convert", "--sizes", "4194304",
+                    "--cache-policy", "warm-process"],
+    "histfactory": ["--backends", "jax_jit_gpu,torch_eager_cuda", "--workloads", "hf_nll_grad,hf_profiled_q0,hf_train_loop",
+                    "--workspace-preset", "simple", "--cache-policy", "cold-cache"],
+    "loops": ["--backends", "jax_jit_gpu", "--workloads", "sweep_mlp_aot", "--cache-policy", "all"],
+}  # fmt: skip
+COMMON = {"quick": ["--cold-runs", "1", "--warm-procs", "1", "--seed", "1", "--no-html"],
+          "full": ["--cold-runs", "2", "--warm-procs", "2", "--seed", "1", "--no-html"]}  # fmt: skip
+RUN_TIMEOUT_S = 1800
+# Seconds per process on one H100-class GPU (16 cores), the estimate printed before the check. How:
+# the CPU figures of this machine kind (../shared/reference/RUNTIME-FACTS.md: `import jax` ~1.2 s and
+# `import torch` ~2.4 s of process wall on 2 busy cores, a warm process's calibration and samples
+# ~1.5 s, a cold torch.compile of a small step ~10 s before its C++ compiler) plus CUDA's start-up:
+# loading the CUDA libraries with the import (~1 s), a context and, for JAX, its memory pool (~0.5 s),
+# an XLA GPU compile of a small program (~0.5 s), and for torch.compile the Triton kernels' build in
+# place of g++ (~5 s cold; read from the cache when warm). To be replaced by the first GPU run's own
+# figures: its summary records the estimate beside the wall time it took.
+GPU_PROCESS_S = {
+    "jax": 3.5,
+    "torch": 4.0,
+    "torch_compile_cold": 15.0,
+    "torch_compile_warm_cache": 7.0,
+    "interop_gpu": 5.0,
+}
+WARM_EXTRA_S = 1.5  # a warm-regime process's calibration and samples
+RUN_OVERHEAD_S = 3.0  # one `ttfr run`: its imports, analysis and writes
+PYTEST_S = 15.0
+
+
+def process_seconds(task: Task) -> float:
+    backend = task.case.backend_info
+    if backend.framework == "interop_gpu":
+        base = GPU_PROCESS_S["interop_gpu"]
+    elif backend.framework == "torch" and backend.compiles:
+        # a process on the case's warmed cache (warm-cache, warm-process) reads the kernels the first one built
+        base = GPU_PROCESS_S["torch_compile_warm_cache" if task.uses_template else "torch_compile_cold"]
+    else:
+        base = GPU_PROCESS_S.get(backend.framework, GPU_PROCESS_S["torch"])
+    return base + (WARM_EXTRA_S if task.kind in (WARM, CHECK) else 0.0)
+
+
+def as_if_gpu(backend, workload=None):
+    """The planner's availability on the GPU machine: every backend there but what a case cannot do."""
+    why = catalog.unsupported_reason(backend, workload) if workload is not None else None
+    return f"unsupported: {why}" if why else None
+
+
+def planned(runs: dict, common: list[str], work: Path) -> dict[str, list[Task]]:
+    """Each run's processes, as ttfr's own planner lays them out (its spec checks included)."""
+    plans = {}
+    for label, options in runs.items():
+        args = cli.build_parser().parse_args(["run", *options, *common, "--out", str(work / label)])
+        plans[label] = list(build_plan(build_spec(run_command.request(args)), availability=as_if_gpu).tasks)
+    return plans
+
+
+def estimate_s(plans: dict[str, list[Task]]) -> float:
+    return sum(sum(map(process_seconds, tasks)) + RUN_OVERHEAD_S for tasks in plans.values()) + PYTEST_S
+
+
+def plan_lines(mode: str, plans: dict[str, list[Task]]) -> list[str]:
+    total = sum(map(len, plans.values()))
+    lines = [f"gpu-check {mode}: {total} processes in {len(plans)} `ttfr run`s, then `pytest -m gpu`; estimated "
+             f"{estimate_s(plans) / 60:.1f} min on one H100-class GPU (per process: {_priors()})"]  # fmt: skip
+    for label, tasks in plans.items():
+        cases = len({t.case.id for t in tasks})
+        lines.append(f"  {label:<12} {cases:>3} cases {len(tasks):>4} processes ~{sum(map(process_seconds, tasks)):5.0f} s")
+    return lines
+
+
+def _priors() -> str:
+    return ", ".join(f"{name} {seconds:g} s" for name, seconds in GPU_PROCESS_S.items()) + f", +{WARM_EXTRA_S:g} s warm"
 
 
 def case_problems(case: dict) -> list[str]:
@@ -97,44 +189,130 @@ def manifest_problems(manifest: dict) -> list[str]:
     return problems
 
 
+def _cut(text: str) -> str:
+    text = " ".join(str(text).split()) or "no reason given"
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+SUMMARY_REASONS = 3  # a row's reasons kept in the summary (the result directories hold every detail)
+
+
+def first_reasons(reasons: list[str], limit: int = SUMMARY_REASONS) -> list[str]:
+    """The first reasons, each cut short, and how many more there were: what keeps the summary small."""
+    kept = [_cut(r) for r in reasons[:limit]]
+    return kept + ([f"and {len(reasons) - limit} more (see the runs' result directories)"] if len(reasons) > limit else [])
+
+
+def _versions(manifest: dict) -> dict[str, str]:
+    gpu = manifest.get("gpu") or {}
+    found = {**(manifest.get("runtimes") or {}), **(gpu.get("packages") or {})}
+    return {name: str(version) for name, version in sorted(found.items()) if version}
+
+
+def run_ttfr(label: str, options: list[str], common: list[str], work: Path, planned_count: int):
+    """One `ttfr run` of the check: (its Run, its GPU rows, problems outside them, its manifest)."""
+    out = work / label
+    argv = [sys.executable, "-m", "ttfr", "run", *options, *common, "--out", str(out)]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        exit_code, stderr = done.returncode, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        exit_code, stderr = None, f"timed out after {RUN_TIMEOUT_S} s; {exc.stderr or ''}"
+    run = {"run": label, "command": shlex.join(["ttfr", *argv[3:]]), "exit_code": exit_code,
+           "wall_s": time.monotonic() - started, "processes_planned": planned_count}  # fmt: skip
+    roots = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
+    if not roots:
+        return run, [], [f"{label}: no result ({str(stderr).strip()[-500:]})"], {}
+    try:
+        finished = load_finished(roots[-1])  # verified (schemas, hashes), as every reader of a result directory
+    except ArtifactError as exc:
+        return run, [], [f"{label}: its result directory does not verify: {exc}"], {}
+    rows = []
+    for case in map(encode, finished.cases):
+        if catalog.BACKENDS[case["backend"]].device == "gpu":
+            found = case_problems(case)
+            rows.append({"run": label, "row": case["case"], "verdict": "fail" if found else "pass",
+                         "reasons": first_reasons(found)})  # fmt: skip
+    return run, rows, manifest_problems(finished.manifest), finished.manifest
+
+
+def run_pytest():
+    """`pytest -m gpu` from the checkout: (its Run, its row)."""
+    argv = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        exit_code, last = done.returncode, (done.stdout.strip().splitlines() or ["no output"])[-1]
+    except subprocess.TimeoutExpired:
+        exit_code, last = None, f"timed out after {RUN_TIMEOUT_S} s"
+    passed = exit_code in (0, 5)  # 5: no test collected
+    run = {"run": "pytest", "command": "pytest -m gpu", "exit_code": exit_code, "wall_s": time.monotonic() - started,
+           "processes_planned": 0}  # fmt: skip
+    row = {"run": "pytest", "row": "pytest -m gpu", "verdict": "pass" if passed else "fail",
+           "reasons": [] if passed else [_cut(f"exit {exit_code}: {last}")]}  # fmt: skip
+    return run, row
+
+
+def render(summary: GpuCheckSummary, command: str) -> str:
+    """The report: the summary, in words (it renders the typed summary, never re-judges a row)."""
+    failed = [f"{r.row}: {'; '.join(r.reasons)}" for r in summary.rows if r.verdict == "fail"]
+    lines = [f"# make gpu-check ({summary.mode}), {summary.stamp}: {summary.verdict}", "", f"Command: `{command}`", "",
+             f"GPU: {summary.gpu or 'unknown'}, driver {summary.driver or 'unknown'}; "
+             + ", ".join(f"{k} {v}" for k, v in summary.versions.items()), "",
+             f"{summary.processes_planned} processes planned, estimated {summary.estimated_s:.0f} s, "
+             f"took {summary.wall_s:.0f} s", "",
+             *(f"- `{r.command}`: exit {r.exit_code}, {r.wall_s:.0f} s" for r in summary.runs), "",
+             f"{sum(r.verdict == 'pass' for r in summary.rows)} of {len(summary.rows)} rows passed", "",
+             f"## {len(summary.problems) + len(failed)} problem(s)", "",
+             *(f"- {p}" for p in [*summary.problems, *failed] or ["none"]), ""]  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("docs/gpu"), help="where the report goes")
+    ap.add_argument("--out", type=Path, default=Path("docs/gpu"), help="where the report and its summary go")
     ap.add_argument("--work", type=Path, default=Path("gpu-check-results"), help="where the runs go")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick", help="every GPU row once (default)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full", help="the whole check (~300 processes)")
     args = ap.parse_args(argv)
+    args.mode = args.mode or "quick"
+    runs, common = (QUICK if args.mode == "quick" else FULL), COMMON[args.mode]
+    plans = planned(runs, common, args.work)
+    print("\n".join(plan_lines(args.mode, plans)), flush=True)
     if not catalog.gpu_present():
         print("gpu-check: no GPU here (no /dev/nvidia* and no nvidia-smi): nothing to check, and that is a failure",
               file=sys.stderr)  # fmt: skip
         return 1
-    lines, problems = [], []
-    for label, options in RUNS.items():
-        out = args.work / label
-        argv_run = [sys.executable, "-m", "ttfr", "run", *options, *COMMON, "--out", str(out)]
-        done = subprocess.run(argv_run, capture_output=True, text=True, timeout=1800)
-        lines.append(f"- `{shlex.join(['ttfr', *argv_run[3:]])}`: exit {done.returncode}")
-        roots = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
-        if not roots:
-            problems.append(f"{label}: no result ({done.stderr.strip()[-500:]})")
-            continue
-        root = roots[-1]
-        finished = load_finished(root)  # verified (schemas, hashes), as every reader of a result directory
-        problems += manifest_problems(finished.manifest)
-        for case in map(encode, finished.cases):
-            if catalog.BACKENDS[case["backend"]].device == "gpu":
-                problems += case_problems(case)
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"], capture_output=True,
-                           text=True, timeout=1800)  # fmt: skip
-    lines.append(f"- `pytest -m gpu`: exit {tests.returncode}: {tests.stdout.strip().splitlines()[-1:]}")
-    if tests.returncode not in (0, 5):  # 5: no test collected
-        problems.append("pytest -m gpu failed")
+    began = time.monotonic()
+    done_runs, rows, problems, manifest = [], [], [], {}
+    for label, options in runs.items():
+        run, run_rows, run_problems, run_manifest = run_ttfr(label, options, common, args.work, len(plans[label]))
+        done_runs.append(run)
+        rows += run_rows
+        problems += [p for p in run_problems if p not in problems]  # the manifest's, once rather than per run
+        manifest = run_manifest or manifest
+    run, row = run_pytest()
+    done_runs.append(run)
+    rows.append(row)
+    gpu = manifest.get("gpu") or {}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    summary = decode({
+        "schema": GPU_CHECK_SCHEMA, "mode": args.mode, "stamp": stamp,
+        "verdict": "fail" if problems or any(r["verdict"] == "fail" for r in rows) else "pass",
+        "gpu": next((d.get("name") for d in gpu.get("devices") or []), None), "driver": gpu.get("driver_version"),
+        "versions": _versions(manifest), "processes_planned": sum(map(len, plans.values())),
+        "estimated_s": estimate_s(plans), "wall_s": time.monotonic() - began, "runs": done_runs, "rows": rows,
+        "problems": first_reasons(problems, 4 * SUMMARY_REASONS),
+    }, GpuCheckSummary)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    report = args.out / f"gpu-check-{stamp}.md"
-    body = [f"# make gpu-check, {stamp}", "", "Command: `make gpu-check`", "", *lines, "",
-            f"## {len(problems)} problem(s)", "", *(f"- {p}" for p in problems or ["none"]), ""]  # fmt: skip
-    report.write_text("\n".join(body))
-    print("\n".join(body))
-    return 1 if problems else 0
+    write_json(args.out / f"gpu-check-{stamp}.json", encode(summary), GPU_CHECK_SCHEMA)
+    command = "make gpu-check" + ("" if args.mode == "quick" else " FULL=1")
+    text = render(summary, f"{command} (benchmarks/gpu_check.py {shlex.join(sys.argv[1:] if argv is None else argv)})")
+    (args.out / f"gpu-check-{stamp}.md").write_text(text)
+    print(text)
+    return 1 if summary.verdict == "fail" else 0
 
 
 if __name__ == "__main__":

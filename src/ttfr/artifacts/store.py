@@ -35,6 +35,7 @@ SCHEMA_FILES = {
     "ttfr.baseline_manifest.v1": "baseline_manifest.v1.schema.json",
     "ttfr.validation.v1": "validation.v1.schema.json",
     "ttfr.replication_report.v1": "replication_report.v1.schema.json",
+    "ttfr.gpu_check_summary.v1": "gpu_check_summary.v1.schema.json",
 }
 PLAN_SCHEMA = "ttfr.plan.v1"
 MANIFEST_SCHEMA = "ttfr.manifest.v1"
