@@ -213,6 +213,7 @@ def run_ttfr(label: str, options: list[str], common: list[str], work: Path, plan
     """One `ttfr run` of the check: (its Run, its GPU rows, problems outside them, its manifest)."""
     out = work / label
     argv = [sys.executable, "-m", "ttfr", "run", *options, *common, "--out", str(out)]
+    earlier = set(out.iterdir()) if out.is_dir() else set()  # an earlier check's results are not this run's
     started = time.monotonic()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
@@ -221,7 +222,7 @@ def run_ttfr(label: str, options: list[str], common: list[str], work: Path, plan
         exit_code, stderr = None, f"timed out after {RUN_TIMEOUT_S} s; {exc.stderr or ''}"
     run = {"run": label, "command": shlex.join(["ttfr", *argv[3:]]), "exit_code": exit_code,
            "wall_s": time.monotonic() - started, "processes_planned": planned_count}  # fmt: skip
-    roots = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
+    roots = sorted(p for p in out.iterdir() if p.is_dir() and p not in earlier) if out.is_dir() else []
     if not roots:
         return run, [], [f"{label}: no result ({str(stderr).strip()[-500:]})"], {}
     try:

@@ -107,6 +107,9 @@ def listed_wheels(folder: Path) -> list[Path]:
                                 f"not this Python ({python_tag()}): make the wheelhouse with "
                                 f"--python-version {sys.version_info.major}.{sys.version_info.minor}")  # fmt: skip
             wanted.append(file)
+    names = [canonical(p.name.split("-")[0]) for p in wanted]
+    problems += [f"{name}: two wheels of it (pip would refuse both): keep one" for name in sorted(set(names))
+                 if names.count(name) > 1]  # fmt: skip
     unlisted = sorted({p.name for p in folder.glob("*.whl")} - {p.name for p in wanted})
     problems += [f"{name}: in the folder, not in its listing" for name in unlisted]
     if problems:
@@ -126,13 +129,19 @@ def locked_versions() -> dict[str, str]:
 
 def install(target: Path, wheelhouse: Path | None, carried: list[str]) -> dict[str, str]:
     """The carried packages into `target`; returns what was meant to arrive (name -> version)."""
+    pins = locked_versions()
+    locked = {canonical(n): pins[canonical(n)] for n in carried}
     if wheelhouse is not None:
         files = listed_wheels(wheelhouse)
         expected = {canonical(f.name.split("-")[0]): f.name.split("-")[1] for f in files}
+        stale = [f"{name}: {'not in it' if name not in expected else f'{expected[name]} in it'}, this checkout "
+                 f"carries {version}" for name, version in locked.items() if expected.get(name) != version]  # fmt: skip
+        if stale:
+            raise Refused(f"wheelhouse {wheelhouse} was not made for this checkout (make it again with `make "
+                          "wheelhouse`):\n  " + "\n  ".join(stale))  # fmt: skip
         words, offline = ["--no-index", *map(str, files)], True
     else:
-        pins = locked_versions()
-        expected = {canonical(n): pins[canonical(n)] for n in carried}
+        expected = locked
         words, offline = [f"{n}=={v}" for n, v in expected.items()], False
     argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), *words]
     done = subprocess.run(argv, capture_output=True, text=True, env=pip_env(offline))

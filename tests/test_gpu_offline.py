@@ -117,6 +117,29 @@ def test_wheels_built_for_another_python_are_refused_saying_which_to_make(tmp_pa
         gpu_stack.listed_wheels(folder)
 
 
+def test_a_wheelhouse_made_for_another_checkout_or_holding_two_of_a_package_is_refused(tmp_path):
+    folder = _listed(tmp_path / "wh")
+    with pytest.raises(gpu_stack.Refused) as refused:  # before pip runs: nothing is installed
+        gpu_stack.install(tmp_path / "target", folder, ["msgspec", "pyhf", "jsonschema"])
+    assert "was not made for this checkout" in str(refused.value) and "jsonschema: not in it" in str(refused.value)
+    assert not (tmp_path / "target").exists()
+    listing = json.loads((folder / "LISTING.json").read_text())
+    again = _wheel(folder, "msgspec", "0.21.0", "py3-none-any")
+    listing["wheels"].append(
+        {
+            "name": "msgspec",
+            "version": "0.21.0",
+            "file": again.name,
+            "bytes": again.stat().st_size,
+            "sha256": hashlib.sha256(again.read_bytes()).hexdigest(),
+            "tags": ["py3-none-any"],
+        }
+    )
+    (folder / "LISTING.json").write_text(json.dumps(listing))
+    with pytest.raises(gpu_stack.Refused, match="msgspec: two wheels of it"):
+        gpu_stack.listed_wheels(folder)
+
+
 # --- making the wheelhouse: what it carries holds together with the image, and fits a lease -----------
 
 
@@ -239,6 +262,15 @@ def test_a_failed_row_and_a_passing_one_read_alike_in_the_summary_and_the_report
     assert summary.verdict == "fail" and "1 of 2 rows passed" in report
     assert "- torch_eager_cuda_matmul_512_f64: no device peak memory" in report
     assert "jax_jit_gpu_matmul_512_f32:" not in report
+
+
+def test_a_run_that_left_no_result_is_never_judged_by_an_earlier_checks(tmp_path, monkeypatch):
+    earlier = tmp_path / "work" / "arrays" / "20261101T000000Z-aaaaaa"
+    earlier.mkdir(parents=True)
+    monkeypatch.setattr(gpu_check.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "boom"))
+    run, rows, problems, manifest = gpu_check.run_ttfr("arrays", [], [], tmp_path / "work", 3)
+    assert run["exit_code"] == 1 and rows == [] and manifest == {}
+    assert problems == ["arrays: no result (boom)"]
 
 
 @pytest.mark.integration
