@@ -76,8 +76,9 @@ gpu-check:
 
 # The wheels an air-gapped GPU image lacks (requirements/gpu-image.toml), for its Python, with their
 # listing (LISTING.json) and total size checked against what a GPU lease copies (64 MiB).
+# WHEELHOUSE_PYTHON=3.11: for another interpreter than the image's 3.12 (e.g. to try the path with .venv here).
 wheelhouse: $(STAMP)
-	$(BIN)/python scripts/wheelhouse.py --dest $(WHEELHOUSE)
+	$(BIN)/python scripts/wheelhouse.py --dest $(WHEELHOUSE) $(if $(WHEELHOUSE_PYTHON),--python-version $(WHEELHOUSE_PYTHON))
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)
