@@ -96,6 +96,21 @@ def test_the_ptxas_of_jaxs_cuda_wheels_is_found_in_cuda_13s_layout_and_cuda_12s(
     assert compat.wheel_ptxas() == ptxas
 
 
+def test_the_manifest_says_which_cuda_directory_jax_will_hand_xla(tmp_path, monkeypatch):
+    """JAX's own discovery: CUDA_ROOT, else the nvidia.cu13 / nvidia.cuda_nvcc wheel holding ptxas; a
+    nvidia/cu13 of libraries only makes it hand over 'None' (said, with what to do)."""
+    from ttfr.child.backends import compat
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert compat.jax_cuda_directory({"CUDA_ROOT": "/opt/cuda"}) == {"path": "/opt/cuda", "source": "CUDA_ROOT"}
+    (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    found = compat.jax_cuda_directory({})
+    assert found["path"] is None and "without bin/ptxas" in found["source"] and "TTFR_CUDA_TOOLKIT=1" in found["source"]
+    (tmp_path / "nvidia" / "cu13" / "bin").mkdir()
+    (tmp_path / "nvidia" / "cu13" / "bin" / "ptxas").write_text("")
+    assert compat.jax_cuda_directory({}) == {"path": str(tmp_path / "nvidia" / "cu13"), "source": "nvidia.cu13 wheel"}
+
+
 def test_the_gpu_stacks_distributions_are_recognised_by_either_cuda_generations_names():
     from ttfr.child.backends import compat
 

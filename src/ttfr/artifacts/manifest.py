@@ -22,7 +22,7 @@ from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
-from ttfr.child.backends.compat import gpu_stack_versions, wheel_ptxas
+from ttfr.child.backends.compat import gpu_stack_versions, jax_cuda_directory, wheel_ptxas
 from ttfr.measure.workerenv import TOOLKIT_REQUEST, toolkit_ptxas
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
@@ -108,6 +108,7 @@ def gpu_info() -> dict:
         match = re.search(r"CUDA Version:\s*([\d.]+)", header)
         info["cuda_version"] = match.group(1) if match else None
     info["ptxas"] = ptxas_info()
+    info["jax_cuda_dir"] = jax_cuda_directory(os.environ)  # what JAX hands XLA (compat.py: it can be 'None')
     return info
 
 

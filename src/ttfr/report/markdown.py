@@ -363,6 +363,8 @@ def _header(suite: SuiteResult, manifest: dict) -> list[str]:
         gpu_text = ", ".join(d["name"] for d in gpu["devices"]) + f" (driver {gpu['driver_version']}, CUDA {gpu['cuda_version']})"
     if gpu.get("ptxas"):
         gpu_text += f"; ptxas {gpu['ptxas']['version']} ({gpu['ptxas']['source']})"
+    if gpu["devices"] and gpu.get("jax_cuda_dir"):  # older manifests have none
+        gpu_text += f"; JAX's CUDA directory {gpu['jax_cuda_dir']['path'] or 'none'} ({gpu['jax_cuda_dir']['source']})"
     versions = ", ".join(f"{k} {v}" for k, v in runtimes.items() if v)
     summary = suite.summary
     worst = summary.worst_case

@@ -71,6 +71,30 @@ def wheel_ptxas() -> Path | None:
     return None
 
 
+def jax_cuda_directory(environ) -> dict:
+    """The CUDA directory JAX will hand XLA (its jax/_src/lib `_cuda_path`, the same in 0.10.2 and
+    0.11.2): CUDA_ROOT; else the first of the nvidia.cu13 / nvidia.cuda_nvcc wheels that is installed,
+    its folder holding bin/ptxas. A nvidia/cu13 with no ptxas (torch's CUDA 13 libraries without
+    nvidia-cuda-nvcc) makes JAX hand over the string 'None' rather than look further: said here, so a
+    GPU run that cannot find ptxas can be read (TTFR_CUDA_TOOLKIT=1 sets CUDA_ROOT to a toolkit)."""
+    if environ.get("CUDA_ROOT"):
+        return {"path": environ["CUDA_ROOT"], "source": "CUDA_ROOT"}
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        spec = None
+    bases = [Path(b) for b in (spec.submodule_search_locations or [])] if spec else []
+    for root in _NVCC_WHEEL_ROOTS:
+        folders = [base / root for base in bases if (base / root).is_dir()]
+        if folders:
+            with_ptxas = [f for f in folders if (f / "bin" / "ptxas").is_file()]
+            if with_ptxas:
+                return {"path": str(with_ptxas[0]), "source": f"nvidia.{root} wheel"}
+            return {"path": None, "source": f"nvidia.{root} is installed without bin/ptxas: JAX hands XLA the "
+                    "directory 'None' and XLA searches its defaults (TTFR_CUDA_TOOLKIT=1 names a toolkit)"}  # fmt: skip
+    return {"path": None, "source": "no CUDA_ROOT and no nvidia-cuda-nvcc wheel: XLA searches its defaults"}
+
+
 # Every runtime attribute an adapter, the stage split, the cache counters, the TF32 setting, the device
 # peaks or the loops call, by dotted name: tests/test_runtime_surface.py checks them on the installed
 # versions (CI's lock file; `pytest -m gpu` on a GPU image), so a runtime that lost one is named
