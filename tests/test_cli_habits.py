@@ -18,7 +18,8 @@ from ttfr.commands import cli
 from ttfr.commands.entry import EXIT_BROKEN_PIPE
 from ttfr.errors import UsageError, unknown_choice
 from ttfr.measure import catalog
-from ttfr.measure.spec import PROFILES, RunRequest, build_spec
+from ttfr.measure.profiles import PROFILES
+from ttfr.measure.spec import RunRequest, build_spec
 
 TTFR = [sys.executable, "-m", "ttfr"]
 SRC = Path(__file__).resolve().parents[1] / "src" / "ttfr"

@@ -32,7 +32,8 @@ from ttfr.measure.plan import CHECK, COLD, PRIME, WARM, build_plan
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spawn import RunResult
-from ttfr.measure.spec import Named, RunSpec, RunRequest, build_spec
+from ttfr.measure.resume import Named
+from ttfr.measure.spec import RunSpec, RunRequest, build_spec
 from ttfr.redaction import REDACTED
 from ttfr.model.base import decode, encode
 from ttfr.model.journal import JournalEntry, Rusage

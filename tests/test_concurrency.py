@@ -43,7 +43,7 @@ def test_groups_come_after_every_other_run_for_each_compiling_case_mode_and_size
 
 
 def test_bad_concurrency_is_refused_naming_the_range(monkeypatch):
-    from ttfr.measure import spec as spec_module
+    from ttfr.measure import limits as spec_module
 
     for bad in ("0", "two", "65", "", "-1", "1.5"):
         with pytest.raises(UsageError, match="--concurrency"):

@@ -24,12 +24,13 @@ from ttfr.child.job import WARM, Job
 from ttfr.child.workloads import loop_mlp, loop_strategies, ragged_batches, sweep_mlp
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
-from ttfr.measure.spec import RunRequest, select_cases
+from ttfr.measure.selection import select_cases
+from ttfr.measure.spec import RunRequest
 from ttfr.model.case import CompileCountMismatch, RunFigures
 from ttfr.model.loops import CostPoint
 from ttfr.model.record import Check, LoopRecord
 from ttfr.report import terminal
-from ttfr.measure.spec import PROFILES
+from ttfr.measure.profiles import PROFILES
 
 STRATEGIES = [s[0] for s in catalog.LOOP_STRATEGIES]
 

@@ -19,7 +19,8 @@ from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import ArtifactError
 from ttfr.pipeline import suite as suite_run
 from ttfr.errors import UsageError
-from ttfr.measure.spec import MAX_COLD_RUNS, RunRequest, build_spec
+from ttfr.measure.limits import MAX_COLD_RUNS
+from ttfr.measure.spec import RunRequest, build_spec
 
 COLD_CACHE, WARM_CACHE, WARM = "cold-process/cold-cache", "cold-process/warm-cache", "warm-process"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ttfr.errors import UsageError
-from ttfr.measure.spec import Named, RunRequest, RunSpec
+from ttfr.measure.resume import Named
+from ttfr.measure.spec import RunRequest, RunSpec
 from ttfr.pipeline import suite as suite_run
 
 CASE = """
@@ -125,7 +126,7 @@ def test_the_resume_hint_names_the_programs_a_resume_must_name(tmp_path, monkeyp
 def test_two_virtual_environments_of_one_python_are_two_interpreters(tmp_path):
     """Every venv's bin/python links to one base interpreter: comparing resolved paths let a
     resume run the plan's venv (and its .pth files) when the user named another."""
-    from ttfr.measure.spec import interpreter_path, unnamed_programs
+    from ttfr.measure.resume import interpreter_path, unnamed_programs
 
     base = Path(sys.executable).resolve()
     a, b = tmp_path / "a" / "bin", tmp_path / "b" / "bin"
@@ -139,13 +140,14 @@ def test_two_virtual_environments_of_one_python_are_two_interpreters(tmp_path):
 
 
 def test_a_bare_interpreter_name_is_recorded_as_found_so_naming_it_again_resumes(tmp_path, monkeypatch):
+    from ttfr.measure import resume
     from ttfr.measure import spec as spec_mod
 
     monkeypatch.setattr(spec_mod, "check_worker_python", lambda *a, **k: None)  # nothing runs in this test
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     planned = spec_mod.build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", python="python", seed=1))
     assert planned.python == str(Path(sys.executable).parent / "python")  # absolute, links kept
-    assert spec_mod.unnamed_programs(planned.to_json() | {"case_files": (), "commands": ()}, Named(python="python")) == []
+    assert resume.unnamed_programs(planned.to_json() | {"case_files": (), "commands": ()}, Named(python="python")) == []
 
 
 def test_a_command_whose_name_finds_another_program_now_is_refused(tmp_path, monkeypatch):

@@ -3,7 +3,8 @@ import pytest
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
-from ttfr.measure.spec import RunSpec, RunRequest, build_spec, parse_policies
+from ttfr.measure.selection import parse_policies
+from ttfr.measure.spec import RunSpec, RunRequest, build_spec
 
 
 def test_quick_default_suite_is_smallest_f32_of_every_real_workload_and_backend():

@@ -15,7 +15,7 @@ from ttfr.artifacts.reader import validate_dir
 from ttfr.cases import Case, CaseError
 from ttfr.errors import UsageError
 from ttfr.child.workloads import user_case
-from ttfr.measure import catalog, spec, user_cases
+from ttfr.measure import catalog, resume, spec, user_cases, worker_probe
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -106,7 +106,7 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
     assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
     stored = json.loads(json.dumps(chosen.to_json()))
-    named = spec.Named(case_files=(str(path),))
+    named = resume.Named(case_files=(str(path),))
     assert spec.RunSpec.from_json(stored, named) == chosen  # a resume imports the file the user named
     assert spec.RunSpec.from_json(stored) == chosen  # a reader knows the cases from the plan's record
     # A file edited (or gone) since the run started would mix two versions: --resume refuses it.
@@ -387,8 +387,8 @@ def test_an_interpreter_whose_ttfr_worker_is_older_is_refused_up_front(tmp_path)
     (fake / "ttfr" / "child" / "worker.py").write_text("")
     (fake / "ttfr" / "child" / "job.py").write_text("FIELDS = (('mode', str, 'cold'), ('adapter', str, None))\n")
     with pytest.raises(UsageError, match=r"older ttfr worker(.|\n)*case_source"):
-        spec.check_worker_python(sys.executable, {"PYTHONPATH": str(fake)}, option="--b")
-    spec.check_worker_python(sys.executable)  # this ttfr's own worker passes
+        worker_probe.check_worker_python(sys.executable, {"PYTHONPATH": str(fake)}, option="--b")
+    worker_probe.check_worker_python(sys.executable)  # this ttfr's own worker passes
 
 
 def test_the_interpreter_checks_message_is_redacted(tmp_path, monkeypatch):
@@ -399,7 +399,7 @@ def test_the_interpreter_checks_message_is_redacted(tmp_path, monkeypatch):
     shim.chmod(0o755)
     monkeypatch.setenv("HF_TOKEN", secret)
     with pytest.raises(UsageError) as refused:
-        spec.check_worker_python(str(shim))
+        worker_probe.check_worker_python(str(shim))
     assert secret not in str(refused.value) and "cannot import ttfr's worker" in str(refused.value)
 
 

@@ -20,7 +20,7 @@ from ttfr.measure.executors import Executors
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.commands import cli
 from ttfr.errors import UsageError
-from ttfr.measure import catalog, datasets, spec
+from ttfr.measure import catalog, datasets, limits, worker_probe
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.scheduler import Scheduler
@@ -213,9 +213,9 @@ def test_options_above_their_limits_are_refused(kwargs, expected):
 
 
 def test_limits_allow_their_maximum():
-    chosen = build_spec(RunRequest(cases="numpy_matmul_512_f32", cold_runs=spec.MAX_COLD_RUNS, warm_procs=spec.MAX_WARM_PROCS,
-                        warm_samples=spec.MAX_WARM_SAMPLES, timeout=spec.MAX_TIMEOUT_S, threads=spec.MAX_THREADS,
-                        seed=spec.SEED_LIMIT - 1))  # fmt: skip
+    chosen = build_spec(RunRequest(cases="numpy_matmul_512_f32", cold_runs=limits.MAX_COLD_RUNS, warm_procs=limits.MAX_WARM_PROCS,
+                        warm_samples=limits.MAX_WARM_SAMPLES, timeout=limits.MAX_TIMEOUT_S, threads=limits.MAX_THREADS,
+                        seed=limits.SEED_LIMIT - 1))  # fmt: skip
     assert (chosen.cold_runs, chosen.warm_procs, chosen.seed) == (1000, 100, 2**32 - 1)
 
 
@@ -240,9 +240,9 @@ def test_cli_refuses_a_huge_cold_run_count_before_writing(tmp_path):
 )
 def test_ab_limits(args, expected):
     with pytest.raises(UsageError) as err:
-        spec.check_ab_limits(*args)
+        limits.check_ab_limits(*args)
     assert expected in str(err.value)
-    spec.check_ab_limits(20, 10, 0.05, 600.0)
+    limits.check_ab_limits(20, 10, 0.05, 600.0)
 
 
 # --workspace FILE beside --workspace-preset P of the same parameter count: both cases, apart.
@@ -356,11 +356,11 @@ def _pids(path: Path) -> list[int]:
 
 
 def test_a_hanging_python_is_refused_within_the_limit_and_leaves_no_process(tmp_path, monkeypatch):
-    monkeypatch.setattr(spec, "WORKER_PYTHON_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 1.0)
     script, pids = _fake_python(tmp_path, "sleep 301")
     started = time.monotonic()
     with pytest.raises(UsageError, match=r"did not answer within 1 s"):
-        spec.check_worker_python(str(script))
+        worker_probe.check_worker_python(str(script))
     assert time.monotonic() - started < 15
     assert _gone(_pids(pids)), "the pre-check left the fake interpreter or its child running"
 
@@ -368,12 +368,12 @@ def test_a_hanging_python_is_refused_within_the_limit_and_leaves_no_process(tmp_
 def test_a_failing_python_leaves_no_process_behind(tmp_path):
     script, pids = _fake_python(tmp_path, "echo 'ModuleNotFoundError: No module named ttfr' >&2\nexit 1")
     with pytest.raises(UsageError, match="cannot import ttfr's worker.*No module named ttfr"):
-        spec.check_worker_python(str(script))
+        worker_probe.check_worker_python(str(script))
     assert _gone(_pids(pids))
 
 
 def test_cli_reports_a_hanging_python_as_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(spec, "WORKER_PYTHON_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 0.5)
     script, pids = _fake_python(tmp_path, "sleep 301")
     out = tmp_path / "out"
     code, err = _cli(["run", "--cases", "numpy_matmul_512_f32", "--python", str(script), "--out", str(out)], capsys)
@@ -385,8 +385,8 @@ def test_a_ttfr_killed_during_the_python_pre_check_takes_the_interpreter_with_it
     # kill -9 of ttfr mid pre-check: the sweeper (measure/sweeper.py) must kill the pre-check's
     # process group, as it does a worker's, instead of leaving it running under PID 1.
     script, pids = _fake_python(tmp_path, "sleep 301")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from ttfr.measure import spec; "
-                               "spec.check_worker_python(sys.argv[1])", str(script)],
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from ttfr.measure import worker_probe; "
+                               "worker_probe.check_worker_python(sys.argv[1])", str(script)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     started = []
     try:
@@ -429,7 +429,7 @@ def test_a_name_that_is_not_unicode_text_is_refused_with_its_json_path(tmp_path,
 def test_the_plan_schema_holds_the_same_limits_as_the_command_line():
     """An edited plan.json cannot ask --resume for more than `ttfr run` would accept."""
     from ttfr.artifacts.store import load_schema
-    from ttfr.measure import spec as spec_module
+    from ttfr.measure import limits as spec_module
 
     props = load_schema("ttfr.plan.v1")["properties"]["spec"]["properties"]
     assert props["cold_runs"]["maximum"] == spec_module.MAX_COLD_RUNS

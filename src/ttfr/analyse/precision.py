@@ -37,7 +37,7 @@ import statistics as pystats
 from dataclasses import dataclass
 
 from ttfr.analyse import contention, stats
-from ttfr.measure import spec as spec_limits
+from ttfr.measure import limits as spec_limits
 from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
 from ttfr.model.suite import Precision, PrecisionCounts, Statistic

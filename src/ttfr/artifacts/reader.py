@@ -257,7 +257,7 @@ def _planned_runs(root: Path, problems: list[str]) -> dict:
     if plan is None or found:
         return {}
     if plan["spec"].get("precision") is not None:  # runs were added up to the command line's limits
-        from ttfr.measure.spec import MAX_COLD_RUNS, MAX_WARM_PROCS
+        from ttfr.measure.limits import MAX_COLD_RUNS, MAX_WARM_PROCS
 
         return {"runs": MAX_COLD_RUNS, "procs": MAX_WARM_PROCS}
     return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}

@@ -12,7 +12,9 @@ from rich.console import Console
 from ttfr.commands.options import by_profile, command_args, command_request, gate_args, selection_args, selection_request
 from ttfr.commands.output import show_comparison
 from ttfr.errors import UsageError
-from ttfr.measure.spec import PROFILES, RunRequest, build_spec, check_ab_limits
+from ttfr.measure.limits import check_ab_limits
+from ttfr.measure.profiles import PROFILES
+from ttfr.measure.spec import RunRequest, build_spec
 
 NAME = "ab"
 

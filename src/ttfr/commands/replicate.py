@@ -40,7 +40,7 @@ def add_parser(commands):
 
 
 def handle(args, console: Console) -> int:
-    from ttfr.measure.spec import Named
+    from ttfr.measure.resume import Named
     from ttfr.pipeline import replication
     from ttfr.report import terminal
 

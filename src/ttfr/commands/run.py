@@ -11,7 +11,9 @@ from rich.console import Console
 from ttfr import startup
 from ttfr.commands.options import by_profile, command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
-from ttfr.measure.spec import PROFILES, Named, RunRequest, build_spec
+from ttfr.measure.profiles import PROFILES
+from ttfr.measure.resume import Named
+from ttfr.measure.spec import RunRequest, build_spec
 
 NAME = "run"
 # Every option that chooses what to run: --resume continues the stored plan, so none of them goes with it

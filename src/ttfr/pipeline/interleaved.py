@@ -43,7 +43,8 @@ from ttfr.measure.scheduler import NullProgress, Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure import user_commands
-from ttfr.measure.spec import RunSpec, check_worker_python
+from ttfr.measure.spec import RunSpec
+from ttfr.measure.worker_probe import check_worker_python
 from ttfr.measure.user_commands import UserCommand
 from ttfr import cases as cases_api
 

@@ -8,7 +8,7 @@ from ttfr.analyse import case_result, precision
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import Plan, added_tasks
 from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.spec import MAX_WORKER_PROCESSES
+from ttfr.measure.limits import MAX_WORKER_PROCESSES
 from ttfr.model.journal import JournalEntry
 
 

@@ -30,7 +30,8 @@ from ttfr.pipeline import comparison, suite
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
-from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec
+from ttfr.measure.resume import NOTHING_NAMED, Named
+from ttfr.measure.spec import RunSpec
 
 SCHEMA = "ttfr.replication_report.v1"
 REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot.NS_REPLICATION)

@@ -38,7 +38,9 @@ from ttfr.measure.plan import Plan, build_plan, pending_cases, replay
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
-from ttfr.measure.spec import NOTHING_NAMED, Named, RunSpec, check_worker_python
+from ttfr.measure.resume import NOTHING_NAMED, Named
+from ttfr.measure.spec import RunSpec
+from ttfr.measure.worker_probe import check_worker_python
 from ttfr.pipeline.costs import Costs
 from ttfr.model.base import UNSET, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
