@@ -54,6 +54,51 @@ def test_list_shows_every_catalogued_case_and_why_gpu_cases_are_unavailable():
         assert "warn: gpu_unavailable" in done.stdout
 
 
+def test_list_takes_runs_selection_and_shows_only_what_it_selects(capsys):
+    assert cli.main(["list", "--backends", "numpy", "--workloads", "matmul", "--dtypes", "f64"]) == 0
+    shown = capsys.readouterr().out
+    expected = [c.id for c in catalog.BUILTIN.catalogued_cases()
+                if c.backend == "numpy" and c.workload == "matmul" and c.dtype == "float64"]  # fmt: skip
+    assert expected and all(case in shown for case in expected)
+    assert "jax_jit_cpu" not in shown and "_f32" not in shown and "fused_chain" not in shown
+    assert cli.main(["list", "--workloads", "convert", "--sizes", "1024"]) == 0  # a family, at one size
+    shown = capsys.readouterr().out
+    assert "interop_numpy_copy_1024_f32" in shown and "_65536_" not in shown
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["list", "--backends", "nmupy"], "Did you mean 'numpy'"),
+        (["list", "--backends", "numpy", "--workloads", "convert"], "no catalogued case has that selection (those "
+                                                                    "workloads run on interop, interop_gpu)"),
+        (["list", "--sizes", "big"], "--sizes must be a whole number"),
+    ],
+)  # fmt: skip
+def test_list_refuses_a_selection_as_run_does(capsys, args, message):
+    assert cli.main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["list", "--workload", "convert"], "Did you mean --workloads?"),  # the subcommand's own options
+        (["run", "--case-fil", "x"], "Did you mean --case-file?"),
+        (["list", "--rounds", "3"], "--rounds is an option of `ttfr ab`, `ttfr selftest`."),
+        # was "Did you mean --backends?": every command's options were one pool, the typed one included
+        (["compare", "--backends", "numpy", "a", "b"], "--backends is an option of `ttfr ab`, `ttfr list`, `ttfr run`."),
+    ],
+)
+def test_an_unknown_option_gets_its_commands_nearest_and_never_itself(capsys, args, message):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(args)
+    error = capsys.readouterr().err
+    assert exited.value.code == 2 and message in error
+    typed = args[1]
+    assert f"Did you mean {typed}?" not in error
+
+
 def test_env_prints_a_valid_manifest_without_secrets(monkeypatch, capsys):
     monkeypatch.setenv("TORCH_HUB_TOKEN", "hunter2")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")

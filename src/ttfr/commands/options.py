@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import sys
 from pathlib import Path
 
 from ttfr.exit_codes import EXIT_USAGE
-from ttfr.measure.spec import PROFILES, RunRequest
+from ttfr.measure.profiles import PROFILES
+from ttfr.measure.spec import RunRequest
 from ttfr.model.policies import POLICIES
 
 
@@ -30,7 +32,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with a did-you-mean for unknown options and subcommands (exit code 2), and
     the defaults in --help."""
 
-    known_options: set[str] = set()
+    owners: dict[str, set[str]] = {}  # an option -> the commands (parsers' prog) that take it
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
@@ -44,19 +46,38 @@ class Parser(argparse.ArgumentParser):
         unknown = re.search(r"unrecognized arguments: (.+)", message)
         choice = re.search(r"invalid choice: '([^']*)' \(choose from (.+)\)", message)
         if unknown:
-            for token in unknown.group(1).split():
-                close = difflib.get_close_matches(token.split("=")[0], sorted(self.known_options), n=1)
-                if token.startswith("-") and close:
-                    hint = f" Did you mean {close[0]}?"
-                    break
+            hint = next(filter(None, map(self._option_hint, unknown.group(1).split())), "")
         elif choice:
             options = re.findall(r"'([^']*)'", choice.group(2))
             close = difflib.get_close_matches(choice.group(1), options, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}.{hint}\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = list(sys.argv[1:] if args is None else args)  # which command an error is about
+        return super().parse_known_args(args, namespace)
+
+    def _command_parser(self) -> argparse.ArgumentParser:
+        """The parser of the command the line names (the top level reports its subcommand's unknown options)."""
+        commands = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        word = next((w for w in getattr(self, "given", ()) if commands and w in commands.choices), None)
+        return commands.choices[word] if word else self
+
+    def _option_hint(self, token: str) -> str:
+        """This command's option closest to `token` (never `token` itself), or the commands that take it."""
+        if not token.startswith("-"):
+            return ""
+        name, parser = token.split("=")[0], self._command_parser()
+        own = sorted(o for o in parser._option_string_actions if o != name)
+        close = difflib.get_close_matches(name, own, n=1)
+        if close:
+            return f" Did you mean {close[0]}?"
+        elsewhere = sorted(Parser.owners.get(name, set()) - {parser.prog})
+        return f" {name} is an option of {', '.join(f'`{p}`' for p in elsewhere)}." if elsewhere else ""
+
     def add_argument(self, *names, **kwargs):
-        Parser.known_options.update(n for n in names if n.startswith("-"))
+        for option in (n for n in names if n.startswith("-")):
+            Parser.owners.setdefault(option, set()).add(self.prog)
         return super().add_argument(*names, **kwargs)
 
 

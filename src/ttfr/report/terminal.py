@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ttfr.analyse import contention
 from ttfr.measure import catalog
+from ttfr.measure.limits import MAX_AB_ROUNDS
 from ttfr.measure.plan import Task
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, ColdSummary, CouldNotMeasureCleanly, named
 from ttfr.model.comparison import Comparison
@@ -222,13 +223,16 @@ def loop_lines(rows: list[LoopRow]) -> list[tuple[str, str | None]]:
     return lines
 
 
-def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) -> None:
+def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN, view=None) -> None:
+    """The catalogue, or the part of it `view` (measure.selection.CatalogueView) selects."""
+    shown_backends = view.backends if view else tuple(catalog.BACKENDS)
+    shown_workloads = view.workloads if view else tuple(known.workloads)
     backends = Table(title="backends")
     for column in ("backend", "available", "description"):
         backends.add_column(column)
-    reasons = {}
-    for name, backend in catalog.BACKENDS.items():
-        reasons[name] = catalog.availability(backend)
+    reasons = {name: catalog.availability(backend) for name, backend in catalog.BACKENDS.items()}
+    for name in shown_backends:
+        backend = catalog.BACKENDS[name]
         label = name + (" (diagnostic)" if backend.diagnostic else "")
         backends.add_row(label, "yes" if reasons[name] is None else f"[yellow]warn: {reasons[name]}[/]", backend.description)
     console.print(backends)
@@ -237,7 +241,7 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
     for column in ("workload", "sizes", "size means", "dtypes", "description"):
         workloads.add_column(column)
     presets = ", ".join(f"{name}={n}" for name, n in catalog.HF_PRESET_SIZES.items())
-    for workload in known.workloads.values():
+    for workload in (known.workloads[name] for name in shown_workloads):
         low, high = workload.size_range
         if workload.name in catalog.HF_WORKLOADS:
             sizes = f"presets {presets}; or --workspace FILE"
@@ -255,17 +259,18 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN) ->
         )
     console.print(workloads)
 
-    families = Table(title="workload families (--workloads FAMILY: every workload of it)")
-    for column in ("family", "workloads"):
-        families.add_column(column)
-    for family, members in catalog.LOOP_FAMILIES.items():
-        families.add_row(family, ", ".join(members))
-    console.print(families)
+    if not (view and view.selected):  # the families are a way to select: shown with the whole catalogue
+        families = Table(title="workload families (--workloads FAMILY: every workload of it)")
+        for column in ("family", "workloads"):
+            families.add_column(column)
+        for family, members in catalog.LOOP_FAMILIES.items():
+            families.add_row(family, ", ".join(members))
+        console.print(families)
 
     cases = Table(title="catalogued case ids")
     cases.add_column("case")
     cases.add_column("available here")
-    for case in known.catalogued_cases():
+    for case in view.cases if view else known.catalogued_cases():
         cases.add_row(case.id, _available(case, reasons[case.backend]))
     console.print(cases)
 
@@ -378,7 +383,6 @@ def print_harness(console: Console, check: HarnessCheck) -> None:
 
 
 def _rounds_text(need: dict) -> str:
-    from ttfr.measure.spec import MAX_AB_ROUNDS  # here: measure.spec loads NumPy, the report must not
 
     if need["rounds"] is None:
         text = f"not detectable as a regression: {need['reason']}"
