@@ -41,9 +41,9 @@ def _call(workdir: Path):
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     from ttfr.child.workloads import hf_nll_grad
-    from ttfr.child.workloads.histfactory import engines
+    from ttfr.child.workloads.histfactory import native_inputs
 
-    inputs = [jax.numpy.asarray(x) for x in engines.dense_inputs(_problem(workdir))[1]]
+    inputs = [jax.numpy.asarray(x) for x in native_inputs.dense_inputs(_problem(workdir))[1]]
     return jax, hf_nll_grad.jax_build(jax, inputs)
 
 

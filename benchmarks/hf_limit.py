@@ -52,7 +52,7 @@ class Server:
         jax.config.update("jax_enable_x64", True)
         import jax.numpy as jnp
 
-        from ttfr.child.workloads.histfactory import dense, engines, native, problems, train
+        from ttfr.child.workloads.histfactory import dense, native, native_inputs, problems, train
         from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
         self.jax, self.train = jax, train
@@ -61,9 +61,9 @@ class Server:
         model = dense.compile_workspace(spec, signal)
         point = dict(zip(model.names, dense.evaluation_point(model, seed)))
         problem = problems.Problem(json.dumps(spec).encode(), point, signal, seed)
-        _model, host = engines.dense_inputs(problem)
+        _model, host = native_inputs.dense_inputs(problem)
         inputs = [jnp.asarray(x) for x in host]
-        arrays, e = engines.split_native(inputs)
+        arrays, e = native_inputs.split_native(inputs)
         state_args = (seed, model.inits()) if len(inspect.signature(train.native_state_inputs).parameters) > 1 else (seed,)
         self.first_state = [jnp.asarray(x) for x in train.native_state_inputs(*state_args)]
         self.trainer = train.JaxTrainer(jax, inputs + self.first_state, train.TIMED_VARIANT)

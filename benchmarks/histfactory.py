@@ -71,7 +71,7 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     import pyhf
 
     from ttfr.child.backends import pyhf_backend
-    from ttfr.child.workloads.histfactory import dense, nextstat_engine, problems, pyhf_engine
+    from ttfr.child.workloads.histfactory import dense, native_inputs, nextstat_engine, problems, pyhf_engine
     from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
     spec = hf_workspace.preset(name, seed)
@@ -80,9 +80,8 @@ def _core_calls(name: str, seed: int) -> tuple[int, dict]:
     point = dict(zip(model.names, dense.evaluation_point(model, seed)))
     problem = problems.Problem(json.dumps(spec).encode(), point, signal, seed)
     from ttfr.child.workloads import hf_nll_grad
-    from ttfr.child.workloads.histfactory import engines
 
-    inputs = [jnp.asarray(x) for x in engines.dense_inputs(problem)[1]]
+    inputs = [jnp.asarray(x) for x in native_inputs.dense_inputs(problem)[1]]
     function, args = hf_nll_grad.jax_build(jax, inputs)
     jitted = jax.jit(function)
     ns = nextstat_engine.NextstatEngine(nextstat, problem)

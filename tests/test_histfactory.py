@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import have
 
-from ttfr.child.workloads.histfactory import dense, engines, gate, problems, reference
+from ttfr.child.workloads.histfactory import dense, gate, native_inputs, problems, reference
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.errors import UsageError
 from ttfr.measure import datasets
@@ -413,15 +413,15 @@ def test_training_loops_agree_across_frameworks():
     import jax
     import torch
 
-    from ttfr.child.workloads.histfactory import native, train
+    from ttfr.child.workloads.histfactory import native, native_inputs, train
 
     jax.config.update("jax_enable_x64", True)
     spec = hf_workspace.preset("complex8p", seed=3)
     problem = _problem(spec)
-    _model, native_inputs = engines.dense_inputs(problem)
-    state_inputs = train.native_state_inputs(0, engines.split_native(native_inputs)[1]["init"])
-    jax_trainer = train.JaxTrainer(jax, [jax.numpy.asarray(x) for x in native_inputs + state_inputs], "sigmoid")
-    arrays, extra = engines.split_native([torch.as_tensor(x) for x in native_inputs])
+    _model, host_inputs = native_inputs.dense_inputs(problem)
+    state_inputs = train.native_state_inputs(0, native_inputs.split_native(host_inputs)[1]["init"])
+    jax_trainer = train.JaxTrainer(jax, [jax.numpy.asarray(x) for x in host_inputs + state_inputs], "sigmoid")
+    arrays, extra = native_inputs.split_native([torch.as_tensor(x) for x in host_inputs])
     engine = native.TorchEngine(torch, lambda fn: fn, arrays)
     signal = extra["signal"].numpy()
     torch_trainer = train.TorchTrainer(
@@ -435,14 +435,14 @@ def test_training_loops_agree_across_frameworks():
 
 
 def test_the_compact_form_packs_and_unpacks_every_array_exactly():
-    """engines.pack: two flat buffers and a static layout; unpack gives every array back
+    """native_inputs.pack: two flat buffers and a static layout; unpack gives every array back
     (values, shapes, dtypes) — the compact JAX call's model is the model."""
     for name in ("simple", "complex8p", "mid72p"):
         spec = hf_workspace.preset(name, seed=1)
         model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
-        layout, floats, ints = engines.pack(np, model.arrays)
+        layout, floats, ints = native_inputs.pack(np, model.arrays)
         assert floats.dtype.kind == "f" and ints.dtype.kind == "i"
-        back = engines.unpack(layout, floats, ints)
+        back = native_inputs.unpack(layout, floats, ints)
         assert list(back) == list(dense.ARRAY_NAMES)
         for key, array in model.arrays.items():
             assert back[key].shape == array.shape and back[key].dtype.kind == array.dtype.kind
@@ -456,7 +456,7 @@ def test_only_small_models_take_the_compact_form():
     def small(name):
         spec = hf_workspace.preset(name, seed=0)
         model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
-        return engines.is_small(model.arrays, len(model.names))
+        return native_inputs.is_small(model.arrays, len(model.names))
 
     assert [small(n) for n in ("simple", "complex8p", "mid72p", "thu184p")] == [True, True, False, False]
 
@@ -471,7 +471,7 @@ def test_analytic_nll_and_gradients_match_reverse_mode_on_every_preset(name):
     import jax
 
     from ttfr.child.workloads import hf_nll_grad
-    from ttfr.child.workloads.histfactory import native
+    from ttfr.child.workloads.histfactory import native, native_inputs
 
     jax.config.update("jax_enable_x64", True)
     spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=3)
@@ -495,7 +495,7 @@ def test_analytic_nll_and_gradients_match_reverse_mode_on_every_preset(name):
         model.bounds()[:, 0].copy(), model.bounds()[:, 1].copy()]  # fmt: skip
     inputs = [jax.numpy.asarray(x) for x in inputs]
     function, args = hf_nll_grad.jax_build(jax, inputs)
-    assert len(args) == (4 if engines.is_small(model.arrays, len(model.names)) else len(inputs))
+    assert len(args) == (4 if native_inputs.is_small(model.arrays, len(model.names)) else len(inputs))
     built, plain = jax.jit(function)(*args), jax.jit(hf_nll_grad.jax_fn(jax))(*inputs)
     for mine, theirs in zip(built, plain):
         assert np.allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-11, atol=1e-12)

@@ -9,7 +9,7 @@ import pytest
 from conftest import have
 
 from ttfr.child.workloads import hf_fd_check
-from ttfr.child.workloads.histfactory import dense, engines, native, problems
+from ttfr.child.workloads.histfactory import dense, native, native_inputs, problems
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
 torch = pytest.importorskip("torch")
@@ -144,7 +144,7 @@ def _fd_inputs(name):
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
     point = dict(zip(model.names, dense.evaluation_point(model, 0)))
     problem = problems.Problem(json.dumps(spec).encode(), point, hf_workspace.find_signal(spec))
-    return [torch.from_numpy(x) for x in engines.dense_inputs(problem)[1]]
+    return [torch.from_numpy(x) for x in native_inputs.dense_inputs(problem)[1]]
 
 
 def _per_bin_figures(engine, point, signal):
@@ -164,7 +164,7 @@ def _per_bin_figures(engine, point, signal):
 def test_fd_check_in_one_batched_call_gives_the_per_bin_loops_figures(name):
     inputs = _fd_inputs(name)
     function, call_args = hf_fd_check.torch_build(torch, lambda fn: fn, inputs)
-    engine, point, signal = engines.torch_engine(torch, lambda fn: fn, inputs)
+    engine, point, signal = native.torch_engine(torch, lambda fn: fn, inputs)
     batched, looped = function(*call_args), _per_bin_figures(engine, point, signal)
     for mine, theirs in zip(batched, looped):
         assert abs(float(mine) - float(theirs)) <= 1e-10 * max(1.0, abs(float(theirs)))
@@ -183,9 +183,9 @@ def test_compiled_fits_and_batched_nll_compile_once_and_agree_with_eager():
     from torch._dynamo.utils import counters
 
     inputs = _fd_inputs("complex8p")
-    engine, point, signal = engines.torch_engine(torch, lambda fn: torch.compile(fn, dynamic=False), inputs)
-    eager = engines.torch_engine(torch, lambda fn: fn, inputs)[0]
-    _arrays, extra = engines.split_native(inputs)
+    engine, point, signal = native.torch_engine(torch, lambda fn: torch.compile(fn, dynamic=False), inputs)
+    eager = native.torch_engine(torch, lambda fn: fn, inputs)[0]
+    _arrays, extra = native_inputs.split_native(inputs)
     q0_args = (extra["init"], extra["free"], extra["lower"], extra["upper"], signal)
     before = counters["stats"]["unique_graphs"]
     compiled_q0, eager_q0 = engine.q0_and_grad(*q0_args), eager.q0_and_grad(*q0_args)

@@ -192,3 +192,52 @@ def test_the_pyhf_adapter_imports_no_other_ttfr_module_in_its_timed_import(varia
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == []
+
+
+def _import_cycles(graph) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), over every import a module
+    makes, lazy ones inside functions included."""
+    adjacent = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(module):
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in adjacent[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in adjacent:
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_its_way_back_to_itself():
+    """No import circle anywhere in src/, lazy imports included: a circle ties two modules' jobs
+    together (engines.py and native.py were, through the native input layout)."""
+    grimp = pytest.importorskip("grimp")
+    assert _import_cycles(grimp.build_graph("ttfr")) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    class Graph:  # a -> b -> c -> a, and d alone
+        modules = {"a", "b", "c", "d"}
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+        def find_modules_directly_imported_by(self, module):
+            return self.edges[module]
+
+    assert _import_cycles(Graph()) == [["a", "b", "c"]]

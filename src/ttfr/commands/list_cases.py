@@ -19,9 +19,12 @@ def add_parser(commands):
                          "repeatable")  # fmt: skip
     listing.add_argument("--user-only", action="store_true", help="list only the cases of --case-file, not ttfr's own")
     # the selection `ttfr run` takes, as filters of what is listed
-    for name, text in (("--backends", "only these backends (and their cases)"),
-                        ("--workloads", "only these workloads or families (and their cases)"),
-                        ("--sizes", "only cases of these sizes"), ("--dtypes", "only cases of these dtypes (f32, f64, bf16)")):
+    for name, text in (
+        ("--backends", "only these backends (and their cases)"),
+        ("--workloads", "only these workloads or families (and their cases)"),
+        ("--sizes", "only cases of these sizes"),
+        ("--dtypes", "only cases of these dtypes (f32, f64, bf16)"),
+    ):
         list_arg(listing, name, text)  # fmt: skip
     return listing
 

@@ -7,7 +7,7 @@ Every gradient case's gate records the same figures; this case times the check i
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problems
+from ttfr.child.workloads.histfactory import engines, gate, native, native_inputs, problems
 
 load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 STEP = gate.FD_STEP["nll"]
@@ -18,7 +18,7 @@ def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_fd_check(*inputs):
-        arrays, e = engines.split_native(inputs)
+        arrays, e = native_inputs.split_native(inputs)
         point, signal = e["point"], e["signal"]
         gradient = functions["value_and_grads"](point, signal, arrays)[1][1]
         steps = STEP * jnp.maximum(1.0, jnp.abs(signal))
@@ -33,7 +33,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    engine, point, signal = engines.torch_engine(torch, compile_fn, inputs)
+    engine, point, signal = native.torch_engine(torch, compile_fn, inputs)
 
     def hf_fd_check():
         gradient = engine.value_and_grads(point, signal)[2]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttfr.child.workloads import loop_strategies
-from ttfr.child.workloads.histfactory import binnings, dense, engines, gate, native, problems
+from ttfr.child.workloads.histfactory import binnings, dense, engines, gate, native, native_inputs, problems
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
 LOOP = True
@@ -129,7 +129,7 @@ class _JaxScan(_Scan):
 
     def evaluate(self, engine, signal):
         inputs, function = engine
-        arrays, e = engines.split_native(inputs)
+        arrays, e = native_inputs.split_native(inputs)
         q0, grad, *_ = function(e["init"], e["free"], e["lower"], e["upper"], self.jax.numpy.asarray(signal), arrays)
         return q0, grad
 
@@ -166,7 +166,7 @@ class _JaxAheadOfTimeScan(_JaxScan):
         store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
                                                sources=(native, dense, binnings, engines), needs_lapack=True)  # fmt: skip
         for m in self.splits:
-            arrays, e = engines.split_native(self.engine_for(m)[0])
+            arrays, e = native_inputs.split_native(self.engine_for(m)[0])
 
             def compile_ahead(arrays=arrays, e=e):  # traced only when not loaded
                 return self.q0.trace(e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays).lower().compile()
@@ -192,7 +192,7 @@ class _TorchScan(_Scan):
         return self.kernels.expected()
 
     def engine_for(self, m):
-        arrays, e = engines.split_native(self.runtime.put(engines.inputs_for(self.runtime, self.binned(m))))
+        arrays, e = native_inputs.split_native(self.runtime.put(engines.inputs_for(self.runtime, self.binned(m))))
         return native.TorchEngine(self.torch, self.kernels.compile_fn, arrays), e
 
     def evaluate(self, engine_and_extras, signal):

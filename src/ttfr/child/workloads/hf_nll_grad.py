@@ -5,7 +5,7 @@ Output: (NLL, dNLL/d signal histogram, dNLL/d parameters). Gate: NLL parity with
 NumPy backend, q0 parity, and the signal gradient against central finite differences.
 """
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problems
+from ttfr.child.workloads.histfactory import engines, gate, native, native_inputs, problems
 
 load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 
@@ -14,7 +14,7 @@ def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_nll_grad(*inputs):
-        arrays, extra = engines.split_native(inputs)
+        arrays, extra = native_inputs.split_native(inputs)
         value, (g_point, g_signal) = functions["value_and_grads"](extra["point"], extra["signal"], arrays)
         return value, g_signal, g_point
 
@@ -23,11 +23,11 @@ def jax_fn(jax):
 
 def jax_build(jax, inputs):
     """The JAX function and the arguments it is called with. A small model is called in its
-    compact form (engines.pack: 4 arguments instead of 29; gradients from the analytic
+    compact form (native_inputs.pack: 4 arguments instead of 29; gradients from the analytic
     Jacobian instead of reverse mode), where fixed costs per argument and per kernel are most
     of the call; a larger one as the plain jax.value_and_grad of the NLL."""
-    arrays, extra = engines.split_native(inputs)
-    if not engines.is_small(arrays, int(extra["point"].shape[0])):
+    arrays, extra = native_inputs.split_native(inputs)
+    if not native_inputs.is_small(arrays, int(extra["point"].shape[0])):
         return jax_fn(jax), tuple(inputs)
     from ttfr.child.workloads.histfactory.dense import Ops, jacobian_index
 
@@ -38,13 +38,13 @@ def jax_build(jax, inputs):
     # third of a cold first call). The Jacobian's scatter positions depend on the model only.
     host = {name: np.asarray(array) for name, array in arrays.items()}
     index = jacobian_index(Ops("numpy", np), host, int(extra["point"].shape[0]))
-    layout, floats, ints = engines.pack(np, {**host, engines.JACOBIAN_INDEX: index})
+    layout, floats, ints = native_inputs.pack(np, {**host, native_inputs.JACOBIAN_INDEX: index})
     device = _device_of(extra["point"])
     floats, ints = jax.device_put(floats, device), jax.device_put(ints, device)
 
     def hf_nll_grad(floats, ints, point, signal):
-        model = engines.unpack(layout, floats, ints)
-        return native.nll_and_grads(ops, point, signal, model, model[engines.JACOBIAN_INDEX])
+        model = native_inputs.unpack(layout, floats, ints)
+        return native.nll_and_grads(ops, point, signal, model, model[native_inputs.JACOBIAN_INDEX])
 
     return hf_nll_grad, (floats, ints, extra["point"], extra["signal"])
 
@@ -56,7 +56,7 @@ def _device_of(array):
 
 
 def torch_build(torch, compile_fn, inputs):
-    engine, point, signal = engines.torch_engine(torch, compile_fn, inputs)
+    engine, point, signal = native.torch_engine(torch, compile_fn, inputs)
 
     def hf_nll_grad():
         value, g_point, g_signal = engine.value_and_grads(point, signal)

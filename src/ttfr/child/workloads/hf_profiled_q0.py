@@ -6,7 +6,7 @@ the NLL at each fitted point), not differentiation through the optimiser. Gate: 
 NLL parity with pyhf, and dq0/ds against central finite differences of q0.
 """
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problems
+from ttfr.child.workloads.histfactory import engines, gate, native, native_inputs, problems
 
 load_inputs, inputs_for, dataset_sha256 = problems.load_problem, engines.inputs_for, problems.dataset_sha256
 
@@ -15,7 +15,7 @@ def jax_fn(jax):
     functions = native.jax_functions(jax)
 
     def hf_profiled_q0(*inputs):
-        arrays, e = engines.split_native(inputs)
+        arrays, e = native_inputs.split_native(inputs)
         q0, grad, muhat, *_rest = functions["q0_and_grad"](e["init"], e["free"], e["lower"], e["upper"], e["signal"], arrays)
         return q0, grad, muhat
 
@@ -23,7 +23,7 @@ def jax_fn(jax):
 
 
 def torch_build(torch, compile_fn, inputs):
-    arrays, e = engines.split_native(inputs)
+    arrays, e = native_inputs.split_native(inputs)
     engine = native.TorchEngine(torch, compile_fn, arrays)
 
     def hf_profiled_q0():

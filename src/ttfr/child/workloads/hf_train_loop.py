@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import engines, gate, native, problems, train
+from ttfr.child.workloads.histfactory import engines, gate, native, native_inputs, problems, train
 
 load_inputs = problems.load_problem
 dataset_sha256 = problems.dataset_sha256
@@ -25,7 +25,7 @@ dataset_sha256 = problems.dataset_sha256
 def inputs_for(runtime, problem):
     prepared = engines.inputs_for(runtime, problem)
     if runtime.framework in ("jax", "torch"):
-        _arrays, extra = engines.split_native(prepared)
+        _arrays, extra = native_inputs.split_native(prepared)
         return prepared + train.native_state_inputs(problem.seed, extra["init"])
     return prepared
 
@@ -38,7 +38,7 @@ def native_torch_trainer(torch, compile_fn, inputs, variant, engine=None, warm_s
     """A torch trainer on the native engine; `warm_start`: each step's fits start at the last
     step's optima (a training loop), else at the initial values (the timed step, as JAX's)."""
     n_native = len(inputs) - len(train.TRAIN_INPUTS)
-    arrays, e = engines.split_native(inputs[:n_native])
+    arrays, e = native_inputs.split_native(inputs[:n_native])
     # the state stays where the engine's arrays are (CUDA: no host round trip, no mixed devices)
     state = dict(zip(train.TRAIN_INPUTS, inputs[n_native:]))
     engine = engine or native.TorchEngine(torch, compile_fn, arrays)

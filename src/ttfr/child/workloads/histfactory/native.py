@@ -42,7 +42,7 @@ from ttfr.child.workloads.histfactory.dense import (
     nll_from_expected,
     signal_gradient,
 )
-from ttfr.child.workloads.histfactory.engines import split_native
+from ttfr.child.workloads.histfactory.native_inputs import split_native
 
 MAX_ITERATIONS = 100
 GRADIENT_TOL = 1e-9
@@ -376,3 +376,9 @@ def probe(runtime, inputs):
     if runtime.framework == "torch":
         return TorchProbe(runtime.torch, inputs)
     return inputs
+
+
+def torch_engine(torch, compile_fn, inputs):
+    """The native torch engine on a problem's inputs, with the point and signal it is evaluated at."""
+    arrays, extra = split_native(inputs)
+    return TorchEngine(torch, compile_fn, arrays), extra["point"], extra["signal"]

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory import engines, native
+from ttfr.child.workloads.histfactory import native, native_inputs
 
 EVENTS = 400
 HIDDEN = 16
@@ -160,7 +160,7 @@ def jax_step(jax, variant: str):
 
     def step(*inputs):
         n_native = len(inputs) - len(TRAIN_INPUTS)
-        arrays, e = engines.split_native(inputs[:n_native])
+        arrays, e = native_inputs.split_native(inputs[:n_native])
         s = dict(zip(TRAIN_INPUTS, inputs[n_native:]))
         params = tuple(s[p] for p in PARAMS)
         bin_edges = jnp.linspace(0.0, 1.0, e["signal"].shape[0] + 1)
