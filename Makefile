@@ -71,7 +71,7 @@ bench-overhead: $(STAMP)
 # `make wheelhouse` where an index is reachable, and brought along). FULL=1: the whole check, not --quick.
 WHEELHOUSE ?= wheelhouse
 gpu-check:
-	$(PYTHON) benchmarks/gpu_stack.py $(if $(filter 1,$(OFFLINE)),--wheelhouse $(WHEELHOUSE)) -- \
+	$(PYTHON) scripts/gpu_stack.py $(if $(filter 1,$(OFFLINE)),--wheelhouse $(WHEELHOUSE)) -- \
 		$(if $(filter 1,$(FULL)),--full,--quick) --out docs/gpu $(ARGS)
 
 # The wheels an air-gapped GPU image lacks (requirements/gpu-image.toml), for its Python, with their

@@ -1,6 +1,6 @@
 """`make gpu-check`: every GPU row of ttfr on a machine with a GPU, in one command.
 
-    python3 benchmarks/gpu_stack.py --wheelhouse wheelhouse -- [--quick | --full] [--out docs/gpu]
+    python3 scripts/gpu_stack.py --wheelhouse wheelhouse -- [--quick | --full] [--out docs/gpu]
     .venv/bin/python benchmarks/gpu_check.py [--quick | --full] [--out docs/gpu]
 
 `--quick` (the default) runs every GPU row at least once, in minutes: the array workloads (matmul,

@@ -9,7 +9,7 @@ platform (manylinux, x86-64), without their dependencies: each carried wheel's r
 checked instead to be carried too, or held by the image and listed among the [needs] the image's
 pre-flight check verifies. The folder's total size is checked against the limit a GPU lease copies
 (64 MiB), and its listing (LISTING.json: each wheel's name, version, file, bytes, sha256) is what
-benchmarks/gpu_stack.py verifies before it installs anything. The folder is replaced whole, only
+scripts/gpu_stack.py verifies before it installs anything. The folder is replaced whole, only
 once every check passed: a failed download leaves the previous one as it was.
 """
 
@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -34,30 +33,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parent.parent
-IMAGE = ROOT / "requirements" / "gpu-image.toml"
-LOCK = ROOT / "requirements" / "cpu-lock.txt"
-LISTING = "LISTING.json"
-FORMAT = "ttfr.wheelhouse.v1"
+from gpu_image import LISTING, LOCK, ROOT, image_spec, lock_pins
+from gpu_image import LISTING_FORMAT as FORMAT
 
 
 class WheelhouseError(Exception):
     """What keeps the wheelhouse from being made, in words (exit 1)."""
-
-
-def image_spec(path: Path = IMAGE) -> dict:
-    return tomllib.loads(path.read_text())
-
-
-def lock_pins(path: Path = LOCK) -> dict[str, str]:
-    """requirements/cpu-lock.txt's `name==version` lines, by canonical name."""
-    pins = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            pins[canonicalize_name(name)] = version.strip()
-    return pins
 
 
 def carried_pins(spec: dict, pins: dict[str, str]) -> dict[str, str]:

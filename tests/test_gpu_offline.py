@@ -379,7 +379,7 @@ def test_an_image_without_one_of_ttfrs_needs_is_refused_naming_it_before_anythin
     import gpu_image_env
 
     python = gpu_image_env.build(tmp_path / "image", leave_out=("rich",))
-    done = subprocess.run([*_no_network_prefix(), str(python), str(ROOT / "benchmarks" / "gpu_stack.py"),
+    done = subprocess.run([*_no_network_prefix(), str(python), str(ROOT / "scripts" / "gpu_stack.py"),
                            "--wheelhouse", str(this_pythons_wheelhouse), "--", "--work", str(tmp_path / "work")],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 2, done.stderr

@@ -61,6 +61,19 @@ def parse_int(text, what):
         raise UsageError(f"{what} must be a whole number, got {text!r}") from None
 
 
+def check_names(known: catalog.Catalog, backends, workloads, dtypes) -> None:
+    """Every backend, workload and dtype named is one the catalogue knows (else exit 2, naming the valid ones)."""
+    for name in backends:
+        if name not in catalog.BACKENDS:
+            raise unknown_choice("backend", name, catalog.BACKENDS)
+    for name in workloads:
+        if name not in known.workloads:
+            raise unknown_choice("workload", name, known.names())
+    for name in dtypes:
+        if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
+            raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
+
+
 def select_cases(
     known: catalog.Catalog,
     profile: Profile,
@@ -95,15 +108,7 @@ def select_cases(
                         "(its ids: `ttfr list --case-file FILE --user-only`).")  # fmt: skip
                 raise unknown_choice("case id", case_id, exc.choices, limit=8, hint="" if exc.is_typo() else hint) from None
         return tuple(sorted(set(cases)))
-    for name in backends:
-        if name not in catalog.BACKENDS:
-            raise unknown_choice("backend", name, catalog.BACKENDS)
-    for name in workloads:
-        if name not in known.workloads:
-            raise unknown_choice("workload", name, known.names())
-    for name in dtypes:
-        if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
-            raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
+    check_names(known, backends, workloads, dtypes)
     size_values = [parse_int(s, "--sizes") for s in sizes]
     dtype_values = [catalog.DTYPES.get(d, d) for d in dtypes]
     chosen_backends = backends or [name for name, b in catalog.BACKENDS.items() if not (b.diagnostic or b.opt_in)]
@@ -217,15 +222,7 @@ def catalogue_view(known: catalog.Catalog, backends=(), workloads=(), sizes=(), 
     workloads = catalog.expand_workloads(split_values(workloads, "--workloads", known.names()))
     sizes = [parse_int(s, "--sizes") for s in split_values(sizes, "--sizes", ["whole numbers"])]
     dtypes = split_values(dtypes, "--dtypes", catalog.DTYPES)
-    for name in backends:
-        if name not in catalog.BACKENDS:
-            raise unknown_choice("backend", name, catalog.BACKENDS)
-    for name in workloads:
-        if name not in known.workloads:
-            raise unknown_choice("workload", name, known.names())
-    for name in dtypes:
-        if catalog.DTYPES.get(name, name) not in catalog.DTYPES.values():
-            raise unknown_choice("dtype", name, list(catalog.DTYPES) + list(catalog.DTYPES.values()))
+    check_names(known, backends, workloads, dtypes)
     dtype_values = {catalog.DTYPES.get(d, d) for d in dtypes}
     cases = tuple(c for c in known.catalogued_cases()
                   if (not backends or c.backend in backends) and (not workloads or c.workload in workloads)

@@ -1,8 +1,8 @@
 """`make gpu-check`: run benchmarks/gpu_check.py on this machine's own Python stack (a GPU image's
 CUDA builds of torch and JAX), not on the CPU lock file's .venv.
 
-    python3 benchmarks/gpu_stack.py --wheelhouse wheelhouse [-- gpu_check options]   # offline
-    python3 benchmarks/gpu_stack.py [-- gpu_check options]                           # from the index
+    python3 scripts/gpu_stack.py --wheelhouse wheelhouse [-- gpu_check options]   # offline
+    python3 scripts/gpu_stack.py [-- gpu_check options]                           # from the index
 
 Standard library only (it runs before ttfr's own needs are installed). In order, before anything is
 measured:
@@ -32,22 +32,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-IMAGE = ROOT / "requirements" / "gpu-image.toml"
-LOCK = ROOT / "requirements" / "cpu-lock.txt"
-LISTING_FORMAT = "ttfr.wheelhouse.v1"
+from gpu_image import LISTING, LISTING_FORMAT, ROOT, canonical, image_spec, lock_pins
+
 EXIT_REFUSED = 2  # ttfr's exit code for bad input, before anything runs
 
 
 class Refused(Exception):
     """What stops the check before anything runs, in words (exit 2)."""
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -79,7 +72,7 @@ def pip_env(offline: bool) -> dict:
 def listed_wheels(folder: Path) -> list[Path]:
     """The wheelhouse's wheels, each checked against its LISTING.json: any wheel missing,
     changed or not built for this interpreter is refused, before pip sees it."""
-    path = folder / "LISTING.json"
+    path = folder / LISTING
     if not folder.is_dir():
         raise Refused(f"no wheelhouse at {folder}: run `make wheelhouse` where an index is reachable, and bring the "
                       "folder along with the checkout")  # fmt: skip
@@ -117,19 +110,9 @@ def listed_wheels(folder: Path) -> list[Path]:
     return wanted
 
 
-def locked_versions() -> dict[str, str]:
-    pins = {}
-    for line in LOCK.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            pins[canonical(name)] = version.strip()
-    return pins
-
-
 def install(target: Path, wheelhouse: Path | None, carried: list[str]) -> dict[str, str]:
     """The carried packages into `target`; returns what was meant to arrive (name -> version)."""
-    pins = locked_versions()
+    pins = lock_pins()
     locked = {canonical(n): pins[canonical(n)] for n in carried}
     if wheelhouse is not None:
         files = listed_wheels(wheelhouse)
@@ -195,7 +178,7 @@ def stack_problems(have: dict[str, str], needs: dict[str, str], carried: dict[st
 
 def preflight(target: Path, wheelhouse: Path | None) -> str:
     """Install, then check the stack imports will find; the table of what was found."""
-    spec = tomllib.loads(IMAGE.read_text())
+    spec = image_spec()
     expected = install(target, wheelhouse, spec["carried"]["packages"])
     have = installed([str(target), *sys.path])
     gpu = gpu_present()
