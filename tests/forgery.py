@@ -4,6 +4,8 @@ import json
 
 from ttfr.artifacts import snapshot
 
+from ttfr.artifacts import snapshot_layout
+
 
 def writable(path):
     """Undo publishing's read-only modes, as anyone owning the files can."""
@@ -13,11 +15,11 @@ def writable(path):
 
 def reindex(path):
     """Rewrite ttfr's snapshot index to match the edited files."""
-    index = json.loads((path / snapshot.INDEX).read_text())
+    index = json.loads((path / snapshot_layout.INDEX).read_text())
     for entry in index["artifacts"]:
         data = (path / entry["path"]).read_bytes()
         entry.update(bytes=len(data), sha256=snapshot.sha256_bytes(data))
-    (path / snapshot.INDEX).write_text(json.dumps(index))
+    (path / snapshot_layout.INDEX).write_text(json.dumps(index))
 
 
 def edit_case(root, case_id: str, mutate) -> None:

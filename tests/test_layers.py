@@ -243,6 +243,7 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _import_cycles(Graph()) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow  # pylint reads the whole tree (~5 s): beside the HistFactory fits, not in the fast tier
 def test_no_six_lines_of_src_repeat_elsewhere_in_src():
     """pylint's duplicate-code check (six lines or more, imports and signatures ignored): one piece of
     code serves where the logic is the same, rather than two copies that drift apart."""

@@ -19,6 +19,12 @@ from forgery import reindex, writable
 from fakes import FakeExecutor
 
 from ttfr.artifacts import snapshot
+
+from ttfr.artifacts import snapshot_verify
+
+from ttfr.artifacts import snapshot_registry
+
+from ttfr.artifacts import snapshot_nextstat
 from ttfr.commands import cli
 from ttfr.measure.executors import Executors
 from ttfr.measure.spec import RunRequest, build_spec
@@ -55,13 +61,13 @@ def test_publish_registers_the_snapshot_as_nextstats_registry_script_does(tmp_pa
     baseline = next(a for a in json.loads(index_bytes)["artifacts"] if a["path"] == "baseline_manifest.json")
     assert entry["artifacts"]["baseline_manifest_sha256"] == baseline["sha256"]
     second = _snapshot(tmp_path, size="32", name="other")
-    snapshot.register(second, registry)
-    snapshot.register(first, registry)  # again: replaced, not added
+    snapshot_registry.register(second, registry)
+    snapshot_registry.register(first, registry)  # again: replaced, not added
     ids = [e["snapshot_id"] for e in json.loads(registry.read_text())["snapshots"]]
     assert sorted(ids) == sorted({first.name, second.name}) and len(ids) == 2
     (tmp_path / "bad.json").write_text('{"schema_version": "something.else"}')
     with pytest.raises(Exception, match="not a nextstat.snapshot_registry.v1 file"):
-        snapshot.register(first, tmp_path / "bad.json")
+        snapshot_registry.register(first, tmp_path / "bad.json")
 
 
 @needs_schemas
@@ -75,17 +81,17 @@ def test_every_file_ttfr_writes_in_nextstats_contracts_validates(tmp_path):
         if case.name != "suite_result.json":
             assert _valid(json.loads(case.read_text()), "ml_benchmark_result_v1") == [], case.name
     registry = tmp_path / "registry.json"
-    snapshot.register(path, registry)
+    snapshot_registry.register(path, registry)
     assert _valid(json.loads(registry.read_text()), "snapshot_registry_v1") == []
     outcome, _document = replication.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
-    report = json.loads((outcome.result_dir.root / snapshot.NS_REPLICATION).read_text())
+    report = json.loads((outcome.result_dir.root / snapshot_nextstat.NS_REPLICATION).read_text())
     assert _valid(report, "replication_report_v1") == []
 
 
 def test_a_replication_writes_nextstats_report_with_ttfrs_verdict_in_its_notes(tmp_path):
     path = _snapshot(tmp_path)
     outcome, document = replication.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
-    report = json.loads((outcome.result_dir.root / snapshot.NS_REPLICATION).read_text())
+    report = json.loads((outcome.result_dir.root / snapshot_nextstat.NS_REPLICATION).read_text())
     original = json.loads((path / "snapshot_index.json").read_text())
     assert report["original"]["snapshot_id"] == path.name
     # NextStat's own hash of an index (write_replication_report.py): its JSON with sorted keys
@@ -124,30 +130,30 @@ def test_a_forged_nextstat_export_or_index_does_not_verify(tmp_path):
     record["status"], record["timing"]["warm"]["call_s"] = "ok", {"min": 1e-7, "median": 1e-7, "p95": 1e-7}
     record_path.write_text(json.dumps(record))
     reindex(path)
-    assert any("nextstat/ml/numpy_matmul_64_f32.json: not what the run gives" in p for p in snapshot.verify(path))
+    assert any("nextstat/ml/numpy_matmul_64_f32.json: not what the run gives" in p for p in snapshot_verify.verify(path))
     clean = _snapshot(tmp_path / "b")
     writable(clean)
     index = json.loads((clean / "snapshot_index.json").read_text())
     index["git"]["sha"], index["suite"] = "f" * 40, "hep"
     (clean / "snapshot_index.json").write_text(json.dumps(index))
-    assert any("snapshot_index.json: not the snapshot's id, its files or its fields" in p for p in snapshot.verify(clean))
+    assert any("snapshot_index.json: not the snapshot's id, its files or its fields" in p for p in snapshot_verify.verify(clean))
     (clean / "snapshot_index.json").write_text("[1, 2]")  # malformed: a problem, not a traceback
-    assert any("snapshot_index.json: not a JSON object" in p for p in snapshot.verify(clean))
+    assert any("snapshot_index.json: not a JSON object" in p for p in snapshot_verify.verify(clean))
 
 
 def test_a_hostile_registry_is_refused_before_publishing_and_never_silently_trimmed(tmp_path, capsys):
     path = _snapshot(tmp_path)
     bad = tmp_path / "reg.json"
-    bad.write_text(json.dumps({"schema_version": snapshot.REGISTRY_SCHEMA, "updated_at": "", "snapshots": [1]}))
+    bad.write_text(json.dumps({"schema_version": snapshot_registry.REGISTRY_SCHEMA, "updated_at": "", "snapshots": [1]}))
     with pytest.raises(Exception, match=r"snapshots\[0\] is not an entry"):
-        snapshot.register(path, bad)
+        snapshot_registry.register(path, bad)
     assert json.loads(bad.read_text())["snapshots"] == [1]  # untouched
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "target.json")
     with pytest.raises(Exception, match="is a symlink"):
-        snapshot.register(path, link)
+        snapshot_registry.register(path, link)
     with pytest.raises(Exception, match="inside the snapshot"):
-        snapshot.register(path, path / "reg.json")
+        snapshot_registry.register(path, path / "reg.json")
     result = next((tmp_path / "out").iterdir())
     assert cli.main(["publish", str(result), "--out", str(tmp_path / "fresh"), "--registry", str(bad)]) == 2
     assert not (tmp_path / "fresh").exists()  # refused before anything was published
@@ -158,7 +164,7 @@ def test_concurrent_registrations_keep_every_entry(tmp_path):
 
     snaps = [_snapshot(tmp_path / str(i), size=str(16 * (i + 1))) for i in range(3)]
     registry = tmp_path / "registry.json"
-    threads = [threading.Thread(target=snapshot.register, args=(s, registry)) for s in snaps]
+    threads = [threading.Thread(target=snapshot_registry.register, args=(s, registry)) for s in snaps]
     for t in threads:
         t.start()
     for t in threads:

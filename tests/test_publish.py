@@ -14,6 +14,8 @@ from fakes import FakeExecutor, run_suite
 
 from conftest import SHARED_SCHEMAS, fake_result
 from ttfr.artifacts import snapshot
+from ttfr.artifacts import snapshot_verify
+from ttfr.artifacts import snapshot_layout
 from ttfr.commands import cli
 from ttfr.measure.spec import RunRequest
 
@@ -27,8 +29,8 @@ def _run(tmp_path, executor=None, name="out"):
 def test_a_snapshot_is_complete_read_only_and_named_for_its_content(tmp_path):
     root = _run(tmp_path)
     path, new = snapshot.publish(root, tmp_path / "snaps")
-    assert new and path.name.startswith("ttfr-") and snapshot.verify(path) == []
-    index = json.loads((path / snapshot.INDEX).read_text())
+    assert new and path.name.startswith("ttfr-") and snapshot_verify.verify(path) == []
+    index = json.loads((path / snapshot_layout.INDEX).read_text())
     listed = {e["path"] for e in index["artifacts"]}
     for name in ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html",
                  "ttfr_baseline_manifest.json", "baseline_manifest.json", "validation.json", "rerun/command.txt",
@@ -61,7 +63,7 @@ def test_the_validation_pack_lists_every_gate(tmp_path):
         return None
 
     path, _ = snapshot.publish(_run(tmp_path, FakeExecutor(decide=wrong)), tmp_path / "snaps")
-    pack = json.loads((path / snapshot.VALIDATION).read_text())
+    pack = json.loads((path / snapshot_layout.VALIDATION).read_text())
     by = {(g["case"], g["gate"], g.get("policy")): g["result"] for g in pack["gates"]}
     assert by[("numpy_matmul_64_f32", "correctness", None)] == "fail" and pack["passed"] is False
     assert by[("jax_jit_cpu_matmul_64_f32", "correctness", None)] == "pass"
@@ -78,7 +80,7 @@ def test_a_tampered_or_grown_snapshot_does_not_verify(tmp_path):
     os.chmod(target, 0o644)
     target.write_text(target.read_text() + "edited\n")
     (path / "extra.json").write_text("{}")
-    problems = snapshot.verify(path)
+    problems = snapshot_verify.verify(path)
     assert "report.md: does not match ttfr_snapshot_index.json (changed after publishing)" in problems
     assert "extra.json: not in ttfr_snapshot_index.json" in problems
     assert cli.main(["validate", str(path)]) == 1
@@ -115,18 +117,18 @@ def test_the_nextstat_contracts_validate_against_the_published_schemas(tmp_path)
 def test_a_forged_snapshot_does_not_verify_even_with_its_index_rewritten(tmp_path):
     path, _ = snapshot.publish(_run(tmp_path), tmp_path / "snaps")
     writable(path)
-    pack = json.loads((path / snapshot.VALIDATION).read_text())
+    pack = json.loads((path / snapshot_layout.VALIDATION).read_text())
     pack["gates"] = [dict(g, result="pass") for g in pack["gates"]]  # "everything passed"
-    (path / snapshot.VALIDATION).write_text(json.dumps(pack))
+    (path / snapshot_layout.VALIDATION).write_text(json.dumps(pack))
     reindex(path)
-    assert any("validation.json: not what the case files give" in p for p in snapshot.verify(path))
+    assert any("validation.json: not what the case files give" in p for p in snapshot_verify.verify(path))
     # a run artifact changed (the plan another machine would replicate): the id no longer names it
     plan = json.loads((path / "plan.json").read_text())
     plan["spec"]["cold_runs"] = 3
     (path / "plan.json").write_text(json.dumps(plan))
     reindex(path)
-    assert any("its content is not what was published" in p for p in snapshot.verify(path))
-    (path / snapshot.INDEX).unlink()  # without its index it is still a snapshot, and does not verify
+    assert any("its content is not what was published" in p for p in snapshot_verify.verify(path))
+    (path / snapshot_layout.INDEX).unlink()  # without its index it is still a snapshot, and does not verify
     assert cli.main(["validate", str(path)]) == 1
 
 
@@ -135,7 +137,7 @@ def test_publishing_again_over_a_damaged_snapshot_is_refused(tmp_path, capsys):
     path, _ = snapshot.publish(root, tmp_path / "snaps")
     writable(path)
     (path / "junk").mkdir()
-    assert "junk/: not in ttfr_snapshot_index.json" in snapshot.verify(path)
+    assert "junk/: not in ttfr_snapshot_index.json" in snapshot_verify.verify(path)
     assert cli.main(["publish", str(root), "--out", str(tmp_path / "snaps")]) == 2
     assert "exists but does not verify" in capsys.readouterr().err
 
@@ -145,7 +147,7 @@ def test_a_failed_case_fails_the_pack(tmp_path):
         return fake_result(None, outcome="timeout", reason="timeout after 0.1 s") if call["case"].startswith("numpy") else None
 
     path, _ = snapshot.publish(_run(tmp_path, FakeExecutor(decide=fail)), tmp_path / "snaps")
-    pack = json.loads((path / snapshot.VALIDATION).read_text())
+    pack = json.loads((path / snapshot_layout.VALIDATION).read_text())
     status = {g["case"]: g["result"] for g in pack["gates"] if g["gate"] == "status"}
     assert status["numpy_matmul_64_f32"] == "fail" and status["jax_jit_gpu_matmul_64_f32"] == "flagged"
     assert pack["passed"] is False

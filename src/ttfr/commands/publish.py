@@ -23,14 +23,16 @@ def add_parser(commands):
 
 def handle(args, console: Console) -> int:
     from ttfr.artifacts import snapshot
+    from ttfr.artifacts import snapshot_verify
+    from ttfr.artifacts import snapshot_registry
 
     if args.registry:
-        snapshot.read_registry(args.registry)  # a registry that cannot take the entry: said before publishing
+        snapshot_registry.read_registry(args.registry)  # a registry that cannot take the entry: said before publishing
     with rendering(args.dir):
         path, new = snapshot.publish(args.dir, args.out)
-    verdict = snapshot.read_validation(path)
+    verdict = snapshot_verify.read_validation(path)
     console.print(f"{'published' if new else 'already published'}: {path} (gates: {verdict})", markup=False, highlight=False)
     if args.registry:
-        entry = snapshot.register(path, args.registry)
+        entry = snapshot_registry.register(path, args.registry)
         console.print(f"registered {entry['snapshot_id']} in {args.registry}", markup=False, highlight=False)
     return 0

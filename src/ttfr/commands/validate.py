@@ -17,11 +17,11 @@ def add_parser(commands):
 
 
 def handle(args, console: Console) -> int:
-    from ttfr.artifacts import snapshot
+    from ttfr.artifacts import snapshot_verify
     from ttfr.artifacts.reader import validate_dir
 
     # a published snapshot: its index (every file's hash, nothing extra) and the result inside it
-    problems = snapshot.verify(args.dir) if snapshot.is_snapshot(args.dir) else validate_dir(args.dir)
+    problems = snapshot_verify.verify(args.dir) if snapshot_verify.is_snapshot(args.dir) else validate_dir(args.dir)
     for problem in problems:
         console.print(f"invalid: {problem}", markup=False, highlight=False)
     if not problems:

@@ -22,7 +22,14 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
-from ttfr.artifacts import snapshot
+
+from ttfr.artifacts import snapshot_verify
+
+from ttfr.artifacts import snapshot_nextstat
+
+from ttfr.artifacts import snapshot_layout
+
+from ttfr.analyse.gates import gates as gates_of
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import read_json, write_json
 from ttfr.model.base import UNSET
@@ -34,7 +41,7 @@ from ttfr.measure.resume import NOTHING_NAMED, Named
 from ttfr.measure.spec import RunSpec
 
 SCHEMA = "ttfr.replication_report.v1"
-REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot.NS_REPLICATION)
+REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot_nextstat.NS_REPLICATION)
 REQUIRED_GATES = ("availability", "correctness", "parity_nll", "parity_q0", "finite_differences", "cache_verification")
 _HARDWARE = (("cpu", "model"), ("cpu", "usable_cores"), ("memory", "total_bytes"), ("os", "platform"), ("gpu", "present"))
 
@@ -62,8 +69,8 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
     """The replication report of a finished replica against its snapshot."""
     original, replica = load_finished(snapshot_dir), load_finished(replica_root)
     problems = validate_dir(replica_root)
-    theirs = {_key(g): g for g in snapshot.gates(original.cases)}
-    ours = {_key(g): g for g in snapshot.gates(replica.cases)}
+    theirs = {_key(g): g for g in gates_of(original.cases)}
+    ours = {_key(g): g for g in gates_of(replica.cases)}
     gates = []
     for key, gate in sorted(theirs.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         mine = ours.get(key)
@@ -137,9 +144,9 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
     The snapshot's case files, commands and --prepare steps run only where `named` (the user's
     command line) names them; its workers run this ttfr's own interpreter."""
     snapshot_dir = Path(snapshot_dir)
-    if not (snapshot_dir / snapshot.INDEX).is_file():
-        raise UsageError(f"{snapshot_dir} is not a published snapshot (no {snapshot.INDEX}; `ttfr publish` makes one)")
-    problems = snapshot.verify(snapshot_dir)
+    if not (snapshot_dir / snapshot_layout.INDEX).is_file():
+        raise UsageError(f"{snapshot_dir} is not a published snapshot (no {snapshot_layout.INDEX}; `ttfr publish` makes one)")
+    problems = snapshot_verify.verify(snapshot_dir)
     if problems:
         raise UsageError(f"{snapshot_dir} does not verify, so it is not replicated: " + "; ".join(problems[:3]))
     try:
@@ -154,6 +161,6 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
     document = report(snapshot_dir, result_dir.root)
     write_json(result_dir.root / REPORT, document, SCHEMA)
     # NextStat's contract too, for its tools (its verdict is by hash: see the report's notes)
-    write_json(result_dir.root / snapshot.NS_REPLICATION,
-               snapshot.nextstat_replication_report(snapshot_dir, result_dir.root, document))  # fmt: skip
+    write_json(result_dir.root / snapshot_nextstat.NS_REPLICATION,
+               snapshot_nextstat.nextstat_replication_report(snapshot_dir, result_dir.root, document))  # fmt: skip
     return outcome, document

@@ -1,0 +1,138 @@
+"""What a published snapshot holds and the files publishing derives from a result directory: the
+names, the run's own artifacts and the content-addressed id over them, the baseline manifest, the
+validation pack and the rerun bundle's command (snapshot.py writes them, snapshot_verify.py
+recomputes them)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import shlex
+from pathlib import Path
+
+import ttfr
+from ttfr.analyse.gates import RESULTS, gates
+from ttfr.errors import UsageError
+from ttfr.model.case import CaseResult
+
+INDEX_SCHEMA = "ttfr.snapshot_index.v1"
+
+
+BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
+
+
+VALIDATION_SCHEMA = "ttfr.validation.v1"
+
+
+INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifest.json", "validation.json"
+
+
+NS_INDEX, NS_BASELINE = "snapshot_index.json", "baseline_manifest.json"  # NextStat's names and contracts
+
+
+# The run's own artifacts (what the id covers); a replica's report is one of its run's.
+_ARTIFACT_FILES = ("plan.json", "manifest.json", "suite.json", "journal.jsonl", "report.md", "report.html", "scaling.csv",
+                   "ttfr_replication_report.json", "replication_report.json")  # fmt: skip
+
+
+_ARTIFACT_DIRS = ("cases", "workspaces")
+
+
+LOCK_FILE = "requirements/cpu-lock.txt"
+
+
+NEXTSTAT_KEY = "nextstat"  # a field of NextStat's baseline contract (and the package's name in the manifest)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_artifacts(root: Path) -> list[str]:
+    """The result directory's own files, relative (no lock, no scratch); a symlink is refused."""
+    found = []
+    for name in _ARTIFACT_FILES:
+        if (root / name).is_file():
+            found.append(name)
+    for folder in _ARTIFACT_DIRS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.is_symlink():
+                raise UsageError(f"{path}: a symlink; a snapshot holds its own files")
+            if path.is_file():
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def content_digest(entries: list[dict]) -> str:
+    """The snapshot's id source: the sha256 of the run's artifacts (each path and sha256)."""
+    return sha256_bytes("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode())
+
+
+def snapshot_name(digest: str) -> str:
+    return f"ttfr-{digest[:20]}"
+
+
+def file_entry(root: Path, rel: str) -> dict:
+    data = (root / rel).read_bytes()
+    return {"path": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
+
+
+def lock_file() -> Path | None:
+    """The pinned lock file of this ttfr's source checkout (None for an installed wheel)."""
+    candidate = Path(ttfr.__file__).resolve().parents[2] / LOCK_FILE
+    return candidate if candidate.is_file() else None
+
+
+def baseline(verified, lock: Path | None) -> dict:
+    manifest = verified.manifest
+    policies = manifest["policies"]
+    return {
+        "schema": BASELINE_SCHEMA,
+        "harness": {
+            "name": "ttfr",
+            "version": manifest["ttfr"]["version"],
+            "git_commit": commit_of(manifest),
+            "git_dirty": (manifest["ttfr"].get("git") or {}).get("dirty"),
+        },
+        "lock_file": {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock else None,
+        "python": manifest["python"],
+        "runtimes": manifest["runtimes"],
+        "hardware": {"cpu": manifest["cpu"], "memory": manifest["memory"], "gpu": manifest["gpu"], "os": manifest["os"]},
+        "cache_policies": policies["cache"],
+        "cache_settings": policies.get("cache_settings", {}),
+        "sync_policies": policies.get("sync", {}),
+        "seed": verified.suite.seed,
+        "deterministic": verified.suite.deterministic,
+    }
+
+
+def commit_of(manifest: dict) -> str:
+    return (manifest["ttfr"].get("git") or {}).get("commit") or "unknown"
+
+
+def utc_now() -> str:
+    """UTC, as NextStat's scripts write it (`...Z`)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def command_text(manifest: dict) -> str:
+    """The command line as a shell reads it back (already redacted in the manifest)."""
+    return shlex.join(manifest["command_line"]) + "\n"
+
+
+def validation_pack(snapshot_id: str, cases: list[CaseResult]) -> dict:
+    checks = gates(cases)
+    return {
+        "schema": VALIDATION_SCHEMA,
+        "snapshot_id": snapshot_id,
+        "summary": {result: sum(g["result"] == result for g in checks) for result in RESULTS},
+        "passed": not any(g["result"] == "fail" for g in checks),
+        "gates": checks,
+    }
+
+
+def is_run_artifact(rel: str) -> bool:
+    return rel in _ARTIFACT_FILES or rel.split("/", 1)[0] in _ARTIFACT_DIRS
