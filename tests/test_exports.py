@@ -141,3 +141,13 @@ def test_export_cli_writes_files_and_refuses_bad_destinations(tmp_path, capsys):
     with pytest.raises(Exception, match="valid"):
         formats.export("yaml", root, tmp_path / "x", "cold-process/cold-cache")
     json.loads((root / "suite.json").read_text())  # untouched
+
+
+def test_the_command_offers_exactly_the_registered_exporters_and_says_what_each_writes():
+    """One table of exporters (name, what it writes, how): the command's choices and help are its."""
+    from ttfr.commands import cli
+
+    parser = cli.build_parser()
+    export = next(a for a in parser._subparsers._group_actions[0].choices["export"]._actions if "--format" in a.option_strings)
+    assert tuple(export.choices) == formats.FORMATS == tuple(formats.EXPORTERS)
+    assert all(e.description in export.help for e in formats.EXPORTERS.values())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ttfr.artifacts.export.formats import FORMATS
+from ttfr.artifacts.export.formats import EXPORTERS
 from ttfr.commands.output import rendering
 from ttfr.model.policies import COLD_POLICIES
 
@@ -17,9 +17,8 @@ NAME = "export"
 
 def add_parser(commands):
     export = commands.add_parser(NAME, help="write a result directory's figures in another format")
-    export.add_argument("--format", required=True, choices=FORMATS,
-                        help="nextstat-v1 (a directory of NextStat contract files), openmetrics / prometheus "
-                        "(for scrapers and node_exporter's textfile collector), csv (a row per run and metric)")  # fmt: skip
+    export.add_argument("--format", required=True, choices=tuple(EXPORTERS),
+                        help="; ".join(f"{e.name}: {e.description}" for e in EXPORTERS.values()))  # fmt: skip
     export.add_argument(
         "--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES, help="nextstat-v1: the cold policy a case carries"
     )
@@ -31,13 +30,11 @@ def add_parser(commands):
 
 
 def handle(args, console: Console) -> int:
-    from ttfr.artifacts.export import formats, nextstat
-    from ttfr.artifacts.reader import load_finished
+    from ttfr.artifacts.export import formats
 
     with rendering(args.dir):
         written = formats.export(args.format, args.dir, args.dest, args.cold_policy)
-    left_out = nextstat.left_out(load_finished(args.dir).cases) if args.format == "nextstat-v1" else {}
-    for case, why in left_out.items():
+    for case, why in formats.left_out(args.format, args.dir).items():
         print(f"ttfr: warning: left out {case}: {why}", file=sys.stderr)
     shown = written[0] if len(written) == 1 else f"{len(written)} files to {args.dest}"
     console.print(f"wrote {shown}", markup=False, highlight=False)
