@@ -235,7 +235,8 @@ def run_ttfr(label: str, options: list[str], common: list[str], work: Path, plan
             found = case_problems(case)
             rows.append({"run": label, "row": case["case"], "verdict": "fail" if found else "pass",
                          "reasons": first_reasons(found)})  # fmt: skip
-    return run, rows, manifest_problems(finished.manifest), finished.manifest
+    manifest = encode(finished.manifest)  # read as the typed Manifest; judged here as the JSON it is
+    return run, rows, manifest_problems(manifest), manifest
 
 
 def run_pytest():

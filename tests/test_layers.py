@@ -2,6 +2,7 @@
 catalog keys on a backend's or framework's name, and the light modules stay light."""
 
 import ast
+import re
 import os
 import subprocess
 import sys
@@ -252,3 +253,13 @@ def test_no_six_lines_of_src_repeat_elsewhere_in_src():
                            "--min-similarity-lines=6", "--ignore-imports=yes", "--ignore-signatures=yes",
                            "--score=no", str(SOURCE)], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0 and "R0801" not in done.stdout, done.stdout[-4000:]
+
+
+def test_the_manifest_is_read_as_its_type_never_by_string_key():
+    """manifest.json becomes the typed Manifest where it arrives (artifacts/reader.py): past that, no
+    reader indexes it by key (`manifest["gpu"]`, `.get("cpu")`), where a renamed field reads as missing."""
+    keyed = re.compile(r"\bmanifest\w*(\[[\"']|\.get\()")  # its dict-valued fields (runtimes) are read by key, rightly
+    found = [f"{path.relative_to(SOURCE)}:{number}: {line.strip()}"
+             for path in sorted(SOURCE.rglob("*.py")) if path != SOURCE / "artifacts" / "manifest.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]  # fmt: skip
+    assert found == []

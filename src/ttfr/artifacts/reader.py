@@ -25,6 +25,7 @@ from ttfr.bounded_file import FileRefused
 from ttfr.measure import catalog
 from ttfr.model.base import UNSET, decode
 from ttfr.model.case import CaseResult
+from ttfr.model.manifest import Manifest
 from ttfr.model.policies import WARM_PROCESS
 from ttfr.model.suite import CaseRef, DatasetFile, SuiteResult
 
@@ -204,7 +205,7 @@ class VerifiedResult:
 
     result_dir: ResultDir
     suite: SuiteResult
-    manifest: dict
+    manifest: Manifest
     cases: list[CaseResult]
 
 
@@ -214,7 +215,7 @@ def load_finished(root: Path) -> VerifiedResult:
     result_dir = ResultDir.finished(root)
     root = result_dir.root
     suite = read_typed(root, "suite.json", SUITE_SCHEMA, SuiteResult)
-    manifest = read_artifact(root, suite.manifest.path, MANIFEST_SCHEMA, suite.manifest.sha256)
+    manifest = read_typed(root, suite.manifest.path, MANIFEST_SCHEMA, Manifest, suite.manifest.sha256)
     cases = []
     for ref in suite.cases:
         problems = case_ref_problems(ref, None)

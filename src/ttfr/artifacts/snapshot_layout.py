@@ -13,7 +13,9 @@ from pathlib import Path
 import ttfr
 from ttfr.analyse.gates import RESULTS, gates
 from ttfr.errors import UsageError
+from ttfr.model.base import encode
 from ttfr.model.case import CaseResult
+from ttfr.model.manifest import Manifest
 
 INDEX_SCHEMA = "ttfr.snapshot_index.v1"
 
@@ -88,29 +90,29 @@ def lock_file() -> Path | None:
 
 def baseline(verified, lock: Path | None) -> dict:
     manifest = verified.manifest
-    policies = manifest["policies"]
+    policies = manifest.policies
     return {
         "schema": BASELINE_SCHEMA,
         "harness": {
             "name": "ttfr",
-            "version": manifest["ttfr"]["version"],
+            "version": manifest.ttfr.version,
             "git_commit": commit_of(manifest),
-            "git_dirty": (manifest["ttfr"].get("git") or {}).get("dirty"),
+            "git_dirty": manifest.ttfr.git.dirty,
         },
         "lock_file": {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock else None,
-        "python": manifest["python"],
-        "runtimes": manifest["runtimes"],
-        "hardware": {"cpu": manifest["cpu"], "memory": manifest["memory"], "gpu": manifest["gpu"], "os": manifest["os"]},
-        "cache_policies": policies["cache"],
-        "cache_settings": policies.get("cache_settings", {}),
-        "sync_policies": policies.get("sync", {}),
+        "python": encode(manifest.python),
+        "runtimes": manifest.runtimes,
+        "hardware": {name: encode(getattr(manifest, name)) for name in ("cpu", "memory", "gpu", "os")},
+        "cache_policies": policies.cache,
+        "cache_settings": policies.cache_settings or {},
+        "sync_policies": policies.sync or {},
         "seed": verified.suite.seed,
         "deterministic": verified.suite.deterministic,
     }
 
 
-def commit_of(manifest: dict) -> str:
-    return (manifest["ttfr"].get("git") or {}).get("commit") or "unknown"
+def commit_of(manifest: Manifest) -> str:
+    return manifest.ttfr.git.commit or "unknown"
 
 
 def utc_now() -> str:
@@ -118,9 +120,9 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def command_text(manifest: dict) -> str:
+def command_text(manifest: Manifest) -> str:
     """The command line as a shell reads it back (already redacted in the manifest)."""
-    return shlex.join(manifest["command_line"]) + "\n"
+    return shlex.join(manifest.command_line) + "\n"
 
 
 def validation_pack(snapshot_id: str, cases: list[CaseResult]) -> dict:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from ttfr.artifacts import reader
 from ttfr.artifacts.snapshot_layout import NEXTSTAT_KEY, NS_INDEX, commit_of, file_entry, run_artifacts, sha256_bytes, utc_now
-from ttfr.artifacts.store import ArtifactError, read_json
+from ttfr.artifacts.store import ArtifactError
+from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
 
 
-def nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: list[dict]) -> dict:
+def nextstat_index(snapshot_id: str, generated: str, manifest: Manifest, entries: list[dict]) -> dict:
     """NextStat's snapshot_index_v1 (write_snapshot_index.py's fields): every file but itself."""
     return {
         "schema_version": "nextstat.snapshot_index.v1",
@@ -21,7 +22,7 @@ def nextstat_index(snapshot_id: str, generated: str, manifest: dict, entries: li
         "snapshot_id": snapshot_id,
         "suite": "ml",
         "git": {"sha": commit_of(manifest), "ref": "unknown", "repository": "ttfr"},
-        "workflow": {"harness": "ttfr", "harness_version": manifest["ttfr"]["version"], "entrypoint": "ttfr publish"},
+        "workflow": {"harness": "ttfr", "harness_version": manifest.ttfr.version, "entrypoint": "ttfr publish"},
         "artifacts": entries,
     }
 
@@ -32,14 +33,14 @@ def nextstat_baseline(snapshot_id: str, verified, results: list[dict], datasets:
     (NextStat's ids: compare_snapshots.py compares them across snapshots)."""
     manifest = verified.manifest
     # NextStat's contract names its own engine's version (the runtime's, as the manifest has it)
-    engine = {"version": next((v for k, v in manifest["runtimes"].items() if k == NEXTSTAT_KEY), None) or "not installed"}
+    engine = {"version": manifest.runtimes.get(NEXTSTAT_KEY) or "not installed"}
     return {
         "schema_version": "nextstat.baseline_manifest.v1",
         "snapshot_id": snapshot_id,
         "deterministic": verified.suite.deterministic,
         "harness": {"repo": "ttfr", "git_commit": commit_of(manifest)},
         NEXTSTAT_KEY: engine,
-        "environment": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
+        "environment": {"python": manifest.python.version, "platform": manifest.os.platform},
         "datasets": datasets,
         "results": results,
     }
@@ -115,7 +116,8 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
     # the replica as it is now: its result directory (a snapshot of it, published later, holds this
     # report too and so has another id; NextStat's write_replication_report.py compares those files)
     replica_id = f"result-{Path(replica_root).name}"
-    replica = nextstat_index(replica_id, generated, read_json(replica_root / "manifest.json"), entries)
+    replica_manifest = reader.read_typed(replica_root, "manifest.json", MANIFEST_SCHEMA, Manifest)
+    replica = nextstat_index(replica_id, generated, replica_manifest, entries)
     theirs = {e["path"]: e for e in original["artifacts"]}
     overlap = sorted(set(theirs) & {e["path"] for e in entries})
     mine = {e["path"]: e for e in entries}

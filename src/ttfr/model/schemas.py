@@ -16,6 +16,7 @@ import msgspec
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
+from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -27,6 +28,7 @@ GENERATED = {
     SUITE_SCHEMA: ("suite_result.v1.schema.json", SuiteResult, "ttfr suite result v1"),
     COMPARISON_SCHEMA: ("comparison.v1.schema.json", Comparison, "ttfr comparison v1"),
     GPU_CHECK_SCHEMA: ("gpu_check_summary.v1.schema.json", GpuCheckSummary, "ttfr gpu-check summary v1"),
+    MANIFEST_SCHEMA: ("manifest.v1.schema.json", Manifest, "ttfr environment manifest v1"),
 }
 
 # What a type's fields cannot say alone, by the type's name.

@@ -228,7 +228,7 @@ def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, cor
     `out_parent`. Returns (that directory, the comparison document)."""
     results = [load_finished(path) for path in (a, b)]
     manifests = [r.manifest for r in results]
-    (session_a, machine_a), (session_b, machine_b) = ((m.get("session_id"), m.get("machine_id")) for m in manifests)
+    (session_a, machine_a), (session_b, machine_b) = ((m.session_id, m.machine_id) for m in manifests)
     same_session = session_a is not None and session_a == session_b
     if not same_session and not cross_session:
         where = "different machines" if machine_a != machine_b else "two separate sessions"
@@ -237,7 +237,7 @@ def compare_dirs(a: Path, b: Path, out_parent: Path, *, cross_session: bool, cor
             "session (use `ttfr ab`), or pass --cross-session for a weak, unpaired comparison"
         )
     cases = [r.cases for r in results]
-    arms = [RecordedArm(name=name, python=m["python"]["worker_executable"], env={}) for name, m in zip("AB", manifests)]
+    arms = [RecordedArm(name=name, python=m.python.worker_executable, env={}) for name, m in zip("AB", manifests)]
     warning = None if same_session else CROSS_SESSION_WARNING
     if not same_session and machine_a != machine_b:
         warning += " The two results also come from different machines."

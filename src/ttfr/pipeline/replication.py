@@ -22,23 +22,18 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
-
-from ttfr.artifacts import snapshot_verify
-
-from ttfr.artifacts import snapshot_nextstat
-
-from ttfr.artifacts import snapshot_layout
-
 from ttfr.analyse.gates import gates as gates_of
+from ttfr.artifacts import snapshot_layout, snapshot_nextstat, snapshot_verify
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.store import read_json, write_json
-from ttfr.model.base import UNSET
-from ttfr.pipeline import comparison, suite
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
 from ttfr.measure.resume import NOTHING_NAMED, Named
 from ttfr.measure.spec import RunSpec
+from ttfr.model.base import UNSET, encode
+from ttfr.model.manifest import Manifest
+from ttfr.pipeline import comparison, suite
 
 SCHEMA = "ttfr.replication_report.v1"
 REPORT = "ttfr_replication_report.json"  # NextStat's contract takes replication_report.json (snapshot_nextstat.NS_REPLICATION)
@@ -50,18 +45,18 @@ def _key(gate: dict) -> tuple:
     return gate["case"], gate["gate"], gate.get("policy")
 
 
-def _differences(a: dict, b: dict) -> dict:
+def _differences(a: Manifest, b: Manifest) -> dict:
     hardware = []
     for section, name in _HARDWARE:
-        x, y = (a.get(section) or {}).get(name), (b.get(section) or {}).get(name)
+        x, y = getattr(getattr(a, section), name), getattr(getattr(b, section), name)
         if x != y:
             hardware.append({"what": f"{section}.{name}", "snapshot": x, "replica": y})
-    if a["python"]["version"] != b["python"]["version"]:
-        hardware.append({"what": "python.version", "snapshot": a["python"]["version"], "replica": b["python"]["version"]})
-    names = sorted(set(a["runtimes"]) | set(b["runtimes"]))
-    runtimes = [{"what": name, "snapshot": a["runtimes"].get(name), "replica": b["runtimes"].get(name)}
-                for name in names if a["runtimes"].get(name) != b["runtimes"].get(name)]  # fmt: skip
-    harness = [{"what": "ttfr", "snapshot": a["ttfr"], "replica": b["ttfr"]}] if a["ttfr"] != b["ttfr"] else []
+    if a.python.version != b.python.version:
+        hardware.append({"what": "python.version", "snapshot": a.python.version, "replica": b.python.version})
+    names = sorted(set(a.runtimes) | set(b.runtimes))
+    runtimes = [{"what": name, "snapshot": a.runtimes.get(name), "replica": b.runtimes.get(name)}
+                for name in names if a.runtimes.get(name) != b.runtimes.get(name)]  # fmt: skip
+    harness = [{"what": "ttfr", "snapshot": encode(a.ttfr), "replica": encode(b.ttfr)}] if a.ttfr != b.ttfr else []
     return {"hardware": hardware, "runtimes": runtimes, "harness": harness}
 
 

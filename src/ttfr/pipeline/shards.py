@@ -16,15 +16,18 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
+
 import ttfr
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import MANIFEST_SCHEMA, PLAN_SCHEMA, StorageError, copy_file, read_json, write_json
-from ttfr.pipeline.suite import write_results
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.spec import RunSpec
+from ttfr.model.manifest import ShardOrigin
+from ttfr.pipeline.suite import write_results
 from ttfr.redaction import redact_argv
 
 
@@ -55,15 +58,14 @@ def _differences(first: _Shard, other: _Shard) -> list[str]:
             found.append(f"spec.{key}: {a.get(key)!r} in {first.root.name}, {b.get(key)!r} in {other.root.name}")
     if first.plan["ttfr_version"] != other.plan["ttfr_version"]:
         found.append(f"ttfr version: {first.plan['ttfr_version']} vs {other.plan['ttfr_version']}")
-    if first.manifest["ttfr"].get("git") != other.manifest["ttfr"].get("git"):
-        found.append("ttfr git commit: " + " vs ".join(str((s.manifest["ttfr"].get("git") or {}).get("commit"))
-                                                        for s in (first, other)))  # fmt: skip
-    for name in sorted(set(first.manifest["runtimes"]) | set(other.manifest["runtimes"])):
-        x, y = first.manifest["runtimes"].get(name), other.manifest["runtimes"].get(name)
+    if first.manifest.ttfr.git != other.manifest.ttfr.git:
+        found.append("ttfr git commit: " + " vs ".join(str(s.manifest.ttfr.git.commit) for s in (first, other)))
+    for name in sorted(set(first.manifest.runtimes) | set(other.manifest.runtimes)):
+        x, y = first.manifest.runtimes.get(name), other.manifest.runtimes.get(name)
         if x != y:
             found.append(f"runtime {name}: {x} vs {y}")
-    if first.manifest["python"]["version"] != other.manifest["python"]["version"]:
-        found.append(f"python: {first.manifest['python']['version']} vs {other.manifest['python']['version']}")
+    if first.manifest.python.version != other.manifest.python.version:
+        found.append(f"python: {first.manifest.python.version} vs {other.manifest.python.version}")
     return found
 
 
@@ -123,14 +125,15 @@ def merge(shard_dirs, out_parent: Path, command_line=None) -> Path:
                     if not target.exists():
                         copy_file(shard.root / rel, target)
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
-        manifest = dict(shards[0].manifest)
-        # the merge's own command line, through the one redaction like every recorded one
-        manifest["command_line"] = redact_argv(command_line) if command_line else manifest["command_line"]
-        manifest["shards"] = [{
-            "shard": f"{s.spec.shard[0]}/{s.spec.shard[1]}", "machine_id": s.manifest["machine_id"],
-            "session_id": s.manifest["session_id"], "cpu": s.manifest["cpu"], "platform": s.manifest["os"]["platform"],
-            "snapshot_id": s.root.name,
-        } for s in shards]  # fmt: skip
+        first = shards[0].manifest
+        manifest = msgspec.structs.replace(
+            first,
+            # the merge's own command line, through the one redaction like every recorded one
+            command_line=redact_argv(command_line) if command_line else first.command_line,
+            shards=[ShardOrigin(shard=f"{s.spec.shard[0]}/{s.spec.shard[1]}", machine_id=s.manifest.machine_id,
+                                session_id=s.manifest.session_id, cpu=s.manifest.cpu, platform=s.manifest.os.platform,
+                                snapshot_id=s.root.name) for s in shards],
+        )  # fmt: skip
         write_json(result_dir.manifest, manifest, MANIFEST_SCHEMA)
         journal = Journal(result_dir.journal)
         for shard in shards:

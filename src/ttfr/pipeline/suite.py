@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 import ttfr
-from ttfr.artifacts import manifest
-from ttfr.artifacts import reader
+from ttfr.artifacts import manifest, reader
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
 from ttfr.artifacts.store import (
@@ -33,19 +34,20 @@ from ttfr.artifacts.store import (
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from ttfr.measure import datasets
+from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import Plan, build_plan, pending_cases, replay
-from ttfr.measure.scheduler import Scheduler
-from ttfr.measure.executors import REAL, Executors
-from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.resume import NOTHING_NAMED, Named
+from ttfr.measure.scheduler import Scheduler
+from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec
 from ttfr.measure.worker_probe import check_worker_python
-from ttfr.pipeline.costs import Costs
-from ttfr.model.base import UNSET, encode
+from ttfr.model.base import UNSET, decode, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
+from ttfr.model.manifest import MANIFEST_SCHEMA, Arm, Manifest
 from ttfr.model.suite import CaseRef, DatasetFile, FileRef, PendingCase, ScalingRow, SuiteResult
+from ttfr.pipeline.costs import Costs
 from ttfr.report import markdown
 
 if TYPE_CHECKING:
@@ -81,11 +83,12 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
             "ttfr_version": ttfr.__version__,
             "datasets": write_datasets(spec, result_dir),
         }
-        info = manifest.collect(command_line, spec.python, spec.policies, session_id=session_id)
+        info = decode(manifest.collect(command_line, spec.python, spec.policies, session_id=session_id), Manifest)
         if arm is not None:
-            plan["arm"] = info["arm"] = arm
+            plan["arm"] = arm
+            info = msgspec.structs.replace(info, arm=decode(arm, Arm))
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
-        write_json(result_dir.manifest, info, "ttfr.manifest.v1")
+        write_json(result_dir.manifest, info, MANIFEST_SCHEMA)
     except BaseException as exc:
         # A failed or interrupted start leaves nothing behind: the directory held nothing
         # before create() (it checks), so all of it is ours to remove.

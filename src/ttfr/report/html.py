@@ -178,10 +178,8 @@ def render(result: VerifiedResult) -> str:
     from ttfr.report import plots  # matplotlib: only when a page is made
 
     suite, manifest, cases = result.suite, result.manifest, result.cases
-    cpu = manifest.get("cpu") or {}
-    machine = (f"{cpu.get('model')}, {cpu.get('usable_cores')} usable cores, "
-               f"{fmt_bytes((manifest.get('memory') or {}).get('total_bytes'))}; "
-               f"{(manifest.get('os') or {}).get('platform', '')}")  # fmt: skip
+    cpu = manifest.cpu
+    machine = f"{cpu.model}, {cpu.usable_cores} usable cores, {fmt_bytes(manifest.memory.total_bytes)}; {manifest.os.platform}"
     counts = suite.summary
     pending = (f", {counts.n_pending} pending — finish with `ttfr run --resume {result.result_dir.root}`"
                if counts.n_pending else "")  # fmt: skip

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 from ttfr.analyse import contention
 from ttfr.artifacts.reader import VerifiedResult
-from ttfr.model.base import UNSET
+from ttfr.model.base import UNSET, present
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, named
+from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, concurrency_md, conversions_md, loops_md
@@ -355,16 +355,16 @@ def _users_failures_section(cases: list[CaseResult]) -> list[str]:
     return ["## Your code's failures", "", *items] if items else []
 
 
-def _header(suite: SuiteResult, manifest: dict) -> list[str]:
-    cpu, gpu, runtimes = manifest["cpu"], manifest["gpu"], manifest["runtimes"]
-    git = manifest["ttfr"]["git"]
+def _header(suite: SuiteResult, manifest: Manifest) -> list[str]:
+    cpu, gpu, runtimes = manifest.cpu, manifest.gpu, manifest.runtimes
+    git = manifest.ttfr.git
     gpu_text = "none"
-    if gpu["devices"]:
-        gpu_text = ", ".join(d["name"] for d in gpu["devices"]) + f" (driver {gpu['driver_version']}, CUDA {gpu['cuda_version']})"
-    if gpu.get("ptxas"):
-        gpu_text += f"; ptxas {gpu['ptxas']['version']} ({gpu['ptxas']['source']})"
-    if gpu["devices"] and gpu.get("jax_cuda_dir"):  # older manifests have none
-        gpu_text += f"; JAX's CUDA directory {gpu['jax_cuda_dir']['path'] or 'none'} ({gpu['jax_cuda_dir']['source']})"
+    if gpu.devices:
+        gpu_text = ", ".join(d.name for d in gpu.devices) + f" (driver {gpu.driver_version}, CUDA {gpu.cuda_version})"
+    if gpu.ptxas:
+        gpu_text += f"; ptxas {gpu.ptxas.version} ({gpu.ptxas.source})"
+    if gpu.devices and present(gpu.jax_cuda_dir):  # older manifests have none
+        gpu_text += f"; JAX's CUDA directory {gpu.jax_cuda_dir.path or 'none'} ({gpu.jax_cuda_dir.source})"
     versions = ", ".join(f"{k} {v}" for k, v in runtimes.items() if v)
     summary = suite.summary
     worst = summary.worst_case
@@ -377,9 +377,9 @@ def _header(suite: SuiteResult, manifest: dict) -> list[str]:
         f"- Worst TTFR: `{worst.case}` {fmt_seconds(worst.ttfr_median_s)} ({worst.policy})" if worst else "- Worst TTFR: —",
         f"- Profile `{suite.profile}`, seed {suite.seed}, deterministic: {suite.deterministic}, "
         f"policies: {', '.join(suite.policies)}",
-        f"- ttfr {suite.ttfr_version}" + (f" ({git['commit'][:12]}{', dirty' if git['dirty'] else ''})" if git["commit"] else ""),
-        f"- Machine: {cpu['model']}, {cpu['usable_cores']} usable cores, {fmt_bytes(manifest['memory']['total_bytes'])}; "
-        f"{manifest['os']['platform']}; Python {manifest['python']['version']}",
+        f"- ttfr {suite.ttfr_version}" + (f" ({git.commit[:12]}{', dirty' if git.dirty else ''})" if git.commit else ""),
+        f"- Machine: {cpu.model}, {cpu.usable_cores} usable cores, {fmt_bytes(manifest.memory.total_bytes)}; "
+        f"{manifest.os.platform}; Python {manifest.python.version}",
         f"- GPU: {gpu_text}",
         f"- Runtimes: {versions}",
         "",
@@ -415,7 +415,7 @@ def render(result: VerifiedResult) -> str:
 def limitations(manifest: dict, cases: list[CaseResult]) -> list[str]:
     """What the run could not control (the manifest's), then what its cases declared (torch.compile's
     internal-API split, ...), each once: the list report.md and report.html both give."""
-    declared = list(manifest["limitations"])
+    declared = list(manifest.limitations)
     return declared + sorted({text for case in cases for text in case.limitations} - set(declared))
 
 

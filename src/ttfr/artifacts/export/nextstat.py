@@ -25,7 +25,8 @@ from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
 from ttfr.errors import UsageError
 from ttfr.model.case import CaseResult, ColdPolicy, RunFigures
-from ttfr.model.policies import COLD_POLICIES, COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.manifest import Manifest
+from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
@@ -110,18 +111,18 @@ def _warm_timing(case: CaseResult) -> dict:
     return warm
 
 
-def _meta(manifest: dict, case: CaseResult) -> dict:
-    runtimes = manifest["runtimes"]
+def _meta(manifest: Manifest, case: CaseResult) -> dict:
+    runtimes = manifest.runtimes
     versions = case.versions
     return {
-        "python": manifest["python"]["version"],
-        "platform": manifest["os"]["platform"],
+        "python": manifest.python.version,
+        "platform": manifest.os.platform,
         "numpy_version": runtimes.get("numpy") or "not installed",
         "jax_version": versions.get("jax") or runtimes.get("jax") or "not installed",
     }
 
 
-def case_record(case: CaseResult, manifest: dict, deterministic: bool, cold_policy: str) -> dict:
+def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_policy: str) -> dict:
     """One case in NextStat's contract and meanings (README: field mapping): ttfr's own figures and
     its inputs' hash stay in its case file."""
     cold = _cold_timing(case, cold_policy)
@@ -228,7 +229,7 @@ def write_export(verified, dest: Path, cold_policy: str = COLD_CACHE) -> list[Pa
         "schema_version": SUITE_SCHEMA,
         "suite": "ml",
         "deterministic": suite.deterministic,
-        "meta": {"python": manifest["python"]["version"], "platform": manifest["os"]["platform"]},
+        "meta": {"python": manifest.python.version, "platform": manifest.os.platform},
         "cases": refs,
         "summary": {
             "n_cases": len(cases),
