@@ -11,19 +11,16 @@ import shlex
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse.gates import RESULTS, gates
+from ttfr.model.validation import VALIDATION_SCHEMA  # noqa: F401  (its file's schema)
+from ttfr.analyse.gates import validation_pack  # noqa: F401  (publish and verify write and recompute it)
 from ttfr.errors import UsageError
 from ttfr.model.base import encode
-from ttfr.model.case import CaseResult
 from ttfr.model.manifest import Manifest
 
 INDEX_SCHEMA = "ttfr.snapshot_index.v1"
 
 
 BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
-
-
-VALIDATION_SCHEMA = "ttfr.validation.v1"
 
 
 INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifest.json", "validation.json"
@@ -123,17 +120,6 @@ def utc_now() -> str:
 def command_text(manifest: Manifest) -> str:
     """The command line as a shell reads it back (already redacted in the manifest)."""
     return shlex.join(manifest.command_line) + "\n"
-
-
-def validation_pack(snapshot_id: str, cases: list[CaseResult]) -> dict:
-    checks = gates(cases)
-    return {
-        "schema": VALIDATION_SCHEMA,
-        "snapshot_id": snapshot_id,
-        "summary": {result: sum(g["result"] == result for g in checks) for result in RESULTS},
-        "passed": not any(g["result"] == "fail" for g in checks),
-        "gates": checks,
-    }
 
 
 def is_run_artifact(rel: str) -> bool:

@@ -34,6 +34,7 @@ from ttfr.artifacts.snapshot_nextstat import (
     read_nextstat,
 )
 from ttfr.artifacts.store import ArtifactError, read_json
+from ttfr.model.base import encode
 
 
 def is_snapshot(path: Path) -> bool:
@@ -93,7 +94,8 @@ def _older_layout(snapshot: Path) -> bool:
 
 
 def _same(data, expected) -> bool:
-    return data == json.loads(json.dumps(expected))
+    """A stored document against what it should be (a type of the model, or JSON builtins), as JSON."""
+    return data == json.loads(json.dumps(encode(expected)))
 
 
 def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:

@@ -17,6 +17,7 @@ from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -29,6 +30,11 @@ GENERATED = {
     COMPARISON_SCHEMA: ("comparison.v1.schema.json", Comparison, "ttfr comparison v1"),
     GPU_CHECK_SCHEMA: ("gpu_check_summary.v1.schema.json", GpuCheckSummary, "ttfr gpu-check summary v1"),
     MANIFEST_SCHEMA: ("manifest.v1.schema.json", Manifest, "ttfr environment manifest v1"),
+    VALIDATION_SCHEMA: (
+        "validation.v1.schema.json",
+        ValidationPack,
+        "ttfr validation pack: every gate of a published snapshot and its result",
+    ),
 }
 
 # What a type's fields cannot say alone, by the type's name.

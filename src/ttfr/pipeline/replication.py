@@ -31,8 +31,9 @@ from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
 from ttfr.measure.resume import NOTHING_NAMED, Named
 from ttfr.measure.spec import RunSpec
-from ttfr.model.base import UNSET, encode
+from ttfr.model.base import UNSET, encode, present
 from ttfr.model.manifest import Manifest
+from ttfr.model.validation import Gate
 from ttfr.pipeline import comparison, suite
 
 SCHEMA = "ttfr.replication_report.v1"
@@ -41,8 +42,12 @@ REQUIRED_GATES = ("availability", "correctness", "parity_nll", "parity_q0", "fin
 _HARDWARE = (("cpu", "model"), ("cpu", "usable_cores"), ("memory", "total_bytes"), ("os", "platform"), ("gpu", "present"))
 
 
-def _key(gate: dict) -> tuple:
-    return gate["case"], gate["gate"], gate.get("policy")
+def _policy(gate: Gate) -> str | None:
+    return gate.policy if present(gate.policy) else None
+
+
+def _key(gate: Gate) -> tuple:
+    return gate.case, gate.gate, _policy(gate)
 
 
 def _differences(a: Manifest, b: Manifest) -> dict:
@@ -70,14 +75,14 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
     for key, gate in sorted(theirs.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         mine = ours.get(key)
         gates.append({
-            "case": gate["case"], "gate": gate["gate"], "policy": gate.get("policy"), "snapshot": gate["result"],
-            "replica": mine["result"] if mine else "missing", "required": gate["gate"] in REQUIRED_GATES,
-            "replicated": mine is not None and mine["result"] == gate["result"],
+            "case": gate.case, "gate": gate.gate, "policy": _policy(gate), "snapshot": gate.result,
+            "replica": mine.result if mine else "missing", "required": gate.gate in REQUIRED_GATES,
+            "replicated": mine is not None and mine.result == gate.result,
         })  # fmt: skip
     for key, gate in sorted(ours.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if key not in theirs:  # a gate only the replica has (a case that ran here, not there)
-            gates.append({"case": gate["case"], "gate": gate["gate"], "policy": gate.get("policy"),
-                          "snapshot": "missing", "replica": gate["result"], "required": gate["gate"] in REQUIRED_GATES,
+            gates.append({"case": gate.case, "gate": gate.gate, "policy": _policy(gate),
+                          "snapshot": "missing", "replica": gate.result, "required": gate.gate in REQUIRED_GATES,
                           "replicated": False})  # fmt: skip
     by_id = {c.case: c for c in replica.cases}
     datasets = []
