@@ -52,6 +52,7 @@ from ttfr.artifacts.snapshot_nextstat import export_nextstat, nextstat_baseline,
 from ttfr.artifacts.snapshot_verify import verify
 from ttfr.artifacts.store import ArtifactError, read_json, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
+from ttfr.model.snapshot import SnapshotIndex
 
 
 def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> tuple[Path, bool]:
@@ -96,11 +97,11 @@ def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> 
 
 def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, digest: str, generated_at) -> None:
     for entry in entries:
-        target = staging / entry["path"]
+        target = staging / entry.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / entry["path"], target)
-        if sha256_bytes(target.read_bytes()) != entry["sha256"]:  # changed while we copied it
-            raise ArtifactError(f"{root / entry['path']} changed while it was published; publish again")
+        shutil.copyfile(root / entry.path, target)
+        if sha256_bytes(target.read_bytes()) != entry.sha256:  # changed while we copied it
+            raise ArtifactError(f"{root / entry.path} changed while it was published; publish again")
     generated = generated_at or utc_now()
     lock = lock_file()
     write_json(staging / BASELINE, baseline(verified, lock), BASELINE_SCHEMA)
@@ -115,18 +116,9 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     results, datasets = nextstat_results(staging)
     write_json(staging / NS_BASELINE, nextstat_baseline(snapshot_id, verified, results, datasets))
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
-    write_json(
-        staging / INDEX,
-        {
-            "schema": INDEX_SCHEMA,
-            "snapshot_id": snapshot_id,
-            "generated_at": generated,
-            "source": str(root),
-            "content_sha256": digest,
-            "artifacts": [file_entry(staging, rel) for rel in files],
-        },
-        INDEX_SCHEMA,
-    )
+    index = SnapshotIndex(schema=INDEX_SCHEMA, snapshot_id=snapshot_id, generated_at=generated, source=str(root),
+                          content_sha256=digest, artifacts=[file_entry(staging, rel) for rel in files])  # fmt: skip
+    write_json(staging / INDEX, index, INDEX_SCHEMA)
     # last: NextStat's index lists every file, this one's own index and NextStat's baseline too
     files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     write_json(staging / NS_INDEX, nextstat_index(snapshot_id, generated, verified.manifest,

@@ -11,17 +11,20 @@ import shlex
 from pathlib import Path
 
 import ttfr
-from ttfr.model.validation import VALIDATION_SCHEMA  # noqa: F401  (its file's schema)
 from ttfr.analyse.gates import validation_pack  # noqa: F401  (publish and verify write and recompute it)
 from ttfr.errors import UsageError
-from ttfr.model.base import encode
 from ttfr.model.manifest import Manifest
-
-INDEX_SCHEMA = "ttfr.snapshot_index.v1"
-
-
-BASELINE_SCHEMA = "ttfr.baseline_manifest.v1"
-
+from ttfr.model.snapshot import (  # noqa: F401
+    BASELINE_SCHEMA,
+    INDEX_SCHEMA,
+    BaselineHarness,
+    BaselineManifest,
+    FileEntry,
+    Hardware,
+    LockFile,
+    SnapshotIndex,
+)
+from ttfr.model.validation import VALIDATION_SCHEMA  # noqa: F401  (its file's schema)
 
 INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifest.json", "validation.json"
 
@@ -65,18 +68,18 @@ def run_artifacts(root: Path) -> list[str]:
     return sorted(found)
 
 
-def content_digest(entries: list[dict]) -> str:
+def content_digest(entries: list[FileEntry]) -> str:
     """The snapshot's id source: the sha256 of the run's artifacts (each path and sha256)."""
-    return sha256_bytes("".join(f"{e['path']}\0{e['sha256']}\n" for e in entries).encode())
+    return sha256_bytes("".join(f"{e.path}\0{e.sha256}\n" for e in entries).encode())
 
 
 def snapshot_name(digest: str) -> str:
     return f"ttfr-{digest[:20]}"
 
 
-def file_entry(root: Path, rel: str) -> dict:
+def file_entry(root: Path, rel: str) -> FileEntry:
     data = (root / rel).read_bytes()
-    return {"path": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
+    return FileEntry(path=rel, bytes=len(data), sha256=sha256_bytes(data))
 
 
 def lock_file() -> Path | None:
@@ -85,27 +88,24 @@ def lock_file() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def baseline(verified, lock: Path | None) -> dict:
+def baseline(verified, lock: Path | None) -> BaselineManifest:
+    """What the snapshot was measured with, from its manifest and the lock file (None: an installed ttfr)."""
     manifest = verified.manifest
     policies = manifest.policies
-    return {
-        "schema": BASELINE_SCHEMA,
-        "harness": {
-            "name": "ttfr",
-            "version": manifest.ttfr.version,
-            "git_commit": commit_of(manifest),
-            "git_dirty": manifest.ttfr.git.dirty,
-        },
-        "lock_file": {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock else None,
-        "python": encode(manifest.python),
-        "runtimes": manifest.runtimes,
-        "hardware": {name: encode(getattr(manifest, name)) for name in ("cpu", "memory", "gpu", "os")},
-        "cache_policies": policies.cache,
-        "cache_settings": policies.cache_settings or {},
-        "sync_policies": policies.sync or {},
-        "seed": verified.suite.seed,
-        "deterministic": verified.suite.deterministic,
-    }
+    return BaselineManifest(
+        schema=BASELINE_SCHEMA,
+        harness=BaselineHarness(name="ttfr", version=manifest.ttfr.version, git_commit=commit_of(manifest),
+                                git_dirty=manifest.ttfr.git.dirty),
+        lock_file=LockFile(path=LOCK_FILE, sha256=sha256_bytes(lock.read_bytes())) if lock else None,
+        python=manifest.python,
+        runtimes=manifest.runtimes,
+        hardware=Hardware(cpu=manifest.cpu, memory=manifest.memory, gpu=manifest.gpu, os=manifest.os),
+        cache_policies=policies.cache,
+        cache_settings=policies.cache_settings or {},
+        sync_policies=policies.sync or {},
+        seed=verified.suite.seed,
+        deterministic=verified.suite.deterministic,
+    )  # fmt: skip
 
 
 def commit_of(manifest: Manifest) -> str:

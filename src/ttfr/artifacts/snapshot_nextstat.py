@@ -11,10 +11,12 @@ from pathlib import Path
 from ttfr.artifacts import reader
 from ttfr.artifacts.snapshot_layout import NEXTSTAT_KEY, NS_INDEX, commit_of, file_entry, run_artifacts, sha256_bytes, utc_now
 from ttfr.artifacts.store import ArtifactError
+from ttfr.model.base import encode
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.snapshot import FileEntry
 
 
-def nextstat_index(snapshot_id: str, generated: str, manifest: Manifest, entries: list[dict]) -> dict:
+def nextstat_index(snapshot_id: str, generated: str, manifest: Manifest, entries: list[FileEntry]) -> dict:
     """NextStat's snapshot_index_v1 (write_snapshot_index.py's fields): every file but itself."""
     return {
         "schema_version": "nextstat.snapshot_index.v1",
@@ -23,7 +25,7 @@ def nextstat_index(snapshot_id: str, generated: str, manifest: Manifest, entries
         "suite": "ml",
         "git": {"sha": commit_of(manifest), "ref": "unknown", "repository": "ttfr"},
         "workflow": {"harness": "ttfr", "harness_version": manifest.ttfr.version, "entrypoint": "ttfr publish"},
-        "artifacts": entries,
+        "artifacts": [encode(e) for e in entries],
     }
 
 
@@ -119,11 +121,11 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
     replica_manifest = reader.read_typed(replica_root, "manifest.json", MANIFEST_SCHEMA, Manifest)
     replica = nextstat_index(replica_id, generated, replica_manifest, entries)
     theirs = {e["path"]: e for e in original["artifacts"]}
-    overlap = sorted(set(theirs) & {e["path"] for e in entries})
-    mine = {e["path"]: e for e in entries}
-    mismatches = [{"path": p, "original_sha256": theirs[p]["sha256"], "replica_sha256": mine[p]["sha256"],
-                   "original_bytes": theirs[p]["bytes"], "replica_bytes": mine[p]["bytes"]}
-                  for p in overlap if theirs[p]["sha256"] != mine[p]["sha256"]]  # fmt: skip
+    overlap = sorted(set(theirs) & {e.path for e in entries})
+    mine = {e.path: e for e in entries}
+    mismatches = [{"path": p, "original_sha256": theirs[p]["sha256"], "replica_sha256": mine[p].sha256,
+                   "original_bytes": theirs[p]["bytes"], "replica_bytes": mine[p].bytes}
+                  for p in overlap if theirs[p]["sha256"] != mine[p].sha256]  # fmt: skip
     summary = verdict["summary"]
     timing = verdict["timing"]["comparisons"]
     inconclusive = sum(c["verdict"].startswith("inconclusive") or c["verdict"] == "not_compared" for c in timing)

@@ -12,7 +12,6 @@ from ttfr.artifacts.snapshot_layout import (
     BASELINE,
     INDEX,
     INDEX_SCHEMA,
-    LOCK_FILE,
     NS_BASELINE,
     NS_INDEX,
     VALIDATION,
@@ -35,6 +34,7 @@ from ttfr.artifacts.snapshot_nextstat import (
 )
 from ttfr.artifacts.store import ArtifactError, read_json
 from ttfr.model.base import encode
+from ttfr.model.snapshot import SnapshotIndex
 
 
 def is_snapshot(path: Path) -> bool:
@@ -55,15 +55,19 @@ def verify(snapshot: Path) -> list[str]:
     index, problems = reader.inspect(snapshot, INDEX, INDEX_SCHEMA)
     if index is None or problems:
         return problems or [f"{snapshot / INDEX}: unreadable"]
-    listed = {e["path"]: e for e in index["artifacts"]}
-    for entry in index["artifacts"]:
+    try:
+        index = reader.typed(index, SnapshotIndex, INDEX)
+    except ArtifactError as exc:
+        return [str(exc)]
+    listed = {e.path: e for e in index.artifacts}
+    for entry in index.artifacts:
         try:
-            payload = reader.read_bounded(reader.confined(snapshot, entry["path"]), entry["path"])
+            payload = reader.read_bounded(reader.confined(snapshot, entry.path), entry.path)
         except ArtifactError as exc:
             problems.append(str(exc))
             continue
-        if sha256_bytes(payload) != entry["sha256"] or len(payload) != entry["bytes"]:
-            problems.append(f"{entry['path']}: does not match {INDEX} (changed after publishing)")
+        if sha256_bytes(payload) != entry.sha256 or len(payload) != entry.bytes:
+            problems.append(f"{entry.path}: does not match {INDEX} (changed after publishing)")
     needed = {parent.as_posix() for p in listed for parent in Path(p).parents}
     for path in sorted(snapshot.rglob("*")):
         rel = path.relative_to(snapshot).as_posix()
@@ -77,8 +81,8 @@ def verify(snapshot: Path) -> list[str]:
         return problems
     digest = content_digest([listed[rel] for rel in sorted(listed) if is_run_artifact(rel)])
     name = snapshot_name(digest)
-    if index["content_sha256"] != digest or index["snapshot_id"] != name or snapshot.resolve().name != name:
-        problems.append(f"{INDEX}: the run's artifacts give the id {name}, not {index['snapshot_id']} "
+    if index.content_sha256 != digest or index.snapshot_id != name or snapshot.resolve().name != name:
+        problems.append(f"{INDEX}: the run's artifacts give the id {name}, not {index.snapshot_id} "
                         f"(directory {snapshot.resolve().name}): its content is not what was published")  # fmt: skip
     problems += validate_dir(snapshot)
     if problems:
@@ -105,8 +109,7 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if not _same(read_json(snapshot / VALIDATION), validation_pack(name, verified.cases)):
         problems.append(f"{VALIDATION}: not what the case files give (every gate is recomputed)")
     lock = snapshot / "rerun" / "cpu-lock.txt"
-    expected = baseline(verified, None)
-    expected["lock_file"] = {"path": LOCK_FILE, "sha256": sha256_bytes(lock.read_bytes())} if lock.is_file() else None
+    expected = baseline(verified, lock if lock.is_file() else None)  # the lock file the snapshot carries
     if not _same(read_json(snapshot / BASELINE), expected):
         problems.append(f"{BASELINE}: not what manifest.json and rerun/cpu-lock.txt give")
     command = snapshot / "rerun" / "command.txt"
@@ -115,7 +118,7 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     spec = snapshot / "rerun" / "spec.json"
     if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
         problems.append("rerun/spec.json: not plan.json's spec")
-    entries = {e["path"]: e for e in index["artifacts"]}
+    entries = {e.path: e for e in index.artifacts}
     problems += export_problems(snapshot, verified)
     ns_baseline, why = read_nextstat(snapshot, NS_BASELINE)
     if why or not _same(ns_baseline, nextstat_baseline(name, verified, *nextstat_results(snapshot))):
@@ -124,7 +127,7 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     # covers the rest; its own entry is its bytes), the id, and the fields the registry copies
     ns_index, why = read_nextstat(snapshot, NS_INDEX)
     files = [file_entry(snapshot, rel) for rel in sorted({*entries, INDEX})]
-    if why or not _same(ns_index, nextstat_index(name, index["generated_at"], verified.manifest, files)):
+    if why or not _same(ns_index, nextstat_index(name, index.generated_at, verified.manifest, files)):
         problems.append(why or f"{NS_INDEX}: not the snapshot's id, its files or its fields")
     if NS_REPLICATION in entries:  # a published replica: NextStat's report is in NextStat's contract
         report, why = read_nextstat(snapshot, NS_REPLICATION)

@@ -17,6 +17,7 @@ from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.snapshot import BASELINE_SCHEMA, INDEX_SCHEMA, BaselineManifest, SnapshotIndex
 from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
 
@@ -30,6 +31,16 @@ GENERATED = {
     COMPARISON_SCHEMA: ("comparison.v1.schema.json", Comparison, "ttfr comparison v1"),
     GPU_CHECK_SCHEMA: ("gpu_check_summary.v1.schema.json", GpuCheckSummary, "ttfr gpu-check summary v1"),
     MANIFEST_SCHEMA: ("manifest.v1.schema.json", Manifest, "ttfr environment manifest v1"),
+    INDEX_SCHEMA: (
+        "snapshot_index.v1.schema.json",
+        SnapshotIndex,
+        "ttfr snapshot index: every file of a published snapshot with its size and sha256",
+    ),
+    BASELINE_SCHEMA: (
+        "baseline_manifest.v1.schema.json",
+        BaselineManifest,
+        "ttfr baseline manifest: what a published snapshot was measured with",
+    ),
     VALIDATION_SCHEMA: (
         "validation.v1.schema.json",
         ValidationPack,
