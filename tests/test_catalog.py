@@ -120,6 +120,17 @@ def test_the_gpu_stacks_distributions_are_recognised_by_either_cuda_generations_
     assert not any(compat.GPU_STACK_DISTRIBUTIONS.fullmatch(n) for n in ("jax", "jaxlib", "torch", "nvidia-ml-py"))
 
 
+def test_the_gpu_stacks_versions_are_read_off_the_installed_folders_names(tmp_path):
+    """The GPU image's own distributions as installed (names normalised), without opening any metadata."""
+    from ttfr.child.backends import compat
+
+    for folder in ("jax_cuda13_plugin-0.11.2.dist-info", "nvidia_cublas-13.1.0.3.dist-info", "triton-3.6.0.dist-info",
+                   "torch-2.11.0+cu130.dist-info", "jax_cuda13_plugin-0.11.2.data", "README.txt"):  # fmt: skip
+        (tmp_path / folder).mkdir()
+    assert compat.gpu_stack_versions([str(tmp_path), str(tmp_path / "missing")]) == {
+        "jax-cuda13-plugin": "0.11.2", "nvidia-cublas": "13.1.0.3", "triton": "3.6.0"}  # fmt: skip
+
+
 @pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)
 def test_every_backend_states_a_sync_policy_and_a_positive_eta_prior(backend):
     assert backend.sync_policy and all(seconds > 0 for seconds in backend.cost_prior_s)

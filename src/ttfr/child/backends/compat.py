@@ -25,7 +25,6 @@ Standard library only at module level: the worker imports this before it starts 
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import re
 from pathlib import Path
@@ -42,13 +41,23 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def gpu_stack_versions() -> dict[str, str]:
-    """name -> version of every installed GPU-stack distribution (GPU_STACK_DISTRIBUTIONS)."""
+def gpu_stack_versions(paths=None) -> dict[str, str]:
+    """name -> version of every installed GPU-stack distribution (GPU_STACK_DISTRIBUTIONS), read from
+    the dist-info folders' names on the import path: no package's metadata is opened (every run's
+    manifest asks, and reading each installed distribution's metadata costs ~30 ms)."""
+    import os
+    import sys
+
     found = {}
-    for dist in importlib.metadata.distributions():
-        name = canonical(dist.metadata["Name"] or "")
-        if GPU_STACK_DISTRIBUTIONS.fullmatch(name):
-            found.setdefault(name, dist.version)
+    for entry in sys.path if paths is None else paths:
+        try:
+            names = [e.name for e in os.scandir(entry or ".") if e.name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for folder in names:
+            name, _, version = folder[: -len(".dist-info")].partition("-")
+            if version and GPU_STACK_DISTRIBUTIONS.fullmatch(canonical(name)):
+                found.setdefault(canonical(name), version)
     return dict(sorted(found.items()))
 
 
