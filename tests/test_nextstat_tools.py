@@ -15,19 +15,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 from conftest import SHARED_SCHEMAS
-from forgery import reindex, writable
 from fakes import FakeExecutor
+from forgery import reindex, writable
 
-from ttfr.artifacts import snapshot
-
-from ttfr.artifacts import snapshot_verify
-
-from ttfr.artifacts import snapshot_registry
-
-from ttfr.artifacts import snapshot_nextstat
+from ttfr.artifacts import snapshot, snapshot_nextstat, snapshot_registry, snapshot_verify
 from ttfr.commands import cli
 from ttfr.measure.executors import Executors
 from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.base import encode
 from ttfr.pipeline import replication
 from ttfr.pipeline import suite as suite_run
 
@@ -91,6 +86,7 @@ def test_every_file_ttfr_writes_in_nextstats_contracts_validates(tmp_path):
 def test_a_replication_writes_nextstats_report_with_ttfrs_verdict_in_its_notes(tmp_path):
     path = _snapshot(tmp_path)
     outcome, document = replication.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
+    document = encode(document)  # as its file holds it
     report = json.loads((outcome.result_dir.root / snapshot_nextstat.NS_REPLICATION).read_text())
     original = json.loads((path / "snapshot_index.json").read_text())
     assert report["original"]["snapshot_id"] == path.name

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-
+from conftest import PASSED_CHECK, fake_record, fake_result
 from fakes import FakeExecutor
 
-from conftest import PASSED_CHECK, fake_record, fake_result
-from ttfr.measure.executors import Executors
 from ttfr.artifacts import snapshot
 from ttfr.commands import cli
+from ttfr.measure.executors import Executors
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.base import encode
 from ttfr.pipeline import replication as replicate
 from ttfr.pipeline import suite as suite_run
-from ttfr.measure.spec import RunRequest, build_spec
 
 
 def _snapshot(tmp_path):
@@ -28,6 +28,7 @@ def _snapshot(tmp_path):
 def test_the_same_plan_on_the_same_machine_replicates_every_gate(tmp_path):
     path = _snapshot(tmp_path)
     outcome, document = replicate.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor()))
+    document = encode(document)  # as its file holds it
     summary = document["summary"]
     assert summary["replicated"] and summary["exit_code"] == 0 and document["schema_valid"]
     assert summary["required_gates"] == summary["required_replicated"] > 0
@@ -48,6 +49,8 @@ def test_a_gate_that_does_not_replicate_is_exit_3_and_named(tmp_path):
         return None
 
     _outcome, document = replicate.replicate(path, tmp_path / "again", executors=Executors(worker=FakeExecutor(decide=wrong)))
+
+    document = encode(document)  # as its file holds it
     assert document["summary"]["exit_code"] == 3 and not document["summary"]["replicated"]
     assert "numpy_matmul_64_f32 correctness: pass -> fail" in document["summary"]["not_replicated"]
 

@@ -13,6 +13,7 @@ from ttfr.artifacts.snapshot_layout import NEXTSTAT_KEY, NS_INDEX, commit_of, fi
 from ttfr.artifacts.store import ArtifactError
 from ttfr.model.base import encode
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.replication import ReplicationReport
 from ttfr.model.snapshot import FileEntry
 
 
@@ -107,7 +108,9 @@ def _index_doc_sha256(doc: dict) -> str:
     return sha256_bytes(json.dumps(doc, sort_keys=True).encode("utf-8"))
 
 
-def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dict, generated_at: str | None = None) -> dict:
+def nextstat_replication_report(
+    snapshot: Path, replica_root: Path, verdict: ReplicationReport, generated_at: str | None = None
+) -> dict:
     """NextStat's replication_report_v1 of a `ttfr replicate`: the snapshot's NextStat index against
     one of the replica's artifacts (the files a snapshot of it would hold). NextStat's comparison is
     by hash, and every re-run of a timing benchmark differs byte for byte: its `ok` is false by
@@ -126,16 +129,16 @@ def nextstat_replication_report(snapshot: Path, replica_root: Path, verdict: dic
     mismatches = [{"path": p, "original_sha256": theirs[p]["sha256"], "replica_sha256": mine[p].sha256,
                    "original_bytes": theirs[p]["bytes"], "replica_bytes": mine[p].bytes}
                   for p in overlap if theirs[p]["sha256"] != mine[p].sha256]  # fmt: skip
-    summary = verdict["summary"]
-    timing = verdict["timing"]["comparisons"]
-    inconclusive = sum(c["verdict"].startswith("inconclusive") or c["verdict"] == "not_compared" for c in timing)
+    summary = verdict.summary
+    timing = verdict.timing.comparisons
+    inconclusive = sum(c.verdict.startswith("inconclusive") or c.verdict == "not_compared" for c in timing)
     by_hash = (f"{len(mismatches)} of {len(overlap)} shared files differ (a re-run of a timing benchmark differs byte "
                "for byte, so NextStat's hash comparison cannot judge it)" if mismatches
                else f"all {len(overlap)} shared files are identical")  # fmt: skip
     notes = (f"Compared by hash: {by_hash}. ttfr's gates (ttfr_replication_report.json): "
-             f"{summary['required_replicated']} of {summary['required_gates']} required gates replicated"
-             f"{'' if summary['replicated'] else ' (NOT replicated)'}; datasets unequal: "
-             f"{', '.join(summary['datasets_unequal']) or 'none'}; timings (cross-session, weak): {len(timing)} "
+             f"{summary.required_replicated} of {summary.required_gates} required gates replicated"
+             f"{'' if summary.replicated else ' (NOT replicated)'}; datasets unequal: "
+             f"{', '.join(summary.datasets_unequal) or 'none'}; timings (cross-session, weak): {len(timing)} "
              f"compared, {inconclusive} inconclusive. The replica is the result directory {Path(replica_root).name} "
              "before publishing.")  # fmt: skip
     return {

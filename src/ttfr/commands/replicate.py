@@ -57,4 +57,4 @@ def handle(args, console: Console) -> int:
         return outcome.exit_code
     terminal.print_replication(console, document)
     console.print(f"report: {outcome.result_dir.root / replication.REPORT}", markup=False, highlight=False)
-    return document["summary"]["exit_code"]
+    return document.summary.exit_code

@@ -17,6 +17,7 @@ from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.replication import REPLICATION_SCHEMA, ReplicationReport
 from ttfr.model.snapshot import BASELINE_SCHEMA, INDEX_SCHEMA, BaselineManifest, SnapshotIndex
 from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
@@ -40,6 +41,11 @@ GENERATED = {
         "baseline_manifest.v1.schema.json",
         BaselineManifest,
         "ttfr baseline manifest: what a published snapshot was measured with",
+    ),
+    REPLICATION_SCHEMA: (
+        "replication_report.v1.schema.json",
+        ReplicationReport,
+        "ttfr replication report: a published snapshot's plan run again, and what replicated",
     ),
     VALIDATION_SCHEMA: (
         "validation.v1.schema.json",

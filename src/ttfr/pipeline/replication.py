@@ -31,8 +31,9 @@ from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
 from ttfr.measure.resume import NOTHING_NAMED, Named
 from ttfr.measure.spec import RunSpec
-from ttfr.model.base import UNSET, encode, present
+from ttfr.model.base import UNSET, decode, encode, present
 from ttfr.model.manifest import Manifest
+from ttfr.model.replication import ReplicationReport
 from ttfr.model.validation import Gate
 from ttfr.pipeline import comparison, suite
 
@@ -65,7 +66,7 @@ def _differences(a: Manifest, b: Manifest) -> dict:
     return {"hardware": hardware, "runtimes": runtimes, "harness": harness}
 
 
-def report(snapshot_dir: Path, replica_root: Path) -> dict:
+def report(snapshot_dir: Path, replica_root: Path) -> ReplicationReport:
     """The replication report of a finished replica against its snapshot."""
     original, replica = load_finished(snapshot_dir), load_finished(replica_root)
     problems = validate_dir(replica_root)
@@ -96,46 +97,49 @@ def report(snapshot_dir: Path, replica_root: Path) -> dict:
     failed = [g for g in gates if g["required"] and not g["replicated"]]
     unequal = [d for d in datasets if not d["equal"]]
     replicated = not problems and not failed and not unequal
-    return {
-        "schema": SCHEMA,
-        "snapshot_id": Path(snapshot_dir).resolve().name,
-        "replica": str(replica_root),
-        "replicated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "schema_valid": not problems,
-        "problems": problems[:20],
-        "datasets": datasets,
-        "gates": gates,
-        "timing": {
-            "paired": False,
-            "warning": comparison.CROSS_SESSION_WARNING,
-            "comparisons": [
-                {
-                    "case": r.case,
-                    "policy": r.point,  # a concurrency point keeps its N: "cold-shared x8"
-                    "metric": r.metric,
-                    "verdict": r.verdict,
-                    "ratio": r.effect.ratio if r.effect is not UNSET else None,
-                    "ci": r.effect.ci if r.effect is not UNSET else None,
-                    "explanation": r.explanation,
-                }
-                for r in timing
-            ],
-        },  # fmt: skip
-        "differences": _differences(original.manifest, replica.manifest),
-        "summary": {
-            "replicated": replicated,
-            "required_gates": sum(g["required"] for g in gates),
-            "required_replicated": sum(g["required"] and g["replicated"] for g in gates),
-            "not_replicated": [
-                f"{g['case']} {g['gate']}{' ' + g['policy'] if g['policy'] else ''}: {g['snapshot']} -> {g['replica']}"
-                for g in failed
-            ],  # fmt: skip
-            "datasets_unequal": [d["case"] for d in unequal],
-            # what replicated may be a failure: the snapshot's own gates that failed (replicated or not)
-            "snapshot_failed_gates": sum(g["snapshot"] == "fail" for g in gates),
-            "exit_code": EXIT_OK if replicated else EXIT_REGRESSION,
+    return decode(
+        {
+            "schema": SCHEMA,
+            "snapshot_id": Path(snapshot_dir).resolve().name,
+            "replica": str(replica_root),
+            "replicated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "schema_valid": not problems,
+            "problems": problems[:20],
+            "datasets": datasets,
+            "gates": gates,
+            "timing": {
+                "paired": False,
+                "warning": comparison.CROSS_SESSION_WARNING,
+                "comparisons": [
+                    {
+                        "case": r.case,
+                        "policy": r.point,  # a concurrency point keeps its N: "cold-shared x8"
+                        "metric": r.metric,
+                        "verdict": r.verdict,
+                        "ratio": r.effect.ratio if r.effect is not UNSET else None,
+                        "ci": r.effect.ci if r.effect is not UNSET else None,
+                        "explanation": r.explanation,
+                    }
+                    for r in timing
+                ],
+            },  # fmt: skip
+            "differences": _differences(original.manifest, replica.manifest),
+            "summary": {
+                "replicated": replicated,
+                "required_gates": sum(g["required"] for g in gates),
+                "required_replicated": sum(g["required"] and g["replicated"] for g in gates),
+                "not_replicated": [
+                    f"{g['case']} {g['gate']}{' ' + g['policy'] if g['policy'] else ''}: {g['snapshot']} -> {g['replica']}"
+                    for g in failed
+                ],  # fmt: skip
+                "datasets_unequal": [d["case"] for d in unequal],
+                # what replicated may be a failure: the snapshot's own gates that failed (replicated or not)
+                "snapshot_failed_gates": sum(g["snapshot"] == "fail" for g in gates),
+                "exit_code": EXIT_OK if replicated else EXIT_REGRESSION,
+            },
         },
-    }
+        ReplicationReport,
+    )
 
 
 def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors: Executors | None = None, progress=None,

@@ -20,6 +20,7 @@ from rich.text import Text
 from ttfr.analyse import contention
 from ttfr.measure import catalog
 from ttfr.measure.limits import MAX_AB_ROUNDS
+from ttfr.model.replication import ReplicationReport
 from ttfr.measure.plan import Task
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, ColdSummary, CouldNotMeasureCleanly, named
 from ttfr.model.comparison import Comparison
@@ -470,26 +471,25 @@ def print_report(console: Console, result) -> None:
     console.print(f"full report: {result.result_dir.root / 'report.md'}", markup=False, highlight=False)
 
 
-def print_replication(console: Console, document: dict) -> None:
+def print_replication(console: Console, document: ReplicationReport) -> None:
     """`ttfr replicate`: the verdict, what did not replicate, and what differs."""
-    summary = document["summary"]
-    style = "green" if summary["replicated"] else "bold red"
-    unequal = summary["datasets_unequal"]
-    console.print(Text(f"{'replicated' if summary['replicated'] else 'NOT replicated'}: "
-                       f"{summary['required_replicated']} of {summary['required_gates']} required gates; "
-                       f"schema {'valid' if document['schema_valid'] else 'INVALID'}; "
+    summary = document.summary
+    style = "green" if summary.replicated else "bold red"
+    unequal = summary.datasets_unequal
+    console.print(Text(f"{'replicated' if summary.replicated else 'NOT replicated'}: "
+                       f"{summary.required_replicated} of {summary.required_gates} required gates; "
+                       f"schema {'valid' if document.schema_valid else 'INVALID'}; "
                        f"datasets {'DIFFER: ' + ', '.join(unequal) if unequal else 'equal'}", style=style))  # fmt: skip
-    if summary.get("snapshot_failed_gates"):
-        console.print(Text(f"  note: the snapshot itself has {summary['snapshot_failed_gates']} failed gate(s) "
+    if summary.snapshot_failed_gates:
+        console.print(Text(f"  note: the snapshot itself has {summary.snapshot_failed_gates} failed gate(s) "
                            "(see its validation.json): what replicated includes failures", style="yellow"))  # fmt: skip
-    for line in summary["not_replicated"]:
+    for line in summary.not_replicated:
         console.print(Text(f"  not replicated: {printable(line)}", style="red"))
-    differences = document["differences"]
     for kind in ("hardware", "runtimes", "harness"):
-        for item in differences[kind]:
-            console.print(Text(f"  {kind} differs: {item['what']}: {item['snapshot']} -> {item['replica']}", style="yellow"))
-    weak = document["timing"]["comparisons"]
+        for item in getattr(document.differences, kind):
+            console.print(Text(f"  {kind} differs: {item.what}: {item.snapshot} -> {item.replica}", style="yellow"))
+    weak = document.timing.comparisons
     if weak:
         console.print(Text("timings (cross-session, weak): " + "; ".join(
-            f"{c['case']} {c['policy'].split('/')[-1]}: {c['verdict']}" for c in weak[:6])
+            f"{c.case} {c.policy.split('/')[-1]}: {c.verdict}" for c in weak[:6])
             + (f"; +{len(weak) - 6} more" if len(weak) > 6 else "")))  # fmt: skip
