@@ -71,14 +71,14 @@ bench-overhead: $(STAMP)
 # `make wheelhouse` where an index is reachable, and brought along). FULL=1: the whole check, not --quick.
 WHEELHOUSE ?= wheelhouse
 gpu-check:
-	$(PYTHON) scripts/gpu_stack.py $(if $(filter 1,$(OFFLINE)),--wheelhouse $(WHEELHOUSE)) -- \
+	$(PYTHON) scripts/gpu_stack.py $(if $(filter 1,$(OFFLINE)),--wheelhouse "$(WHEELHOUSE)") -- \
 		$(if $(filter 1,$(FULL)),--full,--quick) --out docs/gpu $(ARGS)
 
 # The wheels an air-gapped GPU image lacks (requirements/gpu-image.toml), for its Python, with their
 # listing (LISTING.json) and total size checked against what a GPU lease copies (64 MiB).
 # WHEELHOUSE_PYTHON=3.11: for another interpreter than the image's 3.12 (e.g. to try the path with .venv here).
 wheelhouse: $(STAMP)
-	$(BIN)/python scripts/wheelhouse.py --dest $(WHEELHOUSE) $(if $(WHEELHOUSE_PYTHON),--python-version $(WHEELHOUSE_PYTHON))
+	$(BIN)/python scripts/wheelhouse.py --dest "$(WHEELHOUSE)" $(if $(WHEELHOUSE_PYTHON),--python-version $(WHEELHOUSE_PYTHON))
 
 # Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
 bench: $(STAMP)

@@ -209,17 +209,37 @@ def _versions(manifest: dict) -> dict[str, str]:
     return {name: str(version) for name, version in sorted(found.items()) if version}
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_child(argv: list[str], timeout_s: float, cwd: Path | None = None) -> tuple[int | None, str, str]:
+    """(exit code, None when it ran past `timeout_s`; its stdout; its stderr). A child past its time
+    is asked to stop as Ctrl-C asks (SIGTERM: a `ttfr run` writes what it measured), then killed; on
+    Ctrl-C here the terminal interrupts it too, and it is waited for rather than killed."""
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+        return child.returncode, out, err
+    except subprocess.TimeoutExpired:
+        child.terminate()
+        try:
+            out, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, err = child.communicate()
+        return None, out, f"timed out after {timeout_s:g} s; {err}"
+    except KeyboardInterrupt:
+        child.communicate()
+        raise
+
+
 def run_ttfr(label: str, options: list[str], common: list[str], work: Path, planned_count: int):
     """One `ttfr run` of the check: (its Run, its GPU rows, problems outside them, its manifest)."""
     out = work / label
     argv = [sys.executable, "-m", "ttfr", "run", *options, *common, "--out", str(out)]
     earlier = set(out.iterdir()) if out.is_dir() else set()  # an earlier check's results are not this run's
     started = time.monotonic()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        exit_code, stderr = done.returncode, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        exit_code, stderr = None, f"timed out after {RUN_TIMEOUT_S} s; {exc.stderr or ''}"
+    exit_code, _stdout, stderr = run_child(argv, RUN_TIMEOUT_S)
     run = {"run": label, "command": shlex.join(["ttfr", *argv[3:]]), "exit_code": exit_code,
            "wall_s": time.monotonic() - started, "processes_planned": planned_count}  # fmt: skip
     roots = sorted(p for p in out.iterdir() if p.is_dir() and p not in earlier) if out.is_dir() else []
@@ -243,11 +263,8 @@ def run_pytest():
     """`pytest -m gpu` from the checkout: (its Run, its row)."""
     argv = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
     started = time.monotonic()
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        exit_code, last = done.returncode, (done.stdout.strip().splitlines() or ["no output"])[-1]
-    except subprocess.TimeoutExpired:
-        exit_code, last = None, f"timed out after {RUN_TIMEOUT_S} s"
+    exit_code, stdout, _stderr = run_child(argv, RUN_TIMEOUT_S, cwd=ROOT)  # the checkout's tests
+    last = (stdout.strip().splitlines() or ["no output"])[-1] if exit_code is not None else f"timed out after {RUN_TIMEOUT_S} s"
     passed = exit_code in (0, 5)  # 5: no test collected
     run = {"run": "pytest", "command": "pytest -m gpu", "exit_code": exit_code, "wall_s": time.monotonic() - started,
            "processes_planned": 0}  # fmt: skip
@@ -289,13 +306,18 @@ def main(argv=None) -> int:
         return 1
     began = time.monotonic()
     done_runs, rows, problems, manifest = [], [], [], {}
-    for label, options in runs.items():
-        run, run_rows, run_problems, run_manifest = run_ttfr(label, options, common, args.work, len(plans[label]))
-        done_runs.append(run)
-        rows += run_rows
-        problems += [p for p in run_problems if p not in problems]  # the manifest's, once rather than per run
-        manifest = run_manifest or manifest
-    run, row = run_pytest()
+    try:
+        for label, options in runs.items():
+            run, run_rows, run_problems, run_manifest = run_ttfr(label, options, common, args.work, len(plans[label]))
+            done_runs.append(run)
+            rows += run_rows
+            problems += [p for p in run_problems if p not in problems]  # the manifest's, once rather than per run
+            manifest = run_manifest or manifest
+        run, row = run_pytest()
+    except KeyboardInterrupt:
+        print(f"gpu-check: interrupted after {len(done_runs)} of {len(runs)} runs; their results are under {args.work}",
+              file=sys.stderr)  # fmt: skip
+        return 130
     done_runs.append(run)
     rows.append(row)
     gpu = manifest.get("gpu") or {}

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from pathlib import Path
 from gpu_image import LISTING, LISTING_FORMAT, ROOT, canonical, image_spec, lock_pins
 
 EXIT_REFUSED = 2  # ttfr's exit code for bad input, before anything runs
+EXIT_INTERRUPTED = 130
 
 
 class Refused(Exception):
@@ -61,12 +63,24 @@ def python_tag() -> str:
 
 
 def pip_env(offline: bool) -> dict:
-    """pip's environment: offline, none of the machine's configured indexes, links or caches."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    """pip's environment: offline, none of the machine's configured indexes, links or caches; online,
+    the site's own (a mirror named by PIP_INDEX_URL, its certificate)."""
+    env = {k: v for k, v in os.environ.items() if not (offline and k.startswith("PIP_"))}
     if offline:
         env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_NO_CACHE_DIR="1")
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
+
+
+def runs_here(tag: str) -> bool:
+    """A wheel tag (python-abi-platform) this interpreter can import: pure Python, its own CPython
+    version, or the stable ABI (abi3) of an older or equal one."""
+    python, abi, _platform = (tag.split("-") + ["", ""])[:3]
+    if python in ("py3", f"py{sys.version_info.major}{sys.version_info.minor}") and abi == "none":
+        return True
+    if abi == "abi3" and python.startswith("cp3") and python[3:].isdigit():
+        return int(python[3:]) <= sys.version_info.minor
+    return python == python_tag() and abi in (python_tag(), "none")
 
 
 def listed_wheels(folder: Path) -> list[Path]:
@@ -95,7 +109,7 @@ def listed_wheels(folder: Path) -> list[Path]:
             problems.append(f"{name}: not the file the listing names (size or sha256 differs)")
         else:
             tags = wheel.get("tags") or []
-            if not any(t.startswith((f"{python_tag()}-", "py3-")) for t in tags):
+            if not any(runs_here(t) for t in tags):
                 problems.append(f"{name}: built for {', '.join(sorted({t.split('-')[0] for t in tags}))}, "
                                 f"not this Python ({python_tag()}): make the wheelhouse with "
                                 f"--python-version {sys.version_info.major}.{sys.version_info.minor}")  # fmt: skip
@@ -200,6 +214,10 @@ def main(argv=None) -> int:
     ap.add_argument("--wheelhouse", type=Path, help="install from this folder (`make wheelhouse`), offline")
     args = ap.parse_args(own)
     target = Path(tempfile.mkdtemp(prefix="ttfr-gpu-stack-"))
+    # a scheduler's time limit or a dropped session (SIGTERM, SIGHUP) ends it like Ctrl-C: the temporary
+    # install is removed either way
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(ending, _interrupted)
     try:
         try:
             print(preflight(target, args.wheelhouse), flush=True)
@@ -208,10 +226,35 @@ def main(argv=None) -> int:
             return EXIT_REFUSED
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(target), str(ROOT / "src"), *filter(None, [env.get("PYTHONPATH")])])
-        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), *rest], env=env,
-                              cwd=ROOT).returncode  # fmt: skip
+        # in the caller's directory: a relative --out or --work is the caller's
+        return exit_status(wait_through_interrupt([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), *rest],
+                                                  env=env))  # fmt: skip
+    except KeyboardInterrupt:
+        print("gpu-stack: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+def _interrupted(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def wait_through_interrupt(argv: list[str], **options) -> int:
+    """Run a child to its end. On Ctrl-C the terminal interrupts it too, and it finishes its own way
+    (a `ttfr run` writes what it measured): it is waited for, not killed, and the interrupt is raised
+    after it."""
+    child = subprocess.Popen(argv, **options)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.wait()
+        raise
+
+
+def exit_status(code: int) -> int:
+    """A child's return code as a shell's exit status (killed by signal N: 128 + N)."""
+    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":

@@ -125,6 +125,29 @@ def listing(wheels: list[dict], python_version: str, platforms: list[str], limit
     }
 
 
+class Refused(WheelhouseError):
+    """A destination that must not be replaced (exit 2, before anything is downloaded)."""
+
+
+def replaceable(dest: Path) -> None:
+    """`dest` is replaced whole: only a wheelhouse (its wheels and listing, nothing else) or nothing
+    may be there, and never a folder holding this checkout or the current directory."""
+    if dest == ROOT or dest in ROOT.parents or dest == Path.cwd() or dest in Path.cwd().parents:
+        raise Refused(f"--dest {dest} holds this checkout or the current directory; name a folder of its own")
+    if not dest.exists():
+        return
+    if not dest.is_dir() or dest.is_symlink():
+        raise Refused(f"--dest {dest} exists and is not a folder: it would be replaced; name another")
+    others = sorted(p.name for p in dest.iterdir() if not (p.is_file() and (p.suffix == ".whl" or p.name == LISTING)))
+    try:
+        made_here = json.loads((dest / LISTING).read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        made_here = not any(dest.iterdir())  # an empty folder is fine too
+    if others or not made_here:
+        shown = ", ".join(others[:3]) or "no wheelhouse listing"
+        raise Refused(f"--dest {dest} is not a wheelhouse ({shown}): it would be replaced whole; name another folder")
+
+
 def make(dest: Path, python_version: str, spec: dict | None = None, pins: dict | None = None) -> dict:
     """Download, check, and only then replace `dest` with the new wheels and their listing."""
     spec = image_spec() if spec is None else spec
@@ -132,6 +155,7 @@ def make(dest: Path, python_version: str, spec: dict | None = None, pins: dict |
     platforms = spec["image"]["platforms"]
     limit = int(spec["carried"]["limit_mib"]) * 1024 * 1024
     dest = dest.resolve()
+    replaceable(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".wheelhouse-", dir=dest.parent))
     try:
@@ -181,7 +205,7 @@ def main(argv=None) -> int:
         result = make(args.dest, args.python_version, spec)
     except WheelhouseError as exc:
         print(f"wheelhouse: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, Refused) else 1
     print(show(result, args.dest))
     return 0
 

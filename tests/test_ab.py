@@ -15,6 +15,7 @@ from ttfr.model.base import decode
 from ttfr.model.comparison import Comparison
 from ttfr.model.journal import CacheDir, Host, JournalEntry, Rusage
 from ttfr.analyse import diagnostics
+from ttfr.model.base import encode
 from ttfr.artifacts import store as artifacts
 from ttfr.artifacts.reader import validate_dir
 from ttfr.pipeline import interleaved as ab
@@ -245,17 +246,17 @@ def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):
     monkeypatch.setattr(selftest, "ensure_worker_bytecode", lambda: None)
     monkeypatch.setattr(selftest, "measured_ratio_fresh", lambda extra, python: 1.3)
     result = selftest.run(aa=6, per_level=4, rounds=20)
-    assert artifacts.schema_errors(result, "ttfr.selftest.v1") == []
+    assert artifacts.schema_errors(encode(result), "ttfr.selftest.v1") == []
     for regime in ("cold", "warm"):
-        assert result["aa"][regime]["significant_either_way"]["rate"] == 1.0
-        assert result["aa"][regime]["false_alarm"]["count"] == 0 == result["aa"][regime]["false_alarms"]
-    for level in result["injected"]:
-        assert level["detected"]["rate"] == 1.0 and level["coverage"]["rate"] == 1.0
+        assert result.aa[regime].significant_either_way.rate == 1.0
+        assert result.aa[regime].false_alarm.count == 0 == result.aa[regime].false_alarms
+    for level in result.injected:
+        assert level.detected.rate == 1.0 and level.coverage.rate == 1.0
     # how many rounds `ttfr ab` needs for +10% at 80% power: 2% apart with 1% noise is a quiet
     # machine (delta = 2 x its noise floor of ~2% = 4%), so the signed-rank test's own minimum
-    need = result["rounds_for_power"]["warm"]
-    assert (need["effect"], need["power"], need["rounds"]) == (0.10, 0.80, 8) and 0 < need["precision"] < 0.1
-    assert need["check"]["measured"] == result["injected"][1]["detected"]
+    need = result.rounds_for_power["warm"]
+    assert (need.effect, need.power, need.rounds) == (0.10, 0.80, 8) and 0 < need.precision < 0.1
+    assert need.check.measured == result.injected[1].detected
     from rich.console import Console
 
     from ttfr.report import terminal
@@ -264,24 +265,24 @@ def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):
     terminal.print_selftest(console, result)
     shown = console.export_text()
     assert "≈ 8 paired rounds" in shown
-    assert f"ttfr ab --precision {need['precision']:.3f} --rounds 20" in shown  # a cap with headroom
+    assert f"ttfr ab --precision {need.precision:.3f} --rounds 20" in shown  # a cap with headroom
     # `ttfr ab` with fixed rounds below what this machine needs says so before it runs
     assert selftest.rounds_advice(result, 20, None) is None  # 8 are needed: 20 suffice
     assert selftest.rounds_advice(result, 6, 0.05) is None  # --precision decides the rounds
     advice = selftest.rounds_advice(result, 6, None)
-    assert "more than --rounds 6" in advice and f"warm ≈ 8 (--precision {need['precision']:.3f})" in advice
+    assert "more than --rounds 6" in advice and f"warm ≈ 8 (--precision {need.precision:.3f})" in advice
 
 
 @pytest.mark.integration
 def test_selftest_measures_and_stores_a_noise_floor(tmp_path, monkeypatch):
     monkeypatch.setenv("TTFR_STATE_DIR", str(tmp_path))
     result = selftest.run(aa=2, per_level=1, rounds=4)
-    assert artifacts.schema_errors(result, "ttfr.selftest.v1") == []
-    assert set(result["aa"]) == {"cold", "warm"} and len(result["injected"]) == 3
-    assert result["injected"][-1]["measured_ratio"] > result["injected"][0]["measured_ratio"] > 1.0
-    assert result["injected"][0]["truth_processes"] == 1
+    assert artifacts.schema_errors(encode(result), "ttfr.selftest.v1") == []
+    assert set(result.aa) == {"cold", "warm"} and len(result.injected) == 3
+    assert result.injected[-1].measured_ratio > result.injected[0].measured_ratio > 1.0
+    assert result.injected[0].truth_processes == 1
     selftest.store(result)
-    assert selftest.load_noise_floor() == result["noise_floor"]
+    assert selftest.load_noise_floor() == result.noise_floor
 
 
 @pytest.mark.integration

@@ -77,23 +77,47 @@ def test_a_gpu_jax_case_uses_a_cuda_toolkit_only_when_asked(tmp_path):
         # JAX overrides XLA_FLAGS' CUDA directory with its own (CUDA_ROOT, else its wheels): CUDA_ROOT chooses
         assert env["CUDA_ROOT"] == str(tmp_path)
         assert manifest.ptxas_info(base)["source"] == "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
-    asked = {"CUDA_HOME": str(tmp_path), workerenv.TOOLKIT_REQUEST: "1", "CUDA_ROOT": "/the/users/own"}
-    assert build_env(case, spec, {}, base=asked)["CUDA_ROOT"] == "/the/users/own"  # the user's own choice is kept
+    # =1 takes a CUDA_ROOT already set first (JAX's own first choice); a path asked for wins over it
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    (other / "bin" / "ptxas").write_text("")
+    asked = {"CUDA_HOME": str(tmp_path), workerenv.TOOLKIT_REQUEST: "1", "CUDA_ROOT": str(other)}
+    assert build_env(case, spec, {}, base=asked)["CUDA_ROOT"] == str(other)
+    asked = {workerenv.TOOLKIT_REQUEST: str(tmp_path), "CUDA_ROOT": str(other)}
+    assert build_env(case, spec, {}, base=asked)["CUDA_ROOT"] == str(tmp_path)
 
 
 @pytest.mark.parametrize("layout", ["cu13", "cuda_nvcc"])
-def test_the_ptxas_of_jaxs_cuda_wheels_is_found_in_cuda_13s_layout_and_cuda_12s(tmp_path, monkeypatch, layout):
+def test_the_ptxas_of_jaxs_cuda_wheels_is_the_one_in_the_directory_jax_hands_xla(tmp_path, monkeypatch, layout):
     """CUDA 13's nvidia-cuda-nvcc wheel puts ptxas in nvidia/cu13/bin, CUDA 12's in nvidia/cuda_nvcc/bin;
-    a nvidia/cu13 holding only libraries (torch's CUDA 13 wheels) has none to find."""
-    from ttfr.child.backends import compat
+    the manifest records the one JAX's own discovery finds (so a nvidia/cu13 of libraries only, torch's
+    CUDA 13 wheels, hides a cuda_nvcc one from JAX: the manifest says that, not the wheel's)."""
+    from ttfr.artifacts import manifest
 
-    (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)  # torch's cu13 libraries, no ptxas
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert compat.wheel_ptxas() is None
     ptxas = tmp_path / "nvidia" / layout / "bin" / "ptxas"
     ptxas.parent.mkdir(parents=True)
     ptxas.write_text("")
-    assert compat.wheel_ptxas() == ptxas
+    found = manifest.ptxas_info({"PATH": ""})
+    assert found["path"] == str(ptxas) and found["source"] == f"JAX's CUDA directory (nvidia.{layout} wheel)"
+    if layout == "cuda_nvcc":
+        (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)  # torch's cu13 libraries, no ptxas
+        found = manifest.ptxas_info({"PATH": "", "CUDA_HOME": "/nonexistent"})
+        assert found is None or found["source"].startswith(("PATH", "cuda_toolkit"))
+
+
+def test_with_a_toolkit_asked_for_the_manifest_says_what_the_workers_get(tmp_path, monkeypatch):
+    """TTFR_CUDA_TOOLKIT makes the workers' CUDA_ROOT the toolkit's (JAX then hands XLA that directory):
+    the manifest's ptxas and JAX directory are the workers', not this process's environment's."""
+    from ttfr.artifacts import manifest
+    from ttfr.child.backends import compat
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ptxas").write_text("")
+    workers = manifest.workers_cuda_environment({workerenv.TOOLKIT_REQUEST: str(tmp_path), "CUDA_ROOT": "/old"})
+    assert workers["CUDA_ROOT"] == str(tmp_path)
+    assert compat.jax_cuda_directory(workers) == {"path": str(tmp_path), "source": "CUDA_ROOT"}
+    assert manifest.workers_cuda_environment({"CUDA_ROOT": "/mine"})["CUDA_ROOT"] == "/mine"  # nothing asked: kept
 
 
 def test_the_manifest_says_which_cuda_directory_jax_will_hand_xla(tmp_path, monkeypatch):
@@ -125,10 +149,12 @@ def test_the_gpu_stacks_versions_are_read_off_the_installed_folders_names(tmp_pa
     from ttfr.child.backends import compat
 
     for folder in ("jax_cuda13_plugin-0.11.2.dist-info", "nvidia_cublas-13.1.0.3.dist-info", "triton-3.6.0.dist-info",
-                   "torch-2.11.0+cu130.dist-info", "jax_cuda13_plugin-0.11.2.data", "README.txt"):  # fmt: skip
+                   "torch-2.11.0+cu130.dist-info", "jax_cuda13_plugin-0.11.2.data", "README.txt",
+                   "nvidia-cudnn-cu13-9.13.0.50.dist-info", "nvidia_cuda_nvcc-13.0.88-py3.12.egg-info"):  # fmt: skip
         (tmp_path / folder).mkdir()
     assert compat.gpu_stack_versions([str(tmp_path), str(tmp_path / "missing")]) == {
-        "jax-cuda13-plugin": "0.11.2", "nvidia-cublas": "13.1.0.3", "triton": "3.6.0"}  # fmt: skip
+        "jax-cuda13-plugin": "0.11.2", "nvidia-cublas": "13.1.0.3", "nvidia-cuda-nvcc": "13.0.88",
+        "nvidia-cudnn-cu13": "9.13.0.50", "triton": "3.6.0"}  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", catalog.BACKENDS.values(), ids=lambda b: b.name)

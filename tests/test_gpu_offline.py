@@ -166,7 +166,8 @@ def test_every_requirement_of_a_carried_wheel_is_carried_or_checked_on_the_image
 def test_a_wheelhouse_over_the_lease_limit_is_refused_and_the_old_one_is_kept(tmp_path, monkeypatch):
     dest = tmp_path / "wheelhouse"
     dest.mkdir()
-    (dest / "LISTING.json").write_text("the previous one")
+    previous = json.dumps({"format": wheelhouse.FORMAT, "wheels": []})
+    (dest / "LISTING.json").write_text(previous)
 
     def fake_download(pins, python_version, platforms, folder):
         _wheel(folder, "jsonschema", pins["jsonschema"], "py3-none-any", ["rpds-py>=0.7"])
@@ -178,11 +179,45 @@ def test_a_wheelhouse_over_the_lease_limit_is_refused_and_the_old_one_is_kept(tm
     pins = {"jsonschema": "4.26.0", "rpds-py": "2026.9.1"}
     with pytest.raises(wheelhouse.WheelhouseError, match=r"2\.0 MiB, above the 1 MiB a GPU lease copies"):
         wheelhouse.make(dest, "3.12", _spec(limit_mib=1), pins)
-    assert (dest / "LISTING.json").read_text() == "the previous one"  # nothing half-written
+    assert (dest / "LISTING.json").read_text() == previous  # nothing half-written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wheelhouse"]  # no staging folder left
     result = wheelhouse.make(dest, "3.12", _spec(limit_mib=3), pins)
     assert [w["name"] for w in result["wheels"]] == ["jsonschema", "rpds-py"] and result["limit_bytes"] == 3 << 20
     assert json.loads((dest / "LISTING.json").read_text()) == result
+
+
+def test_only_a_wheelhouse_is_ever_replaced_never_a_folder_of_the_users(tmp_path, monkeypatch):
+    """`make wheelhouse WHEELHOUSE=~/Downloads` must not empty the user's folder: refused (exit 2) before
+    anything is downloaded, as is a folder holding this checkout or the current directory."""
+    monkeypatch.setattr(wheelhouse, "download", lambda *a: pytest.fail("nothing may be downloaded"))
+    mine = tmp_path / "Downloads"
+    mine.mkdir()
+    (mine / "thesis.pdf").write_text("years of work")
+    for dest in (mine, wheelhouse.ROOT, wheelhouse.ROOT.parent, Path.cwd()):
+        with pytest.raises(wheelhouse.Refused, match="name a"):
+            wheelhouse.make(dest, "3.12", _spec(), {"jsonschema": "4.26.0", "rpds-py": "2026.9.1"})
+    assert (mine / "thesis.pdf").read_text() == "years of work"
+    assert wheelhouse.main(["--dest", str(mine)]) == 2
+
+
+def test_a_wheel_is_accepted_where_this_python_can_import_it():
+    """Pure Python, this CPython's own ABI, or the stable ABI of an older one; not another version's."""
+    here = f"cp3{sys.version_info.minor}"
+    assert gpu_stack.runs_here("py3-none-any") and gpu_stack.runs_here(f"{here}-{here}-manylinux_2_17_x86_64")
+    assert gpu_stack.runs_here("cp38-abi3-manylinux_2_17_x86_64")
+    assert not gpu_stack.runs_here("cp39-cp39-manylinux_2_17_x86_64")
+    assert not gpu_stack.runs_here(f"cp3{sys.version_info.minor + 1}-abi3-manylinux_2_17_x86_64")
+
+
+def test_online_the_sites_own_pip_settings_are_kept_offline_none_are(monkeypatch):
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    assert gpu_stack.pip_env(offline=False)["PIP_INDEX_URL"] == "https://mirror.example/simple"
+    offline = gpu_stack.pip_env(offline=True)
+    assert "PIP_INDEX_URL" not in offline and offline["PIP_NO_INDEX"] == "1" and offline["PIP_CONFIG_FILE"] == os.devnull
+
+
+def test_a_child_killed_by_a_signal_exits_as_a_shell_says():
+    assert gpu_stack.exit_status(-9) == 137 and gpu_stack.exit_status(1) == 1 and gpu_stack.exit_status(0) == 0
 
 
 def test_the_carried_versions_are_the_lock_files():
@@ -267,7 +302,7 @@ def test_a_failed_row_and_a_passing_one_read_alike_in_the_summary_and_the_report
 def test_a_run_that_left_no_result_is_never_judged_by_an_earlier_checks(tmp_path, monkeypatch):
     earlier = tmp_path / "work" / "arrays" / "20261101T000000Z-aaaaaa"
     earlier.mkdir(parents=True)
-    monkeypatch.setattr(gpu_check.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "boom"))
+    monkeypatch.setattr(gpu_check, "run_child", lambda *a, **k: (1, "", "boom"))
     run, rows, problems, manifest = gpu_check.run_ttfr("arrays", [], [], tmp_path / "work", 3)
     assert run["exit_code"] == 1 and rows == [] and manifest == {}
     assert problems == ["arrays: no result (boom)"]
@@ -292,12 +327,13 @@ def test_a_check_judges_the_runs_it_made_writes_its_summary_and_renders_it(tmp_p
 
     assert not schema_errors(summary, "ttfr.gpu_check_summary.v1")
     (row, pytest_row) = summary["rows"]
-    assert row["row"] == "numpy_matmul_64_f32" and row["verdict"] == "fail"
-    assert "numpy_matmul_64_f32: no device peak memory" in row["reasons"]
+    # it keeps none of a GPU row's promises (a busy machine may leave it `warn` first: that fails it too)
+    assert row["row"] == "numpy_matmul_64_f32" and row["verdict"] == "fail" and row["reasons"]
+    assert any(r.endswith(": no device peak memory") or ": warn: " in r for r in row["reasons"]), row["reasons"]
     assert summary["runs"][0]["exit_code"] == 0 and summary["runs"][0]["processes_planned"] == 3
     assert pytest_row["verdict"] == "pass" and summary["problems"] == ["manifest: no driver or CUDA version"]
     report = (tmp_path / "docs" / summary_file.name.replace(".json", ".md")).read_text()
-    assert "numpy_matmul_64_f32: numpy_matmul_64_f32: no device peak memory" in report and "1 of 2 rows passed" in report
+    assert f"- numpy_matmul_64_f32: {row['reasons'][0]}" in report and "1 of 2 rows passed" in report
 
 
 # --- the offline path, for real: a wheelhouse, an image-like stack, no network ---------------------------
@@ -371,7 +407,8 @@ def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(t
                           "--cold-runs", "1", "--warm-procs", "1", "--cache-policy", "cold-cache", "--no-html",
                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                          env={**env, "PYTHONPATH": f"{target}{os.pathsep}{ROOT / 'src'}"})  # fmt: skip
-    assert run.returncode == 0 and "1 ok, 0 warn, 0 failed" in run.stdout, run.stderr[-2000:]
+    # its worker ran and its result checked (a busy machine may leave the case `warn`, never failed)
+    assert run.returncode == 0 and "check #1: ok" in run.stdout and ", 0 failed" in run.stdout, run.stderr[-2000:]
 
 
 @pytest.mark.integration
@@ -386,3 +423,40 @@ def test_an_image_without_one_of_ttfrs_needs_is_refused_naming_it_before_anythin
     assert "rich: missing (ttfr needs rich >= 13.7; the image should hold it)" in done.stderr
     assert "gpu-check quick" not in done.stdout and not (tmp_path / "work").exists()
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("ttfr-gpu-stack-*/msgspec"))  # its install is removed
+
+
+_CHILD = """
+import pathlib, signal, sys
+done = pathlib.Path(sys.argv[1])
+signal.signal(signal.SIGINT, lambda *_: (done.write_text("finished its own way"), sys.exit(3)))
+print("ready", flush=True)
+signal.pause()
+"""
+_DRIVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import gpu_stack
+try:
+    gpu_stack.wait_through_interrupt([sys.executable, "-c", sys.argv[2], sys.argv[3], sys.argv[4]])
+except KeyboardInterrupt:
+    sys.exit(gpu_stack.EXIT_INTERRUPTED)
+"""
+
+
+@pytest.mark.integration
+def test_ctrl_c_lets_the_check_finish_its_own_way_and_exits_130(tmp_path):
+    """Ctrl-C reaches the whole foreground group: the child (a `ttfr run`) handles it and is waited for,
+    never killed a moment later as subprocess.run would; then the launcher exits 130."""
+    import signal
+
+    done = tmp_path / "done"
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(ROOT / "scripts"), _CHILD, str(done), "-"],
+                              start_new_session=True, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert driver.stdout.readline() == "ready\n"  # the child's own word that its handler is in place
+        os.killpg(driver.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        assert driver.wait(timeout=60) == 130
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    assert done.read_text() == "finished its own way"

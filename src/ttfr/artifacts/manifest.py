@@ -22,7 +22,7 @@ from ttfr.redaction import redact_argv, redact_env
 from ttfr.artifacts.store import MANIFEST_SCHEMA
 from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
-from ttfr.child.backends.compat import gpu_stack_versions, jax_cuda_directory, wheel_ptxas
+from ttfr.child.backends.compat import gpu_stack_versions, jax_cuda_directory
 from ttfr.measure.workerenv import TOOLKIT_REQUEST, toolkit_ptxas
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
@@ -59,13 +59,17 @@ def _git(source: Path) -> dict:
 
 
 def ptxas_info(environ=None) -> dict | None:
-    """Which ptxas a GPU compile uses: a toolkit's where the user asked for it (TTFR_CUDA_TOOLKIT),
-    else the one in JAX's CUDA wheels (nvidia-cuda-nvcc), else the one on PATH, else an installed
-    toolkit's (CUDA_HOME, CUDA_PATH, /usr/local/cuda)."""
+    """Which ptxas a GPU compile uses, in the order JAX's workers find one: a toolkit's where the user
+    asked for it (TTFR_CUDA_TOOLKIT), else the one in the CUDA directory JAX hands XLA (CUDA_ROOT, or
+    its nvidia-cuda-nvcc wheel), else the one on PATH, else an installed toolkit's (CUDA_ROOT,
+    CUDA_HOME, CUDA_PATH, /usr/local/cuda)."""
     environ = os.environ if environ is None else environ
     path, source = toolkit_ptxas(environ), "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
     if path is None:
-        path, source = wheel_ptxas(), "wheel (nvidia-cuda-nvcc)"
+        jax_dir = jax_cuda_directory(environ)
+        candidate = Path(jax_dir["path"]) / "bin" / "ptxas" if jax_dir["path"] else None
+        if candidate is not None and candidate.is_file():
+            path, source = candidate, f"JAX's CUDA directory ({jax_dir['source']})"
     if path is None:
         found = shutil.which("ptxas", path=environ.get("PATH"))
         path, source = (Path(found), "PATH") if found else (None, None)
@@ -77,6 +81,16 @@ def ptxas_info(environ=None) -> dict | None:
     text = _run([str(path), "--version"]) or ""
     match = re.search(r"release ([\d.]+), V([\d.]+)", text)
     return {"path": str(path), "source": source, "version": match.group(2) if match else None}
+
+
+def workers_cuda_environment(environ=None) -> dict:
+    """The environment a JAX GPU worker gets, as far as finding CUDA goes: a toolkit asked for with
+    TTFR_CUDA_TOOLKIT is its CUDA_ROOT (measure/workerenv.py)."""
+    environ = dict(os.environ if environ is None else environ)
+    toolkit = toolkit_ptxas(environ)
+    if toolkit is not None:
+        environ["CUDA_ROOT"] = str(toolkit.parent.parent)
+    return environ
 
 
 # What a GPU's timings depend on besides the chip (nvidia-smi --query-gpu fields, per device)
@@ -107,8 +121,9 @@ def gpu_info() -> dict:
         header = _run(["nvidia-smi"]) or ""
         match = re.search(r"CUDA Version:\s*([\d.]+)", header)
         info["cuda_version"] = match.group(1) if match else None
-    info["ptxas"] = ptxas_info()
-    info["jax_cuda_dir"] = jax_cuda_directory(os.environ)  # what JAX hands XLA (compat.py: it can be 'None')
+    workers = workers_cuda_environment()
+    info["ptxas"] = ptxas_info(workers)
+    info["jax_cuda_dir"] = jax_cuda_directory(workers)  # what JAX hands XLA (compat.py: it can be 'None')
     return info
 
 

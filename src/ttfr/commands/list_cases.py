@@ -42,7 +42,7 @@ def handle(args, console: Console) -> int:
     known = catalog.BUILTIN.with_workloads(c.workload() for c in cases)
     view = catalogue_view(known, args.backends, args.workloads, args.sizes, args.dtypes)
     if args.case_file:  # on top: among the ~400 catalogued case ids below they would be lost
-        terminal.print_user_cases(console, known, {c.source for c in cases if c.from_file})
+        terminal.print_user_cases(console, known, {c.source for c in cases if c.from_file}, view)
     if not args.user_only:
         if args.case_file:
             console.print("\nThe whole catalogue (yours included):", markup=False, highlight=False)

@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 from ttfr.child import job as child_job
-from ttfr.child.backends.compat import wheel_ptxas  # noqa: F401  (the manifest's, too)
 from ttfr.child.job import Job
 from ttfr.measure import catalog
 from ttfr.measure.cache import JAX_CACHE_SETTINGS
@@ -31,8 +30,8 @@ def toolkit_ptxas(environ=os.environ) -> Path | None:
     request = environ.get(TOOLKIT_REQUEST, "").strip()
     if not request or request == "0":
         return None
-    roots = [request] if request not in ("1", "yes", "true") else [environ.get("CUDA_HOME"), environ.get("CUDA_PATH"),
-                                                                    "/usr/local/cuda"]  # fmt: skip
+    roots = [request] if request not in ("1", "yes", "true") else [environ.get("CUDA_ROOT"), environ.get("CUDA_HOME"),
+                                                                    environ.get("CUDA_PATH"), "/usr/local/cuda"]  # fmt: skip
     return _ptxas_under(roots)
 
 
@@ -55,8 +54,9 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
         if ptxas is not None:
             env["PATH"] = f"{ptxas.parent}{os.pathsep}{env.get('PATH', '')}"
             # JAX sets XLA's CUDA directory itself, from CUDA_ROOT or else its nvidia wheels, over any
-            # --xla_gpu_cuda_data_dir in XLA_FLAGS (compat.py): CUDA_ROOT is what chooses the toolkit
-            env.setdefault("CUDA_ROOT", str(ptxas.parent.parent))
+            # --xla_gpu_cuda_data_dir in XLA_FLAGS (compat.py): CUDA_ROOT is what chooses the toolkit, the
+            # one asked for (TTFR_CUDA_TOOLKIT=1 takes a CUDA_ROOT already set first)
+            env["CUDA_ROOT"] = str(ptxas.parent.parent)
             flag = f"--xla_gpu_cuda_data_dir={ptxas.parent.parent}"
             if "xla_gpu_cuda_data_dir" not in env.get("XLA_FLAGS", ""):
                 env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()

@@ -1,7 +1,7 @@
 """The environment manifest (`ttfr.manifest.v1`, manifest.json): what a reader needs to judge a
 number, recorded once per result directory before anything runs (artifacts/manifest.py collects
-it). Fields added after the first manifests were written are optional, so that every result
-directory and snapshot written so far still reads."""
+it). Fields added after the session and machine ids (ttfr 0.1.0's second release) are optional, so
+that every result directory and snapshot written since still reads."""
 
 from __future__ import annotations
 

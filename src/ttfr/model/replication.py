@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from ttfr.model.base import Artifact, Count, Sha256
+from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
 
 REPLICATION_SCHEMA = "ttfr.replication_report.v1"
 Outcome = Literal["pass", "fail", "flagged", "not_applicable", "missing"]  # missing: that side has no such gate
@@ -70,8 +70,9 @@ class ReplicationSummary(Artifact):
     required_replicated: Count
     not_replicated: list[str]  # each required gate that did not, in words
     datasets_unequal: list[str]  # their cases
-    snapshot_failed_gates: Count  # what replicated may be a failure: the snapshot's own failed gates
     exit_code: Literal[0, 3]
+    # what replicated may be a failure: the snapshot's own failed gates (reports before 0.1.1 lack it)
+    snapshot_failed_gates: Count | UnsetType = UNSET
 
 
 class ReplicationReport(Artifact):

@@ -18,6 +18,7 @@ from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
 from ttfr.model.replication import REPLICATION_SCHEMA, ReplicationReport
+from ttfr.model.selftest import SELFTEST_SCHEMA, SelfTest
 from ttfr.model.snapshot import BASELINE_SCHEMA, INDEX_SCHEMA, BaselineManifest, SnapshotIndex
 from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 from ttfr.model.suite import SUITE_SCHEMA, SuiteResult
@@ -47,6 +48,7 @@ GENERATED = {
         ReplicationReport,
         "ttfr replication report: a published snapshot's plan run again, and what replicated",
     ),
+    SELFTEST_SCHEMA: ("selftest.v1.schema.json", SelfTest, "ttfr self-test v1"),
     VALIDATION_SCHEMA: (
         "validation.v1.schema.json",
         ValidationPack,

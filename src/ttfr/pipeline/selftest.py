@@ -30,7 +30,9 @@ from pathlib import Path
 from scipy import stats as sps
 
 from ttfr.analyse import comparison_stats as comparison
+from ttfr.model.base import decode
 from ttfr.model.comparison import REGRESSION, Effect
+from ttfr.model.selftest import SELFTEST_SCHEMA, SelfTest
 from ttfr.analyse import runs
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import validate, write_json
@@ -39,7 +41,7 @@ from ttfr.pipeline import interleaved
 from ttfr.measure import catalog
 from ttfr.measure.spawn import ensure_worker_bytecode, run_worker
 
-SCHEMA = "ttfr.selftest.v1"
+SCHEMA = SELFTEST_SCHEMA
 SPIN_SIZE = 40  # thousand iterations: ~1-2 ms per call on this kind of machine
 LEVELS = (0.05, 0.10, 0.20)
 
@@ -49,31 +51,32 @@ def store_path() -> Path:
     return Path(root) / f"selftest-{manifest.machine_id() or 'unknown'}.json"
 
 
-def load_stored() -> dict | None:
+def load_stored() -> SelfTest | None:
     """This machine's stored self-test, or None (missing, stale or broken: ignored)."""
     try:
         data = json.loads(store_path().read_text())
         validate(data, SCHEMA)
+        return decode(data, SelfTest)
     except Exception:  # noqa: BLE001 - a missing, stale or broken file is ignored
         return None
-    return data
 
 
 def load_noise_floor() -> dict | None:
     """This machine's stored noise floor, or None (ttfr ab then uses the fixed minimums)."""
-    return (load_stored() or {}).get("noise_floor")
+    stored = load_stored()
+    return dict(stored.noise_floor) if stored else None
 
 
-def rounds_advice(stored: dict | None, rounds: int, precision: float | None) -> str | None:
+def rounds_advice(stored: SelfTest | None, rounds: int, precision: float | None) -> str | None:
     """A note before `ttfr ab` runs fixed rounds that this machine's self-test says are too
     few to detect +10% with 80% power (None when they suffice, or nothing is known)."""
     if precision is not None or not stored:
         return None
-    short = [(regime, need) for regime, need in sorted((stored.get("rounds_for_power") or {}).items())
-             if need.get("rounds") and need["rounds"] > rounds and need.get("precision") is not None]  # fmt: skip
+    short = [(regime, need) for regime, need in sorted((stored.rounds_for_power or {}).items())
+             if need.rounds and need.rounds > rounds and need.precision is not None]  # fmt: skip
     if not short:
         return None
-    parts = [f"{regime} ≈ {need['rounds']} (--precision {need['precision']:.3f})" for regime, need in short]
+    parts = [f"{regime} ≈ {need.rounds} (--precision {need.precision:.3f})" for regime, need in short]
     return (f"note: ttfr selftest found that detecting +10% with 80% power here takes more than --rounds {rounds}: "
             f"{'; '.join(parts)} paired rounds; --precision adds rounds until then")  # fmt: skip
 
@@ -147,7 +150,7 @@ def _aa_summary(judged: list[Effect]) -> dict:
     }  # fmt: skip
 
 
-def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None = None, progress=None) -> dict:
+def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None = None, progress=None) -> SelfTest:
     python = python or sys.executable
     ensure_worker_bytecode()
     say = progress or (lambda _message: None)
@@ -186,7 +189,7 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
     result["noise_floor"] = {regime: aa_result["noise_floor_p95"] for regime, aa_result in result["aa"].items()}
     result["rounds_for_power"] = rounds_for_power(result)
     result["elapsed_s"] = time.monotonic() - started
-    return result
+    return decode(result, SelfTest)  # built as the JSON it is, typed from here on
 
 
 POWER_EFFECT = 0.10  # the slowdown `ttfr selftest` says how many rounds `ttfr ab` needs to detect
@@ -215,7 +218,7 @@ def rounds_for_power(result: dict) -> dict:
     return found
 
 
-def store(result: dict) -> Path:
+def store(result: SelfTest) -> Path:
     path = store_path()
     write_json(path, result, SCHEMA)
     return path

@@ -21,7 +21,9 @@ from ttfr.analyse import contention
 from ttfr.measure import catalog
 from ttfr.measure.limits import MAX_AB_ROUNDS
 from ttfr.model.replication import ReplicationReport
+from ttfr.model.selftest import Rate, RoundsForPower, SelfTest
 from ttfr.measure.plan import Task
+from ttfr.model.base import present
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, ColdSummary, CouldNotMeasureCleanly, named
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
@@ -282,12 +284,13 @@ def _available(case: catalog.Case, backend_reason: str | None) -> str:
     return "yes" if reason is None else f"[yellow]warn: {reason}[/]"
 
 
-def print_user_cases(console: Console, known: catalog.Catalog, files: set[str]) -> None:
-    """The cases of the case files `files` (an installed package's are listed with ttfr's own)."""
+def print_user_cases(console: Console, known: catalog.Catalog, files: set[str], view=None) -> None:
+    """The cases of the case files `files` (an installed package's are listed with ttfr's own), those
+    `view` selects where a selection was given."""
     table = Table(title="your cases (--case-file)")
     for column in ("case", "available here", "description"):
         table.add_column(column)
-    for case in known.catalogued_cases():
+    for case in view.cases if view and view.selected else known.catalogued_cases():
         if case.workload_info.source in files:
             table.add_row(case.id, _available(case, catalog.availability(case.backend_info)),
                           escape(case.workload_info.description))  # the user's text, not markup  # fmt: skip
@@ -317,32 +320,34 @@ def print_comparison(console: Console, document: Comparison) -> None:
         console.print(f"[yellow]noisy machine: {'; '.join(document.host_noise.why)}[/]")
 
 
-def format_rate(entry: dict) -> str:
+def format_rate(entry: Rate) -> str:
     """A selftest rate: value (count/total; 95% CI low-high)."""
-    low, high = entry["ci95"]
-    return f"{entry['rate']:.1%} ({entry['count']}/{entry['total']}; 95% CI {low:.1%}-{high:.1%})"
+    if entry.rate is None or entry.ci95 is None:
+        return f"{DASH} ({entry.count}/{entry.total})"
+    low, high = entry.ci95
+    return f"{entry.rate:.1%} ({entry.count}/{entry.total}; 95% CI {low:.1%}-{high:.1%})"
 
 
-def print_selftest(console: Console, result: dict) -> None:
-    table = Table(title=f"ttfr selftest ({result['rounds']} paired rounds per comparison, alpha {result['alpha']})")
+def print_selftest(console: Console, result: SelfTest) -> None:
+    table = Table(title=f"ttfr selftest ({result.rounds} paired rounds per comparison, alpha {result.alpha})")
     for column in ("test", "result"):
         table.add_column(column)
-    for regime, aa in result["aa"].items():
-        detectable = aa.get("median_smallest_detectable")
+    for regime, aa in result.aa.items():
+        detectable = aa.median_smallest_detectable if present(aa.median_smallest_detectable) else None
         table.add_row(
             f"A/A {regime}",
-            f"gate false alarms {format_rate(aa['false_alarm'])}\n"
-            f"significant either way {format_rate(aa['significant_either_way'])}\n"
-            f"noise floor (p95 |B/A-1|) {aa['noise_floor_p95']:.1%}"
+            f"gate false alarms {format_rate(aa.false_alarm)}\n"
+            f"significant either way {format_rate(aa.significant_either_way)}\n"
+            f"noise floor (p95 |B/A-1|) {aa.noise_floor_p95:.1%}"
             + (f"; smallest detectable effect ≈ {detectable:.1%}" if detectable is not None else ""),
         )
-    for level in result["injected"]:
+    for level in result.injected:
         table.add_row(
-            f"+{level['nominal']:.0%} warm (measured {level['measured_ratio'] - 1:+.1%})",
-            f"detected {format_rate(level['detected'])}\nCI covers the measured effect {format_rate(level['coverage'])}",
+            f"+{level.nominal:.0%} warm (measured {level.measured_ratio - 1:+.1%})",
+            f"detected {format_rate(level.detected)}\nCI covers the measured effect {format_rate(level.coverage)}",
         )
-    for regime, need in (result.get("rounds_for_power") or {}).items():
-        table.add_row(f"ttfr ab, {regime}: +{need['effect']:.0%} at {need['power']:.0%} power", _rounds_text(need))
+    for regime, need in (result.rounds_for_power or {}).items():
+        table.add_row(f"ttfr ab, {regime}: +{need.effect:.0%} at {need.power:.0%} power", _rounds_text(need))
     console.print(table)
 
 
@@ -383,22 +388,22 @@ def print_harness(console: Console, check: HarnessCheck) -> None:
     console.print(table)
 
 
-def _rounds_text(need: dict) -> str:
+def _rounds_text(need: RoundsForPower) -> str:
 
-    if need["rounds"] is None:
-        text = f"not detectable as a regression: {need['reason']}"
-    elif need["rounds"] > MAX_AB_ROUNDS:
-        text = f"≈ {need['rounds']} paired rounds: above ttfr ab's limit of {MAX_AB_ROUNDS} (quieten the machine)"
+    if need.rounds is None:
+        text = f"not detectable as a regression: {need.reason}"
+    elif need.rounds > MAX_AB_ROUNDS:
+        text = f"≈ {need.rounds} paired rounds: above ttfr ab's limit of {MAX_AB_ROUNDS} (quieten the machine)"
     else:
         # --rounds is the cap --precision stops under: headroom for a noisier hour than this one
-        cap = min(MAX_AB_ROUNDS, max(20, math.ceil(1.5 * need["rounds"])))
-        text = (f"≈ {need['rounds']} paired rounds (δ {need['delta']:.1%}, alpha {need['alpha']:g}): "
-                f"ttfr ab --precision {need['precision']:.3f} --rounds {cap}")  # fmt: skip
-    text += f"\n{need['measured_at_rounds']} rounds give {need['power_at_measured_rounds']:.0%} power"
-    check = need.get("check")
+        cap = min(MAX_AB_ROUNDS, max(20, math.ceil(1.5 * need.rounds)))
+        text = (f"≈ {need.rounds} paired rounds (δ {need.delta:.1%}, alpha {need.alpha:g}): "
+                f"ttfr ab --precision {need.precision:.3f} --rounds {cap}")  # fmt: skip
+    text += f"\n{need.measured_at_rounds} rounds give {need.power_at_measured_rounds:.0%} power"
+    check = need.check if present(need.check) else None
     if check:
-        text += (f"; model check at +{check['injected_effect']:.1%}: modelled {check['modelled_power']:.0%}, "
-                 f"measured {format_rate(check['measured'])}")  # fmt: skip
+        text += (f"; model check at +{check.injected_effect:.1%}: modelled {check.modelled_power:.0%}, "
+                 f"measured {format_rate(check.measured)}")  # fmt: skip
     return text
 
 

@@ -23,8 +23,8 @@ class Exporter:
     # directory of files, written by `write_directory`
     file_in_directory: Callable[[str], str] | None
     write: Callable  # (source, dest, cold_policy) -> files, for a directory; (verified, target) -> file otherwise
-    # the cases it cannot hold, and why (said as warnings: a case left out is never silent)
-    left_out: Callable[[VerifiedResult], dict[str, str]] = lambda _verified: {}
+    # the cases it cannot hold, and why (said as warnings: a case left out is never silent); None: it holds every case
+    left_out: Callable[[VerifiedResult], dict[str, str]] | None = None
 
 
 def _nextstat_export(source: Path, dest: Path, cold_policy: str) -> list[Path]:
@@ -93,5 +93,7 @@ def export(fmt: str, source: Path, dest: Path, cold_policy: str) -> list[Path]:
 
 
 def left_out(fmt: str, source: Path) -> dict[str, str]:
-    """The cases the format `fmt` could not hold, and why."""
-    return EXPORTERS[fmt].left_out(load_finished(source))
+    """The cases the format `fmt` could not hold, and why (the directory is read again only for a format
+    that may leave some out)."""
+    exporter = EXPORTERS[fmt]
+    return exporter.left_out(load_finished(source)) if exporter.left_out else {}

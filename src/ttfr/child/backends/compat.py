@@ -41,6 +41,9 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+_DIST_INFO = re.compile(r"(?P<name>.+?)-(?P<version>\d[^-]*)(-py[\d.]+)?\.(dist|egg)-info")
+
+
 def gpu_stack_versions(paths=None) -> dict[str, str]:
     """name -> version of every installed GPU-stack distribution (GPU_STACK_DISTRIBUTIONS), read from
     the dist-info folders' names on the import path: no package's metadata is opened (every run's
@@ -51,33 +54,19 @@ def gpu_stack_versions(paths=None) -> dict[str, str]:
     found = {}
     for entry in sys.path if paths is None else paths:
         try:
-            names = [e.name for e in os.scandir(entry or ".") if e.name.endswith(".dist-info")]
+            names = [e.name for e in os.scandir(entry or ".") if e.name.endswith((".dist-info", ".egg-info"))]
         except OSError:
             continue
         for folder in names:
-            name, _, version = folder[: -len(".dist-info")].partition("-")
-            if version and GPU_STACK_DISTRIBUTIONS.fullmatch(canonical(name)):
-                found.setdefault(canonical(name), version)
+            parsed = _DIST_INFO.fullmatch(folder)  # name-version: the version starts at the first '-<digit>'
+            if parsed and GPU_STACK_DISTRIBUTIONS.fullmatch(canonical(parsed["name"])):
+                found.setdefault(canonical(parsed["name"]), parsed["version"])
     return dict(sorted(found.items()))
 
 
 # Where the nvidia-cuda-nvcc wheel that JAX's CUDA plugin depends on puts ptxas: CUDA 12's wheel
 # under the `nvidia.cuda_nvcc` package, CUDA 13's under `nvidia/cu13` (one folder for all its wheels).
-_NVCC_WHEEL_ROOTS = ("cu13", "cuda_nvcc")  # JAX's own order
-
-
-def wheel_ptxas() -> Path | None:
-    """The ptxas of JAX's CUDA wheels (what XLA finds itself), CUDA 12's or 13's layout."""
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return None
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        for root in _NVCC_WHEEL_ROOTS:
-            ptxas = Path(base) / root / "bin" / "ptxas"
-            if ptxas.is_file():
-                return ptxas
-    return None
+_NVCC_WHEEL_ROOTS = ("cu13", "cuda_nvcc")  # JAX's own order: the first one installed decides
 
 
 def jax_cuda_directory(environ) -> dict:
