@@ -263,3 +263,20 @@ def test_the_manifest_is_read_as_its_type_never_by_string_key():
              for path in sorted(SOURCE.rglob("*.py")) if path != SOURCE / "artifacts" / "manifest.py"
              for number, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]  # fmt: skip
     assert found == []
+
+
+# Where a document is read by key rightly: NextStat's own JSON (its snapshot index, as its registry script
+# reads it), which ttfr does not type.
+_READ_BY_KEY_RIGHTLY = {"artifacts/snapshot_registry.py": "NextStat's snapshot index (nextstat.snapshot_index.v1)"}
+
+
+def test_ttfrs_own_documents_are_read_as_their_types_never_by_string_key():
+    """plan.json, manifest.json, a snapshot's index, baseline and validation pack become their types where
+    they arrive (artifacts/reader.py); past that no reader indexes them by key (`plan["spec"]`), where a
+    renamed field reads as missing. The names below are what the code calls them."""
+    keyed = re.compile(r"\b(manifest|plan|plan_info|verified|index|baseline|validation)(\[[\"']|\.get\([\"'])")
+    found = [f"{path.relative_to(SOURCE)}:{number}: {line.strip()}"
+             for path in sorted(SOURCE.rglob("*.py"))
+             if path.relative_to(SOURCE).as_posix() not in _READ_BY_KEY_RIGHTLY and path != SOURCE / "artifacts" / "manifest.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]  # fmt: skip
+    assert found == []

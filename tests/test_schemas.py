@@ -40,7 +40,11 @@ def test_the_between_fields_rule_is_in_the_schema_and_the_type():
 @pytest.mark.parametrize("name", sorted(schemas.GENERATED))
 def test_every_generated_artifact_must_name_its_schema(name):
     """A document without its `schema` name is not an artifact of that schema (a default in the
-    type would quietly drop it from `required`)."""
+    type would quietly drop it from `required`). plan.json never carried one, and every plan written
+    so far must still validate: it is named by its place (a result directory's plan.json)."""
+    if name == "ttfr.plan.v1":
+        assert "schema" not in schemas.generate(name)["properties"]
+        return
     generated = schemas.generate(name)
     assert "schema" in generated["required"] and generated["properties"]["schema"] == {"enum": [name]}
 

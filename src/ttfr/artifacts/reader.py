@@ -26,6 +26,7 @@ from ttfr.measure import catalog
 from ttfr.model.base import UNSET, decode
 from ttfr.model.case import CaseResult
 from ttfr.model.manifest import Manifest
+from ttfr.model.plan import PlanDocument
 from ttfr.model.policies import WARM_PROCESS
 from ttfr.model.suite import CaseRef, DatasetFile, SuiteResult
 
@@ -257,11 +258,21 @@ def _planned_runs(root: Path, problems: list[str]) -> dict:
     problems += found
     if plan is None or found:
         return {}
-    if plan["spec"].get("precision") is not None:  # runs were added up to the command line's limits
+    try:
+        spec = typed(plan, PlanDocument, "plan.json").spec
+    except ArtifactError as exc:
+        problems.append(str(exc))
+        return {}
+    if spec.precision not in (None, UNSET):  # runs were added up to the command line's limits
         from ttfr.measure.limits import MAX_COLD_RUNS, MAX_WARM_PROCS
 
         return {"runs": MAX_COLD_RUNS, "procs": MAX_WARM_PROCS}
-    return {"runs": plan["spec"]["cold_runs"], "procs": plan["spec"]["warm_procs"]}
+    return {"runs": spec.cold_runs, "procs": spec.warm_procs}
+
+
+def read_plan(root: Path) -> PlanDocument:
+    """A result directory's plan.json, verified (schema) and typed."""
+    return read_typed(root, "plan.json", PLAN_SCHEMA, PlanDocument)
 
 
 def _runs_beyond_the_plan(case: CaseResult, planned: dict) -> list[str]:

@@ -27,7 +27,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from ttfr.artifacts.reader import load_finished, validate_dir
+from ttfr.artifacts.reader import load_finished, read_plan, validate_dir
 from ttfr.artifacts.snapshot_layout import (
     BASELINE,
     BASELINE_SCHEMA,
@@ -50,8 +50,9 @@ from ttfr.artifacts.snapshot_layout import (
 )
 from ttfr.artifacts.snapshot_nextstat import export_nextstat, nextstat_baseline, nextstat_index, nextstat_results
 from ttfr.artifacts.snapshot_verify import verify
-from ttfr.artifacts.store import ArtifactError, read_json, write_bytes_atomic, write_json
+from ttfr.artifacts.store import ArtifactError, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
+from ttfr.model.base import encode
 from ttfr.model.snapshot import SnapshotIndex
 
 
@@ -107,9 +108,9 @@ def _write(staging: Path, root: Path, verified, entries, snapshot_id: str, diges
     write_json(staging / BASELINE, baseline(verified, lock), BASELINE_SCHEMA)
     write_json(staging / VALIDATION, validation_pack(snapshot_id, verified.cases), VALIDATION_SCHEMA)
     rerun = staging / "rerun"
-    plan = read_json(root / "plan.json")
+    plan = read_plan(root)
     write_bytes_atomic(rerun / "command.txt", command_text(verified.manifest).encode())
-    write_bytes_atomic(rerun / "spec.json", (json.dumps(plan["spec"], indent=2, sort_keys=True) + "\n").encode())
+    write_bytes_atomic(rerun / "spec.json", (json.dumps(encode(plan.spec), indent=2, sort_keys=True) + "\n").encode())
     if lock:
         shutil.copyfile(lock, rerun / "cpu-lock.txt")
     export_nextstat(verified, staging / "nextstat" / "ml")

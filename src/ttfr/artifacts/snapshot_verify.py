@@ -35,6 +35,7 @@ from ttfr.artifacts.snapshot_nextstat import (
 from ttfr.artifacts.store import ArtifactError, read_json
 from ttfr.model.base import encode
 from ttfr.model.snapshot import SnapshotIndex
+from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 
 
 def is_snapshot(path: Path) -> bool:
@@ -116,7 +117,7 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
     if not command.is_file() or command.read_text() != command_text(verified.manifest):
         problems.append("rerun/command.txt: not the manifest's command line")
     spec = snapshot / "rerun" / "spec.json"
-    if not spec.is_file() or json.loads(spec.read_text()) != read_json(snapshot / "plan.json")["spec"]:
+    if not spec.is_file() or json.loads(spec.read_text()) != encode(reader.read_plan(snapshot).spec):
         problems.append("rerun/spec.json: not plan.json's spec")
     entries = {e.path: e for e in index.artifacts}
     problems += export_problems(snapshot, verified)
@@ -138,5 +139,5 @@ def _derived_problems(snapshot: Path, name: str, index: dict) -> list[str]:
 
 def read_validation(snapshot: Path) -> str:
     """The validation pack's counts in words: `12 pass, 2 flagged, 0 fail, 3 not_applicable`."""
-    summary = read_json(Path(snapshot) / VALIDATION)["summary"]
+    summary = reader.read_typed(Path(snapshot), VALIDATION, VALIDATION_SCHEMA, ValidationPack).summary
     return ", ".join(f"{n} {name}" for name, n in summary.items())

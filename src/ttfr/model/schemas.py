@@ -17,6 +17,7 @@ from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
+from ttfr.model.plan import PLAN_SCHEMA, PlanDocument
 from ttfr.model.replication import REPLICATION_SCHEMA, ReplicationReport
 from ttfr.model.selftest import SELFTEST_SCHEMA, SelfTest
 from ttfr.model.snapshot import BASELINE_SCHEMA, INDEX_SCHEMA, BaselineManifest, SnapshotIndex
@@ -42,6 +43,11 @@ GENERATED = {
         "baseline_manifest.v1.schema.json",
         BaselineManifest,
         "ttfr baseline manifest: what a published snapshot was measured with",
+    ),
+    PLAN_SCHEMA: (
+        "plan.v1.schema.json",
+        PlanDocument,
+        "ttfr plan: the run specification a result directory was started with (what --resume re-plans from)",
     ),
     REPLICATION_SCHEMA: (
         "replication_report.v1.schema.json",

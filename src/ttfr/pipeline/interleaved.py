@@ -25,28 +25,32 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import msgspec
+
+from ttfr import cases as cases_api
 from ttfr.analyse.case_result import case_results
-from ttfr.redaction import redact_argv, redact_env
+from ttfr.artifacts.reader import read_plan
 from ttfr.artifacts.result_dir import snapshot_id
-from ttfr.artifacts.store import PLAN_SCHEMA, new_directory, read_json, write_json
-from ttfr.model.base import decode
-from ttfr.model.case import CaseResult
-from ttfr.model.comparison import Comparison, RecordedArm, Record, Rounds
-from ttfr.model.journal import JournalEntry
-from ttfr.pipeline import comparison
-from ttfr.pipeline.suite import dataset_fields, start, write_results
+from ttfr.artifacts.store import PLAN_SCHEMA, new_directory, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_INTERRUPTED
+from ttfr.measure import user_commands
+from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import GROUP, PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
-from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.spawn import ensure_worker_bytecode
-from ttfr.measure import user_commands
 from ttfr.measure.spec import RunSpec
-from ttfr.measure.worker_probe import check_worker_python
 from ttfr.measure.user_commands import UserCommand
-from ttfr import cases as cases_api
+from ttfr.measure.worker_probe import check_worker_python
+from ttfr.model.base import decode
+from ttfr.model.case import CaseResult
+from ttfr.model.comparison import Comparison, Record, RecordedArm, Rounds
+from ttfr.model.journal import JournalEntry
+from ttfr.model.plan import PlanSpec
+from ttfr.pipeline import comparison
+from ttfr.pipeline.suite import dataset_fields, start, write_results
+from ttfr.redaction import redact_argv, redact_env
 
 
 @dataclass(frozen=True)
@@ -314,7 +318,8 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseRes
         all_entries += journal_entries
         entries = [e for e in journal_entries if e.index < completed]
         if write:
-            write_json(arm.dir.plan, {**read_json(arm.dir.plan), "spec": spec.to_json()}, PLAN_SCHEMA)
+            plan_now = msgspec.structs.replace(read_plan(arm.dir.root), spec=decode(spec.to_json(), PlanSpec))
+            write_json(arm.dir.plan, plan_now, PLAN_SCHEMA)
             _suite, cases = write_results(arm.dir, plan, entries)
         else:
             cases = case_results(plan, entries)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ttfr.analyse.gates import gates as gates_of
 from ttfr.artifacts import snapshot_layout, snapshot_nextstat, snapshot_verify
-from ttfr.artifacts.reader import load_finished, validate_dir
-from ttfr.artifacts.store import read_json, write_json
+from ttfr.artifacts.reader import load_finished, read_plan, validate_dir
+from ttfr.artifacts.store import write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
@@ -154,7 +154,7 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
     if problems:
         raise UsageError(f"{snapshot_dir} does not verify, so it is not replicated: " + "; ".join(problems[:3]))
     try:
-        stored = RunSpec.from_json(read_json(snapshot_dir / "plan.json")["spec"], replace(named, python_recorded=False))
+        stored = RunSpec.from_json(encode(read_plan(snapshot_dir).spec), replace(named, python_recorded=False))
     except UsageError as exc:
         raise UsageError(f"{snapshot_dir}'s plan.json: {exc}") from None
     spec = replace(stored, python=None)  # this ttfr's own

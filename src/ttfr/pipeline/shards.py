@@ -19,14 +19,17 @@ from pathlib import Path
 import msgspec
 
 import ttfr
+from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.result_dir import ResultDir, snapshot_id
-from ttfr.artifacts.store import MANIFEST_SCHEMA, PLAN_SCHEMA, StorageError, copy_file, read_json, write_json
+from ttfr.artifacts.store import MANIFEST_SCHEMA, PLAN_SCHEMA, StorageError, copy_file, write_json
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.spec import RunSpec
+from ttfr.model.base import decode, encode
 from ttfr.model.manifest import ShardOrigin
+from ttfr.model.plan import MergedShard, PlanDocument, PlanSpec
 from ttfr.pipeline.suite import write_results
 from ttfr.redaction import redact_argv
 
@@ -40,8 +43,8 @@ class _Shard:
         self.root = self.verified.result_dir.root
         if self.verified.suite.state != "complete":
             raise UsageError(f"shard {root} is incomplete: finish it with `ttfr run --resume {root}` first")
-        self.plan = read_json(self.root / "plan.json")
-        self.spec = RunSpec.from_json(self.plan["spec"])
+        self.plan = reader.read_plan(self.root)
+        self.spec = RunSpec.from_json(encode(self.plan.spec))
         if self.spec.shard is None:
             raise UsageError(f"{root} is not a shard (it was not run with --shard K/N)")
         self.manifest = self.verified.manifest
@@ -50,14 +53,14 @@ class _Shard:
 def _differences(first: _Shard, other: _Shard) -> list[str]:
     """What differs between two shards' plans and environments, in words."""
     found = []
-    a, b = dict(first.plan["spec"]), dict(other.plan["spec"])
+    a, b = encode(first.plan.spec), encode(other.plan.spec)
     for key in sorted(set(a) | set(b)):
         if key in ("cases", "shard", "plan_cases"):
             continue
         if a.get(key) != b.get(key):
             found.append(f"spec.{key}: {a.get(key)!r} in {first.root.name}, {b.get(key)!r} in {other.root.name}")
-    if first.plan["ttfr_version"] != other.plan["ttfr_version"]:
-        found.append(f"ttfr version: {first.plan['ttfr_version']} vs {other.plan['ttfr_version']}")
+    if first.plan.ttfr_version != other.plan.ttfr_version:
+        found.append(f"ttfr version: {first.plan.ttfr_version} vs {other.plan.ttfr_version}")
     if first.manifest.ttfr.git != other.manifest.ttfr.git:
         found.append("ttfr git commit: " + " vs ".join(str(s.manifest.ttfr.git.commit) for s in (first, other)))
     for name in sorted(set(first.manifest.runtimes) | set(other.manifest.runtimes)):
@@ -108,19 +111,19 @@ def merge(shard_dirs, out_parent: Path, command_line=None) -> Path:
     spec, _case_ids = check_shards(shards)
     datasets = {}
     for shard in shards:
-        for key, info in (shard.plan.get("datasets") or {}).items():
-            if key in datasets and datasets[key]["sha256"] != info["sha256"]:
-                raise UsageError(f"the shards' workspace {key} differs ({datasets[key]['name']}): not one plan")
+        for key, info in (shard.plan.datasets or {}).items():
+            if key in datasets and datasets[key].sha256 != info.sha256:
+                raise UsageError(f"the shards' workspace {key} differs ({datasets[key].name}): not one plan")
             datasets[key] = info
     now = dt.datetime.now(dt.timezone.utc)
     result_dir = ResultDir.create(Path(out_parent), "merged-" + snapshot_id(now, spec.to_json(), spec.deterministic))
     try:
-        merged_from = [{"shard": f"{s.spec.shard[0]}/{s.spec.shard[1]}", "path": str(s.root)} for s in shards]
-        plan = {"spec": spec.to_json(), "created_at": now.isoformat(timespec="seconds"), "ttfr_version": ttfr.__version__,
-                "datasets": datasets, "merged_from": merged_from}  # fmt: skip
+        merged_from = [MergedShard(shard=f"{s.spec.shard[0]}/{s.spec.shard[1]}", path=str(s.root)) for s in shards]
+        plan = PlanDocument(spec=decode(spec.to_json(), PlanSpec), created_at=now.isoformat(timespec="seconds"),
+                            ttfr_version=ttfr.__version__, datasets=datasets, merged_from=merged_from)  # fmt: skip
         for shard in shards:
-            for info in (shard.plan.get("datasets") or {}).values():
-                for rel in info["files"].values():
+            for info in (shard.plan.datasets or {}).values():
+                for rel in (info.files.point, info.files.workspace):
                     target = result_dir.root / rel
                     if not target.exists():
                         copy_file(shard.root / rel, target)

@@ -27,7 +27,6 @@ from ttfr.artifacts.store import (
     SUITE_SCHEMA,
     ArtifactError,
     StorageError,
-    read_json,
     write_bytes_atomic,
     write_json,
 )
@@ -46,6 +45,7 @@ from ttfr.model.base import UNSET, decode, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
 from ttfr.model.manifest import MANIFEST_SCHEMA, Arm, Manifest
+from ttfr.model.plan import PlanDocument, PlannedDataset, PlanSpec
 from ttfr.model.suite import CaseRef, DatasetFile, FileRef, PendingCase, ScalingRow, SuiteResult
 from ttfr.pipeline.costs import Costs
 from ttfr.report import markdown
@@ -77,16 +77,13 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
     spec_json = spec.to_json()
     result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
     try:
-        plan = {
-            "spec": spec_json,
-            "created_at": now.isoformat(timespec="seconds"),
-            "ttfr_version": ttfr.__version__,
-            "datasets": write_datasets(spec, result_dir),
-        }
+        recorded_arm = decode(arm, Arm) if arm is not None else UNSET
+        plan = PlanDocument(spec=decode(spec_json, PlanSpec), created_at=now.isoformat(timespec="seconds"),
+                            ttfr_version=ttfr.__version__,
+                            datasets=decode(write_datasets(spec, result_dir), dict[str, PlannedDataset]),
+                            arm=recorded_arm)  # fmt: skip
         info = decode(manifest.collect(command_line, spec.python, spec.policies, session_id=session_id), Manifest)
-        if arm is not None:
-            plan["arm"] = arm
-            info = msgspec.structs.replace(info, arm=decode(arm, Arm))
+        info = msgspec.structs.replace(info, arm=recorded_arm)
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
         write_json(result_dir.manifest, info, MANIFEST_SCHEMA)
     except BaseException as exc:
@@ -127,13 +124,13 @@ def dataset_fields(result_dir: ResultDir) -> dict[str, dict]:
     """Job fields per HistFactory size token (Case.size_token, e.g. `8` or `custom_8`): absolute
     paths, the signal and the reference cache."""
     fields = {}
-    for key, info in read_json(result_dir.plan).get("datasets", {}).items():
+    for key, info in (reader.read_plan(result_dir.root).datasets or {}).items():
         # plan.json may come from someone else (--resume): its files must be the directory's own
         fields[key] = {
-            "workspace": str(reader.confined(result_dir.root, info["files"]["workspace"])),
-            "point": str(reader.confined(result_dir.root, info["files"]["point"])),
-            "signal": info["signal"],
-            "reference": str(result_dir.scratch / "references" / f"{info['name']}.json"),
+            "workspace": str(reader.confined(result_dir.root, info.files.workspace)),
+            "point": str(reader.confined(result_dir.root, info.files.point)),
+            "signal": info.signal,
+            "reference": str(result_dir.scratch / "references" / f"{info.name}.json"),
         }
     return fields
 
@@ -173,12 +170,13 @@ def _resumable_spec(result_dir: ResultDir, named: Named) -> RunSpec:
     if problems:
         shown = "; ".join(p.removeprefix("plan.json: ") for p in problems[:3])
         raise ArtifactError(f"{result_dir.plan}: not a ttfr plan ({shown}); it cannot be resumed")
-    if plan["ttfr_version"] != ttfr.__version__:  # its runs and this one's would measure different workers
-        raise UsageError(f"{result_dir.plan}: the run was started by ttfr {plan['ttfr_version']} and this is ttfr "
+    plan = reader.typed(plan, PlanDocument, "plan.json")
+    if plan.ttfr_version != ttfr.__version__:  # its runs and this one's would measure different workers
+        raise UsageError(f"{result_dir.plan}: the run was started by ttfr {plan.ttfr_version} and this is ttfr "
                          f"{ttfr.__version__}: one case's runs must come from one worker, so it cannot be resumed "
                          "here; resume it with that version, or start a new run")  # fmt: skip
     try:
-        spec = RunSpec.from_json(plan["spec"], named)
+        spec = RunSpec.from_json(encode(plan.spec), named)
     except UsageError as exc:
         raise UsageError(f"{result_dir.plan}: {exc}") from None
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
@@ -291,15 +289,15 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
         digest = write_json(result_dir.case_path(case_id), result, CASE_SCHEMA)
         refs.append(CaseRef(case=case_id, path=f"cases/{case_id}.json", sha256=digest, status=result.status,
                             reason=result.reason, headline=result.headline()))  # fmt: skip
-    plan_info = read_json(result_dir.plan)
+    plan_info = reader.read_plan(result_dir.root)
     spec = plan.spec
     loop_rows = loops.strategy_rows(cases)
     suite = SuiteResult(
         schema=SUITE_SCHEMA,
         snapshot_id=result_dir.root.name,
-        created_at=plan_info["created_at"],
+        created_at=plan_info.created_at,
         state="incomplete" if pending else "complete",
-        ttfr_version=plan_info["ttfr_version"],
+        ttfr_version=plan_info.ttfr_version,
         deterministic=spec.deterministic,
         profile=spec.profile,
         seed=spec.seed,
@@ -312,9 +310,11 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
         scaling=suite_figures.scaling_rows(cases),
         loops=loop_rows or UNSET,
         datasets=[
-            DatasetFile(name=info["name"], size=info["size"], path=path, sha256=artifact_sha)
-            for _key, info in sorted(plan_info.get("datasets", {}).items(), key=lambda kv: (kv[1]["size"], kv[0]))
-            for path, artifact_sha in ((p, reader.sha256_of(result_dir.root, p)) for p in info["files"].values())
+            DatasetFile(name=info.name, size=info.size, path=path, sha256=artifact_sha)
+            for _key, info in sorted((plan_info.datasets or {}).items(), key=lambda kv: (kv[1].size, kv[0]))
+            for path, artifact_sha in (
+                (p, reader.sha256_of(result_dir.root, p)) for p in (info.files.point, info.files.workspace)
+            )
         ],
         precision=precision.record(cases, bought) if bought is not None else UNSET,
         pending_runs=_pending_runs(plan, entries, pending) or UNSET,
