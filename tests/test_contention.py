@@ -131,11 +131,16 @@ def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path)
 
 
 def _busy_loops():
-    """One CPU-bound loop pinned to each usable core: any thread of the worker must wait."""
+    """One CPU-bound loop pinned to each usable core: any thread of the worker must wait. Each says it
+    is on its core before it spins, and the worker starts only once all have (a CI run that measured
+    before the loops' interpreters had started saw no contention)."""
     loops = []
     for core in sorted(os.sched_getaffinity(0)):
-        code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
-        loops.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL))
+        code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nprint('spinning', flush=True)\nwhile True: pass"
+        loops.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      text=True))  # fmt: skip
+    for loop in loops:
+        assert loop.stdout.readline() == "spinning\n"  # a barrier: its word, not a sleep
     return loops
 
 
