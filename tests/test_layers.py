@@ -255,16 +255,6 @@ def test_no_six_lines_of_src_repeat_elsewhere_in_src():
     assert done.returncode == 0 and "R0801" not in done.stdout, done.stdout[-4000:]
 
 
-def test_the_manifest_is_read_as_its_type_never_by_string_key():
-    """manifest.json becomes the typed Manifest where it arrives (artifacts/reader.py): past that, no
-    reader indexes it by key (`manifest["gpu"]`, `.get("cpu")`), where a renamed field reads as missing."""
-    keyed = re.compile(r"\bmanifest\w*(\[[\"']|\.get\()")  # its dict-valued fields (runtimes) are read by key, rightly
-    found = [f"{path.relative_to(SOURCE)}:{number}: {line.strip()}"
-             for path in sorted(SOURCE.rglob("*.py")) if path != SOURCE / "artifacts" / "manifest.py"
-             for number, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]  # fmt: skip
-    assert found == []
-
-
 # Where a document is read by key rightly: NextStat's own JSON (its snapshot index, as its registry script
 # reads it), which ttfr does not type.
 _READ_BY_KEY_RIGHTLY = {"artifacts/snapshot_registry.py": "NextStat's snapshot index (nextstat.snapshot_index.v1)"}

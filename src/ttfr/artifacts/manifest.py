@@ -58,7 +58,7 @@ def _git(source: Path) -> dict:
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
 
-def ptxas_info(environ=None) -> dict | None:
+def ptxas_info(environ=None, jax_dir: dict | None = None) -> dict | None:
     """Which ptxas a GPU compile uses, in the order JAX's workers find one: a toolkit's where the user
     asked for it (TTFR_CUDA_TOOLKIT), else the one in the CUDA directory JAX hands XLA (CUDA_ROOT, or
     its nvidia-cuda-nvcc wheel), else the one on PATH, else an installed toolkit's (CUDA_ROOT,
@@ -66,7 +66,7 @@ def ptxas_info(environ=None) -> dict | None:
     environ = os.environ if environ is None else environ
     path, source = toolkit_ptxas(environ), "cuda_toolkit (TTFR_CUDA_TOOLKIT)"
     if path is None:
-        jax_dir = jax_cuda_directory(environ)
+        jax_dir = jax_cuda_directory(environ) if jax_dir is None else jax_dir
         candidate = Path(jax_dir["path"]) / "bin" / "ptxas" if jax_dir["path"] else None
         if candidate is not None and candidate.is_file():
             path, source = candidate, f"JAX's CUDA directory ({jax_dir['source']})"
@@ -122,8 +122,8 @@ def gpu_info() -> dict:
         match = re.search(r"CUDA Version:\s*([\d.]+)", header)
         info["cuda_version"] = match.group(1) if match else None
     workers = workers_cuda_environment()
-    info["ptxas"] = ptxas_info(workers)
     info["jax_cuda_dir"] = jax_cuda_directory(workers)  # what JAX hands XLA (compat.py: it can be 'None')
+    info["ptxas"] = ptxas_info(workers, info["jax_cuda_dir"])
     return info
 
 

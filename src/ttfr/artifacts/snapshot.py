@@ -27,16 +27,14 @@ import stat
 import tempfile
 from pathlib import Path
 
+from ttfr.analyse.gates import validation_pack
 from ttfr.artifacts.reader import load_finished, read_plan, validate_dir
 from ttfr.artifacts.snapshot_layout import (
     BASELINE,
-    BASELINE_SCHEMA,
     INDEX,
-    INDEX_SCHEMA,
     NS_BASELINE,
     NS_INDEX,
     VALIDATION,
-    VALIDATION_SCHEMA,
     baseline,
     command_text,
     content_digest,
@@ -46,14 +44,14 @@ from ttfr.artifacts.snapshot_layout import (
     sha256_bytes,
     snapshot_name,
     utc_now,
-    validation_pack,
 )
 from ttfr.artifacts.snapshot_nextstat import export_nextstat, nextstat_baseline, nextstat_index, nextstat_results
 from ttfr.artifacts.snapshot_verify import verify
 from ttfr.artifacts.store import ArtifactError, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.model.base import encode
-from ttfr.model.snapshot import SnapshotIndex
+from ttfr.model.snapshot import BASELINE_SCHEMA, INDEX_SCHEMA, SnapshotIndex
+from ttfr.model.validation import VALIDATION_SCHEMA
 
 
 def publish(source: Path, out_parent: Path, generated_at: str | None = None) -> tuple[Path, bool]:

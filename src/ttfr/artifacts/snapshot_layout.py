@@ -11,20 +11,16 @@ import shlex
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse.gates import validation_pack  # noqa: F401  (publish and verify write and recompute it)
 from ttfr.errors import UsageError
 from ttfr.model.manifest import Manifest
-from ttfr.model.snapshot import (  # noqa: F401
+from ttfr.model.snapshot import (
     BASELINE_SCHEMA,
-    INDEX_SCHEMA,
     BaselineHarness,
     BaselineManifest,
     FileEntry,
     Hardware,
     LockFile,
-    SnapshotIndex,
 )
-from ttfr.model.validation import VALIDATION_SCHEMA  # noqa: F401  (its file's schema)
 
 INDEX, BASELINE, VALIDATION = "ttfr_snapshot_index.json", "ttfr_baseline_manifest.json", "validation.json"
 

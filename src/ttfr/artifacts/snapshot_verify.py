@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ttfr.analyse.gates import validation_pack
 from ttfr.artifacts import reader
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.artifacts.snapshot_layout import (
     BASELINE,
     INDEX,
-    INDEX_SCHEMA,
     NS_BASELINE,
     NS_INDEX,
     VALIDATION,
@@ -22,7 +22,6 @@ from ttfr.artifacts.snapshot_layout import (
     is_run_artifact,
     sha256_bytes,
     snapshot_name,
-    validation_pack,
 )
 from ttfr.artifacts.snapshot_nextstat import (
     NS_REPLICATION,
@@ -34,7 +33,7 @@ from ttfr.artifacts.snapshot_nextstat import (
 )
 from ttfr.artifacts.store import ArtifactError, read_json
 from ttfr.model.base import encode
-from ttfr.model.snapshot import SnapshotIndex
+from ttfr.model.snapshot import INDEX_SCHEMA, SnapshotIndex
 from ttfr.model.validation import VALIDATION_SCHEMA, ValidationPack
 
 
