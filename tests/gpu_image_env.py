@@ -7,18 +7,14 @@ pyhf, ...). The offline GPU check must get everything else from the wheelhouse."
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-IMAGE = tomllib.loads((ROOT / "requirements" / "gpu-image.toml").read_text())
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from gpu_image import canonical, image_spec  # noqa: E402  (the image's spec, read as the scripts read it)
 
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+IMAGE = image_spec()
 
 
 def _top_level(dist) -> set[str]:
