@@ -21,7 +21,8 @@ from ttfr.child import loop as loop_driver
 from ttfr.child import worker
 from ttfr.child.contracts import Loop
 from ttfr.child.job import WARM, Job
-from ttfr.child.workloads import loop_mlp, loop_strategies, ragged_batches, sweep_mlp
+from ttfr.child.workloads import loop_mlp, ragged_batches, sweep_mlp
+from ttfr.child.workloads.loop_strategies import builders, numpy_loops, segment_loop
 from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
 from ttfr.measure.selection import select_cases
@@ -63,8 +64,8 @@ def test_a_loop_that_carries_its_parameters_offers_no_batching():
     cases = select_cases(catalog.BUILTIN, PROFILES["quick"], backends="jax_jit_cpu", workloads="ragged_batches", sizes="8")
     assert {catalog.WORKLOADS[c.workload].strategy for c in cases} == {"naive", "bucketed", "dynamic", "aot"}
     with pytest.raises(ValueError, match="carries its parameters"):
-        loop_strategies.build(type("R", (), {"framework": "jax"})(), "vmapped",
-                              ragged_batches.segments(ragged_batches.make_inputs(3, "float32", 0)))  # fmt: skip
+        builders.build(type("R", (), {"framework": "jax"})(), "vmapped",
+                       ragged_batches.segments(ragged_batches.make_inputs(3, "float32", 0)))  # fmt: skip
 
 
 def test_a_loop_length_outside_the_grid_is_refused_with_the_valid_range():
@@ -325,7 +326,7 @@ def test_a_strategys_copies_are_timed_apart_from_its_compute(monkeypatch):
     """to_device waits for the put arrays inside the copy's time; to_host waits for the compute
     (the runtime's barrier) before its copy's time starts."""
     clock = _Clock()
-    monkeypatch.setattr(loop_strategies.time, "perf_counter_ns", clock)
+    monkeypatch.setattr(segment_loop.time, "perf_counter_ns", clock)
     runtime = _AsyncRuntime(clock, wait_s=0.25)
 
     def put(array):
@@ -337,13 +338,13 @@ def test_a_strategys_copies_are_timed_apart_from_its_compute(monkeypatch):
         clock.advance(0.002)
         return np.zeros(1)
 
-    strategy = loop_strategies._Loop([], None)
+    strategy = segment_loop.SegmentLoop([], None)
     strategy.barrier = runtime.sync
     moved = strategy.to_device(put, [np.zeros(1), np.zeros(1)])
     assert all(m.done for m in moved) and strategy.take_transfer_s() == pytest.approx(0.02 + 0.25)
     strategy.to_host(fetch, _Lazy())
     assert strategy.take_transfer_s() == pytest.approx(0.002) and strategy.take_transfer_s() == 0.0
-    assert loop_strategies._NumpyNaive([]).take_transfer_s() is None  # NumPy never leaves the host
+    assert numpy_loops._NumpyNaive([]).take_transfer_s() is None  # NumPy never leaves the host
 
 
 # ------------------------------------------------------------------ fake runs through the whole pipeline
@@ -623,7 +624,7 @@ def test_aot_inductor_on_cuda_without_a_toolkit_is_a_missing_dependency_not_a_cr
     torch = pytest.importorskip("torch")
     from torch.utils import cpp_extension
 
-    from ttfr.child.workloads.loop_strategies import aot_cuda_toolkit_missing
+    from ttfr.child.workloads.loop_strategies.torch_loops import aot_cuda_toolkit_missing
 
     monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
     assert aot_cuda_toolkit_missing(torch, torch.device("cpu")) is None

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ttfr.child.workloads import loop_strategies
+from ttfr.child.workloads.aot_store import JaxExecutables
+from ttfr.child.workloads.called_kernels import CalledKernels
 from ttfr.child.workloads.histfactory import binnings, dense, engines, gate, native, native_inputs, problems
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
@@ -163,8 +164,8 @@ class _JaxAheadOfTimeScan(_JaxScan):
 
     def prepare(self):
         digest = problems.dataset_sha256(self.problem)[:16]
-        store = loop_strategies.JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
-                                               sources=(native, dense, binnings, engines), needs_lapack=True)  # fmt: skip
+        store = JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
+                               sources=(native, dense, binnings, engines), needs_lapack=True)  # fmt: skip
         for m in self.splits:
             arrays, e = native_inputs.split_native(self.engine_for(m)[0])
 
@@ -185,7 +186,7 @@ class _TorchScan(_Scan):
     def __init__(self, runtime, problem):
         super().__init__(runtime, problem)
         self.torch, self.device = runtime.torch, runtime.device
-        self.kernels = loop_strategies.CalledKernels(runtime.torch, runtime.compiles)
+        self.kernels = CalledKernels(runtime.torch, runtime.compiles)
 
     @property
     def expected_compiles(self):  # one graph per compiled kernel called (static shapes)

@@ -17,7 +17,8 @@ expectation).
 
 import numpy as np
 
-from ttfr.child.workloads import hf_train_loop, loop_strategies
+from ttfr.child.workloads import hf_train_loop
+from ttfr.child.workloads.called_kernels import CalledKernels
 from ttfr.child.workloads.histfactory import gate, native, problems, train
 
 LOOP = True
@@ -61,7 +62,7 @@ class _TorchTraining(_Training):
 
     def __init__(self, torch, inputs, variant, compiles):
         self.torch, self.inputs, self.variant, self.compiles = torch, inputs, variant, compiles
-        self.kernels = loop_strategies.CalledKernels(torch, compiles)
+        self.kernels = CalledKernels(torch, compiles)
         super().__init__(None, None, self._new_trainer, self._reset)
 
     @property

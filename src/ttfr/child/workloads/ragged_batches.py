@@ -6,13 +6,15 @@ almost every batch has a length no earlier one had and a compiler sees a new sha
 almost every step. `size` is N (a longer loop starts with a shorter one's batches).
 Inputs: the lengths (float64), the initial parameters, then each batch. The loop's result
 is the N losses, checked against the float64 NumPy loop. Strategies: naive, bucketed,
-dynamic, aot (loop_strategies.py); batching the steps (vmapped) cannot apply, each step
+dynamic, aot (loop_strategies/); batching the steps (vmapped) cannot apply, each step
 starts from the previous one's parameters.
 """
 
 import numpy as np
 
-from ttfr.child.workloads import loop_mlp, loop_strategies
+from ttfr.child.workloads import loop_mlp
+from ttfr.child.workloads.loop_strategies import builders
+from ttfr.child.workloads.loop_strategies.segments import Segment, numpy_reference
 
 LOOP = True
 WIDTH = 64
@@ -42,14 +44,14 @@ def segments(inputs):
     out = []
     for index, length in enumerate(table):
         x, y = batches[2 * index], batches[2 * index + 1]
-        out.append(loop_strategies.Segment(f"batch {index + 1}, length {int(length)}", WIDTH, int(length), LEARNING_RATE,
-                                           x, y, params if index == 0 else None, 1))  # fmt: skip
+        out.append(Segment(f"batch {index + 1}, length {int(length)}", WIDTH, int(length), LEARNING_RATE,
+                           x, y, params if index == 0 else None, 1))  # fmt: skip
     return out
 
 
 def reference(inputs):
-    return [np.stack(loop_strategies.numpy_reference(segments(inputs)))]
+    return [np.stack(numpy_reference(segments(inputs)))]
 
 
 def build_loop(runtime, job, inputs):
-    return loop_strategies.build(runtime, job.strategy or "naive", segments(inputs))
+    return builders.build(runtime, job.strategy or "naive", segments(inputs))

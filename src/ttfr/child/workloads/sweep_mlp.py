@@ -7,14 +7,16 @@ sweep starts with a shorter one's configurations (cost against K reads off one t
 Inputs: the configuration table (K x [width, batch, learning rate], float64), then per
 configuration its batch and initial parameters. The loop's result is every configuration's
 20 losses (K x 20), checked against the float64 NumPy sweep. The strategies are in
-loop_strategies.py.
+loop_strategies/.
 """
 
 import itertools
 
 import numpy as np
 
-from ttfr.child.workloads import loop_mlp, loop_strategies
+from ttfr.child.workloads import loop_mlp
+from ttfr.child.workloads.loop_strategies import builders
+from ttfr.child.workloads.loop_strategies.segments import Segment, numpy_reference
 
 LOOP = True
 # 64 (width, batch) shapes, so a sweep of 16 meets about 15 of them (a random search over
@@ -48,13 +50,13 @@ def segments(inputs):
     for index, (width, batch, lr) in enumerate(inputs[0]):
         x, y, *params = inputs[1 + index * _PER_CONFIG : 1 + (index + 1) * _PER_CONFIG]
         label = f"width {int(width)}, batch {int(batch)}, lr {lr:g}"
-        out.append(loop_strategies.Segment(label, int(width), int(batch), float(lr), x, y, params, loop_mlp.STEPS))
+        out.append(Segment(label, int(width), int(batch), float(lr), x, y, params, loop_mlp.STEPS))
     return out
 
 
 def reference(inputs):
-    return [np.stack(loop_strategies.numpy_reference(segments(inputs)))]
+    return [np.stack(numpy_reference(segments(inputs)))]
 
 
 def build_loop(runtime, job, inputs):
-    return loop_strategies.build(runtime, job.strategy or "naive", segments(inputs))
+    return builders.build(runtime, job.strategy or "naive", segments(inputs))
