@@ -149,7 +149,7 @@ def test_bad_arms_are_usage_errors(tmp_path):
 
 
 def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.pipeline import suite as suite_run
 
@@ -172,7 +172,7 @@ def test_compare_refuses_separate_sessions_unless_asked(tmp_path):
 def test_compare_says_when_the_two_results_wait_for_their_calls_differently(tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.measure import catalog
     from ttfr.pipeline import suite as suite_run

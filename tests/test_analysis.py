@@ -2,7 +2,7 @@ import math
 
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
 from ttfr.analyse import case_result, suite_figures

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from fakes import FAKE_POOLS, FakeExecutor, run_suite
+from support.fakes import FAKE_POOLS, FakeExecutor, run_suite
 
 from ttfr.measure.executors import Executors
 from ttfr.artifacts import store as artifacts

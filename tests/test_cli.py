@@ -131,7 +131,7 @@ def test_report_validate_and_export_on_a_missing_directory_fail_cleanly(tmp_path
 
 
 def test_resume_says_which_interpreter_its_workers_run(tmp_path):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.pipeline import suite as suite_run
     from ttfr.measure.spec import RunRequest, build_spec
@@ -147,7 +147,7 @@ def test_resume_says_which_interpreter_its_workers_run(tmp_path):
 def test_run_shows_its_summary_then_writes_the_page_and_says_its_own_time(tmp_path, capsys):
     """The summary comes before report.html (its figures are the slowest part of ttfr's own
     time); --no-html leaves the page to `ttfr report --html`; --verbose lists ttfr's phases."""
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.commands import cli
 

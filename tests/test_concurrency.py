@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fake_record, fake_result
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 
 from ttfr.analyse import concurrency
 from ttfr.errors import UsageError
@@ -228,7 +228,7 @@ def test_a_damaged_shared_cache_is_what_each_process_did_never_a_silent_warm_fig
 
 @pytest.mark.parametrize("edit", ["point", "advice", "group"])
 def test_an_edited_concurrency_figure_is_found_by_every_reader_even_rehashed(tmp_path, edit):
-    from forgery import edit_case
+    from support.forgery import edit_case
 
     from ttfr.artifacts.reader import validate_dir
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fake_result
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 from rich.console import Console
 
 from ttfr.artifacts import store as artifacts

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from fakes import run_suite
+from support.fakes import run_suite
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as classic_families
 from test_concurrency import RacingExecutor, request

@@ -232,7 +232,7 @@ def test_a_result_file_that_is_not_one_is_that_members_error_never_a_crash(tmp_p
 def test_a_warm_shared_template_that_cannot_be_made_there_fails_the_group_saying_why(tmp_path, monkeypatch):
     """On a named directory the warm-shared template is made by one process there; where that fails, the
     group's processes fail with its reason (and its check did not run), never a cold group under a warm name."""
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.measure.executors import Executors
     from ttfr.measure.scheduler import Scheduler

@@ -111,7 +111,7 @@ def test_too_few_samples_give_no_tick_verdict():
 
 def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path):
     from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
     from test_artifacts import run_fake
 
     def waited(call):
@@ -188,7 +188,7 @@ def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
     import io
 
     from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
     from rich.console import Console
     from test_artifacts import run_fake
 
@@ -211,7 +211,7 @@ def test_the_report_and_the_terminal_say_when_a_run_was_contended(tmp_path):
 
 def _run_with_contended_warm_processes(tmp_path, contended_indexes, **request):
     from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
     from test_artifacts import run_fake
 
     seen = []

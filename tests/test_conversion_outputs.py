@@ -12,7 +12,7 @@ import html as html_text
 import re
 
 import pytest
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from conftest import fake_result
@@ -311,7 +311,7 @@ def test_openmetrics_has_each_conversion_figure_the_case_holds_and_no_other(rend
 
 def test_an_edited_conversion_figure_is_found_by_every_reader_even_rehashed(tmp_path):
     """A forged rate (or verdict) in a case file: its evidence and its policies give another."""
-    from forgery import edit_case
+    from support.forgery import edit_case
 
     from ttfr.artifacts.reader import validate_dir
 

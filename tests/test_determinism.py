@@ -2,7 +2,7 @@
 
 import json
 
-from determinism import deterministic_view
+from support.determinism import deterministic_view
 
 
 def test_deterministic_view_keeps_what_must_not_change():

@@ -5,7 +5,7 @@ import errno
 import json
 
 import pytest
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 from test_artifacts import run_fake, spec
 
 from ttfr.measure.executors import Executors

@@ -9,7 +9,7 @@ import io
 import json
 
 import pytest
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 

@@ -384,7 +384,7 @@ def test_the_wheelhouse_for_the_image_carries_exactly_its_needs_for_its_python_a
 @pytest.mark.integration
 @pytest.mark.skipif(machine_has_gpu(), reason="this machine has a GPU: the check would run for real")
 def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(tmp_path, this_pythons_wheelhouse):
-    import gpu_image_env
+    from support import gpu_image_env
 
     python = gpu_image_env.build(tmp_path / "image")
     empty_index = tmp_path / "empty-index"
@@ -413,7 +413,7 @@ def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(t
 
 @pytest.mark.integration
 def test_an_image_without_one_of_ttfrs_needs_is_refused_naming_it_before_anything_runs(tmp_path, this_pythons_wheelhouse):
-    import gpu_image_env
+    from support import gpu_image_env
 
     python = gpu_image_env.build(tmp_path / "image", leave_out=("rich",))
     done = subprocess.run([*_no_network_prefix(), str(python), str(ROOT / "scripts" / "gpu_stack.py"),

@@ -10,7 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 
 from ttfr.analyse.runs import run_metrics
 from ttfr.artifacts.export import formats, nextstat

@@ -14,7 +14,7 @@ import sys
 
 import msgspec
 import pytest
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 from rich.console import Console
 
 from conftest import fake_result

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from conftest import machine_has_gpu, SHARED_SCHEMAS, have, ok_unless_busy
-from determinism import deterministic_view, journal_view, suite_view
+from support.determinism import deterministic_view, journal_view, suite_view
 
 from ttfr.artifacts.reader import validate_dir
 

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 from test_artifacts import run_fake
 
 from ttfr.measure.executors import Executors

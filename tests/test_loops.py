@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm, have
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 
 from ttfr.model.base import UNSET, encode
 from ttfr.analyse import case_result, loops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fakes import run_suite
+from support.fakes import run_suite
 
 from ttfr.artifacts.reader import validate_dir
 from ttfr.commands import cli

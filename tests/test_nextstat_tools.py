@@ -15,8 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from conftest import SHARED_SCHEMAS
-from fakes import FakeExecutor
-from forgery import reindex, writable
+from support.fakes import FakeExecutor
+from support.forgery import reindex, writable
 
 from ttfr.artifacts import snapshot, snapshot_nextstat, snapshot_registry, snapshot_verify
 from ttfr.commands import cli

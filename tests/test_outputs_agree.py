@@ -1,5 +1,5 @@
 """One truth, six renderings: the fixture suite (ok, withheld, failed, unavailable, flagged and
-unchecked cases: tests/fixture_suite.py) through the terminal summary, report.md, report.html,
+unchecked cases: tests/support/fixture_suite.py) through the terminal summary, report.md, report.html,
 the CSV, OpenMetrics and the NextStat export. Every output must give each case the status its
 case result decided, and each headline figure exactly when the case result has it (the same
 median), never a figure it withheld."""
@@ -14,7 +14,7 @@ import re
 import statistics
 
 import pytest
-from fixture_suite import run_fixture_suite
+from support.fixture_suite import run_fixture_suite
 from rich.console import Console
 
 from ttfr.artifacts.export import formats, nextstat

@@ -7,7 +7,7 @@ import random
 
 import pytest
 from conftest import fake_result
-from fakes import FakeExecutor, run_suite
+from support.fakes import FakeExecutor, run_suite
 
 from ttfr.measure.executors import Executors
 from ttfr.analyse import precision

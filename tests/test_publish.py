@@ -9,8 +9,8 @@ import stat
 
 import jsonschema
 import pytest
-from forgery import reindex, writable
-from fakes import FakeExecutor, run_suite
+from support.forgery import reindex, writable
+from support.fakes import FakeExecutor, run_suite
 
 from conftest import SHARED_SCHEMAS, fake_result
 from ttfr.artifacts import snapshot

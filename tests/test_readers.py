@@ -136,7 +136,7 @@ def test_a_workspace_file_changed_after_the_run_is_refused(tmp_path):
     from ttfr.pipeline import suite as suite_run
     from ttfr.measure.spec import RunRequest, build_spec
 
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     spec = build_spec(RunRequest(backends="pyhf_numpy", workloads="hf_nll_grad", sizes="3", cold_runs=1, warm_procs=1))
     result_dir = suite_run.start(spec, tmp_path, ["ttfr", "run"])
@@ -174,7 +174,7 @@ def test_validate_never_crashes_and_readers_give_one_line(finished, tmp_path, ca
 
 @pytest.mark.parametrize("path", ["../../../etc/passwd", "/etc/passwd", "workspaces/link.json"])
 def test_resume_refuses_workspace_paths_of_plan_json_outside_the_directory(tmp_path, path):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.pipeline import suite as suite_run
     from ttfr.measure.spec import RunRequest, build_spec
@@ -220,7 +220,7 @@ def test_an_edited_case_median_is_refused_even_with_its_hash_updated(finished, t
 
 @pytest.mark.parametrize("entry", [".lock", "journal.jsonl", ".work", "cases"])
 def test_resume_refuses_a_directory_whose_own_files_are_symlinks(tmp_path, entry):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.pipeline import suite as suite_run
 
@@ -241,7 +241,7 @@ def test_resume_refuses_a_directory_whose_own_files_are_symlinks(tmp_path, entry
 
 
 def test_resume_refuses_a_symlinked_manifest_and_never_blocks_on_a_fifo_one(tmp_path):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.pipeline import suite as suite_run
 

@@ -6,7 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.commands import cli
 from ttfr.measure.executors import Executors

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.artifacts import snapshot
 from ttfr.commands import cli

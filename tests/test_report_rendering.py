@@ -11,7 +11,7 @@ import re
 
 import pytest
 from conftest import make_case, make_run
-from fixture_suite import run_fixture_suite
+from support.fixture_suite import run_fixture_suite
 
 from ttfr.artifacts.reader import load_finished
 from ttfr.model.case import AnyFlag, COLD_METRICS

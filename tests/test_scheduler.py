@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 from conftest import fake_result
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
 from ttfr.measure import catalog

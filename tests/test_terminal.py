@@ -35,7 +35,7 @@ def _progress_run(tmp_path, executor, policies="cold-cache,warm"):
     import io
     import re
 
-    from fakes import run_suite
+    from support.fakes import run_suite
     from rich.console import Console
 
     from ttfr.measure.spec import RunRequest
@@ -53,7 +53,7 @@ def _progress_run(tmp_path, executor, policies="cold-cache,warm"):
 
 def test_the_counter_counts_every_task_when_a_case_stops_and_ends_at_n_of_n(tmp_path):
     """A failed gate skips its case's remaining runs: they get their lines ([4/10] -> [6/10] was a skip)."""
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     from ttfr.measure.spawn import RunResult
 
@@ -69,7 +69,7 @@ def test_the_counter_counts_every_task_when_a_case_stops_and_ends_at_n_of_n(tmp_
 
 
 def test_an_interrupted_run_shows_its_unfinished_cases_and_how_far_they_got(tmp_path):
-    from fakes import FakeExecutor
+    from support.fakes import FakeExecutor
 
     outcome, text, _counts = _progress_run(tmp_path, FakeExecutor(interrupt_at=5))
     assert outcome.interrupted and outcome.suite.pending

@@ -4,7 +4,7 @@ and every command's terminal output.
 Under pytest (and in CI) stdout is a pipe, so every other test sees the line-per-run output;
 only a terminal makes rich draw the live bar (with its ETA from per-family cost priors).
 One `ttfr run` per family: a family that breaks the display fails its own test id, and
-the others still run. The runs are answered by fake executors (tests/pty_driver.py): every
+the others still run. The runs are answered by fake executors (tests/support/pty_driver.py): every
 display path without a worker; the tests marked `integration` keep the real path honest.
 """
 
@@ -33,7 +33,7 @@ from ttfr.report import terminal
 pytestmark = [pytest.mark.terminal, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]
 
 TTFR = [sys.executable, "-m", "ttfr"]  # the real command: real workers
-FAKED = [sys.executable, str(Path(__file__).parent / "pty_driver.py")]  # the same command line, fake executors
+FAKED = [sys.executable, str(Path(__file__).parent / "support" / "pty_driver.py")]  # the same command line, fake executors
 
 ROWS, COLUMNS = 40, 160
 RUN_TIMEOUT_S = 240

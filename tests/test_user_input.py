@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
 from ttfr.child.workloads.histfactory import workspace as hf_workspace

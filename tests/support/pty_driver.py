@@ -1,6 +1,6 @@
-"""`ttfr` with fake executors, for the pseudo-terminal tests: `python tests/pty_driver.py ARGS`
+"""`ttfr` with fake executors, for the pseudo-terminal tests: `python tests/support/pty_driver.py ARGS`
 runs `ttfr ARGS` as the command line would, but every measured run is answered by a fake
-(tests/fakes.py), so the live display, the summaries and every command's terminal output run
+(tests/support/fakes.py), so the live display, the summaries and every command's terminal output run
 without starting a worker. TTFR_FAKE picks the machine the fake measures on: `plain` (default),
 `loops` (loop workloads' timelines), `contended` (every run waited for a CPU)."""
 
@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: support.*, and conftest for the fakes
 
-from fakes import FakeExecutor  # noqa: E402
-from fixture_suite import FixedHost  # noqa: E402
+from support.fakes import FakeExecutor  # noqa: E402
+from support.fixture_suite import FixedHost  # noqa: E402
 
 from ttfr.commands import cli  # noqa: E402
 from ttfr.measure.executors import Executors  # noqa: E402

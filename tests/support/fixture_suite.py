@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as real_dt
 import types
 
-from fakes import FakeExecutor
+from support.fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
 from ttfr.child.job import WARM

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from gpu_image import canonical, image_spec  # noqa: E402  (the image's spec, read as the scripts read it)
 
 IMAGE = image_spec()
