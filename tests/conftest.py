@@ -189,7 +189,7 @@ def make_case(name: str = "numpy_matmul_64_f32", *, cold_runs=None, procs=None, 
     if procs is not None:
         policies["warm-process"] = {"procs": procs, "summary": {"call_s": None, "samples_per_process": None}, "flags": []}
     data = {
-        "schema": "ttfr.case_result.v1", "case": name, "backend": backend or "numpy", "workload": "matmul", "size": 64,
+        "schema": "ttfr.case_result.v2", "case": name, "backend": backend or "numpy", "workload": "matmul", "size": 64,
         "dtype": "float32", "status": status, "reason": reason if reason or status == "ok" else f"{status} (test)",
         "config": {"profile": "quick", "policies": list(policies) or ["cold-process/cold-cache"], "cold_runs": 2,
                    "warm_procs": 2, "warm_samples": 10, "min_sample_s": 0.005, "max_warmup_s": 1.0, "timeout_s": 300.0,

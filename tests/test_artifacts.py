@@ -113,7 +113,7 @@ def test_tampered_or_stray_files_are_reported(tmp_path):
 def test_invalid_data_is_refused_and_nothing_is_written(tmp_path):
     target = tmp_path / "case.json"
     with pytest.raises(ArtifactError, match="validation failed"):
-        artifacts.write_json(target, {"schema": "ttfr.case_result.v1"}, "ttfr.case_result.v1")
+        artifacts.write_json(target, {"schema": "ttfr.case_result.v2"}, "ttfr.case_result.v2")
     assert not target.exists() and list(tmp_path.iterdir()) == []
 
 

@@ -13,6 +13,7 @@ from conftest import fake_record, fake_result
 from support.fakes import FakeExecutor, run_suite
 
 from ttfr.analyse import concurrency
+from ttfr.report import flag_text
 from ttfr.errors import UsageError
 from ttfr.measure.plan import GROUP, build_plan
 from ttfr.measure.spec import RunRequest, build_spec
@@ -133,7 +134,7 @@ def test_a_cache_left_with_an_unreadable_entry_is_flagged_not_whole(tmp_path, mo
     (case,) = outcome.cases
     assert all(g.check.whole is False for g in case.concurrency.groups)
     (flag,) = [f for f in case.flags if f.name == "shared_cache_not_whole"]
-    assert flag.sentence().startswith("after cold-shared x2 #0, warm-shared x2 #0 and cold-private x2 #0 the cache")
+    assert flag_text.sentence(flag).startswith("after cold-shared x2 #0, warm-shared x2 #0 and cold-private x2 #0 the cache")
 
 
 def test_percentiles_are_nearest_rank_and_the_advice_needs_both_shared_modes():

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from ttfr.analyse import contention
+from ttfr.report import flag_text
 from ttfr.model.base import decode, encode
 from ttfr.model.journal import Host, Rusage
 from ttfr.model.record import SampleEvidence, Sched
@@ -31,7 +32,10 @@ def evidence(waits, wall=0.01, cpu=0.01, others_cores=1.0) -> SampleEvidence:
 def test_a_process_that_waited_while_a_neighbour_ran_is_contended_with_its_evidence():
     verdict = contention.warm_process(evidence([0.005] * 5 + [0.0] * 5), IDLE_HOST)
     assert verdict.contended and verdict.samples_contended == 5
-    assert "5/10 samples waited for a CPU" in verdict.reasons[0] and "1.00 cores" in verdict.reasons[0]
+    assert verdict.waited and verdict.others_cores == pytest.approx(1.0) and verdict.runnable_cores is None
+    assert flag_text.contention(verdict, "process") == (
+        "5/10 samples waited for a CPU > 5% of their time (median 25%); the rest of the machine used 1 cores meanwhile"
+    )
 
 
 def test_a_runtime_waiting_for_its_own_threads_is_not_contended():
@@ -57,7 +61,10 @@ def test_an_idle_process_or_a_few_unlucky_samples_are_not_contended(waits):
 def test_other_runnable_tasks_filling_every_core_count_on_their_own():
     busy = Host(runnable_start=[3, 90], runnable_end=[4, 90], usable_cores=2)
     verdict = contention.warm_process(evidence([None] * 10, others_cores=None), busy)
-    assert verdict.contended and verdict.samples_with_evidence == 0 and "usable cores" in verdict.reasons[0]
+    assert verdict.contended and verdict.samples_with_evidence == 0 and verdict.runnable_cores == 2
+    assert (
+        flag_text.contention(verdict, "process") == "other runnable tasks filled all 2 usable cores before and after the process"
+    )
     only_at_start = Host(runnable_start=[3, 90], runnable_end=[1, 90], usable_cores=2)
     assert not contention.warm_process(evidence([None] * 10, others_cores=None), only_at_start).contended
     assert not contention.warm_process(None, None).contended
@@ -127,7 +134,10 @@ def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path)
     flags = [f for f in case["flags"] if f["flag"] == "contended"] or [
         f for p in case["policies"].values() for f in p.get("flags", []) if f["flag"] == "contended"
     ]
-    assert flags and "samples waited for a CPU" in flags[0]["evidence"][0]
+    evidence = flags[0]["evidence"][0]["contention"]
+    assert evidence["waited"] and evidence["samples_contended"] == evidence["samples_with_evidence"] > 0
+    (flag,) = [f for f in outcome.cases[0].flags if f.name == "contended"]
+    assert f"Process 0: {evidence['samples_contended']}/" in flag_text.sentence(flag)
 
 
 def _busy_loops():
@@ -172,7 +182,10 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
 
 def test_machine_health_counts_contended_runs_and_advises(fixture_case):
     def case(name, contended, cores):
-        runs = [fixture_case.run(contention={"contended": c, "reasons": [], "others_cores": cores}) for c in contended]
+        runs = [
+            fixture_case.run(contention={"contended": c, "waited": None, "others_cores": cores, "runnable_cores": None})
+            for c in contended
+        ]
         return fixture_case(name, cold_runs=runs, procs=[])
 
     a, b = "numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32"
@@ -239,7 +252,8 @@ def test_the_headline_sets_contended_processes_aside_when_clean_ones_remain(tmp_
     warm = case["policies"]["warm-process"]
     assert warm["summary"]["call_s"]["n"] == 1 and warm["summary"]["call_s"]["median"] < 0.002  # the clean one (~1 ms), not 20 ms
     flag = next(f for f in case["flags"] if f["flag"] == "contended")
-    assert flag["processes"] == [1] and "the figures use the 1 clean of 2" in flag["set_aside"]
+    assert flag["processes"] == [1] and flag["set_aside"] == {"contended": 1, "clean": 1, "ok": 2}
+    assert flag["evidence"][0]["index"] == 1 and flag["evidence"][0]["contention"]["waited"]
     assert len(warm["procs"]) == 2  # the contended process stays in the raw data
     assert validate_dir(outcome.result_dir.root) == []  # the reader recomputes the same rule
 
@@ -251,9 +265,13 @@ def test_too_few_clean_processes_give_no_figure_and_say_so(tmp_path):
     (case,) = [encode(c) for c in outcome.cases]
     assert case["policies"]["warm-process"]["summary"]["call_s"] is None
     flag = next(f for f in case["flags"] if f["flag"] == "could_not_measure_cleanly")
-    assert "2 of 2 processes were contended: no figure is given" in flag["reason"]
+    assert (flag["contended"], flag["ok"], flag["unit"]) == (2, 2, "process")
     # no figure is no `ok`: warn, with the reason, and counted as such (issue 25, item 2)
-    assert case["status"] == "warn" and "figures withheld (warm-process)" in case["reason"]
+    assert case["status"] == "warn" and case["reason"] == (
+        "figures withheld (warm-process): 2 of 2 processes were "
+        "contended: no figure is given; rerun on a quieter machine "
+        "(see Machine health)"
+    )
     assert (outcome.suite.summary.n_ok, outcome.suite.summary.n_warn) == (0, 1)
     assert validate_dir(outcome.result_dir.root) == []
 

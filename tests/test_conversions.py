@@ -11,6 +11,7 @@ import pytest
 from conftest import have
 
 from ttfr.analyse import conversions
+from ttfr.report import flag_text
 from ttfr.child.backends import Unavailable, interop_backend
 from ttfr.child.conversion_routes import LAYOUTS, ROUTES
 from ttfr.child.job import Job
@@ -125,7 +126,7 @@ def test_a_copying_routes_rate_is_set_against_memcpy_once_and_its_evidence_raise
     leak = {"calls": 100, "rss_samples": [0, 1 << 30], "growth_per_call_bytes": 1e7, "grows": True}
     _, flags = conversions.case_conversion(_evidence(layouts=bad, leak=leak), {})
     assert [f.name for f in flags] == ["conversion_leak", "conversion_wrong_values", "copy_evidence_disagrees"]
-    assert flags[0].sentence().startswith("the process's memory still grew through 100 conversions, by 10,000,000 bytes")
+    assert flag_text.sentence(flags[0]).startswith("the process's memory still grew through 100 conversions, by 10,000,000 bytes")
 
 
 def test_the_catalog_offers_every_route_on_its_device_and_convert_names_them_all():

@@ -47,7 +47,7 @@ def _case(case: dict) -> CaseResult:
               "warm_samples": 5, "min_sample_s": 0.01, "max_warmup_s": 1.0, "timeout_s": 60.0, "seed": 0, "threads": None,
               "deterministic": True}  # fmt: skip
     status = case.get("status", "ok")
-    rest = {"schema": "ttfr.case_result.v1", "backend": "numpy", "workload": "matmul", "size": 64, "dtype": "float32",
+    rest = {"schema": "ttfr.case_result.v2", "backend": "numpy", "workload": "matmul", "size": 64, "dtype": "float32",
             "status": status, "reason": None if status == "ok" else "it failed", "config": config, "sync_policy": "none",
             "dataset": {"id": "none", "sha256": None}, "device": None, "versions": {}, "correctness": None, "policies": {},
             "memory": {}, "flags": [], "unmeasured_runs": [], "limitations": []}  # fmt: skip
@@ -303,7 +303,7 @@ def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones()
     from ttfr.report import plots
 
     def run(index, value, contended=False):
-        return _run_figures(index, "ok", {"ttfr_s": value}, {"contended": contended, "reasons": [], "others_cores": None})
+        return _run_figures(index, "ok", {"ttfr_s": value}, {"contended": contended, "waited": None, "others_cores": None, "runnable_cores": None})
 
     runs = [run(0, 5.0), run(1, 1.0), run(2, 1.1, contended=True), run(3, 0.9), _run_figures(4, "error", {})]
     summary = {"median": 1.0, "median_ci": {"low": 0.9, "high": 1.1, "level": 0.9}, "n": 3, "min": 0.9, "max": 5.0,

@@ -37,21 +37,42 @@ def _summary(value: float) -> dict:
 
 def _flags() -> list[dict]:
     """One flag of every kind, with the unrounded numbers and lists analysis writes."""
-    waited = "its threads waited for a CPU {}% of the process time; the rest of the machine used 0.6234567 cores meanwhile"
+
+    def cold(index, fraction, others=0.6234567, runnable=None):
+        return {
+            "index": index,
+            "contention": {
+                "contended": True,
+                "waited": runnable is None,
+                "others_cores": others,
+                "runnable_cores": runnable,
+                "wait_fraction": fraction,
+            },
+        }
+
+    def warm(index, contended, median, others):
+        return {
+            "index": index,
+            "contention": {
+                "contended": True,
+                "waited": True,
+                "others_cores": others,
+                "runnable_cores": None,
+                "samples_contended": contended,
+                "samples_with_evidence": 5,
+                "median_wait_fraction": median,
+            },
+        }
+
     flags = [
         {"flag": "first_run_outlier", "policy": COLD_CACHE, "metric": "ttfr_s", "value": 3.3312345, "robust_z": 2020.8123},
         {"flag": "contended", "policy": COLD_CACHE, "runs": [0, 2, 4],
-         "evidence": [f"run 0: {waited.format('140.0')}", f"run 2: {waited.format('49.8765')}", "run 4: other runnable "
-                      "tasks filled all 2 usable cores before and after the run"],
-         "set_aside": "3 contended runs set aside: the figures use the 5 clean of 8"},
-        {"flag": "contended", "policy": "cold-process/warm-cache", "runs": [1],
-         "evidence": [f"run 1: {waited.format('49.8765')}"]},
+         "evidence": [cold(0, 1.4), cold(2, 0.498765), cold(4, None, None, runnable=2)],
+         "set_aside": {"contended": 3, "clean": 5, "ok": 8}},
+        {"flag": "contended", "policy": "cold-process/warm-cache", "runs": [1], "evidence": [cold(1, 0.498765)]},
         {"flag": "contended", "policy": "warm-process", "processes": [0, 1],
-         "evidence": ["process 0: 4/5 samples waited for a CPU > 5% of their time (median 123.45678%); the rest of the "
-                      "machine used 1.0234567 cores meanwhile", "process 1: 5/5 samples waited for a CPU > 5% of their "
-                      "time (median 98.7654%)"]},
-        {"flag": "could_not_measure_cleanly", "policy": "warm-process", "reason": "2 of 2 processes were contended: no "
-         "figure is given; rerun on a quieter machine (see Machine health)"},
+         "evidence": [warm(0, 4, 1.2341234, 1.0234567), warm(1, 5, 0.987654, None)]},
+        {"flag": "could_not_measure_cleanly", "policy": "warm-process", "contended": 2, "ok": 2, "unit": "process"},
         {"flag": "compile_count_mismatch", "policy": COLD_CACHE, "runs": [0, 1, 2], "expected": None, "observed": [3, 4]},
         {"flag": "unsynchronised", "policy": "warm-process", "processes": [0, 1]},
         {"flag": "warmup_unstable", "policy": "warm-process", "processes": [2]},

@@ -31,10 +31,10 @@ def test_the_between_fields_rule_is_in_the_schema_and_the_type():
 
     case = encode(make_case())
     case["reason"] = "why not"
-    assert any("reason" in e for e in schema_errors(case, "ttfr.case_result.v1"))
+    assert any("reason" in e for e in schema_errors(case, "ttfr.case_result.v2"))
     with pytest.raises(ValidationError, match="an ok case has no reason"):
         decode(case, CaseResult)
-    assert json.dumps(schemas.generate("ttfr.case_result.v1")).count('"if"') == 1
+    assert json.dumps(schemas.generate("ttfr.case_result.v2")).count('"if"') == 1
 
 
 @pytest.mark.parametrize("name", sorted(schemas.GENERATED))

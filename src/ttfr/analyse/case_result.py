@@ -1,4 +1,4 @@
-"""A case's runs -> its case result (ttfr.case_result.v1): summaries per cache policy,
+"""A case's runs -> its case result (ttfr.case_result.v2): summaries per cache policy,
 cache verification, the result check, status and reason.
 
 Figures of a failed case are null, never 0.0; its runs stay in the artifact as raw data.
@@ -33,6 +33,7 @@ from ttfr.model.case import (
     Config,
     Contended,
     ContendedKept,
+    ContendedRun,
     CouldNotMeasureCleanly,
     Dataset,
     FirstRunOutlier,
@@ -41,6 +42,7 @@ from ttfr.model.case import (
     InvalidMeasurement,
     Policies,
     RunFigures,
+    SetAside,
     StagesSummary,
     TickQuantised,
     UnmeasuredRun,
@@ -125,24 +127,19 @@ def _contention_flags(views: list[RunFigures], key: str, noun: str, keep_contend
     """`contended` with each run's evidence and what the figures use instead; and
     `could_not_measure_cleanly` when too few clean runs were left to give a figure; with
     --keep-contended, `contended_kept` instead (the figures use them all)."""
-    nouns = {"run": "runs", "process": "processes"}[noun]
     ok = [v for v in views if v.outcome == "ok"]
     contended = [v for v in ok if contention.is_contended(v)]
     if not contended:
         return []
-    evidence = [f"{noun} {v.index}: " + "; ".join(v.contention.reasons) for v in contended]
+    evidence = [ContendedRun(index=v.index, contention=v.contention) for v in contended]
+    indexes = {key: [v.index for v in contended]}
     if keep_contended:
-        indexes = {key: [v.index for v in contended]}
         return [Contended(evidence=evidence, **indexes), ContendedKept(**indexes)]
     clean = headline_runs(views)
-    set_aside = UNSET
-    if clean:
-        set_aside = f"{len(contended)} contended {nouns if len(contended) > 1 else noun} set aside: " \
-                    f"the figures use the {len(clean)} clean of {len(ok)}"  # fmt: skip
-    flags = [Contended(evidence=evidence, set_aside=set_aside, **{key: [v.index for v in contended]})]
+    set_aside = SetAside(contended=len(contended), clean=len(clean), ok=len(ok)) if clean else UNSET
+    flags = [Contended(evidence=evidence, set_aside=set_aside, **indexes)]
     if not clean:
-        flags.append(CouldNotMeasureCleanly(reason=f"{len(contended)} of {len(ok)} {nouns} were contended: no figure "
-                                            "is given; rerun on a quieter machine (see Machine health)"))  # fmt: skip
+        flags.append(CouldNotMeasureCleanly(contended=len(contended), ok=len(ok), unit=noun))
     return flags
 
 
@@ -243,8 +240,8 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
     # a policy whose runs were measured but whose figures are withheld is no ok result
     withheld: dict[str, list[str]] = {}
     for name, policy in policies.items():
-        if why := policy.withheld():
-            withheld.setdefault(why, []).append(name)
+        if flag := policy.withheld():
+            withheld.setdefault(contention.withheld_reason(flag), []).append(name)
     warnings += [f"figures withheld ({', '.join(names)}): {why}" for why, names in withheld.items()]
     if cross_check:
         warnings.append(cross_check)
@@ -274,9 +271,8 @@ def _command(case: catalog.Case, spec) -> CommandInfo | UnsetType:
     """What a command case ran: the program, as plan.json records it (redacted)."""
     if not case.workload_info.command:
         return UNSET
-    recorded = spec.command(case.workload).to_json()
-    keys = ("argv", "cwd", "first_result", "mark", "prepare", "stop_at_first_result")
-    return CommandInfo(**{key: recorded[key] for key in keys if key in recorded})
+    recorded = spec.command(case.workload).recorded()
+    return CommandInfo(**copied(recorded, ("argv", "cwd", "first_result", "mark", "prepare", "stop_at_first_result")))
 
 
 def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry],

@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass
 
 from ttfr.model.base import present
-from ttfr.model.case import CaseResult, Contention, ProcessDisagreement, RunFigures, Tick
+from ttfr.model.case import CaseResult, Contention, CouldNotMeasureCleanly, ProcessDisagreement, RunFigures, Tick
 from ttfr.model.journal import Host, Rusage
 from ttfr.model.record import SampleEvidence, Sched
 
@@ -55,20 +55,33 @@ def _others_runnable(host: Host | None) -> bool:
     return all(c[0] - 1 >= host.usable_cores for c in counts)
 
 
-def _verdict(waited: bool | None, others_cores: float | None, host: Host | None, what: str, wait_text: str) -> dict:
+def by_readings(waited: bool | None, others_cores: float | None) -> bool:
+    """Contended by the readings: it waited and its neighbours used a core (either alone where the
+    other is missing); never when the neighbours' reading says they were idle."""
     neighbour = None if others_cores is None else others_cores >= OTHERS_CORES
-    by_evidence = bool(waited or (waited is None and neighbour)) and neighbour is not False
+    return bool(waited or (waited is None and neighbour)) and neighbour is not False
+
+
+def _verdict(waited: bool | None, others_cores: float | None, host: Host | None) -> dict:
+    """Contention's verdict from its two readings (the runnable count where both are missing)."""
+    by_evidence = by_readings(waited, others_cores)
     # The instantaneous runnable count is the fallback for machines with neither reading.
     by_runnable = waited is None and others_cores is None and _others_runnable(host)
-    reasons = []
-    if by_evidence:
-        parts = [wait_text] if waited else []
-        if others_cores is not None:
-            parts.append(f"the rest of the machine used {others_cores:.2f} cores meanwhile")
-        reasons.append("; ".join(parts))
-    if by_runnable:
-        reasons.append(f"other runnable tasks filled all {host.usable_cores} usable cores before and after the {what}")
-    return {"contended": by_evidence or by_runnable, "reasons": reasons, "others_cores": others_cores}  # Contention's core
+    return {"contended": by_evidence or by_runnable, "waited": waited, "others_cores": others_cores,
+            "runnable_cores": host.usable_cores if by_runnable else None}  # Contention's core  # fmt: skip
+
+
+def warm_waited(samples_contended: int | None, samples_with_evidence: int | None) -> bool | None:
+    """A warm process waited: more than CONTENDED_SAMPLE_SHARE of its samples waited for a CPU
+    above WAIT_FRACTION of their time (None: no sample had a reading)."""
+    if not samples_with_evidence or samples_contended is None:
+        return None
+    return samples_contended > CONTENDED_SAMPLE_SHARE * samples_with_evidence
+
+
+def cold_waited(wait_fraction: float | None) -> bool | None:
+    """A cold run waited: its threads' run-queue wait was above WAIT_FRACTION of its process time."""
+    return None if wait_fraction is None else wait_fraction > WAIT_FRACTION
 
 
 def warm_process(evidence: SampleEvidence | None, host: Host | None) -> Contention:
@@ -78,17 +91,12 @@ def warm_process(evidence: SampleEvidence | None, host: Host | None) -> Contenti
     waits = [w / t for t, w in zip(walls, evidence.runq_wait_s or []) if w is not None and t]
     cpu_wall = [c / t for t, c in zip(walls, evidence.cpu_s or []) if t]
     contended_samples = sum(w > WAIT_FRACTION for w in waits)
-    waited = (contended_samples > CONTENDED_SAMPLE_SHARE * len(waits)) if waits else None
     window = evidence.window_ns
     others_cores = None
     if present(evidence.others_cpu_s) and window and window[1] > window[0]:
         others_cores = evidence.others_cpu_s / ((window[1] - window[0]) / 1e9)
-    wait_text = (
-        f"{contended_samples}/{len(waits)} samples waited for a CPU > {WAIT_FRACTION:.0%} of their time "
-        f"(median {statistics.median(waits):.1%})" if waits else ""
-    )  # fmt: skip
     return Contention(
-        **_verdict(waited, others_cores, host, "process", wait_text),
+        **_verdict(warm_waited(contended_samples, len(waits)), others_cores, host),
         samples_contended=contended_samples if waits else None,
         samples_with_evidence=len(waits),
         median_wait_fraction=statistics.median(waits) if waits else None,
@@ -108,9 +116,14 @@ def cold_run(sched: Sched | None, process_s: float | None, host: Host | None, ru
     own = [rusage.user_s, rusage.sys_s] if rusage else [None]
     if present(busy) and process_s and all(present(v) for v in own):
         others_cores = (busy - sum(own)) / process_s
-    waited = None if fraction is None else fraction > WAIT_FRACTION
-    wait_text = f"its threads waited for a CPU {fraction:.1%} of the process time" if fraction is not None else ""
-    return Contention(**_verdict(waited, others_cores, host, "run", wait_text), wait_fraction=fraction)
+    return Contention(**_verdict(cold_waited(fraction), others_cores, host), wait_fraction=fraction)
+
+
+def withheld_reason(flag: CouldNotMeasureCleanly) -> str:
+    """Why a policy's figures are withheld, as its case's reason and every output say it."""
+    units = {"run": "runs", "process": "processes"}[flag.unit]
+    return (f"{flag.contended} of {flag.ok} {units} were contended: no figure is given; rerun on a quieter "
+            "machine (see Machine health)")  # fmt: skip
 
 
 def process_disagreement(samples_by_process: list[list[float]]) -> ProcessDisagreement | None:

@@ -20,6 +20,7 @@ from msgspec import ValidationError
 
 from ttfr import bounded_file
 from ttfr.artifacts.result_dir import ResultDir
+from ttfr.artifacts import case_v1
 from ttfr.artifacts.store import CASE_SCHEMA, MANIFEST_SCHEMA, PLAN_SCHEMA, SUITE_SCHEMA, ArtifactError, schema_errors
 from ttfr.bounded_file import FileRefused
 from ttfr.measure import catalog
@@ -140,9 +141,25 @@ def inspect(root: Path, rel, schema: str | None, sha256: str | None = None) -> t
         data = parse_object(payload, name)
     except ArtifactError as exc:
         return None, [*problems, str(exc)]
+    if schema == CASE_SCHEMA and data.get("schema") == case_v1.V1_SCHEMA:
+        return _upgraded_case(data, name, problems)
     if schema:
         problems += [f"{name}: {e}" for e in schema_errors(data, schema)]
     return data, problems
+
+
+def _upgraded_case(data: dict, name: str, problems: list[str]) -> tuple[dict, list[str]]:
+    """A case file of the first format: valid against its own schema, then read as the current one."""
+    problems += [f"{name}: {e}" for e in schema_errors(data, case_v1.V1_SCHEMA)]
+    if problems:
+        return data, problems
+    try:
+        return case_v1.upgrade(data), problems
+    except (KeyError, TypeError, ValueError) as exc:  # schema-valid, yet its flags name runs it lacks
+        return data, [
+            *problems,
+            f"{name}: a {case_v1.V1_SCHEMA} file that cannot be read as the current format ({type(exc).__name__}: {exc})",
+        ]
 
 
 def read_artifact(root: Path, rel, schema: str | None, sha256: str | None = None) -> dict:

@@ -4,7 +4,7 @@
   plan.json           the RunSpec (what --resume re-plans from)
   journal.jsonl       one fsynced line per finished run
   manifest.json       ttfr.manifest.v1
-  cases/<case>.json   ttfr.case_result.v1, one per finished case
+  cases/<case>.json   ttfr.case_result.v2, one per finished case (v1 files still read)
   workspaces/         HistFactory workspaces used (+ evaluation points), hashed in suite.json
   suite.json          ttfr.suite_result.v1, the index (paths + sha256 of every case file)
   report.md           rendered from the above

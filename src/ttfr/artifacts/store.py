@@ -25,7 +25,8 @@ import msgspec
 from ttfr.model.base import encode
 
 SCHEMA_FILES = {
-    "ttfr.case_result.v1": "case_result.v1.schema.json",
+    "ttfr.case_result.v2": "case_result.v2.schema.json",
+    "ttfr.case_result.v1": "case_result.v1.schema.json",  # as published: files of the first format still read
     "ttfr.suite_result.v1": "suite_result.v1.schema.json",
     "ttfr.manifest.v1": "manifest.v1.schema.json",
     "ttfr.comparison.v1": "comparison.v1.schema.json",
@@ -39,7 +40,7 @@ SCHEMA_FILES = {
 }
 PLAN_SCHEMA = "ttfr.plan.v1"
 MANIFEST_SCHEMA = "ttfr.manifest.v1"
-CASE_SCHEMA = "ttfr.case_result.v1"  # analyse/case_result.py writes it (and names it too)
+CASE_SCHEMA = "ttfr.case_result.v2"  # analyse/case_result.py writes it (and names it too)
 SUITE_SCHEMA = "ttfr.suite_result.v1"
 _UMASK = os.umask(0)
 os.umask(_UMASK)

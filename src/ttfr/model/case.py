@@ -1,4 +1,4 @@
-"""CaseResult (`ttfr.case_result.v1`): one case — backend x workload x size x dtype — with every
+"""CaseResult (`ttfr.case_result.v2`): one case — backend x workload x size x dtype — with every
 run's figures (raw data, kept whatever happened), the summaries per cache policy, the result
 check, the flags and the status.
 
@@ -7,8 +7,6 @@ Figures of a failed case are null, never 0.0; its runs stay as raw data.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Annotated, Literal
 
 import msgspec
@@ -22,7 +20,7 @@ from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.model.record import OUTCOMES, Check, ConversionEvidence, Device, DevicePeaks, ThreadPool
 from ttfr.model.summary import Summary
 
-CASE_SCHEMA = "ttfr.case_result.v1"
+CASE_SCHEMA = "ttfr.case_result.v2"
 Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
 Status = Literal["ok", "warn", "failed"]
 PolicyName = Literal[COLD_CACHE, WARM_CACHE, WARM_PROCESS]  # type: ignore[valid-type]
@@ -119,8 +117,13 @@ class Contention(Artifact):
     threads' CPU wait over its process time; a warm process's, its samples' waits."""
 
     contended: bool
-    reasons: list[str]
+    # the run-queue wait's verdict: above its threshold (a cold run's fraction; a warm process's share of
+    # samples); None: no reading
+    waited: bool | None
     others_cores: float | None
+    # judged by the fallback (neither reading): the usable cores other runnable tasks filled before and
+    # after; None: judged by the readings
+    runnable_cores: Count | None
     wait_fraction: float | None | UnsetType = UNSET
     samples_contended: int | None | UnsetType = UNSET
     samples_with_evidence: int | UnsetType = UNSET
@@ -178,8 +181,8 @@ class RunFigures(Artifact):
 
 # ------------------------------------------------------------------ flags
 class Flag(Artifact, tag_field="flag", kw_only=True):
-    """Evidence beside the figures: something a reader must know to trust them. Each flag says
-    what it found as a sentence (`sentence()`), which every output shows."""
+    """Evidence beside the figures: something a reader must know to trust them. A flag holds its
+    evidence as numbers and names; report/flag_text.py says it as a sentence, for every output."""
 
     policy: PolicyName | UnsetType = UNSET  # on the case: which policy raised it
 
@@ -188,104 +191,77 @@ class Flag(Artifact, tag_field="flag", kw_only=True):
         """The flag's name as artifacts write it (its tag: `contended`, `first_run_outlier`, ...)."""
         return type(self).__struct_config__.tag
 
-    def sentence(self) -> str:
-        return " ".join(type(self).__doc__.split())
-
-
-# A flag's sentence is prose: numbers to 3 significant digits, lists joined with "and" (issue 25).
-def _prose(items: list) -> str:
-    items = [str(item) for item in items]
-    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
-
-
-def _numbered(noun: str, numbers: list[int]) -> str:
-    return f"{noun}{'es' if noun.endswith('s') else 's'} {_prose(numbers)}" if len(numbers) > 1 \
-        else f"{noun} {numbers[0]}"  # fmt: skip
-
-
-def _sig(value: float) -> str:
-    """3 significant digits in plain notation (2,020, 1.94, 0.000123), trailing zeros dropped."""
-    if not value or not math.isfinite(value):
-        return f"{value:g}"
-    places = 2 - math.floor(math.log10(abs(value)))  # negative: rounded to tens, hundreds, ...
-    text = f"{round(value, places):,.{max(0, places)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)%")
-
 
 class FirstRunOutlier(Flag, tag="first_run_outlier"):
+    """The first run's figure lies far from the others' (a cold disk or first-touch effect); it stays in every figure."""
+
     metric: str
     value: float
     robust_z: float
 
-    def sentence(self) -> str:
-        metric = {"ttfr_s": "TTFR"}.get(self.metric, self.metric.removesuffix("_s").replace("_", " "))
-        return (f"the first run's {metric} ({_sig(self.value)} s) lies {_sig(self.robust_z)} robust σ from the "
-                "others' (a cold disk or first-touch effect); it stays in every figure")  # fmt: skip
-
 
 class ColdCacheNotEmpty(Flag, tag="cold_cache_not_empty"):
-    """the cache directory held entries before a cold-cache run: that run was not cold"""
+    """The cache directory held entries before a cold-cache run: that run was not cold."""
 
 
 class ColdCacheHits(Flag, tag="cold_cache_hits"):
-    """a cold-cache run loaded compiled code it had not written itself: that run was not cold"""
+    """A cold-cache run loaded compiled code it had not written itself."""
 
 
 class CacheNotWritten(Flag, tag="cache_not_written"):
-    """a cold-cache run wrote nothing into its cache directory: nothing was compiled there, or the cache lives
-    elsewhere"""
+    """A cold-cache run wrote nothing into its cache directory."""
 
 
 class WarmCacheEmpty(Flag, tag="warm_cache_empty"):
-    """a warm-cache run started with an empty cache directory: that run was not warm"""
+    """A warm-cache run started with an empty cache directory."""
 
 
 class WarmCacheNoHits(Flag, tag="warm_cache_no_hits"):
-    """a warm-cache run never hit its persistent cache: it compiled everything again"""
+    """A warm-cache run never hit its persistent cache."""
 
 
 class WarmCachePartialHits(Flag, tag="warm_cache_partial_hits"):
-    """a warm-cache run hit its persistent cache for only part of its compiles"""
+    """A warm-cache run hit its persistent cache for only part of its compiles."""
 
 
 class WarmCacheGrew(Flag, tag="warm_cache_grew"):
-    """a warm-cache run stored new cache files: it compiled what the cache lacked"""
+    """A warm-cache run stored new cache files."""
 
 
 class KernelCacheGrew(Flag, tag="kernel_cache_grew"):
-    """an eager GPU run stored kernels in the CUDA driver's JIT cache (PTX compiled for this GPU at load): its
-    figures include that compile, which a later process on this machine finds cached"""
+    """An eager GPU run stored kernels in the CUDA driver's JIT cache."""
+
+
+class ContendedRun(Artifact):
+    """One contended run's (or warm process's) evidence, as the run records it."""
+
+    index: Count
+    contention: Contention
+
+
+class SetAside(Artifact):
+    """Contended runs set aside: the figures use the clean ones."""
+
+    contended: Count
+    clean: Count
+    ok: Count
 
 
 class Contended(Flag, tag="contended"):
-    evidence: list[str]
+    """Runs or warm processes measured while other work competed for the CPUs."""
+
+    evidence: list[ContendedRun]
     runs: list[int] | UnsetType = UNSET
     processes: list[int] | UnsetType = UNSET
-    set_aside: str | UnsetType = UNSET
-
-    def sentence(self) -> str:
-        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes or [])
-        aside = f" ({self.set_aside})" if self.set_aside else ""
-        # The evidence was written as text (analyse/contention.py): its numbers rounded here, each
-        # run's a sentence of its own (its own parts are joined by semicolons).
-        evidence = [_DECIMAL.sub(lambda m: _sig(float(m.group())), item) for item in self.evidence]
-        text = f"{which} {'were' if len(self.runs or self.processes or []) > 1 else 'was'} contended{aside}. " + \
-            " ".join(item[:1].upper() + item[1:] + "." for item in evidence)  # fmt: skip
-        if any(float(number) > 100 for item in self.evidence for number in _PERCENT.findall(item)):
-            # a process's run-queue wait sums over its threads: several can wait at once
-            text += " Several threads can wait for a CPU at once, so a wait can exceed 100% of the time."
-        return text
+    set_aside: SetAside | UnsetType = UNSET
 
 
 class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
-    reason: str
+    """Too few clean runs were left to give a figure: the policy's figures are withheld."""
 
-    def sentence(self) -> str:
-        return self.reason
+    contended: Count
+    ok: Count  # the policy's ok runs (or warm processes), contended ones included
+    unit: Literal["run", "process"]
 
 
 class ContendedKept(Flag, tag="contended_kept"):
@@ -295,107 +271,76 @@ class ContendedKept(Flag, tag="contended_kept"):
     runs: list[int] | UnsetType = UNSET
     processes: list[int] | UnsetType = UNSET
 
-    def sentence(self) -> str:
-        which = _numbered("run", self.runs) if self.runs else _numbered("process", self.processes) if self.processes \
-            else "runs"  # fmt: skip
-        return (f"The figures include contended {which} (--keep-contended): they measure this machine while "
-                "other work competed for its CPUs, not the program alone.")  # fmt: skip
-
 
 class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
+    """Runs compiled another number of times than the loop's strategy expects."""
+
     runs: list[int]
     expected: int | None
     observed: list[int]
 
-    def sentence(self) -> str:
-        counts = " or ".join(map(str, self.observed))
-        times = "time" if self.observed == [1] else "times"
-        expects = "no fixed count" if self.expected is None else str(self.expected)
-        return f"{_numbered('run', self.runs)} compiled {counts} {times}, where the strategy expects {expects}"
-
 
 class Unsynchronised(Flag, tag="unsynchronised"):
-    processes: list[int]
+    """Warm processes whose timed calls were not synchronised: their figures may time dispatch."""
 
-    def sentence(self) -> str:
-        return (f"warm {_numbered('process', self.processes)}: the timed calls were not synchronised "
-                "(see each process's sync check): its figure may time dispatch, not the work")  # fmt: skip
+    processes: list[int]
 
 
 class WarmupUnstable(Flag, tag="warmup_unstable"):
-    processes: list[int]
+    """Warm processes that did not settle within the warm-up time."""
 
-    def sentence(self) -> str:
-        return f"warm {_numbered('process', self.processes)} did not settle within the warm-up time"
+    processes: list[int]
 
 
 class ProcessDisagreement(Flag, tag="process_disagreement"):
+    """The warm processes' medians differ by more than their own spread explains."""
+
     disagree: bool
     p_value: float
     max_over_min_median: float
     process_medians_s: list[float]
 
-    def sentence(self) -> str:
-        return (f"the warm processes' medians differ by {_sig(self.max_over_min_median)}x, more than their own "
-                f"spread explains (Kruskal-Wallis p = {self.p_value:.2g})")  # fmt: skip
-
 
 class TickQuantised(Flag, tag="tick_quantised"):
+    """Warm processes whose samples sit whole scheduler ticks apart."""
+
     processes: list[int]
     tick_s: float
 
-    def sentence(self) -> str:
-        return (f"warm {_numbered('process', self.processes)}: the samples sit {_sig(self.tick_s * 1e3)} ms scheduler "
-                "ticks apart (a thread waiting out a neighbour's time slice)")  # fmt: skip
-
 
 class InvalidMeasurement(Flag, tag="invalid_measurement"):
-    """a run's result differed from the checked run's, or a warm process returned no samples: it is left out of
-    the figures"""
-
-
-def _layouts(layouts: list[str]) -> str:
-    return f"the {_prose(layouts)} layout{'s' if len(layouts) > 1 else ''}"
+    """A run's result differed from the checked run's, or a warm process returned no samples."""
 
 
 class ConversionLeak(Flag, tag="conversion_leak"):
+    """The process's memory kept growing through a conversion route's calls."""
+
     calls: Count
     growth_per_call_bytes: float
 
-    def sentence(self) -> str:
-        return (f"the process's memory still grew through {self.calls} conversions, by {_sig(self.growth_per_call_bytes)} "
-                "bytes a call: the route may keep what it converts")  # fmt: skip
-
 
 class ConversionWrongValues(Flag, tag="conversion_wrong_values"):
-    layouts: list[str]
+    """A conversion route gave other values than its source for some layouts."""
 
-    def sentence(self) -> str:
-        return f"the route gave other values than its source for {_layouts(self.layouts)} (strides ignored?)"
+    layouts: list[str]
 
 
 class CopyEvidenceDisagrees(Flag, tag="copy_evidence_disagrees"):
-    layouts: list[str]
+    """For some layouts the buffers' addresses and a write through the source disagree on whether the route copied."""
 
-    def sentence(self) -> str:
-        return (f"for {_layouts(self.layouts)} the buffers' addresses and a write through the source disagree on "
-                "whether the route copied: no verdict is given")  # fmt: skip
+    layouts: list[str]
 
 
 class SharedCacheNotWhole(Flag, tag="shared_cache_not_whole"):
-    groups: list[str]
+    """After some concurrency groups the shared cache was not whole."""
 
-    def sentence(self) -> str:
-        return (f"after {_prose(self.groups)} the cache was not whole: a file could not be read, or a fresh process "
-                "on it still had to compile (see Concurrency)")  # fmt: skip
+    groups: list[str]
 
 
 class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
-    groups: list[str]
+    """Processes compiled although their shared cache was filled first."""
 
-    def sentence(self) -> str:
-        return (f"in {_prose(self.groups)} processes compiled although the shared cache was filled first: those figures "
-                "are not warm (a damaged or foreign cache, or one the runtime would not use; see Concurrency)")  # fmt: skip
+    groups: list[str]
 
 
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
@@ -464,9 +409,9 @@ class _Policy:
     def figure_runs(self) -> list[RunFigures]:
         return figure_runs(self.measured, self.keeps_contended)
 
-    def withheld(self) -> str | None:
+    def withheld(self) -> CouldNotMeasureCleanly | None:
         """Why this policy gives no figure although its runs are ok (None: it gives them, or it failed)."""
-        return next((f.reason for f in self.flags if isinstance(f, CouldNotMeasureCleanly)), None)
+        return next((f for f in self.flags if isinstance(f, CouldNotMeasureCleanly)), None)
 
 
 class ColdPolicy(Artifact, _Policy):
@@ -612,7 +557,7 @@ class Conversion(Artifact):
 class CaseResult(Artifact):
     """One case (backend x workload x size x dtype): raw runs and summaries per cache policy."""
 
-    schema: Literal["ttfr.case_result.v1"]
+    schema: Literal["ttfr.case_result.v2"]
     case: Annotated[str, Meta(pattern="^[a-z0-9_]+_[0-9]+_(f32|f64|bf16)$")]
     backend: Annotated[str, Meta(min_length=1)]
     workload: Annotated[str, Meta(min_length=1)]

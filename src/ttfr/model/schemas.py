@@ -29,7 +29,7 @@ BASE_ID = "https://github.com/ttfr/ttfr/schemas/"
 
 # schema name -> (file name, root type, title)
 GENERATED = {
-    CASE_SCHEMA: ("case_result.v1.schema.json", CaseResult, "ttfr case result v1"),
+    CASE_SCHEMA: ("case_result.v2.schema.json", CaseResult, "ttfr case result v2"),
     SUITE_SCHEMA: ("suite_result.v1.schema.json", SuiteResult, "ttfr suite result v1"),
     COMPARISON_SCHEMA: ("comparison.v1.schema.json", Comparison, "ttfr comparison v1"),
     GPU_CHECK_SCHEMA: ("gpu_check_summary.v1.schema.json", GpuCheckSummary, "ttfr gpu-check summary v1"),

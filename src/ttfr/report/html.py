@@ -14,7 +14,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import concurrency_md, conversions_md, markdown
+from ttfr.report import concurrency_md, conversions_md, flag_text, markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
@@ -120,7 +120,7 @@ def _flags(cases: list[CaseResult]) -> str:
     """Each flag as report.md lists it: a list, since its sentence is most of it (in a table the
     sentence's column squeezed the others)."""
     items = [f"<li><code>{_e(case.case)}</code> ({_e(flag.policy or 'case')}): <strong>{_e(flag.name)}</strong>: "
-             f"{_e(flag.sentence())}</li>" for case in cases for flag in case.flags]  # fmt: skip
+             f"{_e(flag_text.sentence(flag))}</li>" for case in cases for flag in case.flags]  # fmt: skip
     return f"<ul class=flags>{''.join(items)}</ul>" if items else "<p>None.</p>"
 
 

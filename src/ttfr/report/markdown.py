@@ -9,7 +9,7 @@ from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, name
 from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
-from ttfr.report import commands_md, concurrency_md, conversions_md, loops_md
+from ttfr.report import commands_md, concurrency_md, conversions_md, flag_text, loops_md
 from ttfr.report.formatting import (
     DASH,
     code_block,
@@ -338,7 +338,7 @@ def _precision_section(suite: SuiteResult) -> list[str]:
 
 
 def _flags_section(cases: list[CaseResult]) -> list[str]:
-    items = [f"- `{case.case}` ({flag.policy or 'case'}): **{flag.name}**: {one_line(flag.sentence())}"
+    items = [f"- `{case.case}` ({flag.policy or 'case'}): **{flag.name}**: {one_line(flag_text.sentence(flag))}"
              for case in cases for flag in case.flags]  # fmt: skip
     return ["## Flags", "", *(items or ["None."]), ""]
 

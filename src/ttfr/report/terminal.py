@@ -31,6 +31,7 @@ from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
 from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
+from ttfr.report import flag_text
 from ttfr.report.formatting import DASH, fmt_seconds, printable
 from ttfr.report.markdown import precision_headline, result_check
 
@@ -463,7 +464,7 @@ def print_report(console: Console, result) -> None:
                           component_bar(summary, scale, width))  # fmt: skip
         if not mine:
             # the case's reason, else why its figures were withheld, as every output says it (the flag's sentence)
-            why = case.reason or next((f.sentence() for f in case.flags if isinstance(f, CouldNotMeasureCleanly)), None)
+            why = case.reason or next((flag_text.sentence(f) for f in case.flags if isinstance(f, CouldNotMeasureCleanly)), None)
             table.add_row(case.case, status, "—", "—", warm_text, Text(printable(why or "no cold-start figures")))
     console.print(table)
     legend = Text("components: ")

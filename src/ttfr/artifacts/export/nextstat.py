@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ttfr.analyse.contention import withheld_reason
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
 from ttfr.errors import UsageError
@@ -104,7 +105,7 @@ def _warm_timing(case: CaseResult) -> dict:
     withheld = block.withheld()
     samples = [s for p in _figure_runs(case, WARM_PROCESS) for s in p.samples_s]
     warm = {"n_iters": len(samples), "calls_s": samples, "status": "ok" if samples else "warn" if withheld else "failed",
-            "reason": f"figures withheld: {withheld}" if withheld else ""}  # fmt: skip
+            "reason": f"figures withheld: {withheld_reason(withheld)}" if withheld else ""}  # fmt: skip
     summary = _min_median_p95(samples)
     if summary:
         warm["call_s"] = summary
