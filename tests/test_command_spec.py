@@ -36,6 +36,7 @@ from ttfr.measure.resume import Named
 from ttfr.measure.spec import RunSpec, RunRequest, build_spec
 from ttfr.redaction import REDACTED
 from ttfr.model.base import decode, encode
+from ttfr.model.plan import PlanSpec
 from ttfr.model.journal import JournalEntry, Rusage
 from ttfr.model.record import RunRecord
 from ttfr.report import commands_md
@@ -383,13 +384,19 @@ def test_a_command_spec_honours_the_run_counts_and_shards():
     assert [c.name for c in spec.commands] == ["a"]  # the other shard's command is not recorded
 
 
-# --- RunSpec to_json / from_json, plan.json, redaction, resume -------------------------------
+# --- RunSpec recorded / from_recorded, plan.json, redaction, resume -------------------------------
+
+
+def _read_back(spec):
+    """A RunSpec's plan.json `spec` as another process reads it: written as JSON, decoded as its type."""
+    return decode(json.loads(json.dumps(encode(spec.recorded()))), PlanSpec)
 
 
 def test_run_spec_round_trips_its_commands():
     spec = build_spec(RunRequest(commands=[f"{PY} train.py --epochs 1", f"{PY} eval.py"], command_names=["fit"],
                       first_result=r"loss=\d", prepare=["true"], seed=7))  # fmt: skip
-    data = json.loads(json.dumps(spec.to_json()))
+    stored = _read_back(spec)
+    data = encode(stored)
     assert data["commands"][0] == {
         "name": "fit",
         "argv": [sys.executable, "train.py", "--epochs", "1"],
@@ -403,7 +410,7 @@ def test_run_spec_round_trips_its_commands():
         "files": [{"path": str(Path(sys.executable).resolve()), "sha256": data["commands"][0]["files"][0]["sha256"]}],
     }
     assert data["cases"] == ["command_eval_1_f64", "command_fit_1_f64"]
-    back = RunSpec.from_json(data)  # as another process reads plan.json: from the commands it records
+    back = RunSpec.from_recorded(stored)  # as another process reads plan.json: from the commands it records
     assert back == spec
     assert back.command("fit").prepare == ("true",)
     assert {c.workload: c.workload_info.command for c in back.cases} == {"fit": True, "eval": True}
@@ -412,7 +419,7 @@ def test_run_spec_round_trips_its_commands():
 
 def test_a_mark_command_round_trips():
     spec = build_spec(RunRequest(commands=f"{PY} train.py", first_result_mark=True, seed=1))
-    back = RunSpec.from_json(json.loads(json.dumps(spec.to_json())))
+    back = RunSpec.from_recorded(_read_back(spec))
     assert back.command("train").mark and back.command("train").first_result_by == "mark"
 
 
@@ -441,10 +448,10 @@ def test_plan_json_of_a_command_run_validates_and_resumes(tmp_path):
 )
 def test_a_command_with_a_secret_is_recorded_redacted(command, prepare):
     spec = build_spec(RunRequest(commands=command, prepare=prepare, seed=1))
-    recorded = spec.to_json()["commands"][0]
-    assert recorded["redacted"] is True
-    assert REDACTED in json.dumps(recorded)
-    assert SECRET not in json.dumps(spec.to_json())
+    recorded = spec.recorded().commands[0]
+    assert recorded.redacted is True
+    assert REDACTED in json.dumps(encode(recorded))
+    assert SECRET not in json.dumps(encode(spec.recorded()))
     assert SECRET not in spec.commands[0].text and SECRET not in spec.commands[0].describe()
     # what runs is still the command as given
     assert SECRET in " ".join(spec.commands[0].argv + (spec.commands[0].prepare or ()))
@@ -452,10 +459,10 @@ def test_a_command_with_a_secret_is_recorded_redacted(command, prepare):
 
 def test_a_command_without_a_secret_is_not_marked_redacted():
     spec = build_spec(RunRequest(commands=f"{PY} t.py --epochs 5 --lr=0.1 --out run1", prepare="true", seed=1))
-    recorded = spec.to_json()["commands"][0]
-    assert recorded["redacted"] is False
-    assert recorded["argv"] == [sys.executable, "t.py", "--epochs", "5", "--lr=0.1", "--out", "run1"]
-    assert recorded["prepare"] == ["true"]
+    recorded = spec.recorded().commands[0]
+    assert recorded.redacted is False
+    assert recorded.argv == [sys.executable, "t.py", "--epochs", "5", "--lr=0.1", "--out", "run1"]
+    assert recorded.prepare == ["true"]
 
 
 def test_a_redacted_command_cannot_be_resumed(tmp_path, capsys):
@@ -467,8 +474,8 @@ def test_a_redacted_command_cannot_be_resumed(tmp_path, capsys):
     plan = json.loads(raw)
     assert artifacts.schema_errors(plan, artifacts.PLAN_SCHEMA) == []
     assert plan["spec"]["commands"][0]["redacted"] is True
-    read_back = RunSpec.from_json(plan["spec"])
-    assert read_back.commands[0].redacted and REDACTED in read_back.commands[0].argv
+    stored = RunSpec.from_recorded(decode(plan["spec"], PlanSpec))
+    assert stored.commands[0].redacted and REDACTED in stored.commands[0].argv
 
     with pytest.raises(UsageError, match="held a secret"):
         suite_run._resumable_spec(ResultDir.open(result_dir.root), Named())

@@ -12,6 +12,7 @@ import pytest
 
 from ttfr.errors import UsageError
 from ttfr.measure.resume import Named
+from ttfr.artifacts.reader import read_plan
 from ttfr.measure.spec import RunRequest, RunSpec
 from ttfr.pipeline import suite as suite_run
 
@@ -84,7 +85,7 @@ def test_reading_a_plan_imports_no_case_file(tmp_path):
     case_file.write_text(CASE.format(marker=str(marker)))
     root = _interrupted_run(tmp_path, case_files=[str(case_file)], backends="numpy")
     marker.unlink()
-    spec = RunSpec.from_json(json.loads((root / "plan.json").read_text())["spec"])  # merge and export read so
+    spec = RunSpec.from_recorded(read_plan(root).spec)  # merge and export read so
     assert not marker.exists()
     assert [c.id for c in spec.cases] == ["numpy_marked_8_f64"] and spec.cases[0].workload_info.sizes == (8,)
 
@@ -133,9 +134,9 @@ def test_two_virtual_environments_of_one_python_are_two_interpreters(tmp_path):
     for folder in (a, b):
         folder.mkdir(parents=True)
         (folder / "python").symlink_to(base)
-    spec = {"python": str(a / "python"), "case_files": (), "commands": ()}
-    assert unnamed_programs(spec, Named(python=str(b / "python")))  # refused
-    assert unnamed_programs(spec, Named(python=str(a / "python"))) == []
+    python = str(a / "python")
+    assert unnamed_programs(python, (), (), Named(python=str(b / "python")))  # refused
+    assert unnamed_programs(python, (), (), Named(python=str(a / "python"))) == []
     assert interpreter_path(str(a / "python")) == str(a / "python")  # the link, not what it points at
 
 
@@ -147,7 +148,7 @@ def test_a_bare_interpreter_name_is_recorded_as_found_so_naming_it_again_resumes
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     planned = spec_mod.build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", python="python", seed=1))
     assert planned.python == str(Path(sys.executable).parent / "python")  # absolute, links kept
-    assert resume.unnamed_programs(planned.to_json() | {"case_files": (), "commands": ()}, Named(python="python")) == []
+    assert resume.unnamed_programs(planned.python, (), (), Named(python="python")) == []
 
 
 def test_a_command_whose_name_finds_another_program_now_is_refused(tmp_path, monkeypatch):

@@ -1,3 +1,7 @@
+import dataclasses
+import json
+import sys
+
 import pytest
 
 from ttfr.errors import UsageError
@@ -5,6 +9,8 @@ from ttfr.measure import catalog
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.measure.selection import parse_policies
 from ttfr.measure.spec import RunSpec, RunRequest, build_spec
+from ttfr.model.base import decode, encode
+from ttfr.model.plan import PlanSpec
 
 
 def test_quick_default_suite_is_smallest_f32_of_every_real_workload_and_backend():
@@ -100,7 +106,32 @@ def test_deterministic_spec_fixes_the_seed_and_random_specs_differ():
 
 def test_spec_round_trips_through_json():
     spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", sizes="64", threads=2, shard="1/1", seed=7))
-    assert RunSpec.from_json(spec.to_json()) == spec
+    assert RunSpec.from_recorded(spec.recorded()) == spec
+    assert RunSpec.from_recorded(decode(json.loads(json.dumps(encode(spec.recorded()))), PlanSpec)) == spec
+
+
+def test_plan_json_records_every_field_of_a_spec():
+    # a field added to RunSpec is recorded in plan.json and read back (the case files' cases inside case_files)
+    assert {f.name for f in dataclasses.fields(RunSpec)} - {"file_cases"} == set(PlanSpec.__struct_fields__)
+
+
+def test_a_plan_of_an_older_ttfr_reads_with_the_defaults_of_what_it_lacks():
+    spec = build_spec(RunRequest(backends="numpy", sizes="64", seed=7))
+    newer = ("keep_contended", "case_files", "commands", "plan_cases", "concurrency", "concurrency_rounds", "threads",
+             "shard", "python", "workspace", "signal", "custom_size", "precision", "budget_s")  # fmt: skip
+    old = {key: value for key, value in encode(spec.recorded()).items() if key not in newer}
+    assert RunSpec.from_recorded(decode(old, PlanSpec)) == spec
+    files = encode(build_spec(RunRequest(commands=f"{sys.executable} t.py", seed=1)).recorded())
+    del files["commands"][0]["files"], files["commands"][0]["stop_at_first_result"]  # before 0.1.2
+    (command,) = RunSpec.from_recorded(decode(files, PlanSpec)).commands
+    assert command.files == () and command.stop_at_first_result is False
+
+
+def test_a_plan_naming_a_case_file_without_its_cases_is_not_read_by_importing_it(tmp_path):
+    stored = decode({**encode(build_spec(RunRequest(backends="numpy", sizes="64", seed=7)).recorded()),
+                     "case_files": [{"path": str(tmp_path / "cases.py"), "sha256": "0" * 64}]}, PlanSpec)  # fmt: skip
+    with pytest.raises(UsageError, match="without its cases"):
+        RunSpec.from_recorded(stored)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ from ttfr.cases import Case, CaseError
 from ttfr.errors import UsageError
 from ttfr.child.workloads import user_case
 from ttfr.measure import catalog, resume, spec, user_cases, worker_probe
+from ttfr.model.base import decode, encode
+from ttfr.model.plan import PlanSpec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -105,17 +107,17 @@ def test_run_spec_takes_only_the_files_cases_and_a_resume_reads_the_file_again(t
     chosen = spec.build_spec(spec.RunRequest(case_files=[str(path)], backends="numpy,jax_jit_cpu", seed=1))
     assert sorted(c.id for c in chosen.cases) == ["jax_jit_cpu_my_cumsum_64_f64", "numpy_my_cumsum_64_f64"]
     assert chosen.case_files == ((str(path.resolve()), user_case.file_sha256(path)),)
-    stored = json.loads(json.dumps(chosen.to_json()))
+    stored = decode(json.loads(json.dumps(encode(chosen.recorded()))), PlanSpec)  # as plan.json is read
     named = resume.Named(case_files=(str(path),))
-    assert spec.RunSpec.from_json(stored, named) == chosen  # a resume imports the file the user named
-    assert spec.RunSpec.from_json(stored) == chosen  # a reader knows the cases from the plan's record
+    assert spec.RunSpec.from_recorded(stored, named) == chosen  # a resume imports the file the user named
+    assert spec.RunSpec.from_recorded(stored) == chosen  # a reader knows the cases from the plan's record
     # A file edited (or gone) since the run started would mix two versions: --resume refuses it.
     path.write_text(path.read_text() + "\n# edited\n")
     with pytest.raises(UsageError, match="changed since this run started"):
-        spec.RunSpec.from_json(stored, named)
+        spec.RunSpec.from_recorded(stored, named)
     path.unlink()
     with pytest.raises(UsageError, match="is gone"):
-        spec.RunSpec.from_json(stored, named)
+        spec.RunSpec.from_recorded(stored, named)
 
 
 def test_names_that_would_make_unreadable_case_ids_and_edits_after_creation_are_refused(tmp_path):

@@ -25,6 +25,8 @@ from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spec import RunSpec, RunRequest, build_spec
+from ttfr.model.base import decode, encode
+from ttfr.model.plan import PlanSpec
 
 BASE = hf_workspace.preset("complex8p", seed=11)  # 8 parameters, like the complex8p preset
 
@@ -258,7 +260,7 @@ def test_workspace_and_preset_of_the_same_size_are_two_cases(tmp_path):
     _, chosen = _both(tmp_path)
     assert [c.id for c in chosen.cases] == ["nextstat_hf_nll_grad_8_f64", "nextstat_hf_nll_grad_custom_8_f64"]
     assert all(catalog.is_case_id(c.id) for c in chosen.cases)
-    assert RunSpec.from_json(json.loads(json.dumps(chosen.to_json()))) == chosen
+    assert RunSpec.from_recorded(decode(json.loads(json.dumps(encode(chosen.recorded()))), PlanSpec)) == chosen
     preset, custom = chosen.cases
     assert datasets.dataset_id(preset, 3) == "histfactory-complex8p-8p-seed3"
     assert datasets.dataset_id(custom, 3) == "histfactory-custom-8p-seed3"

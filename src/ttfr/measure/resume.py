@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from ttfr.errors import UsageError
 from ttfr.measure import user_commands
+from ttfr.model.base import UNSET
+from ttfr.model.plan import CaseFile, RecordedCase
 
 
 @dataclass(frozen=True)
@@ -50,22 +52,22 @@ def _split_or_none(text: str):
         return None
 
 
-def unnamed_programs(data: dict, named: Named) -> list[str]:
-    """What a stored spec would run that `named` does not name, each with the option that names it."""
+def unnamed_programs(python: str | None, case_files, commands, named: Named) -> list[str]:
+    """What a stored spec would run that `named` does not name, each with the option that names it:
+    its workers' interpreter, its case files `[(path, sha256)]` and its commands (UserCommand)."""
     missing = []
-    python = data.get("python")
     if named.python_recorded and python is not None and not _same_interpreter(python, named.python):
         missing.append(f"the workers' interpreter {python} (add --python {shlex.quote(python)})")
     if named.python_recorded and python is None and named.python is not None:
         missing.append(f"--python {named.python}: its workers ran ttfr's own interpreter (drop --python)")
-    for path, _sha in data["case_files"]:
+    for path, _sha in case_files:
         if not any(_same_file(path, given) for given in named.case_files):
             missing.append(f"the case file {path} (add --case-file {shlex.quote(path)})")
-    commands = [_split_or_none(text) for text in named.commands]
+    named_commands = [_split_or_none(text) for text in named.commands]
     prepares = [_split_or_none(text) for text in named.prepare]
-    for command in data["commands"]:
+    for command in commands:
         text = shlex.join(command.argv)
-        if list(command.argv) not in commands:
+        if list(command.argv) not in named_commands:
             missing.append(f"the command `{text}` (add --command {shlex.quote(text)})")
         if command.prepare and list(command.prepare) not in prepares:
             prepare = shlex.join(command.prepare)
@@ -90,10 +92,10 @@ def check_runnable_again(commands) -> None:
                              "in plan.json): restore it, or start a new run")  # fmt: skip
 
 
-def recorded_cases(recorded: dict) -> list[dict]:
+def recorded_cases(recorded: CaseFile) -> list[RecordedCase]:
     """A plan's record of a case file's cases; plans before 0.1.2 have none, and reading them would
     mean importing the file."""
-    if "cases" not in recorded:
-        raise UsageError(f"plan.json names the case file {recorded['path']} without its cases (ttfr before 0.1.2): "
+    if recorded.cases is UNSET:
+        raise UsageError(f"plan.json names the case file {recorded.path} without its cases (ttfr before 0.1.2): "
                          "reading them would run the file; run the cases again with this ttfr")  # fmt: skip
-    return recorded["cases"]
+    return recorded.cases

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import shlex
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ttfr.errors import UsageError, unknown_choice
@@ -41,6 +41,8 @@ from ttfr.measure.selection import (
     with_installed_cases,
 )
 from ttfr.measure.worker_probe import check_worker_python
+from ttfr.model.base import UNSET, copied
+from ttfr.model.plan import CaseFile, PlanSpec
 from ttfr.redaction import redact_argv
 
 
@@ -91,54 +93,74 @@ class RunSpec:
         words += [word for text in prepares for word in ("--prepare", text)]
         return shlex.join(words)
 
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["cases"] = [c.id for c in self.cases]
-        data["policies"] = list(self.policies)
-        data["shard"] = list(self.shard) if self.shard else None
-        data.pop("file_cases")
-        data["case_files"] = [
-            {"path": path, "sha256": sha256, "cases": [c.to_json() for c in self.file_cases if c.source == path]}
-            for path, sha256 in self.case_files
-        ]
-        data["commands"] = [c.to_json() for c in self.commands]
-        data["plan_cases"] = list(self.plan_cases)
-        data["concurrency"] = list(self.concurrency)
-        return data
+    def recorded(self) -> PlanSpec:
+        """This spec as plan.json records it (its `spec`): the cases by id, each case file with the
+        cases read from it, each command through the one redaction."""
+        return PlanSpec(
+            **copied(self, _RECORDED_AS_IS),
+            **{name: _float(getattr(self, name)) for name in _RECORDED_FLOATS},
+            cases=[c.id for c in self.cases],
+            policies=list(self.policies),
+            shard=list(self.shard) if self.shard else None,
+            case_files=[
+                CaseFile(path=path, sha256=sha256, cases=[c.recorded() for c in self.file_cases if c.source == path])
+                for path, sha256 in self.case_files
+            ],
+            commands=[c.recorded() for c in self.commands],
+            plan_cases=list(self.plan_cases),
+            concurrency=list(self.concurrency),
+        )
 
     @classmethod
-    def from_json(cls, data: dict, named: Named | None = None) -> RunSpec:
+    def from_recorded(cls, stored: PlanSpec, named: Named | None = None) -> RunSpec:
         """A stored spec (plan.json's). `named`: what the user named on the command line of a
         command that will run this spec (a resume, a replication): every program the spec names
         must be among them, or it is refused before anything runs (see unnamed_programs); its case
         files are then imported (checked against their recorded sha256). Without `named` (merge,
-        export: reading only) nothing is imported: the cases come from the plan's record."""
-        data = dict(data)
-        recorded = data.get("case_files") or ()
-        data["case_files"] = tuple((f["path"], f["sha256"]) for f in recorded)
-        data["commands"] = tuple(user_commands.UserCommand.from_json(c) for c in data.get("commands") or ())
+        export: reading only) nothing is imported: the cases come from the plan's record. Fields a
+        later release added are absent (UNSET) from older plans: they take their defaults."""
+        recorded = stored.case_files or ()
+        case_files = tuple((f.path, f.sha256) for f in recorded)
+        commands = tuple(user_commands.UserCommand.from_recorded(c) for c in stored.commands or ())
+        python = stored.python or None
         if named is not None:
-            check_runnable_again(data["commands"])
-            missing = unnamed_programs(data, named)
+            check_runnable_again(commands)
+            missing = unnamed_programs(python, case_files, commands, named)
             if missing:
                 raise UsageError("it names programs you did not name on this command line, and ttfr runs only those: "
                                  + "; ".join(missing))  # fmt: skip
-            file_cases = user_cases.read_recorded(data["case_files"], data.get("timeout_s"))
+            file_cases = user_cases.read_recorded(case_files, stored.timeout_s)
         else:
-            file_cases = [user_cases.UserCase.from_json(c, f["path"], f["sha256"]) for f in recorded
+            file_cases = [user_cases.UserCase.from_recorded(c, f.path, f.sha256) for f in recorded
                           for c in recorded_cases(f)]  # fmt: skip
-        data["file_cases"] = tuple(file_cases)
         # their workloads, before their case ids are read
-        known = catalog.BUILTIN.with_workloads(c.workload() for c in data["commands"])
+        known = catalog.BUILTIN.with_workloads(c.workload() for c in commands)
         known = known.with_workloads(c.workload() for c in file_cases)
-        known = with_installed_cases(known, (), data["cases"])
-        extra = (data["custom_size"],) if data.get("custom_size") else ()
-        data["cases"] = tuple(known.parse_case_id(c, extra) for c in data["cases"])
-        data["policies"] = tuple(data["policies"])
-        data["shard"] = tuple(data["shard"]) if data.get("shard") else None
-        data["plan_cases"] = tuple(data.get("plan_cases") or ())
-        data["concurrency"] = tuple(data.get("concurrency") or ())
-        return cls(**data)
+        known = with_installed_cases(known, (), stored.cases)
+        extra = (stored.custom_size,) if stored.custom_size else ()
+        given = (name for name in _RECORDED_AS_IS + _RECORDED_FLOATS if getattr(stored, name) is not UNSET)
+        return cls(
+            **copied(stored, given),
+            cases=tuple(known.parse_case_id(c, extra) for c in stored.cases),
+            policies=tuple(stored.policies),
+            shard=tuple(stored.shard) if stored.shard else None,
+            case_files=case_files,
+            file_cases=tuple(file_cases),
+            commands=commands,
+            plan_cases=tuple(stored.plan_cases or ()),
+            concurrency=tuple(stored.concurrency or ()),
+        )
+
+
+# RunSpec's fields plan.json records as they are (the rest are converted by RunSpec.recorded), and
+# those it records as floats (`600.0` for a budget given as 600, as plan.json's floats decode)
+_RECORDED_AS_IS = ("profile", "cold_runs", "warm_procs", "warm_samples", "deterministic", "seed", "threads", "python",
+                   "workspace", "signal", "custom_size", "keep_contended", "concurrency_rounds")  # fmt: skip
+_RECORDED_FLOATS = ("min_sample_s", "max_warmup_s", "timeout_s", "precision", "budget_s")
+
+
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)

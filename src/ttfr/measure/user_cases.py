@@ -25,6 +25,7 @@ from ttfr.cases import MAX_SIZE, CaseError
 from ttfr.child.workloads import user_case
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
+from ttfr.model.plan import RecordedCase
 
 ENTRY_POINT_GROUP = "ttfr.cases"
 _TRACEBACK_LINES = 12
@@ -46,15 +47,15 @@ class UserCase:
     description: str
     sha256: str | None  # a case file's content when it was read (None: an installed module)
 
-    def to_json(self) -> dict:
+    def recorded(self) -> RecordedCase:
         """What plan.json records of it beside its file's path and sha256."""
-        return {"name": self.name, "frameworks": list(self.frameworks), "sizes": list(self.sizes),
-                "dtypes": list(self.dtypes), "description": self.description}  # fmt: skip
+        return RecordedCase(name=self.name, frameworks=list(self.frameworks), sizes=list(self.sizes),
+                            dtypes=list(self.dtypes), description=self.description)  # fmt: skip
 
     @classmethod
-    def from_json(cls, data: dict, source: str, sha256: str) -> UserCase:
-        return cls(data["name"], source, tuple(data["frameworks"]), tuple(data["sizes"]), tuple(data["dtypes"]),
-                   data["description"], sha256)  # fmt: skip
+    def from_recorded(cls, recorded: RecordedCase, source: str, sha256: str) -> UserCase:
+        return cls(recorded.name, source, tuple(recorded.frameworks), tuple(recorded.sizes), tuple(recorded.dtypes),
+                   recorded.description, sha256)  # fmt: skip
 
     @property
     def from_file(self) -> bool:

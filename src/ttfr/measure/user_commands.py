@@ -23,6 +23,7 @@ from pathlib import Path
 from ttfr.cases import MAX_NAME, NAME
 from ttfr.errors import UsageError
 from ttfr.measure import catalog
+from ttfr.model.plan import ProgramFile, RecordedCommand
 from ttfr.redaction import redact_argv
 
 _SCRIPT_SUFFIXES = (".py", ".sh", ".jl", ".r", ".js", ".rb", ".pl", ".ipynb")
@@ -57,27 +58,22 @@ class UserCommand:
                 "exit": "its exit"}[self.first_result_by]  # fmt: skip
         return f"`{self.text}` (first result: {ends})"
 
-    def to_json(self) -> dict:
+    def recorded(self) -> RecordedCommand:
+        """What plan.json records of it: through the one redaction (`redacted`: a secret was replaced)."""
         argv, prepare = redact_argv(self.argv), redact_argv(self.prepare) if self.prepare else None
-        return {
-            "name": self.name,
-            "argv": argv,
-            "cwd": self.cwd,
-            "first_result": self.first_result,
-            "mark": self.mark,
-            "prepare": prepare,
-            "redacted": self.redacted or argv != list(self.argv) or (prepare or []) != list(self.prepare or []),
-            "files": [{"path": path, "sha256": sha256} for path, sha256 in self.files],
-            "stop_at_first_result": self.stop_at_first_result,
-        }
+        return RecordedCommand(
+            name=self.name, argv=argv, cwd=self.cwd, first_result=self.first_result, mark=self.mark, prepare=prepare,
+            redacted=self.redacted or argv != list(self.argv) or (prepare or []) != list(self.prepare or []),
+            files=[ProgramFile(path=path, sha256=sha256) for path, sha256 in self.files],
+            stop_at_first_result=self.stop_at_first_result,
+        )  # fmt: skip
 
     @classmethod
-    def from_json(cls, data: dict) -> UserCommand:
-        prepare = data.get("prepare")
-        files = tuple((f["path"], f["sha256"]) for f in data.get("files") or ())
-        return cls(data["name"], tuple(data["argv"]), data["cwd"], data.get("first_result"), bool(data.get("mark")),
-                   tuple(prepare) if prepare else None, bool(data.get("redacted")), files,
-                   bool(data.get("stop_at_first_result")))  # fmt: skip
+    def from_recorded(cls, recorded: RecordedCommand) -> UserCommand:
+        """A command as plan.json records it (fields a later release added are absent from older plans)."""
+        return cls(recorded.name, tuple(recorded.argv), recorded.cwd, recorded.first_result, recorded.mark,
+                   tuple(recorded.prepare) if recorded.prepare else None, recorded.redacted,
+                   tuple((f.path, f.sha256) for f in recorded.files or ()), bool(recorded.stop_at_first_result))  # fmt: skip
 
     def workload(self) -> catalog.Workload:
         return catalog.command_workload(self.name, f"your command {self.describe()}")

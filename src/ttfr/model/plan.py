@@ -63,7 +63,7 @@ class RecordedCommand(Artifact):
 
 
 class PlanSpec(Artifact):
-    """The run's specification, as RunSpec.to_json records it (measure/spec.py)."""
+    """The run's specification, as RunSpec.recorded records it (measure/spec.py)."""
 
     cases: Annotated[list[CaseId], Meta(min_length=1)]
     policies: Annotated[list[Policy], Meta(min_length=1)]

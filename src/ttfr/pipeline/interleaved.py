@@ -43,11 +43,10 @@ from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec
 from ttfr.measure.user_commands import UserCommand
 from ttfr.measure.worker_probe import check_worker_python
-from ttfr.model.base import decode
+from ttfr.model.base import decode, encode
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison, Record, RecordedArm, Rounds
 from ttfr.model.journal import JournalEntry
-from ttfr.model.plan import PlanSpec
 from ttfr.pipeline import comparison
 from ttfr.pipeline.suite import dataset_fields, start, write_results
 from ttfr.redaction import redact_argv, redact_env
@@ -265,7 +264,7 @@ def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, exec
     # every stream has a run per round: a concurrency point (--concurrency) a group per round, not the profile's few
     run = replace(ab.run, cold_runs=ab.max_rounds, warm_procs=ab.max_rounds, concurrency_rounds=ab.max_rounds)
     now = dt.datetime.now(dt.timezone.utc)
-    root = Path(out_parent) / snapshot_id(now, run.to_json(), run.deterministic)
+    root = Path(out_parent) / snapshot_id(now, encode(run.recorded()), run.deterministic)
     new_directory(root)
     session = os.urandom(8).hex()  # provenance, like a timestamp: never derived from the seed
     executors = executors or REAL
@@ -318,7 +317,7 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseRes
         all_entries += journal_entries
         entries = [e for e in journal_entries if e.index < completed]
         if write:
-            plan_now = msgspec.structs.replace(read_plan(arm.dir.root), spec=decode(spec.to_json(), PlanSpec))
+            plan_now = msgspec.structs.replace(read_plan(arm.dir.root), spec=spec.recorded())
             write_json(arm.dir.plan, plan_now, PLAN_SCHEMA)
             _suite, cases = write_results(arm.dir, plan, entries)
         else:

@@ -154,7 +154,7 @@ def replicate(snapshot_dir: Path, out_parent: Path, command_line=None, executors
     if problems:
         raise UsageError(f"{snapshot_dir} does not verify, so it is not replicated: " + "; ".join(problems[:3]))
     try:
-        stored = RunSpec.from_json(encode(read_plan(snapshot_dir).spec), replace(named, python_recorded=False))
+        stored = RunSpec.from_recorded(read_plan(snapshot_dir).spec, replace(named, python_recorded=False))
     except UsageError as exc:
         raise UsageError(f"{snapshot_dir}'s plan.json: {exc}") from None
     spec = replace(stored, python=None)  # this ttfr's own

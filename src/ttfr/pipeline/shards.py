@@ -27,7 +27,7 @@ from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
 from ttfr.measure.spec import RunSpec
-from ttfr.model.base import decode, encode
+from ttfr.model.base import UNSET, encode
 from ttfr.model.manifest import ShardOrigin
 from ttfr.model.plan import MergedShard, PlanDocument, PlanSpec
 from ttfr.pipeline.suite import write_results
@@ -44,21 +44,24 @@ class _Shard:
         if self.verified.suite.state != "complete":
             raise UsageError(f"shard {root} is incomplete: finish it with `ttfr run --resume {root}` first")
         self.plan = reader.read_plan(self.root)
-        self.spec = RunSpec.from_json(encode(self.plan.spec))
+        self.spec = RunSpec.from_recorded(self.plan.spec)
         if self.spec.shard is None:
             raise UsageError(f"{root} is not a shard (it was not run with --shard K/N)")
         self.manifest = self.verified.manifest
 
 
+def _shown(value):
+    """A field of a plan's spec as its JSON has it (None: absent)."""
+    return None if value is UNSET else encode(value)
+
+
 def _differences(first: _Shard, other: _Shard) -> list[str]:
     """What differs between two shards' plans and environments, in words."""
     found = []
-    a, b = encode(first.plan.spec), encode(other.plan.spec)
-    for key in sorted(set(a) | set(b)):
-        if key in ("cases", "shard", "plan_cases"):
-            continue
-        if a.get(key) != b.get(key):
-            found.append(f"spec.{key}: {a.get(key)!r} in {first.root.name}, {b.get(key)!r} in {other.root.name}")
+    for name in sorted(set(PlanSpec.__struct_fields__) - {"cases", "shard", "plan_cases"}):
+        a, b = (_shown(getattr(s.plan.spec, name)) for s in (first, other))
+        if a != b:
+            found.append(f"spec.{name}: {a!r} in {first.root.name}, {b!r} in {other.root.name}")
     if first.plan.ttfr_version != other.plan.ttfr_version:
         found.append(f"ttfr version: {first.plan.ttfr_version} vs {other.plan.ttfr_version}")
     if first.manifest.ttfr.git != other.manifest.ttfr.git:
@@ -116,10 +119,11 @@ def merge(shard_dirs, out_parent: Path, command_line=None) -> Path:
                 raise UsageError(f"the shards' workspace {key} differs ({datasets[key].name}): not one plan")
             datasets[key] = info
     now = dt.datetime.now(dt.timezone.utc)
-    result_dir = ResultDir.create(Path(out_parent), "merged-" + snapshot_id(now, spec.to_json(), spec.deterministic))
+    recorded = spec.recorded()
+    result_dir = ResultDir.create(Path(out_parent), "merged-" + snapshot_id(now, encode(recorded), spec.deterministic))
     try:
         merged_from = [MergedShard(shard=f"{s.spec.shard[0]}/{s.spec.shard[1]}", path=str(s.root)) for s in shards]
-        plan = PlanDocument(spec=decode(spec.to_json(), PlanSpec), created_at=now.isoformat(timespec="seconds"),
+        plan = PlanDocument(spec=recorded, created_at=now.isoformat(timespec="seconds"),
                             ttfr_version=ttfr.__version__, datasets=datasets, merged_from=merged_from)  # fmt: skip
         for shard in shards:
             for info in (shard.plan.datasets or {}).values():

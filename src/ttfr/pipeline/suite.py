@@ -45,7 +45,7 @@ from ttfr.model.base import UNSET, decode, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
 from ttfr.model.manifest import MANIFEST_SCHEMA, Arm, Manifest
-from ttfr.model.plan import PlanDocument, PlannedDataset, PlanSpec
+from ttfr.model.plan import PlanDocument, PlannedDataset
 from ttfr.model.suite import CaseRef, DatasetFile, FileRef, PendingCase, ScalingRow, SuiteResult
 from ttfr.pipeline.costs import Costs
 from ttfr.report import markdown
@@ -74,11 +74,11 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
     """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
     names each arm's directory, shares one session id between them and records the arm."""
     now = dt.datetime.now(dt.timezone.utc)
-    spec_json = spec.to_json()
-    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, spec_json, spec.deterministic))
+    recorded = spec.recorded()
+    result_dir = ResultDir.create(out_parent, name or snapshot_id(now, encode(recorded), spec.deterministic))
     try:
         recorded_arm = decode(arm, Arm) if arm is not None else UNSET
-        plan = PlanDocument(spec=decode(spec_json, PlanSpec), created_at=now.isoformat(timespec="seconds"),
+        plan = PlanDocument(spec=recorded, created_at=now.isoformat(timespec="seconds"),
                             ttfr_version=ttfr.__version__,
                             datasets=decode(write_datasets(spec, result_dir), dict[str, PlannedDataset]),
                             arm=recorded_arm)  # fmt: skip
@@ -176,7 +176,7 @@ def _resumable_spec(result_dir: ResultDir, named: Named) -> RunSpec:
                          f"{ttfr.__version__}: one case's runs must come from one worker, so it cannot be resumed "
                          "here; resume it with that version, or start a new run")  # fmt: skip
     try:
-        spec = RunSpec.from_json(encode(plan.spec), named)
+        spec = RunSpec.from_recorded(plan.spec, named)
     except UsageError as exc:
         raise UsageError(f"{result_dir.plan}: {exc}") from None
     dataset_fields(result_dir)  # every workspace path it names must be the directory's own
