@@ -88,6 +88,25 @@ class Backend:
 
 
 @dataclass(frozen=True)
+class PublishedFigure:
+    """A figure measured elsewhere that the report shows beside ours (never mixed into our statistics)."""
+
+    metric: str  # what it measures, as the report says it
+    parameters: int
+    value: float
+    unit: str  # "s", or "abs" (an absolute error)
+    ours: str  # the ScalingRow figure of ours it stands beside (warm_call_s, train_step_s, fd_max_abs_error)
+
+
+# NextStat's published HistFactory figures (NextStat docs, "Differentiable Layer"): CUDA on another machine.
+PUBLISHED_SOURCE = "NextStat docs, CUDA, RTX 4000 SFF Ada 20 GB: measured elsewhere, other hardware"
+PUBLISHED_NAME = "NextStat CUDA"  # as a plot's legend names them
+PUBLISHED_COLUMN = "NextStat, CUDA (published)"  # as a table's column does
+# The family of the workloads that read a workspace, as a report titles their section.
+WORKSPACE_FAMILY = "HistFactory"
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     frameworks: tuple[str, ...]
@@ -116,6 +135,8 @@ class Workload:
     # model's NLL + gradient). Applies to ttfr's own engines; pyhf and user code run as given.
     inline_cpu: bool = False
     conversion: bool = False  # a conversion route (its strategy names it): the case records copy evidence
+    published: tuple[PublishedFigure, ...] = ()  # figures measured elsewhere for this workload
+    records_fd_error: bool = False  # its result check compares the signal gradient with finite differences
 
     @property
     def child_module(self) -> str:
@@ -262,13 +283,19 @@ _BUILTIN_WORKLOADS = {
                  "unused (1)", "a call that does nothing", diagnostic=True),
         Workload("spin", ("python",), (50,), (1, 1_000_000), ("float64",), "thousands of loop iterations per call",
                  "calibrated pure-Python work (self-test; TTFR_SPIN_EXTRA adds work)", diagnostic=True),
-        Workload("hf_nll_grad", _HF_FRAMEWORKS, (8, 184), **_HF,
+        Workload("hf_nll_grad", _HF_FRAMEWORKS, (8, 184), **_HF, records_fd_error=True,
+                 published=(PublishedFigure("NLL + signal gradient", 8, 0.12e-3, "s", "warm_call_s"),
+                            PublishedFigure("NLL + signal gradient", 184, 3.66e-3, "s", "warm_call_s")),
                  description="HistFactory NLL with its gradients w.r.t. the signal histogram and all parameters"),
         Workload("hf_profiled_q0", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 published=(PublishedFigure("profiled q0", 8, 3.0e-3, "s", "warm_call_s"),),
                  description="discovery q0 (free and mu=0 fits) and dq0/d(signal histogram)"),
         Workload("hf_train_loop", _HF_FRAMEWORKS, (8, 184), **_HF,
+                 published=(PublishedFigure("20-step training loop, per step", 184, 2.4e-3, "s", "train_step_s"),),
                  description="a step of MLP -> soft histogram -> -Z0 training (20-step loop checked)"),
-        Workload("hf_fd_check", _HF_FRAMEWORKS, (8, 184), **_HF,
+        Workload("hf_fd_check", _HF_FRAMEWORKS, (8, 184), **_HF, records_fd_error=True,
+                 published=(PublishedFigure("signal gradient vs finite differences, max error", 184, 2.07e-9, "abs",
+                                            "fd_max_abs_error"),),
                  description="signal-gradient accuracy: autodiff against central finite differences"),
         # A loop of one strategy: the whole 20-step training is the timed unit (TTFR + 20 steps).
         Workload("hf_train20", _HF_FRAMEWORKS, (8, 184), **_HF, loop="hf_train20", strategy="naive",

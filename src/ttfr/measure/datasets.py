@@ -40,6 +40,11 @@ class Workspace:
         return hf_workspace.sha256(self.spec)
 
 
+def is_users_workspace(dataset_id: str | None) -> bool:
+    """Whether a dataset id names a user's --workspace file (dataset_id's `custom` name)."""
+    return bool(dataset_id) and dataset_id.startswith("histfactory-custom-")
+
+
 def dataset_id(case: catalog.Case, seed: int) -> str:
     """The id a case's inputs are published under: one format for every artifact."""
     if case.uses_workspace:
@@ -133,12 +138,12 @@ def _model_problem(spec: dict, signal: tuple[str, str]) -> str | None:
     values: what is left unusable after the checks above fails here, before anything runs."""
     import numpy as np
 
-    from ttfr.child.workloads.histfactory import dense
+    from ttfr.child.workloads.histfactory import array_ops, dense, likelihood
 
     try:
         model = dense.compile_workspace(spec, signal)
         with np.errstate(all="ignore"):
-            value = float(dense.nll(dense.Ops("numpy", np), model.inits(), model.signal_nominal(), model.arrays))
+            value = float(likelihood.nll(array_ops.Ops("numpy", np), model.inits(), model.signal_nominal(), model.arrays))
     except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
         return f"it cannot be compiled into a HistFactory model ({type(exc).__name__}: {exc})"
     if not math.isfinite(value):

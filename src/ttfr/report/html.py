@@ -13,6 +13,7 @@ import shlex
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
+from ttfr.measure import catalog
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import concurrency_md, conversions_md, flag_text, markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
@@ -195,7 +196,7 @@ def render(result: VerifiedResult) -> str:
         _section("Cold-start components", [_figure(p) for p in (plots.components(cases, pol) for pol in COLD_POLICIES) if p]),
         _section("Run distributions", [_figure(p) for p in (plots.distributions(cases, pol) for pol in _ALL_POLICIES) if p]),
         _section(
-            "HistFactory",
+            catalog.WORKSPACE_FAMILY,
             [_figure(p) for p in plots.scaling(suite.scaling)] + [_figure(p) for p in [plots.training_losses(cases)] if p],
         ),  # fmt: skip
         _section("Loops", [_figure(p) for p in plots.loop_timelines(cases, suite.loops or [])]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ttfr.analyse import contention
+from ttfr.measure import catalog, datasets
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, named
@@ -21,7 +22,6 @@ from ttfr.report.formatting import (
     stage_split,
     table,
 )
-from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES, NEXTSTAT_CUDA_SOURCE
 
 
 def cache_check(case: CaseResult) -> str:
@@ -171,7 +171,7 @@ def _break_even_section(rows: list[BreakEven]) -> list[str]:
 
 def _size_label(size, dataset: str | None) -> str:
     """`8`, or `custom 8` for the user's --workspace file of that size."""
-    return f"custom {size}" if dataset and dataset.startswith("histfactory-custom-") else str(size)
+    return f"custom {size}" if datasets.is_users_workspace(dataset) else str(size)
 
 
 def _sci(value) -> str:
@@ -183,7 +183,7 @@ def _histfactory_section(rows: list[ScalingRow]) -> list[str]:
     rows = [r for r in rows if r.status == "ok" or r.ttfr_cold_cache_s is not None or r.warm_call_s is not None]
     if not rows:
         return []
-    lines = ["## HistFactory workloads", ""]
+    lines = [f"## {catalog.WORKSPACE_FAMILY} workloads", ""]
     sizes = sorted({(r.parameters, _size_label(r.parameters, r.dataset)) for r in rows})
     by_key = {(r.workload, r.engine, _size_label(r.parameters, r.dataset)): r for r in rows}
     for workload in sorted({r.workload for r in rows}):
@@ -232,30 +232,37 @@ def _histfactory_section(rows: list[ScalingRow]) -> list[str]:
             *table(["engine", "params", "first step", "per step (median)", "conversions", "loss -Z0, first -> last"], body),
             "",
         ]
-    reference = []
-    for metric, workload, n, value, unit in NEXTSTAT_CUDA_FIGURES:
-        if unit == "abs":  # every NLL-gradient case records its FD error, not only hf_fd_check
-            checked = {r.engine: r for r in rows if r.parameters == n and r.fd_max_abs_error is not None
-                       and r.workload in ("hf_fd_check", "hf_nll_grad")}  # fmt: skip
-            shown = f"{value:.3g}"
-            best = ", ".join(f"`{e}` {_sci(r.fd_max_abs_error)}" for e, r in sorted(checked.items()))
-        else:
-            key = "train_step_s" if workload == "hf_train_loop" else "warm_call_s"
-            ours = [(r, getattr(r, key)) for r in rows if r.workload == workload and r.parameters == n]
-            shown = fmt_seconds(value)
-            best = ", ".join(f"`{r.engine}` {fmt_seconds(s)}" for r, s in sorted(ours, key=lambda pair: pair[1] or 1e9))
-        reference.append([metric, f"{n}p", shown, best or "not measured in this run"])
     lines += [
         "### Reference rows (measured elsewhere)",
         "",
-        f"{NEXTSTAT_CUDA_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
+        f"{catalog.PUBLISHED_SOURCE}. Ours: warm medians on this machine, same workload and parameter count.",
         "",
-        *table(["metric", "workspace", "NextStat, CUDA (published)", "this run (CPU)"], reference),
+        *table(["metric", "workspace", catalog.PUBLISHED_COLUMN, "this run (CPU)"], _published_rows(rows)),
         "",
         "Plot-ready figures: `scaling.csv` (also `scaling` in suite.json).",
         "",
     ]
     return lines
+
+
+def _published_rows(rows: list[ScalingRow]) -> list[list[str]]:
+    """Each figure the catalogue's workloads declare as published elsewhere, beside ours."""
+    fd_checked = {name for name, w in catalog.WORKLOADS.items() if w.records_fd_error}
+    reference = []
+    for workload, info in catalog.WORKLOADS.items():
+        for figure in info.published:
+            n = figure.parameters
+            if figure.unit == "abs":  # every case whose check records the FD error, not only this workload's
+                checked = {r.engine: r for r in rows if r.parameters == n and r.fd_max_abs_error is not None
+                           and r.workload in fd_checked}  # fmt: skip
+                shown = f"{figure.value:.3g}"
+                best = ", ".join(f"`{e}` {_sci(r.fd_max_abs_error)}" for e, r in sorted(checked.items()))
+            else:
+                ours = [(r, getattr(r, figure.ours)) for r in rows if r.workload == workload and r.parameters == n]
+                shown = fmt_seconds(figure.value)
+                best = ", ".join(f"`{r.engine}` {fmt_seconds(s)}" for r, s in sorted(ours, key=lambda pair: pair[1] or 1e9))
+            reference.append([figure.metric, f"{n}p", shown, best or "not measured in this run"])
+    return reference
 
 
 def _machine_health_section(cases: list[CaseResult]) -> list[str]:

@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ttfr.measure import catalog
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import COMPONENT_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
 from ttfr.model.comparison import Comparison
@@ -32,7 +33,6 @@ from ttfr.report.formatting import (
     fmt_summary,
     stage_split,
 )
-from ttfr.report.reference import NEXTSTAT_CUDA_FIGURES
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
 _POLICY_LABEL = {COLD_CACHE: "cold cache", WARM_CACHE: "warm cache", WARM_PROCESS: "warm process"}
@@ -445,11 +445,12 @@ def scaling(rows: list[ScalingRow]) -> list[Plot]:
             ax.errorbar(xs, ys, yerr=[low, high], marker="o", color=f"C{index % 10}", label=engine, capsize=2)
             table += [[engine, str(r.parameters), fmt_seconds(r.warm_call_s), fmt_seconds(r.ttfr_cold_cache_s),
                        "ours"] for r in points]  # fmt: skip
-        reference = [f for f in NEXTSTAT_CUDA_FIGURES if f[1] == workload and f[4] == "s"]
+        reference = [f for f in catalog.WORKLOADS[workload].published if f.unit == "s"]
         if reference:
-            ax.scatter([f[2] for f in reference], [f[3] for f in reference], s=60, facecolors="none", edgecolors="black",
-                       label="NextStat CUDA (measured elsewhere)")  # fmt: skip
-            table += [["NextStat CUDA", str(f[2]), fmt_seconds(f[3]), "—", "measured elsewhere"] for f in reference]
+            ax.scatter([f.parameters for f in reference], [f.value for f in reference], s=60, facecolors="none",
+                       edgecolors="black", label=f"{catalog.PUBLISHED_NAME} (measured elsewhere)")  # fmt: skip
+            table += [[catalog.PUBLISHED_NAME, str(f.parameters), fmt_seconds(f.value), "—", "measured elsewhere"]
+                      for f in reference]  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
         _log_axis(ax.xaxis, _count)
