@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import pytest
 from conftest import ok_unless_busy
+from support.events import BLOCK_FOREVER, SHRINK_STDOUT_PIPE, UNTIL_READ, wait_gone
 
 from ttfr.model.record import FirstResult
 from ttfr.commands import cli
@@ -33,17 +33,21 @@ def _env(**extra) -> dict:
 
 
 def test_the_first_matching_output_line_ends_the_timing_not_the_exit(tmp_path):
-    printed = tmp_path / "printed_ns"
+    """The program reads the clock before it prints the line, and again once ttfr has read the
+    line and the one after it (a one-page pipe: full until read), then exits: the line's time
+    lies between the two readings, before the exit."""
+    printed, read = tmp_path / "printed_ns", tmp_path / "read_ns"
     source = (
-        "import time\nprint('warming up')\ntime.sleep(0.05)\n"
+        f"import fcntl, select, time\n{SHRINK_STDOUT_PIPE}\nprint('warming up')\n"
         f"open({str(printed)!r}, 'w').write(str(time.monotonic_ns()))\n"
-        "print('loss=0.5')\nprint('loss=0.4')\ntime.sleep(0.3)\n"
+        f"print('loss=0.5')\nprint('loss=0.4')\n{UNTIL_READ}\nprint('step 2')\n{UNTIL_READ}\n"
+        f"open({str(read)!r}, 'w').write(str(time.monotonic_ns()))\n"
     )
     result = command_run.run_command(_command(tmp_path, source, first_result=r"^loss="), _env(), 30.0)
     assert result.outcome == "ok", result.reason
     first = result.record.marks_ns.first
-    # read after the program printed it (never earlier), and no later than its exit
-    assert int(printed.read_text()) <= first <= result.reaped_ns
+    # read after the program printed it (never earlier), and before the program went on to its exit
+    assert int(printed.read_text()) <= first <= int(read.read_text()) < result.reaped_ns
     assert result.record.first_result == FirstResult(by="output", line="loss=0.5", stopped=False)
 
 
@@ -64,13 +68,18 @@ def test_a_program_that_never_prints_the_line_fails_with_its_output_tail(tmp_pat
 
 
 def test_the_mark_is_the_programs_own_clock_reading(tmp_path):
-    source = ("import time, ttfr_mark\ntime.sleep(0.05)\nassert ttfr_mark.first_result()\n"
-              "assert not ttfr_mark.first_result()\ntime.sleep(0.4)\n")  # fmt: skip
+    """The program's readings of the clock just before and after its call bracket the mark: it is
+    the call's moment, not the spawn's, the exit's or when ttfr read it."""
+    around = tmp_path / "around_ns"
+    source = ("import time, ttfr_mark\nbefore = time.monotonic_ns()\nassert ttfr_mark.first_result()\n"
+              f"after = time.monotonic_ns()\nopen({str(around)!r}, 'w').write(f'{{before}} {{after}}')\n"
+              "assert not ttfr_mark.first_result()\n")  # fmt: skip
     command = _command(tmp_path, source, mark=True)
     result = command_run.run_command(command, _env(), 30.0)
     assert result.outcome == "ok", (result.reason, result.output_tail)
     first = result.record.marks_ns.first
-    assert result.spawn_ns + 0.05e9 <= first <= result.reaped_ns - 0.4e9
+    before, after = map(int, around.read_text().split())
+    assert result.spawn_ns < before <= first <= after < result.reaped_ns
     assert result.record.first_result == FirstResult(by="mark", line=None, stopped=False)
 
 
@@ -138,12 +147,18 @@ def test_a_secret_on_the_command_line_is_hidden_in_what_the_program_prints(tmp_p
 
 
 def test_a_half_written_line_is_not_a_match(tmp_path):
-    """Unbuffered, `print("done", "loading")` arrives in pieces: "done" alone must not match ^done$."""
-    source = ("import sys, time\nsys.stdout.write('done'); sys.stdout.flush(); time.sleep(0.3)\n"
-              "print(' loading data')\ntime.sleep(0.3)\nprint('done')\n")  # fmt: skip
+    """Unbuffered, `print("done", "loading")` arrives in pieces: "done" alone must not match ^done$.
+    The program goes on only once ttfr has read each piece (a one-page pipe: full until read), so
+    "done" arrives alone; once ttfr has read the rest of that line, the program reads the clock
+    and prints the complete "done" line: the match is timed after that reading, never at the piece."""
+    printing = tmp_path / "printing_ns"
+    source = (f"import fcntl, select, sys, time\n{SHRINK_STDOUT_PIPE}\n"
+              f"sys.stdout.write('done'); sys.stdout.flush(); {UNTIL_READ}\n"
+              f"print(' loading data'); {UNTIL_READ}\n"
+              f"open({str(printing)!r}, 'w').write(str(time.monotonic_ns()))\nprint('done')\n")  # fmt: skip
     result = command_run.run_command(_command(tmp_path, source, first_result="^done$"), _env(), 30.0)
     assert result.outcome == "ok" and result.record.first_result.line == "done"
-    assert result.record.marks_ns.first - result.spawn_ns >= 0.6e9  # the second, complete line
+    assert result.record.marks_ns.first >= int(printing.read_text())  # the second, complete line
     last = command_run.run_command(_command(tmp_path, "import sys\nsys.stdout.write('final 3')\n", first_result="^final"),
                                    _env(), 30.0)  # fmt: skip
     assert last.outcome == "ok" and last.record.first_result.line == "final 3"  # an unended last line counts at the end
@@ -164,28 +179,20 @@ def test_a_program_killed_by_a_signal_is_a_signal_outcome(tmp_path):
     assert result.outcome == "signal" and "SIGSEGV" in result.reason
 
 
+@pytest.mark.timeout(120)  # the safety net: a group left running blocks wait_gone
 def test_a_timeout_kills_the_program_and_what_it_started(tmp_path):
+    """The program and its child never end by themselves (each blocks on a pipe only it could
+    write): a "timeout" outcome, and the child gone, are the timeout's kill of the whole group."""
     marker = tmp_path / "child.pid"
     source = (
-        "import subprocess, sys, time\n"
-        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "import os, subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import os; {BLOCK_FOREVER}'])\n"
         f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
-        "time.sleep(60)\n"
+        f"{BLOCK_FOREVER}\n"
     )
-    started = time.monotonic()
     result = command_run.run_command(_command(tmp_path, source, first_result="never"), _env(), 2.0)
-    assert result.outcome == "timeout" and time.monotonic() - started < 30
-    pid = int(marker.read_text())
-    for _ in range(100):  # the grandchild was in the killed group: it is gone (or a zombie of init)
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(") ")[1].startswith("Z"):
-                    break
-        except FileNotFoundError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the command's child {pid} survived the timeout")
+    assert result.outcome == "timeout" and result.reason == "timeout after 2 s (process group killed)"
+    wait_gone(int(marker.read_text()))  # the grandchild was in the killed group (gone, or a zombie of init)
 
 
 def test_prepare_runs_before_and_its_failure_says_why(tmp_path):
@@ -341,7 +348,7 @@ def test_a_daemon_that_escapes_the_group_kill_cannot_hang_ttfr(tmp_path, monkeyp
     pid_file = tmp_path / "daemon.pid"
     source = (
         "import os, subprocess, sys\n"
-        "d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True)\n"
+        f"d = subprocess.Popen([sys.executable, '-c', 'import os; {BLOCK_FOREVER}'], start_new_session=True)\n"
         f"open({str(pid_file)!r}, 'w').write(str(d.pid))\n"
         "print('result')\n"
     )
@@ -400,17 +407,17 @@ def test_a_programs_words_cannot_break_the_report(tmp_path, capsys):
 
 
 def test_stop_at_first_result_ends_a_server_at_its_first_line(tmp_path):
-    """A program that never exits by itself (a server): ttfr ends it at its first result."""
-    source = "import time\nprint('Listening on :8080')\ntime.sleep(60)\n"
+    """A program that never exits by itself (a server, blocked on a pipe only it could write):
+    ttfr ends it at its first result. Not waiting for it would be its 30 s timeout (outcome
+    "timeout"); the outcome, the stop and the SIGKILL say ttfr ended it."""
+    source = f"import os\nprint('Listening on :8080')\n{BLOCK_FOREVER}\n"
     for options in ({"first_result": "^Listening on"}, {"mark": True}):
         script = tmp_path / "server.py"
-        marking = "import time, ttfr_mark\nttfr_mark.first_result()\ntime.sleep(60)\n"
+        marking = f"import os, ttfr_mark\nttfr_mark.first_result()\n{BLOCK_FOREVER}\n"
         script.write_text(source if "first_result" in options else marking)
         (command,) = user_commands.parse([f"{PY} {script}"], cwd=str(tmp_path), stop_at_first_result=True, **options)
-        started = time.monotonic()
         result = command_run.run_command(command, _env(), 30.0)
         assert result.outcome == "ok", (result.reason, result.output_tail)
-        assert time.monotonic() - started < 25  # not its 60 s, nor the 30 s timeout
         assert result.record.first_result.stopped is True and result.exit_code == -9
         assert result.spawn_ns < result.record.marks_ns.first <= result.reaped_ns
     with pytest.raises(Exception, match="--first-result REGEX or --first-result-mark"):
@@ -419,7 +426,7 @@ def test_stop_at_first_result_ends_a_server_at_its_first_line(tmp_path):
 
 def test_the_command_line_options_reach_the_plan(tmp_path):
     script = tmp_path / "srv.py"
-    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    script.write_text(f"import os\nprint('ready', flush=True)\n{BLOCK_FOREVER}\n")  # a server: never ends by itself
     code = _run_cli("--command", f"{PY} {script}", "--first-result", "^ready", "--stop-at-first-result", "--command-name",
                     "srv", "--cache-policy", "cold-cache", "--cold-runs", "1", "--timeout", "30",
                     "--out", str(tmp_path / "out"))  # fmt: skip

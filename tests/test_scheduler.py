@@ -169,14 +169,18 @@ def test_only_ttfrs_own_jax_engine_on_a_fit_like_workload_runs_cpu_computations_
     assert "inline" not in by_id["pyhf_jax_hf_nll_grad_8_f64"].sync_policy
 
 
+@pytest.mark.timeout(120)  # the safety net: a scheduler that never waits for the work leaves it blocked
 def test_work_alongside_overlaps_only_unmeasured_runs_and_ends_before_a_measured_one(tmp_path):
     """ttfr's own imports run beside the result checks (unmeasured) and are finished before any
-    measured process starts: a measured run never shares the machine with ttfr's work."""
+    measured process starts: a measured run never shares the machine with ttfr's work.
+
+    The work alongside ends only once the scheduler waits for it (joins its thread, with no
+    time limit) or, if the scheduler does not, once a measured run has started: the join, not
+    the work being slower or faster than the runs, orders what follows."""
     import threading
-    import time
 
     plan = make_plan(backends="numpy,jax_jit_cpu", cold_runs=2, policies="cold-process/cold-cache")
-    events, release = [], threading.Event()
+    events, release, joining = [], threading.Event(), threading.Event()
 
     def decide(call):  # the scheduler runs the plan in order: a case's next task is this call's
         task = next(t for t in plan.tasks if t.case.id == call["case"] and t.key not in seen)
@@ -184,17 +188,33 @@ def test_work_alongside_overlaps_only_unmeasured_runs_and_ends_before_a_measured
         events.append(("run", task.measured))
         if not task.measured:
             release.set()  # the work alongside may finish only once an unmeasured run is under way
+        elif release.is_set():
+            joining.set()  # a measured run began beside the work (the bug): it ends now, recorded after the run
         return None
 
     def alongside():
-        assert release.wait(10), "the work alongside never saw an unmeasured run start"
-        time.sleep(0.2)  # slower than the fake runs: only the scheduler's join orders what follows
+        release.wait()  # set by the unmeasured run the scheduler starts it beside
+        joining.wait()
         events.append(("alongside done", None))
+
+    class Waited(Scheduler):
+        def _start_alongside(self):
+            fresh = self._helper is None  # a thread started here is a new one, its join not yet watched
+            super()._start_alongside()
+            helper = self._helper  # the work's thread (once started): its join is the scheduler waiting for it
+            if fresh and helper is not None:
+                join = helper.join
+
+                def waited(timeout=None):
+                    if timeout is None:
+                        joining.set()
+                    join(timeout)
+
+                helper.join = waited
 
     seen: set = set()
     journal = Journal(tmp_path / "journal.jsonl")
-    scheduler = Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=FakeExecutor(decide)),
-                          alongside=alongside)  # fmt: skip
+    scheduler = Waited(plan, journal, tmp_path / "scratch", Executors(worker=FakeExecutor(decide)), alongside=alongside)
     scheduler.run()
     assert ("alongside done", None) in events
     done = events.index(("alongside done", None))

@@ -10,10 +10,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.events import read_fifo, wait_gone
 from support.fakes import FakeExecutor
 
 from ttfr.measure.executors import Executors
@@ -321,85 +321,88 @@ def test_a_run_with_a_workspace_and_its_preset_twin_writes_valid_artifacts(tmp_p
     assert validate_dir(result_dir.root) == []
 
 
-# --python that hangs: bounded, and nothing it started survives.
+# --python that hangs: stopped at its limit, and nothing it started survives. The stand-in
+# interpreter and its child block on a FIFO nobody writes (HANG): they end only when killed, so the
+# outcome says the limit fired and "gone" (wait_gone, which blocks; pytest-timeout is its bound)
+# says the kill reached the whole group. Nothing here waits for, or asserts, an elapsed time.
+
+HANG = "cat <&3 >/dev/null"  # reads the FIFO the script holds open for reading and writing: no EOF, ever
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
-def _gone(pids, within_s=10.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while any(_alive(p) for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def _fake_python(tmp_path, tail: str) -> tuple[Path, Path]:
-    pids = tmp_path / "pids"
+def _fake_python(tmp_path, tail: str, pids_in_a_fifo: bool = False) -> tuple[Path, Path]:
+    """A stand-in interpreter (a shell script) that starts a child (HANG), writes the child's pid and
+    its own to `pids`, then runs `tail`. `pids_in_a_fifo`: `pids` is a FIFO, for a test that reads
+    it while the pre-check runs (the read waits for the script to get there); else a file, written
+    before the script could be stopped (read once the pre-check has returned)."""
+    pids, hold = tmp_path / "pids", tmp_path / "hold"
+    os.mkfifo(hold)
+    if pids_in_a_fifo:
+        os.mkfifo(pids)
     script = tmp_path / "python"
-    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! $$ > {pids}\n{tail}\n")
+    script.write_text(f"#!/bin/sh\nexec 3<>'{hold}'\n{HANG} &\necho $! $$ > '{pids}'\n{tail}\n")
     script.chmod(0o755)
     return script, pids
 
 
 def _pids(path: Path) -> list[int]:
-    deadline = time.monotonic() + 5
-    while not path.exists() or not path.read_text().strip():
-        assert time.monotonic() < deadline, "the fake interpreter never started"
-        time.sleep(0.02)
-    return [int(p) for p in path.read_text().split()]
+    return [int(p) for p in read_fifo(path).split()]
 
 
+@pytest.mark.timeout(120)  # the safety net: a stand-in left running blocks wait_gone
 def test_a_hanging_python_is_refused_within_the_limit_and_leaves_no_process(tmp_path, monkeypatch):
     monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 1.0)
-    script, pids = _fake_python(tmp_path, "sleep 301")
-    started = time.monotonic()
-    with pytest.raises(UsageError, match=r"did not answer within 1 s"):
+    script, pids = _fake_python(tmp_path, HANG)
+    with pytest.raises(UsageError, match=r"did not answer within 1 s"):  # it never answers: the limit stopped it
         worker_probe.check_worker_python(str(script))
-    assert time.monotonic() - started < 15
-    assert _gone(_pids(pids)), "the pre-check left the fake interpreter or its child running"
+    wait_gone(*_pids(pids))  # blocks while the pre-check left the fake interpreter or its child running
 
 
+@pytest.mark.timeout(120)
 def test_a_failing_python_leaves_no_process_behind(tmp_path):
     script, pids = _fake_python(tmp_path, "echo 'ModuleNotFoundError: No module named ttfr' >&2\nexit 1")
     with pytest.raises(UsageError, match="cannot import ttfr's worker.*No module named ttfr"):
         worker_probe.check_worker_python(str(script))
-    assert _gone(_pids(pids))
+    wait_gone(*_pids(pids))  # its child outlives it unless the group is killed
 
 
+@pytest.mark.timeout(120)
 def test_cli_reports_a_hanging_python_as_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 0.5)
-    script, pids = _fake_python(tmp_path, "sleep 301")
+    script, pids = _fake_python(tmp_path, HANG)
     out = tmp_path / "out"
     code, err = _cli(["run", "--cases", "numpy_matmul_512_f32", "--python", str(script), "--out", str(out)], capsys)
     assert code == 2 and "did not answer within 0.5 s" in err and err.count("\n") == 1 and not out.exists()
-    assert _gone(_pids(pids))
+    wait_gone(*_pids(pids))
 
 
+# The pre-check in a ttfr process of its own that says, on stdout, when the sweeper has the stand-in's
+# group: sweeper.watch has written "add PGID" down the sweeper's pipe, which the sweeper reads to the
+# end once the pipe closes (this process dies), before it kills what it was given.
+_PRE_CHECK_SAYING_WATCHED = (
+    "import os, sys\nfrom ttfr.measure import sweeper, worker_probe\nwatch = sweeper.watch\n"
+    "def watched(pgid):\n    watch(pgid)\n    os.write(1, b'watched\\n')\n"
+    "sweeper.watch = watched\nworker_probe.check_worker_python(sys.argv[1])\n"
+)
+
+
+@pytest.mark.timeout(120)  # the safety net: a stand-in the sweeper left running blocks wait_gone
 def test_a_ttfr_killed_during_the_python_pre_check_takes_the_interpreter_with_it(tmp_path):
     # kill -9 of ttfr mid pre-check: the sweeper (measure/sweeper.py) must kill the pre-check's
     # process group, as it does a worker's, instead of leaving it running under PID 1.
-    script, pids = _fake_python(tmp_path, "sleep 301")
-    parent = subprocess.Popen([sys.executable, "-c", "import sys; from ttfr.measure import worker_probe; "
-                               "worker_probe.check_worker_python(sys.argv[1])", str(script)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    script, pids = _fake_python(tmp_path, HANG, pids_in_a_fifo=True)
+    parent = subprocess.Popen([sys.executable, "-c", _PRE_CHECK_SAYING_WATCHED, str(script)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
     started = []
     try:
-        started = _pids(pids)
-        time.sleep(0.3)  # the sweeper has the group once the interpreter runs (watch follows the spawn)
+        assert parent.stdout.readline() == b"watched\n", "the pre-check never handed its group to the sweeper"
+        started = _pids(pids)  # the stand-in runs (and its child)
         parent.kill()
         parent.wait()
-        assert _gone(started), "the pre-check's interpreter outlived a ttfr killed with SIGKILL"
+        wait_gone(*started)  # blocks while the pre-check's interpreter outlives a ttfr killed with SIGKILL
     finally:
         parent.kill()
         parent.wait()
+        parent.stdout.close()
         for pid in started:  # never leave the stand-ins running, whatever the outcome
             try:
                 os.kill(pid, signal.SIGKILL)

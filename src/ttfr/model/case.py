@@ -63,16 +63,41 @@ class Metrics(Artifact):
     device_init_s: Seconds | UnsetType = field(default=UNSET)
 
 
-def _per_stage(name: str, kind, doc: str):
+# What each stage of the first call holds, as the runtimes split it (child/backends).
+STAGE_MEANINGS = {
+    "wrap_s": "building the function and wrapping it for compilation (`jax.jit(fn)`, `torch.compile(fn)`, which "
+              "imports torch.compile's own machinery)",
+    "trace_s": "JAX tracing the function to a jaxpr (`jitted.trace`)",
+    "lower_s": "JAX lowering the jaxpr to StableHLO (`traced.lower`)",
+    "compile_s": "XLA compiling the lowered program (`lowered.compile`), a persistent-cache hit included",
+    "dynamo_s": "TorchDynamo capturing the graph (its compile time less the backend compiler's)",
+    "aot_autograd_s": "AOTAutograd tracing the joint forward and backward graph (forward and backward, without "
+                      "inductor's share)",
+    "inductor_s": "TorchInductor generating and compiling kernels (C++ or Triton), cache loads included",
+    "backward_compile_s": "compiling the lazily compiled backward graph (AOTAutograd and inductor), within the "
+                          "stages above",
+    "autotune_s": "autotuning kernels with several configurations (Triton on a GPU; C++ kernels have none)",
+    "first_execute_s": "running the compiled program for the first time, until its result was ready",
+}  # fmt: skip
+
+
+def _per_stage(name: str, kind, doc: str, meaning: str):
     """A struct with one optional field per first-call stage (STAGE_LABELS, in their order), each
-    a `kind`: the stages are listed once, whatever holds them."""
+    a `kind`: the stages are listed once, whatever holds them. `meaning` says a field's meaning
+    given its stage's ({stage})."""
+    docs = {stage: meaning.format(stage=STAGE_MEANINGS[stage]) for stage in STAGE_METRICS}
     struct = msgspec.defstruct(name, [(stage, kind | UnsetType, UNSET) for stage in STAGE_METRICS], bases=(Artifact,),
-                               module=__name__)  # fmt: skip
+                               module=__name__, namespace={"__field_docs__": docs})  # fmt: skip
     struct.__doc__ = doc
     return struct
 
 
-Stages = _per_stage("Stages", float, "The first call split by stage, where the runtime allows (absent: not recorded).")
+Stages = _per_stage(
+    "Stages",
+    float,
+    "The first call split by stage, where the runtime allows (absent: not recorded).",
+    "Seconds of the first call spent {stage}.",
+)
 
 
 class Resources(Artifact):
@@ -377,7 +402,12 @@ class ColdSummary(Artifact):
     device_init_s: Summary | None | UnsetType = UNSET
 
 
-StagesSummary = _per_stage("StagesSummary", Summary, "Each recorded stage's summary over a policy's headline runs.")
+StagesSummary = _per_stage(
+    "StagesSummary",
+    Summary,
+    "Each recorded stage's summary over a policy's headline runs.",
+    "The summary (seconds) over the policy's headline runs of the first call's time spent {stage}.",
+)
 
 
 def keeps_contended(flags) -> bool:

@@ -13,6 +13,7 @@ import json
 
 import msgspec
 
+from ttfr.model import field_docs
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
@@ -86,6 +87,7 @@ def generate(name: str) -> dict:
     file_name, root, title = GENERATED[name]
     generated = msgspec.json.schema(root)
     definitions = generated["$defs"]
+    _describe_fields(definitions, root)
     for type_name, extra in _BETWEEN_FIELDS.items():
         if type_name in definitions:
             definitions[type_name].update(extra)
@@ -95,6 +97,16 @@ def generate(name: str) -> dict:
     if definitions:
         schema["$defs"] = dict(sorted(definitions.items()))
     return _point_refs_at_top(schema, root.__name__)
+
+
+def _describe_fields(definitions: dict, root) -> None:
+    """Each field's meaning (its attribute docstring, model/field_docs.py) as its `description`."""
+    for cls in field_docs.structs([root]):
+        definition = definitions.get(cls.__name__)
+        if definition is None:  # msgspec names a type's definition by its name: two of one name would be ambiguous
+            raise ValueError(f"no schema definition named {cls.__name__} for {cls.__module__}.{cls.__qualname__}")
+        for encoded, text in field_docs.encoded_docs(cls).items():
+            definition["properties"][encoded] = {**definition["properties"][encoded], "description": text}
 
 
 def _point_refs_at_top(node, root_name: str):
