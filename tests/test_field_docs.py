@@ -40,3 +40,27 @@ def test_a_fields_meaning_is_its_description_in_the_schema():
     for cls in (Metrics, Stages):
         docs = field_docs.field_docs(cls)
         assert docs and all(schema[cls.__name__]["properties"][name]["description"] == text for name, text in docs.items())
+
+
+def _reference_page():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "hooks" / "field_reference.py"
+    spec = importlib.util.spec_from_file_location("field_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_field_reference_lists_every_field_of_every_artifact_with_its_meaning():
+    reference = _reference_page()
+    page = reference.render()
+    for name in schemas.GENERATED:
+        assert f"\n## {name}\n" in page
+    for cls in field_docs.structs(ROOTS):
+        table = page.split(f'<a id="{reference._anchor(cls)}"></a>', 1)[1].split("<a id=", 1)[0]
+        docs = field_docs.encoded_docs(cls)
+        for encoded in cls.__struct_encode_fields__:
+            (row,) = [line for line in table.splitlines() if line.startswith(f"| `{encoded}`")]
+            assert " ".join(docs.get(encoded, "").split()) in row
