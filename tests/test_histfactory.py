@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import have
 
-from ttfr.child.workloads.histfactory import dense, gate, native_inputs, problems, reference
+from ttfr.child.workloads.histfactory import array_ops, dense, gate, likelihood, native_inputs, problems, reference
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 from ttfr.errors import UsageError
 from ttfr.measure import datasets
@@ -104,10 +104,10 @@ def test_dense_nll_matches_pyhf_to_1e_10(name):
     assert np.allclose(_by_name(model, model.inits(), names), pyhf_m.config.suggested_init())
     assert np.allclose(_by_name(model, model.bounds(), names), pyhf_m.config.suggested_bounds())
     assert list(_by_name(model, model.fixed(), names)) == list(pyhf_m.config.suggested_fixed())
-    ops = dense.Ops("numpy", np)
+    ops = array_ops.Ops("numpy", np)
     for seed in range(3):
         point = _perturbed(model, seed)
-        ours = dense.nll(ops, point, model.signal_nominal(), model.arrays)
+        ours = likelihood.nll(ops, point, model.signal_nominal(), model.arrays)
         reference = -pyhf_m.logpdf(_by_name(model, point, names), data)[0]
         assert abs(ours - reference) <= 1e-10 * abs(reference)
 
@@ -128,13 +128,14 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
         jax.numpy.asarray(_by_name(model, point, names))
     )
     arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
-    _, (g_jax, s_jax) = jax.value_and_grad(lambda p, s: dense.nll(dense.Ops("jax", jax.numpy), p, s, arrays_j), argnums=(0, 1))(
+    jops = array_ops.Ops("jax", jax.numpy)
+    _, (g_jax, s_jax) = jax.value_and_grad(lambda p, s: likelihood.nll(jops, p, s, arrays_j), argnums=(0, 1))(
         jax.numpy.asarray(point), jax.numpy.asarray(model.signal_nominal())
     )
     assert np.allclose(_by_name(model, np.asarray(g_jax), names), reference, rtol=1e-10, atol=1e-10)
     p_t = torch.tensor(point, requires_grad=True)
     s_t = torch.tensor(model.signal_nominal(), requires_grad=True)
-    dense.nll(dense.Ops("torch", torch), p_t, s_t, {k: torch.from_numpy(v) for k, v in model.arrays.items()}).backward()
+    likelihood.nll(array_ops.Ops("torch", torch), p_t, s_t, {k: torch.from_numpy(v) for k, v in model.arrays.items()}).backward()
     assert np.allclose(p_t.grad.numpy(), np.asarray(g_jax), rtol=1e-12, atol=1e-12)
     assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
 
@@ -154,26 +155,26 @@ def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
     n = len(model.names)
     signal = model.signal_nominal()
-    jops = dense.Ops("jax", jax.numpy)
+    jops = array_ops.Ops("jax", jax.numpy)
     arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
     arrays_t = {k: torch.from_numpy(v) for k, v in model.arrays.items()}
     for seed in range(3):  # _perturbed: |alpha| > 1 and < 1 on both sides, linear factors != 1
         point = _perturbed(model, seed)
-        reference = np.asarray(jax.jacrev(lambda p: dense.expected_bins(jops, p, signal, arrays_j))(point))
+        reference = np.asarray(jax.jacrev(lambda p: likelihood.expected_bins(jops, p, signal, arrays_j))(point))
         assert np.count_nonzero(reference) > n  # a real Jacobian, not a few columns
-        expected = np.asarray(dense.expected_bins(jops, point, signal, arrays_j))
+        expected = np.asarray(likelihood.expected_bins(jops, point, signal, arrays_j))
         residual = np.asarray(model.arrays["observed"]) / expected - 1.0
-        nll_signal = np.asarray(jax.grad(dense.nll, argnums=2)(jops, point, signal, arrays_j))
+        nll_signal = np.asarray(jax.grad(likelihood.nll, argnums=2)(jops, point, signal, arrays_j))
         for ops, arrays, as_array in (
-            (dense.Ops("numpy", np), model.arrays, np.asarray),
+            (array_ops.Ops("numpy", np), model.arrays, np.asarray),
             (jops, arrays_j, jax.numpy.asarray),
-            (dense.Ops("torch", torch), arrays_t, torch.from_numpy),
+            (array_ops.Ops("torch", torch), arrays_t, torch.from_numpy),
         ):
-            index = dense.jacobian_index(ops, arrays, n)
-            nu, jac = dense.expected_and_jacobian(ops, as_array(point), as_array(signal), arrays, index)
+            index = likelihood.jacobian_index(ops, arrays, n)
+            nu, jac = likelihood.expected_and_jacobian(ops, as_array(point), as_array(signal), arrays, index)
             assert np.allclose(np.asarray(nu), expected, rtol=1e-13, atol=0)
             assert np.allclose(np.asarray(jac), reference, rtol=1e-12, atol=1e-12), ops.framework
-            gradient = dense.signal_gradient(ops, as_array(point), nu, arrays, signal.size)
+            gradient = likelihood.signal_gradient(ops, as_array(point), nu, arrays, signal.size)
             assert np.allclose(np.asarray(gradient), nll_signal, rtol=1e-12, atol=1e-14), ops.framework
         assert np.abs(residual).max() > 0  # the signal gradient test is not 0 == 0
 
@@ -189,17 +190,18 @@ def test_newton_step_through_the_bins_equals_the_dense_solve(name):
     preset = name.removesuffix("_all_constrained")
     spec = WITH_EVERY_MODIFIER if preset == "every_modifier" else hf_workspace.preset(preset, seed=2)
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
-    ops, arrays = dense.Ops("numpy", np), dict(model.arrays)
+    ops, arrays = array_ops.Ops("numpy", np), dict(model.arrays)
     n = len(model.names)
     assert sorted(np.concatenate([arrays["cons_idx"], arrays["unc_idx"]])) == list(range(n))
     if preset != name:  # as if every parameter had a constraint term (the POI's curvature stays 0)
         arrays["cons_idx"], arrays["unc_idx"] = np.arange(n), np.arange(0)
     bounds = model.bounds()
     point = _perturbed(model, 0)
-    nu, jac = dense.expected_and_jacobian(ops, point, model.signal_nominal(), arrays, dense.jacobian_index(ops, arrays, n))
+    index = likelihood.jacobian_index(ops, arrays, n)
+    nu, jac = likelihood.expected_and_jacobian(ops, point, model.signal_nominal(), arrays, index)
 
     def gradient_at(point):
-        c_grad, curvature = dense.constraint_grad_and_curvature(ops, point, arrays)
+        c_grad, curvature = likelihood.constraint_grad_and_curvature(ops, point, arrays)
         return -(jac.T @ (arrays["observed"] / nu - 1.0)) + c_grad, curvature
 
     def hold(i) -> bool:  # put parameter i at a bound where its gradient pushes outwards
@@ -246,7 +248,7 @@ def test_a_failed_factorisation_gives_nan_in_jax_and_torch_alike():
 
     jax.config.update("jax_enable_x64", True)
     not_positive, singular, rhs = -np.eye(3), np.zeros((3, 3)), np.ones((3, 1))
-    jops, tops = dense.Ops("jax", jax.numpy), dense.Ops("torch", torch)
+    jops, tops = array_ops.Ops("jax", jax.numpy), array_ops.Ops("torch", torch)
     assert np.isnan(np.asarray(jops.spd_solve(jax.numpy.asarray(not_positive), jax.numpy.asarray(rhs)))).all()
     assert np.isnan(tops.spd_solve(torch.from_numpy(not_positive), torch.from_numpy(rhs)).numpy()).all()
     assert np.isnan(tops.solve(torch.from_numpy(singular), torch.from_numpy(rhs)).numpy()).all()
@@ -320,14 +322,14 @@ class _DenseEngine:
         self.model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
         self.point = dense.evaluation_point(self.model, 0)
         self.n_parameters = len(self.point)
-        self.ops = dense.Ops("numpy", np)
+        self.ops = array_ops.Ops("numpy", np)
         self.nll_offset, self.gradient_scale = nll_offset, gradient_scale
 
     def nll(self, signal):
-        return float(dense.nll(self.ops, self.point, signal, self.model.arrays)) + self.nll_offset
+        return float(likelihood.nll(self.ops, self.point, signal, self.model.arrays)) + self.nll_offset
 
     def nll_signal_grad(self, signal):
-        exact = gate.central_differences(lambda s: dense.nll(self.ops, self.point, s, self.model.arrays), signal, 1e-5)
+        exact = gate.central_differences(lambda s: likelihood.nll(self.ops, self.point, s, self.model.arrays), signal, 1e-5)
         return exact * self.gradient_scale
 
     def q0(self, signal):
@@ -476,11 +478,11 @@ def test_analytic_nll_and_gradients_match_reverse_mode_on_every_preset(name):
     jax.config.update("jax_enable_x64", True)
     spec = WITH_EVERY_MODIFIER if name == "every_modifier" else hf_workspace.preset(name, seed=3)
     model = dense.compile_workspace(spec, hf_workspace.find_signal(spec))
-    ops = dense.Ops("jax", jax.numpy)
+    ops = array_ops.Ops("jax", jax.numpy)
     arrays = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
-    index = dense.jacobian_index(ops, arrays, len(model.names))
+    index = likelihood.jacobian_index(ops, arrays, len(model.names))
     signal = jax.numpy.asarray(model.signal_nominal())
-    reference = jax.jit(jax.value_and_grad(lambda p, s: dense.nll(ops, p, s, arrays), argnums=(0, 1)))
+    reference = jax.jit(jax.value_and_grad(lambda p, s: likelihood.nll(ops, p, s, arrays), argnums=(0, 1)))
     analytic = jax.jit(lambda p, s: native.nll_and_grads(ops, p, s, arrays, index))
     for seed in range(3):
         point = jax.numpy.asarray(_perturbed(model, seed))

@@ -23,7 +23,17 @@ import numpy as np
 
 from ttfr.child.workloads.aot_store import JaxExecutables
 from ttfr.child.workloads.called_kernels import CalledKernels
-from ttfr.child.workloads.histfactory import binnings, dense, engines, gate, native, native_inputs, problems
+from ttfr.child.workloads.histfactory import (
+    array_ops,
+    binnings,
+    dense,
+    engines,
+    gate,
+    likelihood,
+    native,
+    native_inputs,
+    problems,
+)
 from ttfr.child.workloads.histfactory import workspace as hf_workspace
 
 LOOP = True
@@ -165,7 +175,7 @@ class _JaxAheadOfTimeScan(_JaxScan):
     def prepare(self):
         digest = problems.dataset_sha256(self.problem)[:16]
         store = JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
-                               sources=(native, dense, binnings, engines), needs_lapack=True)  # fmt: skip
+                               sources=(native, dense, likelihood, array_ops, binnings, engines), needs_lapack=True)  # fmt: skip
         for m in self.splits:
             arrays, e = native_inputs.split_native(self.engine_for(m)[0])
 

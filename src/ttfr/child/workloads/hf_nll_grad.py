@@ -29,7 +29,8 @@ def jax_build(jax, inputs):
     arrays, extra = native_inputs.split_native(inputs)
     if not native_inputs.is_small(arrays, int(extra["point"].shape[0])):
         return jax_fn(jax), tuple(inputs)
-    from ttfr.child.workloads.histfactory.dense import Ops, jacobian_index
+    from ttfr.child.workloads.histfactory.array_ops import Ops
+    from ttfr.child.workloads.histfactory.likelihood import jacobian_index
 
     import numpy as np
 

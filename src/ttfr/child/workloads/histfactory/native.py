@@ -4,7 +4,7 @@ fits and the discovery statistic q0 with its gradient with respect to the signal
 Fits: projected Newton with Levenberg-Marquardt damping over the free parameters; a
 parameter at a bound whose gradient pushes outwards is held (active set). The gradient is
 exact; the Hessian is Gauss-Newton (Fisher scoring): J^T diag(n/nu^2) J from the analytic
-Jacobian J = d nu/d theta (dense.expected_and_jacobian) plus the constraints' exact
+Jacobian J = d nu/d theta (likelihood.expected_and_jacobian) plus the constraints' exact
 diagonal. That drops only sum_b (1 - n_b/nu_b) d^2 nu_b, small near the minimum. J has one
 row per bin, so the Newton system is solved through the bins (_newton_direction: a
 (bins + unconstrained) system instead of a parameters x parameters one; 41 + 4 instead of
@@ -33,8 +33,8 @@ import copy
 
 import numpy as np
 
-from ttfr.child.workloads.histfactory.dense import (
-    Ops,
+from ttfr.child.workloads.histfactory.array_ops import Ops
+from ttfr.child.workloads.histfactory.likelihood import (
     constraint_grad_and_curvature,
     expected_and_jacobian,
     jacobian_index,
@@ -226,7 +226,7 @@ class TorchEngine:
     the damping and the update are `torch.where`s in `step`); the loop reads one flag per
     iteration, whether to stop, and sends nothing to the device. On a GPU its figures are
     launch-bound: small kernels and that one synchronisation per iteration. CUDA's index_add
-    (the scatter-adds, dense.Ops.segment_sum) adds with atomics: not bit-deterministic there."""
+    (the scatter-adds, array_ops.Ops.segment_sum) adds with atomics: not bit-deterministic there."""
 
     def __init__(self, torch, compile_fn, arrays: dict):
         from torch.func import grad_and_value, vmap

@@ -34,7 +34,7 @@ def dense_inputs(problem: Problem) -> tuple[dense.DenseModel, list]:
 # against 61 us for 29 arguments through jax.value_and_grad; at mid72p (12 x 72) and thu184p
 # (41 x 184) the arithmetic dominates and the plain form is faster (50 vs 79 us, 90 vs 200 us).
 COMPACT_JACOBIAN = 256
-JACOBIAN_INDEX = "jacobian_index"  # packed beside the model's arrays (dense.jacobian_index)
+JACOBIAN_INDEX = "jacobian_index"  # packed beside the model's arrays (likelihood.jacobian_index)
 
 
 def is_small(arrays: dict, n_parameters: int) -> bool:
