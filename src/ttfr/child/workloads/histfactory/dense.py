@@ -79,168 +79,248 @@ def compile_workspace(spec: dict, signal: tuple[str, str], measurement: str | No
     poi_name, overrides = _measurement_overrides(spec, measurement)
     observed = {o["name"]: o["data"] for o in spec["observations"]}
     channels = spec["channels"]
-
-    # Bins and (channel, sample) blocks in workspace order.
-    channel_bins, first_bin, block_index = {}, 0, {}
-    for channel in channels:
-        nbins = len(observed[channel["name"]])
-        channel_bins[channel["name"]] = (first_bin, first_bin + nbins)
-        for sample in channel["samples"]:
-            block_index[channel["name"], sample["name"]] = len(block_index)
-        first_bin += nbins
-    n_bins = first_bin
-
-    # Parameters, pyhf-style: scalars by name, vectors with one component per bin they cover.
-    params: dict[str, list[Parameter]] = {}
-    staterror_unc: dict[str, dict[int, list[float]]] = {}
-    staterror_nom: dict[str, dict[int, float]] = {}
-    vector_bins: dict[str, list[int]] = {}
-    shapesys_info: dict[str, dict[int, tuple[float, float]]] = {}
-    for channel in channels:
-        lo_bin, hi_bin = channel_bins[channel["name"]]
-        for sample in channel["samples"]:
-            for mod in sample["modifiers"]:
-                name, kind = mod["name"], mod["type"]
-                if kind in _SCALAR:
-                    params.setdefault(name, [Parameter(name, kind, *_scalar_defaults(kind))])
-                else:
-                    covered = vector_bins.setdefault(name, [])
-                    covered.extend(b for b in range(lo_bin, hi_bin) if b not in covered)
-                    params.setdefault(name, [])
-                    if kind == "staterror":
-                        for b in range(lo_bin, hi_bin):
-                            staterror_unc.setdefault(name, {}).setdefault(b, []).append(float(mod["data"][b - lo_bin]))
-                            nom = float(sample["data"][b - lo_bin])
-                            staterror_nom.setdefault(name, {})[b] = staterror_nom.get(name, {}).get(b, 0.0) + nom
-                    elif kind == "shapesys":
-                        for b in range(lo_bin, hi_bin):
-                            pair = (float(sample["data"][b - lo_bin]), float(mod["data"][b - lo_bin]))
-                            shapesys_info.setdefault(name, {})[b] = pair
-    order = [poi_name] + sorted(n for n in params if n != poi_name)
-    if poi_name not in params:
-        raise ValueError(f"the POI {poi_name!r} is not a parameter of any sample")
-
-    parameters: list[Parameter] = []
-    index: dict[tuple[str, int | None], int] = {}
-    gaussian, poisson = [], []  # (param index, aux, sigma) / (param index, tau)
-    for name in order:
-        if name in vector_bins:
-            kind = next(m["type"] for c in channels for s in c["samples"] for m in s["modifiers"] if m["name"] == name)
-            for i, b in enumerate(sorted(vector_bins[name])):
-                fixed = False
-                if kind == "staterror":
-                    total = staterror_nom[name][b]
-                    sigma = math.sqrt(sum(u * u for u in staterror_unc[name][b])) / total if total > 0 else 0.0
-                    fixed = sigma == 0.0
-                    gaussian.append((len(parameters), 1.0, sigma if sigma > 0 else 1.0))
-                    bounds = (1e-10, 10.0)
-                elif kind == "shapesys":
-                    nom, unc = shapesys_info[name][b]
-                    valid = nom > 0 and unc > 0
-                    tau = (nom / unc) ** 2 if valid else 1.0
-                    fixed = not valid
-                    poisson.append((len(parameters), tau))
-                    bounds = (1e-10, 10.0)
-                else:  # shapefactor: free
-                    bounds = (0.0, 10.0)
-                index[name, b] = len(parameters)
-                parameters.append(Parameter(f"{name}[{i}]", kind, 1.0, bounds, fixed))
-        else:
-            parameter = params[name][0]
-            index[name, None] = len(parameters)
-            if parameter.kind in ("normsys", "histosys"):
-                gaussian.append((len(parameters), 0.0, 1.0))
-            elif parameter.kind == "lumi":
-                override = overrides.get(name, {})
-                gaussian.append((len(parameters), override.get("auxdata", [1.0])[0], override.get("sigmas", [0.0])[0]))
-            parameters.append(parameter)
-    _apply_overrides(parameters, overrides)
-
-    # Block layout: one row per (channel, sample), padded to the widest channel's bins.
-    # Per-block tables are gathered once and broadcast over bins, which keeps the gathers
-    # (and their scatter-adds in the backward pass) small: they dominate XLA on CPU.
-    sentinel = len(parameters)
-    blocks = list(block_index)  # (channel, sample) in workspace order
-    n_blocks = len(blocks)
-    width = max(hi - lo for lo, hi in channel_bins.values())
-    histosys = [[] for _ in range(n_blocks)]  # (param, up[bins], dn[bins])
-    normsys = [[] for _ in range(n_blocks)]  # normsys scales a whole sample: one factor per block
-    linear = [[[] for _ in range(width)] for _ in range(n_blocks)]
-    nominal_blocks = np.zeros((n_blocks, width))
-    bin_of = np.full((n_blocks, width), n_bins, dtype=np.int64)  # padding goes to a dropped extra bin
-    for channel in channels:
-        lo_bin, hi_bin = channel_bins[channel["name"]]
-        for sample in channel["samples"]:
-            block = block_index[channel["name"], sample["name"]]
-            nom = np.asarray(sample["data"], dtype=float)
-            nominal_blocks[block, : nom.size] = nom
-            bin_of[block, : nom.size] = np.arange(lo_bin, hi_bin)
-            for mod in sample["modifiers"]:
-                name, kind, data = mod["name"], mod["type"], mod.get("data")
-                if kind == "histosys":
-                    up = np.asarray(data["hi_data"], dtype=float) - nom
-                    dn = nom - np.asarray(data["lo_data"], dtype=float)
-                    histosys[block].append((index[name, None], up, dn))
-                elif kind == "normsys":
-                    normsys[block].append((index[name, None], math.log(data["hi"]), math.log(data["lo"])))
-                elif kind in ("normfactor", "lumi"):
-                    for m in range(nom.size):
-                        linear[block][m].append(index[name, None])
-                else:  # staterror, shapesys, shapefactor: one parameter per bin
-                    for m in range(nom.size):
-                        linear[block][m].append(index[name, lo_bin + m])
-
-    hs_w = max([len(r) for r in histosys] + [1])
-    ns_w = max([len(r) for r in normsys] + [1])
-    lin_w = max([len(cell) for row in linear for cell in row] + [1])
-    hs_idx = np.full((n_blocks, hs_w), sentinel, dtype=np.int64)
-    hs_up, hs_dn = np.zeros((n_blocks, hs_w, width)), np.zeros((n_blocks, hs_w, width))
-    ns_idx = np.full((n_blocks, ns_w), sentinel, dtype=np.int64)
-    ns_loghi, ns_loglo = np.zeros((n_blocks, ns_w)), np.zeros((n_blocks, ns_w))
-    ns_coef = np.zeros((n_blocks, ns_w, 6))
-    lin_idx = np.full((n_blocks, width, lin_w), sentinel, dtype=np.int64)
-    for block in range(n_blocks):
-        for w, (p, up, dn) in enumerate(histosys[block]):
-            hs_idx[block, w] = p
-            hs_up[block, w, : up.size], hs_dn[block, w, : dn.size] = up, dn
-        for w, (p, lhi, llo) in enumerate(normsys[block]):
-            ns_idx[block, w], ns_loghi[block, w], ns_loglo[block, w] = p, lhi, llo
-            ns_coef[block, w] = _code4_coefficients(math.exp(lhi), math.exp(llo))
-        for m in range(width):
-            for w, p in enumerate(linear[block][m]):
-                lin_idx[block, m, w] = p
-
+    layout = _Layout.of(channels, observed)
+    built = _Parameters.ordered(poi_name, _Modifiers.of(channels, layout), overrides)
+    blocks = _Blocks.of(channels, layout, built.index)
+    signal_nominal, signal_block = blocks.take_signal(layout, signal)
     observed_arr = np.concatenate([np.asarray(observed[c["name"]], dtype=float) for c in channels])
-    g = np.array(gaussian, dtype=float).reshape(-1, 3)
-    q = np.array(poisson, dtype=float).reshape(-1, 2)
-    constrained = np.zeros(len(parameters), dtype=bool)
-    constrained[g[:, 0].astype(np.int64)] = True
-    constrained[q[:, 0].astype(np.int64)] = True
-    signal_block_index = block_index[signal]
-    signal_bins = channel_bins[signal[0]][1] - channel_bins[signal[0]][0]
-    signal_nominal = nominal_blocks[signal_block_index, :signal_bins].copy()
-    nominal_blocks[signal_block_index] = 0.0  # the signal histogram is an input, added back in
-    signal_block = np.zeros((n_blocks, 1))
-    signal_block[signal_block_index] = 1.0
-    arrays = {
-        "nominal": nominal_blocks,
-        "bin_of": bin_of,
+    tables = {
+        "nominal": blocks.nominal,
+        "bin_of": blocks.bin_of,
         "signal_block": signal_block,
         "observed": observed_arr,
-        "hs_idx": hs_idx, "hs_up": hs_up, "hs_dn": hs_dn,
-        "hs_s": 0.5 * (hs_up + hs_dn), "hs_a": 0.0625 * (hs_up - hs_dn),
-        "ns_idx": ns_idx, "ns_loghi": ns_loghi, "ns_loglo": ns_loglo, "ns_coef": ns_coef,
-        "lin_idx": lin_idx,
-        "g_idx": g[:, 0].astype(np.int64), "g_aux": g[:, 1], "g_sigma": g[:, 2],
-        "p_idx": q[:, 0].astype(np.int64), "p_tau": q[:, 1],
+        **blocks.modifier_tables(sentinel=len(built.parameters)),
+        **built.constraint_tables(),
         "lgamma_observed": np.array([math.lgamma(n + 1.0) for n in observed_arr]),
-        "lgamma_tau": np.array([math.lgamma(t + 1.0) for t in q[:, 1]]),
-        # Parameters with a constraint term (positive curvature of their own) and without:
-        # the fits' Newton systems are reduced over the former (native._newton_direction).
-        "cons_idx": np.flatnonzero(constrained), "unc_idx": np.flatnonzero(~constrained),
-    }  # fmt: skip
-    assert n_bins == observed_arr.size
-    return DenseModel(parameters, signal_nominal, arrays)  # the POI is ordered first (native.POI)
+    }
+    assert layout.n_bins == observed_arr.size
+    arrays = {name: tables[name] for name in ARRAY_NAMES}  # in the NLL's order
+    return DenseModel(built.parameters, signal_nominal, arrays)  # the POI is ordered first (native.POI)
+
+
+@dataclass
+class _Layout:
+    """Bins and (channel, sample) blocks in workspace order."""
+
+    channel_bins: dict[str, tuple[int, int]]  # channel -> (its first bin, one past its last)
+    block_index: dict[tuple[str, str], int]  # (channel, sample) -> its block's row
+    n_bins: int
+
+    @classmethod
+    def of(cls, channels, observed) -> _Layout:
+        channel_bins, first_bin, block_index = {}, 0, {}
+        for channel in channels:
+            nbins = len(observed[channel["name"]])
+            channel_bins[channel["name"]] = (first_bin, first_bin + nbins)
+            for sample in channel["samples"]:
+                block_index[channel["name"], sample["name"]] = len(block_index)
+            first_bin += nbins
+        return cls(channel_bins, block_index, first_bin)
+
+    @property
+    def width(self) -> int:
+        """The widest channel's bins: every block's row is padded to it."""
+        return max(hi - lo for lo, hi in self.channel_bins.values())
+
+
+@dataclass
+class _Modifiers:
+    """The workspace's modifiers by name, pyhf-style: a scalar has one parameter, a vector one
+    component per bin it covers; with what the vectors' constraints are computed from."""
+
+    kinds: dict[str, str] = field(default_factory=dict)  # every modifier -> its first occurrence's type
+    scalars: dict[str, Parameter] = field(default_factory=dict)
+    vector_bins: dict[str, list[int]] = field(default_factory=dict)  # the bins a vector covers
+    staterror_unc: dict[str, dict[int, list[float]]] = field(default_factory=dict)  # per bin, each sample's
+    staterror_nom: dict[str, dict[int, float]] = field(default_factory=dict)  # per bin, the samples' sum
+    shapesys: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)  # per bin, (nominal, unc)
+
+    @classmethod
+    def of(cls, channels, layout: _Layout) -> _Modifiers:
+        found = cls()
+        for channel in channels:
+            lo_bin, hi_bin = layout.channel_bins[channel["name"]]
+            for sample in channel["samples"]:
+                for mod in sample["modifiers"]:
+                    name, kind = mod["name"], mod["type"]
+                    found.kinds.setdefault(name, kind)
+                    if kind in _SCALAR:
+                        found.scalars.setdefault(name, Parameter(name, kind, *_scalar_defaults(kind)))
+                    else:
+                        found._add_vector(mod, sample, lo_bin, hi_bin)
+        return found
+
+    def _add_vector(self, mod, sample, lo_bin, hi_bin) -> None:
+        name, kind = mod["name"], mod["type"]
+        covered = self.vector_bins.setdefault(name, [])
+        covered.extend(b for b in range(lo_bin, hi_bin) if b not in covered)
+        if kind == "staterror":
+            for b in range(lo_bin, hi_bin):
+                self.staterror_unc.setdefault(name, {}).setdefault(b, []).append(float(mod["data"][b - lo_bin]))
+                nom = float(sample["data"][b - lo_bin])
+                self.staterror_nom.setdefault(name, {})[b] = self.staterror_nom.get(name, {}).get(b, 0.0) + nom
+        elif kind == "shapesys":
+            for b in range(lo_bin, hi_bin):
+                pair = (float(sample["data"][b - lo_bin]), float(mod["data"][b - lo_bin]))
+                self.shapesys.setdefault(name, {})[b] = pair
+
+
+@dataclass
+class _Parameters:
+    """The model's parameters in order (the POI first, then by name), where each modifier (and
+    each bin of a vector) finds its own, and their constraint terms."""
+
+    parameters: list[Parameter] = field(default_factory=list)
+    index: dict[tuple[str, int | None], int] = field(default_factory=dict)  # (modifier, bin or None) -> parameter
+    gaussian: list[tuple[int, float, float]] = field(default_factory=list)  # (parameter, aux, sigma)
+    poisson: list[tuple[int, float]] = field(default_factory=list)  # (parameter, tau)
+
+    @classmethod
+    def ordered(cls, poi_name: str, modifiers: _Modifiers, overrides: dict) -> _Parameters:
+        if poi_name not in modifiers.kinds:
+            raise ValueError(f"the POI {poi_name!r} is not a parameter of any sample")
+        built = cls()
+        for name in [poi_name] + sorted(n for n in modifiers.kinds if n != poi_name):
+            if name in modifiers.vector_bins:
+                built._add_vector(name, modifiers)
+            else:
+                built._add_scalar(modifiers.scalars[name], overrides)
+        _apply_overrides(built.parameters, overrides)
+        return built
+
+    def _add_vector(self, name: str, modifiers: _Modifiers) -> None:
+        kind = modifiers.kinds[name]
+        for i, b in enumerate(sorted(modifiers.vector_bins[name])):
+            fixed = False
+            if kind == "staterror":
+                total = modifiers.staterror_nom[name][b]
+                sigma = math.sqrt(sum(u * u for u in modifiers.staterror_unc[name][b])) / total if total > 0 else 0.0
+                fixed = sigma == 0.0
+                self.gaussian.append((len(self.parameters), 1.0, sigma if sigma > 0 else 1.0))
+                bounds = (1e-10, 10.0)
+            elif kind == "shapesys":
+                nom, unc = modifiers.shapesys[name][b]
+                valid = nom > 0 and unc > 0
+                tau = (nom / unc) ** 2 if valid else 1.0
+                fixed = not valid
+                self.poisson.append((len(self.parameters), tau))
+                bounds = (1e-10, 10.0)
+            else:  # shapefactor: free
+                bounds = (0.0, 10.0)
+            self.index[name, b] = len(self.parameters)
+            self.parameters.append(Parameter(f"{name}[{i}]", kind, 1.0, bounds, fixed))
+
+    def _add_scalar(self, parameter: Parameter, overrides: dict) -> None:
+        self.index[parameter.name, None] = len(self.parameters)
+        if parameter.kind in ("normsys", "histosys"):
+            self.gaussian.append((len(self.parameters), 0.0, 1.0))
+        elif parameter.kind == "lumi":
+            override = overrides.get(parameter.name, {})
+            aux, sigma = override.get("auxdata", [1.0])[0], override.get("sigmas", [0.0])[0]
+            self.gaussian.append((len(self.parameters), aux, sigma))
+        self.parameters.append(parameter)
+
+    def constraint_tables(self) -> dict:
+        """The constraint terms' arrays (see ARRAY_NAMES)."""
+        g = np.array(self.gaussian, dtype=float).reshape(-1, 3)
+        q = np.array(self.poisson, dtype=float).reshape(-1, 2)
+        constrained = np.zeros(len(self.parameters), dtype=bool)
+        constrained[g[:, 0].astype(np.int64)] = True
+        constrained[q[:, 0].astype(np.int64)] = True
+        return {
+            "g_idx": g[:, 0].astype(np.int64), "g_aux": g[:, 1], "g_sigma": g[:, 2],
+            "p_idx": q[:, 0].astype(np.int64), "p_tau": q[:, 1],
+            "lgamma_tau": np.array([math.lgamma(t + 1.0) for t in q[:, 1]]),
+            # Parameters with a constraint term (positive curvature of their own) and without:
+            # the fits' Newton systems are reduced over the former (native._newton_direction).
+            "cons_idx": np.flatnonzero(constrained), "unc_idx": np.flatnonzero(~constrained),
+        }  # fmt: skip
+
+
+@dataclass
+class _Blocks:
+    """Block layout: one row per (channel, sample), padded to the widest channel's bins.
+    Per-block tables are gathered once and broadcast over bins, which keeps the gathers
+    (and their scatter-adds in the backward pass) small: they dominate XLA on CPU."""
+
+    nominal: np.ndarray  # (blocks, width)
+    bin_of: np.ndarray  # (blocks, width): each entry's bin; padding goes to a dropped extra bin
+    histosys: list  # per block: (parameter, up[bins], dn[bins])
+    normsys: list  # per block: (parameter, log hi, log lo); normsys scales a whole sample: one factor per block
+    linear: list  # per block, per bin: the parameters that multiply the entry
+
+    @classmethod
+    def of(cls, channels, layout: _Layout, index: dict) -> _Blocks:
+        n_blocks, width = len(layout.block_index), layout.width
+        blocks = cls(np.zeros((n_blocks, width)), np.full((n_blocks, width), layout.n_bins, dtype=np.int64),
+                     [[] for _ in range(n_blocks)], [[] for _ in range(n_blocks)],
+                     [[[] for _ in range(width)] for _ in range(n_blocks)])  # fmt: skip
+        for channel in channels:
+            lo_bin, hi_bin = layout.channel_bins[channel["name"]]
+            for sample in channel["samples"]:
+                block = layout.block_index[channel["name"], sample["name"]]
+                nom = np.asarray(sample["data"], dtype=float)
+                blocks.nominal[block, : nom.size] = nom
+                blocks.bin_of[block, : nom.size] = np.arange(lo_bin, hi_bin)
+                for mod in sample["modifiers"]:
+                    blocks._add_modifier(block, mod, nom, lo_bin, index)
+        return blocks
+
+    def _add_modifier(self, block: int, mod: dict, nom: np.ndarray, lo_bin: int, index: dict) -> None:
+        name, kind, data = mod["name"], mod["type"], mod.get("data")
+        if kind == "histosys":
+            up = np.asarray(data["hi_data"], dtype=float) - nom
+            dn = nom - np.asarray(data["lo_data"], dtype=float)
+            self.histosys[block].append((index[name, None], up, dn))
+        elif kind == "normsys":
+            self.normsys[block].append((index[name, None], math.log(data["hi"]), math.log(data["lo"])))
+        elif kind in ("normfactor", "lumi"):
+            for m in range(nom.size):
+                self.linear[block][m].append(index[name, None])
+        else:  # staterror, shapesys, shapefactor: one parameter per bin
+            for m in range(nom.size):
+                self.linear[block][m].append(index[name, lo_bin + m])
+
+    def take_signal(self, layout: _Layout, signal: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+        """The signal sample's nominal histogram, taken out of its block (an input, added back
+        in by the NLL), and the one-hot column that says which block is the signal's."""
+        signal_block_index = layout.block_index[signal]
+        signal_bins = layout.channel_bins[signal[0]][1] - layout.channel_bins[signal[0]][0]
+        signal_nominal = self.nominal[signal_block_index, :signal_bins].copy()
+        self.nominal[signal_block_index] = 0.0  # the signal histogram is an input, added back in
+        signal_block = np.zeros((len(self.nominal), 1))
+        signal_block[signal_block_index] = 1.0
+        return signal_nominal, signal_block
+
+    def modifier_tables(self, sentinel: int) -> dict:
+        """The histosys, normsys and linear tables (see ARRAY_NAMES), each padded to its widest
+        block (or bin) with the sentinel parameter."""
+        n_blocks, width = self.nominal.shape
+        hs_w = max([len(r) for r in self.histosys] + [1])
+        ns_w = max([len(r) for r in self.normsys] + [1])
+        lin_w = max([len(cell) for row in self.linear for cell in row] + [1])
+        hs_idx = np.full((n_blocks, hs_w), sentinel, dtype=np.int64)
+        hs_up, hs_dn = np.zeros((n_blocks, hs_w, width)), np.zeros((n_blocks, hs_w, width))
+        ns_idx = np.full((n_blocks, ns_w), sentinel, dtype=np.int64)
+        ns_loghi, ns_loglo = np.zeros((n_blocks, ns_w)), np.zeros((n_blocks, ns_w))
+        ns_coef = np.zeros((n_blocks, ns_w, 6))
+        lin_idx = np.full((n_blocks, width, lin_w), sentinel, dtype=np.int64)
+        for block in range(n_blocks):
+            for w, (p, up, dn) in enumerate(self.histosys[block]):
+                hs_idx[block, w] = p
+                hs_up[block, w, : up.size], hs_dn[block, w, : dn.size] = up, dn
+            for w, (p, lhi, llo) in enumerate(self.normsys[block]):
+                ns_idx[block, w], ns_loghi[block, w], ns_loglo[block, w] = p, lhi, llo
+                ns_coef[block, w] = _code4_coefficients(math.exp(lhi), math.exp(llo))
+            for m in range(width):
+                for w, p in enumerate(self.linear[block][m]):
+                    lin_idx[block, m, w] = p
+        return {
+            "hs_idx": hs_idx, "hs_up": hs_up, "hs_dn": hs_dn,
+            "hs_s": 0.5 * (hs_up + hs_dn), "hs_a": 0.0625 * (hs_up - hs_dn),
+            "ns_idx": ns_idx, "ns_loghi": ns_loghi, "ns_loglo": ns_loglo, "ns_coef": ns_coef,
+            "lin_idx": lin_idx,
+        }  # fmt: skip
 
 
 # pyhf's code4 (alpha0 = 1): the polynomial's coefficients are A^-1 b, matching value,
