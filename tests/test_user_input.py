@@ -331,7 +331,8 @@ HANG = "cat <&3 >/dev/null"  # reads the FIFO the script holds open for reading 
 
 def _fake_python(tmp_path, tail: str, pids_in_a_fifo: bool = False) -> tuple[Path, Path]:
     """A stand-in interpreter (a shell script) that starts a child (HANG), writes the child's pid and
-    its own to `pids`, then runs `tail`. `pids_in_a_fifo`: `pids` is a FIFO, for a test that reads
+    its own to `pids`, then runs `tail` (`exec HANG`: the script's own process blocks, so both pids
+    are every process of the stand-in's). `pids_in_a_fifo`: `pids` is a FIFO, for a test that reads
     it while the pre-check runs (the read waits for the script to get there); else a file, written
     before the script could be stopped (read once the pre-check has returned)."""
     pids, hold = tmp_path / "pids", tmp_path / "hold"
@@ -351,7 +352,7 @@ def _pids(path: Path) -> list[int]:
 @pytest.mark.timeout(120)  # the safety net: a stand-in left running blocks wait_gone
 def test_a_hanging_python_is_refused_within_the_limit_and_leaves_no_process(tmp_path, monkeypatch):
     monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 1.0)
-    script, pids = _fake_python(tmp_path, HANG)
+    script, pids = _fake_python(tmp_path, f"exec {HANG}")
     with pytest.raises(UsageError, match=r"did not answer within 1 s"):  # it never answers: the limit stopped it
         worker_probe.check_worker_python(str(script))
     wait_gone(*_pids(pids))  # blocks while the pre-check left the fake interpreter or its child running
@@ -368,7 +369,7 @@ def test_a_failing_python_leaves_no_process_behind(tmp_path):
 @pytest.mark.timeout(120)
 def test_cli_reports_a_hanging_python_as_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(worker_probe, "WORKER_PYTHON_TIMEOUT_S", 0.5)
-    script, pids = _fake_python(tmp_path, HANG)
+    script, pids = _fake_python(tmp_path, f"exec {HANG}")
     out = tmp_path / "out"
     code, err = _cli(["run", "--cases", "numpy_matmul_512_f32", "--python", str(script), "--out", str(out)], capsys)
     assert code == 2 and "did not answer within 0.5 s" in err and err.count("\n") == 1 and not out.exists()
@@ -389,7 +390,7 @@ _PRE_CHECK_SAYING_WATCHED = (
 def test_a_ttfr_killed_during_the_python_pre_check_takes_the_interpreter_with_it(tmp_path):
     # kill -9 of ttfr mid pre-check: the sweeper (measure/sweeper.py) must kill the pre-check's
     # process group, as it does a worker's, instead of leaving it running under PID 1.
-    script, pids = _fake_python(tmp_path, HANG, pids_in_a_fifo=True)
+    script, pids = _fake_python(tmp_path, f"exec {HANG}", pids_in_a_fifo=True)
     parent = subprocess.Popen([sys.executable, "-c", _PRE_CHECK_SAYING_WATCHED, str(script)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
     started = []
