@@ -227,9 +227,9 @@ def test_selftest_rates_carry_exact_binomial_intervals():
 
     entry = selftest.rate(3, 200)
     # Clopper-Pearson from the beta quantiles directly
-    assert entry["rate"] == 0.015
-    assert entry["ci95"] == pytest.approx([beta.ppf(0.025, 3, 198), beta.ppf(0.975, 4, 197)], rel=1e-9)
-    assert selftest.rate(0, 0)["rate"] is None
+    assert entry.rate == 0.015
+    assert entry.ci95 == pytest.approx([beta.ppf(0.025, 3, 198), beta.ppf(0.975, 4, 197)], rel=1e-9)
+    assert selftest.rate(0, 0).rate is None
 
 
 def test_selftest_counts_regression_verdicts_as_gate_false_alarms(monkeypatch):

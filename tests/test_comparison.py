@@ -114,13 +114,13 @@ def test_rounds_for_power_gives_the_power_it_promises(spread):
     rng = np.random.default_rng(7)
     widths = [C.log_half_width(C.paired([0.0] * 20, rng.normal(0, spread, 20)).ci) for _ in range(200)]
     need = C.rounds_for_power(float(np.median(widths)), 20, 0.10, delta=0.03, alpha=0.01)
-    assert 10 <= need["rounds"] <= 60 and 0 < need["precision"] < 0.10
-    assert (need["rounds"] > 20) == (need["power_at_measured_rounds"] < 0.8)  # the model agrees with itself
+    assert 10 <= need.rounds <= 60 and 0 < need.precision < 0.10
+    assert (need.rounds > 20) == (need.power_at_measured_rounds < 0.8)  # the model agrees with itself
     detected = 0
     trials = 300
     for _ in range(trials):
-        d = rng.normal(math.log(1.10), spread, need["rounds"])
-        effect = C.paired([0.0] * need["rounds"], d)
+        d = rng.normal(math.log(1.10), spread, need.rounds)
+        effect = C.paired([0.0] * need.rounds, d)
         (judged,) = C.judge([effect], [0.03], correction="none")
         detected += judged.verdict == C.REGRESSION
     assert 0.72 <= detected / trials <= 0.88  # 80% promised; 300 trials resolve it to about +-2.3 points (1 sd)
@@ -128,13 +128,13 @@ def test_rounds_for_power_gives_the_power_it_promises(spread):
 
 def test_rounds_for_power_says_when_delta_hides_the_effect():
     need = C.rounds_for_power(0.02, 20, 0.10, delta=0.12)
-    assert need["rounds"] is None and "delta 12.0%" in need["reason"]
+    assert need.rounds is None and "delta 12.0%" in need.reason
 
 
 def test_a_quiet_machine_still_needs_the_rounds_a_significant_signed_rank_test_needs():
     # n = 7 rounds all of one sign give p = 2/128 > 0.01: the test cannot pass before 8
     assert C.fewest_significant_rounds(0.01) == 8
-    assert C.rounds_for_power(1e-6, 20, 0.10, delta=0.03, alpha=0.01)["rounds"] == 8
+    assert C.rounds_for_power(1e-6, 20, 0.10, delta=0.03, alpha=0.01).rounds == 8
 
 
 def test_samples_that_all_tie_give_no_evidence_whatever_scipy_says(monkeypatch):

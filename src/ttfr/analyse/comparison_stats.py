@@ -26,6 +26,7 @@ import numpy as np
 from scipy import stats as sps
 
 from ttfr.model.comparison import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION, Effect, Estimate
+from ttfr.model.selftest import RoundsForPower
 
 CONFIDENCE = 0.95
 GATE_ALPHA_SUITE = 0.05  # Holm across a suite
@@ -207,7 +208,7 @@ def fewest_significant_rounds(alpha: float) -> int:
 
 
 def rounds_for_power(half_width_log: float, rounds: int, effect: float, delta: float, alpha: float = GATE_ALPHA_CASE,
-                     power: float = POWER, confidence: float = CONFIDENCE) -> dict:  # fmt: skip
+                     power: float = POWER, confidence: float = CONFIDENCE) -> RoundsForPower:  # fmt: skip
     """Paired rounds a comparison needs to call a true slowdown of `effect` a regression with
     probability `power`, from the CI half-width (log scale) that `rounds` rounds gave on this
     machine (A/A comparisons).
@@ -234,14 +235,13 @@ def rounds_for_power(half_width_log: float, rounds: int, effect: float, delta: f
         threshold = max(quantile(1.0 - alpha / 2.0, n) * sigma, floor)
         return float(sps.t.sf((threshold - mu) / sigma, n - 1))
 
-    found = {"effect": effect, "power": power, "alpha": alpha, "delta": delta, "measured_at_rounds": rounds,
-             "power_at_measured_rounds": power_at(rounds), "rounds": None, "precision": None, "reason": None}  # fmt: skip
+    found = RoundsForPower(effect=effect, power=power, alpha=alpha, delta=delta, measured_at_rounds=rounds,
+                           power_at_measured_rounds=power_at(rounds), rounds=None, precision=None, reason=None)  # fmt: skip
     if floor >= mu:
-        found["reason"] = f"delta {delta:.1%} (the smallest effect that matters here) is not below the effect"
-        return found
+        reason = f"delta {delta:.1%} (the smallest effect that matters here) is not below the effect"
+        return msgspec.structs.replace(found, reason=reason)
     n = fewest_significant_rounds(alpha)
     while power_at(n) < power and n < MAX_MODELLED_ROUNDS:
         n += 1 if n < 64 else max(1, n // 16)  # coarser steps far out: the answer is an estimate anyway
-    found["rounds"] = n
-    found["precision"] = math.expm1(quantile(0.5 + confidence / 2.0, n) * sigma_measured * math.sqrt(rounds / n))
-    return found
+    precision = math.expm1(quantile(0.5 + confidence / 2.0, n) * sigma_measured * math.sqrt(rounds / n))
+    return msgspec.structs.replace(found, rounds=n, precision=precision)

@@ -27,12 +27,21 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 from scipy import stats as sps
 
 from ttfr.analyse import comparison_stats as comparison
 from ttfr.model.base import decode
 from ttfr.model.comparison import REGRESSION, Effect
-from ttfr.model.selftest import SELFTEST_SCHEMA, SelfTest
+from ttfr.model.selftest import (
+    SELFTEST_SCHEMA,
+    IdenticalArms,
+    InjectedSlowdown,
+    PowerCheck,
+    Rate,
+    RoundsForPower,
+    SelfTest,
+)
 from ttfr.analyse import runs
 from ttfr.artifacts import manifest
 from ttfr.artifacts.store import validate, write_json
@@ -122,12 +131,12 @@ def measured_ratio_fresh(extra: float, python: str) -> float | None:
         return None
 
 
-def rate(count: int, total: int) -> dict:
+def rate(count: int, total: int) -> Rate:
     """A proportion with its exact (Clopper-Pearson) 95% interval."""
     if total == 0:
-        return {"count": 0, "total": 0, "rate": None, "ci95": None}
+        return Rate(count=0, total=0, rate=None, ci95=None)
     interval = sps.binomtest(count, total).proportion_ci(confidence_level=0.95, method="exact")
-    return {"count": int(count), "total": int(total), "rate": count / total, "ci95": [interval.low, interval.high]}
+    return Rate(count=int(count), total=int(total), rate=count / total, ci95=[float(interval.low), float(interval.high)])
 
 
 def _judge(a, b, regime: str) -> Effect:
@@ -135,19 +144,35 @@ def _judge(a, b, regime: str) -> Effect:
     return comparison.judge([effect], [comparison.delta_for(regime)], correction="none")[0]
 
 
-def _aa_summary(judged: list[Effect]) -> dict:
+def _aa_summary(judged: list[Effect]) -> IdenticalArms:
     alarms = sum(j.verdict == REGRESSION for j in judged)
     significant = sum(j.p_gate < j.gate_alpha for j in judged)
     deviations = sorted(abs(j.ratio - 1.0) for j in judged)
     floor = deviations[min(len(deviations) - 1, int(math.ceil(0.95 * len(deviations))) - 1)]
     detectable = [j.smallest_detectable for j in judged if j.smallest_detectable is not None]
-    return {
-        "comparisons": len(judged), "false_alarms": int(alarms), "false_alarm_rate": alarms / len(judged),
-        "false_alarm": rate(alarms, len(judged)), "significant_either_way": rate(significant, len(judged)),
-        "noise_floor_p95": floor,
-        "median_ci_half_width": statistics.median(math.expm1(comparison.log_half_width(j.ci)) for j in judged),
-        "median_smallest_detectable": statistics.median(detectable) if detectable else None,
-    }  # fmt: skip
+    return IdenticalArms(
+        comparisons=len(judged), false_alarms=int(alarms), false_alarm_rate=alarms / len(judged),
+        false_alarm=rate(alarms, len(judged)), significant_either_way=rate(significant, len(judged)),
+        noise_floor_p95=floor,
+        median_ci_half_width=statistics.median(math.expm1(comparison.log_half_width(j.ci)) for j in judged),
+        median_smallest_detectable=statistics.median(detectable) if detectable else None,
+    )  # fmt: skip
+
+
+def _injected(level: float, judged: list[Effect], truths: list[float]) -> InjectedSlowdown:
+    """How often a slowdown of `level` (truly `truths`, as fresh processes measured it) was caught."""
+    truth = statistics.median(truths)
+    detected = sum(j.verdict == REGRESSION for j in judged)
+    significant = sum(j.p_gate < j.gate_alpha and j.ratio > 1 for j in judged)
+    covered = sum(j.ci[0] <= truth <= j.ci[1] for j in judged)
+    return InjectedSlowdown(
+        nominal=level, measured_ratio=truth, measured_ratio_range=[min(truths), max(truths)],
+        truth_processes=len(truths), comparisons=len(judged),
+        detected_as_regression=detected / len(judged), detected=rate(detected, len(judged)),
+        significant_slowdown=significant / len(judged),
+        ci_coverage=covered / len(judged), coverage=rate(covered, len(judged)),
+        median_estimate=statistics.median(j.ratio for j in judged),
+    )  # fmt: skip
 
 
 def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None = None, progress=None) -> SelfTest:
@@ -155,15 +180,15 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
     ensure_worker_bytecode()
     say = progress or (lambda _message: None)
     started = time.monotonic()
-    result = {"schema": SCHEMA, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "machine_id": manifest.machine_id(), "rounds": rounds, "alpha": comparison.GATE_ALPHA_CASE,
-              "aa": {}, "injected": []}  # fmt: skip
+    created_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    identical = {}
     for regime in ("cold", "warm"):
         judged = []
         for i in range(aa):
             say(f"A/A {regime} {i + 1}/{aa}")
             judged.append(_judge(*paired_series(regime, 0.0, rounds, python, i % 4), regime))
-        result["aa"][regime] = _aa_summary(judged)
+        identical[regime] = _aa_summary(judged)
+    injected = []
     for level in LEVELS:
         judged, truths = [], []
         for i in range(per_level):
@@ -173,48 +198,40 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
         truths = [t for t in truths if t is not None]
         if not truths:
             raise RuntimeError(f"could not measure the injected +{level:.0%} in a fresh process of {python}")
-        truth = statistics.median(truths)
-        detected = sum(j.verdict == REGRESSION for j in judged)
-        significant = sum(j.p_gate < j.gate_alpha and j.ratio > 1 for j in judged)
-        covered = sum(j.ci[0] <= truth <= j.ci[1] for j in judged)
-        result["injected"].append({
-            "nominal": level, "measured_ratio": truth,
-            "measured_ratio_range": [min(truths), max(truths)], "truth_processes": len(truths),
-            "comparisons": len(judged),
-            "detected_as_regression": detected / len(judged), "detected": rate(detected, len(judged)),
-            "significant_slowdown": significant / len(judged),
-            "ci_coverage": covered / len(judged), "coverage": rate(covered, len(judged)),
-            "median_estimate": statistics.median(j.ratio for j in judged),
-        })  # fmt: skip
-    result["noise_floor"] = {regime: aa_result["noise_floor_p95"] for regime, aa_result in result["aa"].items()}
-    result["rounds_for_power"] = rounds_for_power(result)
-    result["elapsed_s"] = time.monotonic() - started
-    return decode(result, SelfTest)  # built as the JSON it is, typed from here on
+        injected.append(_injected(level, judged, truths))
+    alpha = comparison.GATE_ALPHA_CASE
+    return SelfTest(
+        schema=SCHEMA, created_at=created_at, machine_id=manifest.machine_id(), rounds=rounds, alpha=alpha,
+        aa=identical, injected=injected,
+        noise_floor={regime: summary.noise_floor_p95 for regime, summary in identical.items()},
+        rounds_for_power=rounds_for_power(identical, injected, rounds, alpha),
+        elapsed_s=time.monotonic() - started,
+    )  # fmt: skip
 
 
 POWER_EFFECT = 0.10  # the slowdown `ttfr selftest` says how many rounds `ttfr ab` needs to detect
 
 
-def rounds_for_power(result: dict) -> dict:
+def rounds_for_power(identical: dict[str, IdenticalArms], injected: list[InjectedSlowdown], rounds: int,
+                     alpha: float) -> dict[str, RoundsForPower]:  # fmt: skip
     """Per regime: the paired rounds `ttfr ab` needs on this machine to call a +10% slowdown a
     regression 80% of the time (alpha 0.01, delta from this noise floor), modelled from the A/A
-    intervals; for warm, the model's power at the self-test's rounds for the injected +10%,
-    beside the rate it measured (a check of the model)."""
+    intervals (`identical`, at `rounds`); for warm, the model's power at the self-test's rounds for
+    the injected +10%, beside the rate it measured (a check of the model)."""
 
-    def need(regime: str, effect: float) -> dict:
+    def need(regime: str, effect: float) -> RoundsForPower:
+        arms = identical[regime]
         return comparison.rounds_for_power(
-            math.log1p(result["aa"][regime]["median_ci_half_width"]), result["rounds"], effect,
-            comparison.delta_for(regime, result["noise_floor"][regime]), alpha=result["alpha"])  # fmt: skip
+            math.log1p(arms.median_ci_half_width), rounds, effect,
+            comparison.delta_for(regime, arms.noise_floor_p95), alpha=alpha)  # fmt: skip
 
-    found = {regime: need(regime, POWER_EFFECT) for regime in result["aa"]}
-    injected = next((x for x in result["injected"] if x["nominal"] == POWER_EFFECT), None)
-    if injected and "warm" in result["aa"]:
-        effect = injected["measured_ratio"] - 1.0
-        found["warm"]["check"] = {
-            "injected_effect": effect,
-            "modelled_power": need("warm", effect)["power_at_measured_rounds"],
-            "measured": injected["detected"],
-        }
+    found = {regime: need(regime, POWER_EFFECT) for regime in identical}
+    measured = next((x for x in injected if x.nominal == POWER_EFFECT), None)
+    if measured and "warm" in identical:
+        effect = measured.measured_ratio - 1.0
+        check = PowerCheck(injected_effect=effect, modelled_power=need("warm", effect).power_at_measured_rounds,
+                           measured=measured.detected)  # fmt: skip
+        found["warm"] = msgspec.structs.replace(found["warm"], check=check)
     return found
 
 
