@@ -31,9 +31,19 @@ from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
 from ttfr.measure.executors import Executors
 from ttfr.measure.resume import NOTHING_NAMED, Named
 from ttfr.measure.spec import RunSpec
-from ttfr.model.base import UNSET, decode, encode, present
+from ttfr.model.base import UNSET, encode, present
+from ttfr.model.comparison import Record
 from ttfr.model.manifest import Manifest
-from ttfr.model.replication import ReplicationReport
+from ttfr.model.replication import (
+    DatasetAgreement,
+    Difference,
+    Differences,
+    GateAgreement,
+    ReplicationReport,
+    ReplicationSummary,
+    Timing,
+    TimingComparison,
+)
 from ttfr.model.validation import Gate
 from ttfr.pipeline import comparison, suite
 
@@ -51,19 +61,32 @@ def _key(gate: Gate) -> tuple:
     return gate.case, gate.gate, _policy(gate)
 
 
-def _differences(a: Manifest, b: Manifest) -> dict:
+def _differences(a: Manifest, b: Manifest) -> Differences:
     hardware = []
     for section, name in _HARDWARE:
         x, y = getattr(getattr(a, section), name), getattr(getattr(b, section), name)
         if x != y:
-            hardware.append({"what": f"{section}.{name}", "snapshot": x, "replica": y})
+            hardware.append(Difference(what=f"{section}.{name}", snapshot=x, replica=y))
     if a.python.version != b.python.version:
-        hardware.append({"what": "python.version", "snapshot": a.python.version, "replica": b.python.version})
+        hardware.append(Difference(what="python.version", snapshot=a.python.version, replica=b.python.version))
     names = sorted(set(a.runtimes) | set(b.runtimes))
-    runtimes = [{"what": name, "snapshot": a.runtimes.get(name), "replica": b.runtimes.get(name)}
+    runtimes = [Difference(what=name, snapshot=a.runtimes.get(name), replica=b.runtimes.get(name))
                 for name in names if a.runtimes.get(name) != b.runtimes.get(name)]  # fmt: skip
-    harness = [{"what": "ttfr", "snapshot": encode(a.ttfr), "replica": encode(b.ttfr)}] if a.ttfr != b.ttfr else []
-    return {"hardware": hardware, "runtimes": runtimes, "harness": harness}
+    harness = [Difference(what="ttfr", snapshot=encode(a.ttfr), replica=encode(b.ttfr))] if a.ttfr != b.ttfr else []
+    return Differences(hardware=hardware, runtimes=runtimes, harness=harness)
+
+
+def _timing(record: Record) -> TimingComparison:
+    judged = record.effect is not UNSET
+    return TimingComparison(
+        case=record.case,
+        policy=record.point,  # a concurrency point keeps its N: "cold-shared x8"
+        metric=record.metric,
+        verdict=record.verdict,
+        ratio=record.effect.ratio if judged else None,
+        ci=list(record.effect.ci) if judged and record.effect.ci is not None else None,
+        explanation=record.explanation,
+    )
 
 
 def report(snapshot_dir: Path, replica_root: Path) -> ReplicationReport:
@@ -75,70 +98,47 @@ def report(snapshot_dir: Path, replica_root: Path) -> ReplicationReport:
     gates = []
     for key, gate in sorted(theirs.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         mine = ours.get(key)
-        gates.append({
-            "case": gate.case, "gate": gate.gate, "policy": _policy(gate), "snapshot": gate.result,
-            "replica": mine.result if mine else "missing", "required": gate.gate in REQUIRED_GATES,
-            "replicated": mine is not None and mine.result == gate.result,
-        })  # fmt: skip
+        gates.append(GateAgreement(case=gate.case, gate=gate.gate, policy=_policy(gate), snapshot=gate.result,
+                                   replica=mine.result if mine else "missing", required=gate.gate in REQUIRED_GATES,
+                                   replicated=mine is not None and mine.result == gate.result))  # fmt: skip
     for key, gate in sorted(ours.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if key not in theirs:  # a gate only the replica has (a case that ran here, not there)
-            gates.append({"case": gate.case, "gate": gate.gate, "policy": _policy(gate),
-                          "snapshot": "missing", "replica": gate.result, "required": gate.gate in REQUIRED_GATES,
-                          "replicated": False})  # fmt: skip
+            gates.append(GateAgreement(case=gate.case, gate=gate.gate, policy=_policy(gate), snapshot="missing",
+                                       replica=gate.result, required=gate.gate in REQUIRED_GATES, replicated=False))  # fmt: skip
     by_id = {c.case: c for c in replica.cases}
     datasets = []
     for case in original.cases:
         other = by_id[case.case].dataset if case.case in by_id else None
         mine = (case.dataset.id, case.dataset.sha256)
         theirs_now = (other.id, other.sha256) if other else (None, None)
-        datasets.append({"case": case.case, "id": mine[0], "replica_id": theirs_now[0], "snapshot_sha256": mine[1],
-                         "replica_sha256": theirs_now[1], "equal": theirs_now == mine})  # fmt: skip
+        datasets.append(DatasetAgreement(case=case.case, id=mine[0], replica_id=theirs_now[0], snapshot_sha256=mine[1],
+                                         replica_sha256=theirs_now[1], equal=theirs_now == mine))  # fmt: skip
     timing = comparison.compare_cases(original.cases, replica.cases, paired=False)
-    failed = [g for g in gates if g["required"] and not g["replicated"]]
-    unequal = [d for d in datasets if not d["equal"]]
+    failed = [g for g in gates if g.required and not g.replicated]
+    unequal = [d for d in datasets if not d.equal]
     replicated = not problems and not failed and not unequal
-    return decode(
-        {
-            "schema": SCHEMA,
-            "snapshot_id": Path(snapshot_dir).resolve().name,
-            "replica": str(replica_root),
-            "replicated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "schema_valid": not problems,
-            "problems": problems[:20],
-            "datasets": datasets,
-            "gates": gates,
-            "timing": {
-                "paired": False,
-                "warning": comparison.CROSS_SESSION_WARNING,
-                "comparisons": [
-                    {
-                        "case": r.case,
-                        "policy": r.point,  # a concurrency point keeps its N: "cold-shared x8"
-                        "metric": r.metric,
-                        "verdict": r.verdict,
-                        "ratio": r.effect.ratio if r.effect is not UNSET else None,
-                        "ci": r.effect.ci if r.effect is not UNSET else None,
-                        "explanation": r.explanation,
-                    }
-                    for r in timing
-                ],
-            },  # fmt: skip
-            "differences": _differences(original.manifest, replica.manifest),
-            "summary": {
-                "replicated": replicated,
-                "required_gates": sum(g["required"] for g in gates),
-                "required_replicated": sum(g["required"] and g["replicated"] for g in gates),
-                "not_replicated": [
-                    f"{g['case']} {g['gate']}{' ' + g['policy'] if g['policy'] else ''}: {g['snapshot']} -> {g['replica']}"
-                    for g in failed
-                ],  # fmt: skip
-                "datasets_unequal": [d["case"] for d in unequal],
-                # what replicated may be a failure: the snapshot's own gates that failed (replicated or not)
-                "snapshot_failed_gates": sum(g["snapshot"] == "fail" for g in gates),
-                "exit_code": EXIT_OK if replicated else EXIT_REGRESSION,
-            },
-        },
-        ReplicationReport,
+    summary = ReplicationSummary(
+        replicated=replicated,
+        required_gates=sum(g.required for g in gates),
+        required_replicated=sum(g.required and g.replicated for g in gates),
+        not_replicated=[f"{g.case} {g.gate}{' ' + g.policy if g.policy else ''}: {g.snapshot} -> {g.replica}" for g in failed],
+        datasets_unequal=[d.case for d in unequal],
+        # what replicated may be a failure: the snapshot's own gates that failed (replicated or not)
+        snapshot_failed_gates=sum(g.snapshot == "fail" for g in gates),
+        exit_code=EXIT_OK if replicated else EXIT_REGRESSION,
+    )
+    return ReplicationReport(
+        schema=SCHEMA,
+        snapshot_id=Path(snapshot_dir).resolve().name,
+        replica=str(replica_root),
+        replicated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        schema_valid=not problems,
+        problems=problems[:20],
+        datasets=datasets,
+        gates=gates,
+        timing=Timing(paired=False, warning=comparison.CROSS_SESSION_WARNING, comparisons=[_timing(r) for r in timing]),
+        differences=_differences(original.manifest, replica.manifest),
+        summary=summary,
     )
 
 
