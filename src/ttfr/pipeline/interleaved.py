@@ -43,10 +43,11 @@ from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec
 from ttfr.measure.user_commands import UserCommand
 from ttfr.measure.worker_probe import check_worker_python
-from ttfr.model.base import decode, encode
+from ttfr.model.base import UNSET, copied, encode
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison, Record, RecordedArm, Rounds
 from ttfr.model.journal import JournalEntry
+from ttfr.model.manifest import Arm as ArmRecord
 from ttfr.pipeline import comparison
 from ttfr.pipeline.suite import dataset_fields, start, write_results
 from ttfr.redaction import redact_argv, redact_env
@@ -76,14 +77,11 @@ class Arm:
             env["VIRTUAL_ENV"] = str(venv)
         return env
 
-    def to_json(self) -> dict:
+    def recorded(self) -> ArmRecord:
         """The arm as recorded (plan, manifests, comparison): secrets keep their names only."""
-        out = {"name": self.name, "python": self.python, "env": redact_env(self.environment)}
-        if self.command is not None:
-            out["command"] = self.command.text
-        if self.path_first:
-            out["path_first"] = self.path_first
-        return out
+        return ArmRecord(name=self.name, python=self.python, env=redact_env(self.environment),
+                         command=self.command.text if self.command is not None else UNSET,
+                         path_first=self.path_first or UNSET)  # fmt: skip
 
 
 def resolve_python(value: str | None) -> str:
@@ -236,7 +234,7 @@ class _Arm:
     def __init__(self, arm: Arm, root: Path, spec: RunSpec, session: str, command_line, progress, executors: Executors):
         self.arm = arm
         self.spec = replace(spec, python=arm.python, commands=(arm.command,) if arm.command else spec.commands)
-        self.dir = start(self.spec, root, command_line, name=arm.name, session_id=session, arm=arm.to_json())
+        self.dir = start(self.spec, root, command_line, name=arm.name, session_id=session, arm=arm.recorded())
 
         base_env = {**os.environ, **arm.environment}
         if self.spec.commands:
@@ -335,8 +333,9 @@ def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, el
     (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
     for arm in arms:
         arm.dir.unlock()  # taken when the arm's directory was created
+    recorded = [RecordedArm(**copied(a.arm.recorded(), RecordedArm.__struct_fields__)) for a in arms]  # its plan's, as is
     return comparison.write_comparison(
-        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=[decode(a.arm.to_json(), RecordedArm) for a in arms],
+        arms[0].dir.root.parent, cases_a, cases_b, paired=True, arms=recorded,
         session=session, correction=ab.correction, fail_on=ab.fail_on, noise_floor=ab.noise_floor, entries=entries,
         rounds=Rounds(completed=completed, min=ab.min_rounds, max=ab.max_rounds, precision=ab.precision,
                       budget_s=ab.budget_s, stopped_by=stop_reason, elapsed_s=elapsed_s),

@@ -45,7 +45,7 @@ from ttfr.model.base import UNSET, decode, encode
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.journal import JournalEntry
 from ttfr.model.manifest import MANIFEST_SCHEMA, Arm, Manifest
-from ttfr.model.plan import PlanDocument, PlannedDataset
+from ttfr.model.plan import DatasetFiles, PlanDocument, PlannedDataset
 from ttfr.model.suite import CaseRef, DatasetFile, FileRef, PendingCase, ScalingRow, SuiteResult
 from ttfr.pipeline.costs import Costs
 from ttfr.report import markdown
@@ -70,17 +70,17 @@ class SuiteOutcome:
 
 
 def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
-          session_id: str | None = None, arm: dict | None = None) -> ResultDir:  # fmt: skip
+          session_id: str | None = None, arm: Arm | None = None) -> ResultDir:  # fmt: skip
     """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
     names each arm's directory, shares one session id between them and records the arm."""
     now = dt.datetime.now(dt.timezone.utc)
     recorded = spec.recorded()
     result_dir = ResultDir.create(out_parent, name or snapshot_id(now, encode(recorded), spec.deterministic))
     try:
-        recorded_arm = decode(arm, Arm) if arm is not None else UNSET
+        recorded_arm = arm if arm is not None else UNSET
         plan = PlanDocument(spec=recorded, created_at=now.isoformat(timespec="seconds"),
                             ttfr_version=ttfr.__version__,
-                            datasets=decode(write_datasets(spec, result_dir), dict[str, PlannedDataset]),
+                            datasets=write_datasets(spec, result_dir),
                             arm=recorded_arm)  # fmt: skip
         info = decode(manifest.collect(command_line, spec.python, spec.policies, session_id=session_id), Manifest)
         info = msgspec.structs.replace(info, arm=recorded_arm)
@@ -97,7 +97,7 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
     return result_dir
 
 
-def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
+def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict[str, PlannedDataset]:
     """Write the HistFactory workspaces the cases use, keyed by the cases' size token (`8`: the
     preset with 8 parameters, `custom_8`: the --workspace file) -> name, size, signal, hashes."""
     by_key = {c.size_token: c for c in sorted(spec.cases) if c.uses_workspace}
@@ -109,14 +109,9 @@ def write_datasets(spec: RunSpec, result_dir: ResultDir) -> dict:
         for role, (name, payload) in datasets.files(workspace, spec.seed).items():
             write_bytes_atomic(result_dir.workspaces / name, payload)
             written[role] = (result_dir.workspaces / name).relative_to(result_dir.root).as_posix()
-        mapping[key] = {
-            "name": workspace.name,
-            "size": case.size,
-            "dataset_id": datasets.dataset_id(case, spec.seed),
-            "signal": "/".join(workspace.signal),
-            "files": written,
-            "sha256": workspace.sha256,
-        }
+        mapping[key] = PlannedDataset(name=workspace.name, size=case.size, dataset_id=datasets.dataset_id(case, spec.seed),
+                                      signal="/".join(workspace.signal), files=DatasetFiles(**written),
+                                      sha256=workspace.sha256)  # fmt: skip
     return mapping
 
 
