@@ -261,12 +261,44 @@ _READ_BY_KEY_RIGHTLY = {"artifacts/snapshot_registry.py": "NextStat's snapshot i
 
 
 def test_ttfrs_own_documents_are_read_as_their_types_never_by_string_key():
-    """plan.json, manifest.json, a snapshot's index, baseline and validation pack become their types where
-    they arrive (artifacts/reader.py); past that no reader indexes them by key (`plan["spec"]`), where a
-    renamed field reads as missing. The names below are what the code calls them."""
-    keyed = re.compile(r"\b(manifest|plan|plan_info|verified|index|baseline|validation)(\[[\"']|\.get\([\"'])")
+    """plan.json (and its spec), manifest.json, a snapshot's index, baseline and validation pack, a self-test
+    and a replication report become their types where they arrive (artifacts/reader.py); past that no reader
+    indexes them by key (`plan["spec"]`), where a renamed field reads as missing. The names below are what
+    the code calls them."""
+    keyed = re.compile(
+        r"\b(manifest|plan|plan_info|verified|index|baseline|validation|stored|recorded|document)"
+        r"(\[[\"']|\.get\([\"'])"
+    )
     found = [f"{path.relative_to(SOURCE)}:{number}: {line.strip()}"
              for path in sorted(SOURCE.rglob("*.py"))
              if path.relative_to(SOURCE).as_posix() not in _READ_BY_KEY_RIGHTLY and path != SOURCE / "artifacts" / "manifest.py"
              for number, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]  # fmt: skip
     assert found == []
+
+
+def _decoded_dicts(path: Path) -> list[str]:
+    """Where a module assembles a dict and then types it: decode() of a dict literal or of a to_json()."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "decode":
+            first = node.args[0] if node.args else None
+            to_json = isinstance(first, ast.Call) and getattr(first.func, "attr", None) == "to_json"
+            if isinstance(first, ast.Dict) or to_json:
+                found.append(f"{path.relative_to(SOURCE)}:{node.lineno}: decode({ast.unparse(first)[:60]}...)")
+    return found
+
+
+def test_ttfrs_own_documents_are_built_as_their_types_not_as_dicts_then_decoded():
+    """A document ttfr writes (a plan's spec and arm, a self-test, a replication report) is constructed as
+    its type: a dict assembled by string key and decoded afterwards names its fields where no type checks them."""
+    assert [hit for path in sorted(SOURCE.rglob("*.py")) for hit in _decoded_dicts(path)] == []
+
+
+def test_the_dict_check_finds_what_it_forbids():
+    bad = SOURCE / "report" / "_probe_for_test.py"
+    bad.write_text("def f(spec, x):\n    return decode({'a': x}, T), decode(spec.to_json(), T), decode(x, T)\n")
+    try:
+        found = _decoded_dicts(bad)
+    finally:
+        bad.unlink()
+    assert len(found) == 2
