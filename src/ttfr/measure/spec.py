@@ -205,76 +205,27 @@ class RunRequest:
 
 def build_spec(request: RunRequest) -> RunSpec:
     r = request
-    profile, cases, backends, workloads, sizes, dtypes = r.profile, r.cases, r.backends, r.workloads, r.sizes, r.dtypes
-    policies, cold_runs, warm_procs, warm_samples, timeout = r.policies, r.cold_runs, r.warm_procs, r.warm_samples, r.timeout
-    deterministic, seed, threads, shard, python = r.deterministic, r.seed, r.threads, r.shard, r.python
-    workspace, workspace_presets, signal, precision, budget = r.workspace, r.workspace_presets, r.signal, r.precision, r.budget
-    commands, command_names, first_result, prepare = r.commands, r.command_names, r.first_result, r.prepare
-    first_result_mark, command_path, stop_at_first_result = r.first_result_mark, r.command_path, r.stop_at_first_result
-    keep_contended = r.keep_contended
+    profile, deterministic, python = r.profile, r.deterministic, r.python
+    workspace, keep_contended = r.workspace, r.keep_contended
     concurrency = parse_concurrency(r.concurrency)
-    case_files = r.case_files
     if profile not in PROFILES:
         raise unknown_choice("profile", profile, PROFILES)
     prof = PROFILES[profile]
-    user_command_list = user_commands.parse(commands, command_names, first_result, first_result_mark, prepare,
-                                            path_env=command_path, stop_at_first_result=stop_at_first_result)  # fmt: skip
-    known = catalog.BUILTIN.with_workloads(c.workload() for c in user_command_list)
-    if user_command_list:
-        cases, policies = command_selection(
-            user_command_list, policies, cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,
-            case_files=case_files, workspace=workspace, workspace_presets=workspace_presets, signal=signal, python=python,
-            warm_procs=warm_procs, warm_samples=warm_samples,
-        )  # fmt: skip
-    case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
-    if any(not str(f).strip() for f in case_files):
-        raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
-    timeout = prof.timeout_s if timeout is None else bounded(timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
-    from_files = [c for c in user_cases.read(case_files, installed=False, timeout_s=timeout) if c.from_file]
-    known = known.with_workloads(c.workload() for c in from_files)
-    known = with_installed_cases(known, split_values(workloads), split_values(cases))
-    if case_files and not (cases or workloads):  # your files' cases, not the default suite
-        workloads = [c.name for c in from_files]
-    case_files = tuple(dict.fromkeys((c.source, c.sha256) for c in from_files))
-    for option, value in (("--workspace", workspace), ("--signal", signal)):
-        if value is not None and not str(value).strip():
-            raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")
-    if signal and not workspace:
-        raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
-    user = datasets.load_user_workspace(workspace, signal) if workspace else None
-    hf_sizes = datasets.preset_sizes(split_values(workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES))
-    chosen = select_cases(known, prof, cases, backends, workloads, sizes, dtypes, hf_sizes, user.size if user else None)
-    shard_pair = parse_shard(shard)
-    plan_cases = tuple(c.id for c in chosen) if shard_pair else ()
-    unsharded = chosen
-    if shard_pair:
-        index, count = shard_pair
-        chosen = tuple(c for position, c in enumerate(chosen) if position % count == index - 1)
-        if not chosen:
-            raise UsageError(f"shard {index}/{count} holds no case: the selection has fewer cases than shards")
-
-    if seed is None and shard_pair and not deterministic:
-        raise UsageError(f"--shard {shard} runs one slice of a plan that other shards run too: give every shard the "
-                         "same --seed N (or --deterministic): they share its data and order, and can be merged")  # fmt: skip
-    if seed is None:
-        seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
-    seed = whole(seed, "--seed", 0, SEED_LIMIT - 1)
-    if threads is not None:
-        threads = whole(threads, "--threads", 1, MAX_THREADS)
-    cold_runs = prof.cold_runs if cold_runs is None else whole(cold_runs, "--cold-runs", 1, MAX_COLD_RUNS)
-    warm_procs = prof.warm_procs if warm_procs is None else whole(warm_procs, "--warm-procs", 1, MAX_WARM_PROCS)
-    warm_samples = prof.warm_samples if warm_samples is None else whole(warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES)
-    chosen_policies = parse_policies(policies)
-    precision = check_precision(precision)
-    budget_s = parse_duration(budget)
-    if budget_s is not None and precision is None:
-        raise UsageError("--budget limits the runs --precision adds: give --precision too (e.g. --precision 0.05 --budget 10m)")
-    if precision is not None and deterministic:
-        raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
-                         "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
+    selected = _select_cases(r, prof)
+    chosen, shard_pair, user, timeout = selected.chosen, selected.shard, selected.user, selected.timeout
+    user_command_list, case_files, from_files = selected.commands, selected.case_files, selected.from_files
+    plan_cases = tuple(c.id for c in selected.unsharded) if shard_pair else ()
+    seed = _seed(r, shard_pair)
+    threads = None if r.threads is None else whole(r.threads, "--threads", 1, MAX_THREADS)
+    cold_runs = prof.cold_runs if r.cold_runs is None else whole(r.cold_runs, "--cold-runs", 1, MAX_COLD_RUNS)
+    warm_procs = prof.warm_procs if r.warm_procs is None else whole(r.warm_procs, "--warm-procs", 1, MAX_WARM_PROCS)
+    warm_samples = (prof.warm_samples if r.warm_samples is None
+                    else whole(r.warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES))  # fmt: skip
+    chosen_policies = parse_policies(selected.policies)
+    precision, budget_s = _precision_and_budget(r)
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
     # the whole plan's cases, not this shard's: every shard of one plan is planned alike (ttfr merge checks)
-    check_concurrency(unsharded, concurrency, prof.concurrency_rounds)
+    check_concurrency(selected.unsharded, concurrency, prof.concurrency_rounds)
     if precision is not None and keep_contended:
         raise UsageError("--precision adds clean runs until the figures are precise, and --keep-contended keeps the "
                          "contended ones in the figures: choose one")  # fmt: skip
@@ -309,3 +260,91 @@ def build_spec(request: RunRequest) -> RunSpec:
         concurrency=concurrency,
         concurrency_rounds=prof.concurrency_rounds,
     )
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """What a request's case options select: this shard's cases and the whole plan's, the
+    `--command` programs and case files they may come from, the user's workspace, the policies
+    as given (or as a run of commands sets them) and the timeout the case files were read under."""
+
+    chosen: tuple[catalog.Case, ...]  # this shard's cases (every case without --shard)
+    unsharded: tuple[catalog.Case, ...]
+    shard: tuple[int, int] | None
+    commands: tuple[user_commands.UserCommand, ...]
+    from_files: list[user_cases.UserCase]
+    case_files: tuple[tuple[str, str], ...]  # (path, sha256) of each file that gave a case
+    user: datasets.Workspace | None  # --workspace (None: presets only)
+    policies: object  # still to be parsed
+    timeout: float
+
+
+def _select_cases(r: RunRequest, prof) -> _Selection:
+    """The cases of the request, its commands' and case files' among them, this shard's slice."""
+    cases, policies, workloads, case_files = r.cases, r.policies, r.workloads, r.case_files
+    user_command_list = user_commands.parse(
+        r.commands, r.command_names, r.first_result, r.first_result_mark, r.prepare,
+        path_env=r.command_path, stop_at_first_result=r.stop_at_first_result,
+    )  # fmt: skip
+    known = catalog.BUILTIN.with_workloads(c.workload() for c in user_command_list)
+    if user_command_list:
+        cases, policies = command_selection(
+            user_command_list, policies, cases=cases, backends=r.backends, workloads=workloads, sizes=r.sizes,
+            dtypes=r.dtypes, case_files=case_files, workspace=r.workspace, workspace_presets=r.workspace_presets,
+            signal=r.signal, python=r.python, warm_procs=r.warm_procs, warm_samples=r.warm_samples,
+        )  # fmt: skip
+    case_files = (case_files,) if isinstance(case_files, (str, Path)) else tuple(case_files or ())
+    if any(not str(f).strip() for f in case_files):
+        raise UsageError("--case-file was given an empty value: name a Python file that defines ttfr.cases.Case objects")
+    timeout = prof.timeout_s if r.timeout is None else bounded(r.timeout, "--timeout", 0.1, MAX_TIMEOUT_S)
+    from_files = [c for c in user_cases.read(case_files, installed=False, timeout_s=timeout) if c.from_file]
+    known = known.with_workloads(c.workload() for c in from_files)
+    known = with_installed_cases(known, split_values(workloads), split_values(cases))
+    if case_files and not (cases or workloads):  # your files' cases, not the default suite
+        workloads = [c.name for c in from_files]
+    case_files = tuple(dict.fromkeys((c.source, c.sha256) for c in from_files))
+    user = _user_workspace(r.workspace, r.signal)
+    hf_sizes = datasets.preset_sizes(split_values(r.workspace_presets, "--workspace-preset", catalog.HF_PRESET_SIZES))
+    custom_size = user.size if user else None
+    chosen = select_cases(known, prof, cases, r.backends, workloads, r.sizes, r.dtypes, hf_sizes, custom_size)
+    shard_pair = parse_shard(r.shard)
+    unsharded = chosen
+    if shard_pair:
+        index, count = shard_pair
+        chosen = tuple(c for position, c in enumerate(chosen) if position % count == index - 1)
+        if not chosen:
+            raise UsageError(f"shard {index}/{count} holds no case: the selection has fewer cases than shards")
+    return _Selection(chosen, unsharded, shard_pair, user_command_list, from_files, case_files, user, policies, timeout)
+
+
+def _user_workspace(workspace, signal) -> datasets.Workspace | None:
+    """The user's workspace (--workspace, with its --signal), read and checked; None: none given."""
+    for option, value in (("--workspace", workspace), ("--signal", signal)):
+        if value is not None and not str(value).strip():
+            raise UsageError(f"{option} was given an empty value: name a pyhf workspace file / its CHANNEL/SAMPLE")
+    if signal and not workspace:
+        raise UsageError("--signal names a sample of the file given with --workspace; presets choose their own")
+    return datasets.load_user_workspace(workspace, signal) if workspace else None
+
+
+def _seed(r: RunRequest, shard_pair: tuple[int, int] | None) -> int:
+    """--seed, or a fresh one (0 with --deterministic); the shards of one plan must be given theirs."""
+    seed = r.seed
+    if seed is None and shard_pair and not r.deterministic:
+        raise UsageError(f"--shard {r.shard} runs one slice of a plan that other shards run too: give every shard the "
+                         "same --seed N (or --deterministic): they share its data and order, and can be merged")  # fmt: skip
+    if seed is None:
+        seed = 0 if r.deterministic else random.SystemRandom().randrange(2**31)
+    return whole(seed, "--seed", 0, SEED_LIMIT - 1)
+
+
+def _precision_and_budget(r: RunRequest) -> tuple[float | None, float | None]:
+    """--precision and --budget, checked against each other and --deterministic."""
+    precision = check_precision(r.precision)
+    budget_s = parse_duration(r.budget)
+    if budget_s is not None and precision is None:
+        raise UsageError("--budget limits the runs --precision adds: give --precision too (e.g. --precision 0.05 --budget 10m)")
+    if precision is not None and r.deterministic:
+        raise UsageError("--deterministic promises the same JSON on every run but for timings, and --precision adds "
+                         "runs according to timings: drop one (--seed N alone fixes the data and the order)")  # fmt: skip
+    return precision, budget_s
