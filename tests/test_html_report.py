@@ -303,7 +303,8 @@ def test_the_distribution_rings_a_flagged_first_run_and_crosses_contended_ones()
     from ttfr.report import plots
 
     def run(index, value, contended=False):
-        return _run_figures(index, "ok", {"ttfr_s": value}, {"contended": contended, "waited": None, "others_cores": None, "runnable_cores": None})
+        contention = {"contended": contended, "waited": None, "others_cores": None, "runnable_cores": None}
+        return _run_figures(index, "ok", {"ttfr_s": value}, contention)
 
     runs = [run(0, 5.0), run(1, 1.0), run(2, 1.1, contended=True), run(3, 0.9), _run_figures(4, "error", {})]
     summary = {"median": 1.0, "median_ci": {"low": 0.9, "high": 1.1, "level": 0.9}, "n": 3, "min": 0.9, "max": 5.0,

@@ -92,8 +92,8 @@ def _case(runs, *, metric_values, contended=(), failed=0, status="ok"):
     from ttfr.model.base import decode, encode
     from ttfr.model.case import CaseResult
 
-    views = [make_run(i, ttfr_s=v, contention={"contended": i in contended, "waited": None, "others_cores": None, "runnable_cores": None})
-             for i, v in enumerate(metric_values)]  # fmt: skip
+    quiet = {"waited": None, "others_cores": None, "runnable_cores": None}
+    views = [make_run(i, ttfr_s=v, contention={"contended": i in contended, **quiet}) for i, v in enumerate(metric_values)]
     for view in views:
         view["metrics"]["process_s"] = 2.0
     failures = [make_run(len(views) + i, outcome="timeout", ttfr_s=None) for i in range(failed)]
