@@ -7,6 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 PYTEST_ARGS ?=
 ARGS ?=
 # The fast tier is spread over the machine's cores (a module's tests stay on one worker). The rest
@@ -15,7 +16,7 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
 
-.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas
+.PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas docs
 
 $(STAMP): pyproject.toml requirements/cpu-lock.txt
 	$(PYTHON) -m venv $(VENV)
@@ -80,7 +81,7 @@ gpu-check:
 wheelhouse: $(STAMP)
 	$(BIN)/python scripts/wheelhouse.py --dest "$(WHEELHOUSE)" $(if $(WHEELHOUSE_PYTHON),--python-version $(WHEELHOUSE_PYTHON))
 
-# Benchmarks of the harness itself (see README, "Performance"); hyperfine comes from Debian.
+# Benchmarks of the harness itself (see docs/performance.md); hyperfine comes from Debian.
 bench: $(STAMP)
 	command -v hyperfine >/dev/null || (apt-get install -y -qq hyperfine >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq hyperfine))
 	$(BIN)/python benchmarks/cold_overhead.py
@@ -92,8 +93,19 @@ bench: $(STAMP)
 schemas: $(STAMP)
 	$(BIN)/python -m ttfr.artifacts.schema_files src/ttfr/artifacts/schemas
 
+# The documentation site (mkdocs.yml, docs/) into site/: open site/index.html. Strict: a warning (a
+# broken link or anchor, a page not in the navigation, a missing reference) is an error. MkDocs and
+# Material come from their own lock file, installed into .venv beside the CPU stack.
+# NO_MKDOCS_2_WARNING: Material's banner about its end of life in 2027, printed at every build.
+$(DOCS_STAMP): $(STAMP) requirements/docs-lock.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/docs-lock.txt
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build site src/*.egg-info
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
