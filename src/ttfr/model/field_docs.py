@@ -57,7 +57,7 @@ def own_field_docs(cls: type) -> dict[str, str]:
     for field, after in zip(node.body, node.body[1:]):
         if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and isinstance(after, ast.Expr)
                 and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):  # fmt: skip
-            docs[field.target.id] = inspect.cleandoc(after.value.value)
+            docs[field.target.id] = " ".join(after.value.value.split())  # one paragraph, as a schema's description
     return docs
 
 
@@ -75,6 +75,9 @@ def structs(roots) -> list[type]:
     found: dict[type, None] = {}
 
     def walk(info):
+        if isinstance(info, type_inspect.Metadata):  # Annotated[T, Meta(...)]
+            walk(info.type)
+            return
         if isinstance(info, type_inspect.StructType):
             if info.cls in found:
                 return
@@ -103,6 +106,8 @@ def encoded_docs(cls: type) -> dict[str, str]:
 
 def _numeric(info) -> bool:
     """Whether a field's type holds numbers (an int or float, alone, optional, or in a list or dict)."""
+    if isinstance(info, type_inspect.Metadata):  # Annotated[T, Meta(...)]
+        return _numeric(info.type)
     if isinstance(info, (type_inspect.IntType, type_inspect.FloatType)):
         return True
     if isinstance(info, type_inspect.UnionType):
