@@ -157,27 +157,8 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
     for thread in threads:
         thread.start()
     waiter.start()
-    timed_out = stopped = False
     try:
-        if stop is None:
-            waiter.join(timeout_s)
-        else:  # wake for the stop request too (a command's first result, with --stop-at-first-result)
-            deadline = time.monotonic() + timeout_s
-            while waiter.is_alive() and not stop.wait(min(max(deadline - time.monotonic(), 0.0), 0.05)):
-                if time.monotonic() >= deadline:
-                    break
-            stopped = stop.is_set() and waiter.is_alive()
-            if stopped:
-                kill_group(proc.pid)
-                waiter.join()
-        if waiter.is_alive():
-            timed_out = True
-            kill_group(proc.pid)
-            waiter.join()
-    except BaseException:  # Ctrl-C: leave nothing running behind us
-        kill_group(proc.pid)
-        waiter.join()
-        raise
+        timed_out, stopped = _wait_or_kill(proc.pid, waiter, timeout_s, stop)
     finally:
         kill_group(proc.pid)  # stragglers holding the pipes (forked compile workers); the leader is unreaped
         if exited:
@@ -190,23 +171,54 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
     exit_code = os.waitstatus_to_exitcode(reaped["status"])
     proc.returncode = exit_code  # we reaped it; keep Popen from trying again
     oom_after = counter.read() if oom_before is not None else None
-    usage = reaped["usage"]
     return Ended(
         spawn_ns=spawn_ns,
         exited_ns=None if timed_out else exited["ns"],
         exit_code=exit_code,
-        rusage=Rusage(
-            user_s=usage.ru_utime,
-            sys_s=usage.ru_stime,
-            # The child's ru_maxrss starts at this process's peak (its memory, held between fork
-            # and exec): at or below that floor the figure says nothing about the child.
-            max_rss_bytes=usage.ru_maxrss * 1024 if floor is None or usage.ru_maxrss * 1024 > floor else None,
-            rss_floor_bytes=floor,
-            involuntary_switches=usage.ru_nivcsw,
-        ),
+        rusage=_rusage(reaped["usage"], floor),
         timed_out=timed_out,
         oom=None if oom_after is None else OomCheck(oom_after - oom_before, counter.source, counter.scope),
         escaped=any(thread.is_alive() for thread in threads),
         stopped=stopped,
         sched=None if timed_out else exited.get("sched"),
+    )
+
+
+def _wait_or_kill(pid: int, waiter: threading.Thread, timeout_s: float, stop) -> tuple[bool, bool]:
+    """Wait for `waiter` (the leader's exit) at most `timeout_s`, or until `stop` is set; kill the
+    group of one that is still running then. (timed_out, stopped)"""
+    timed_out = stopped = False
+    try:
+        if stop is None:
+            waiter.join(timeout_s)
+        else:  # wake for the stop request too (a command's first result, with --stop-at-first-result)
+            deadline = time.monotonic() + timeout_s
+            while waiter.is_alive() and not stop.wait(min(max(deadline - time.monotonic(), 0.0), 0.05)):
+                if time.monotonic() >= deadline:
+                    break
+            stopped = stop.is_set() and waiter.is_alive()
+            if stopped:
+                kill_group(pid)
+                waiter.join()
+        if waiter.is_alive():
+            timed_out = True
+            kill_group(pid)
+            waiter.join()
+    except BaseException:  # Ctrl-C: leave nothing running behind us
+        kill_group(pid)
+        waiter.join()
+        raise
+    return timed_out, stopped
+
+
+def _rusage(usage, floor: int | None) -> Rusage:
+    """The reaped leader's rusage (it and its reaped children) as the journal records it."""
+    return Rusage(
+        user_s=usage.ru_utime,
+        sys_s=usage.ru_stime,
+        # The child's ru_maxrss starts at this process's peak (its memory, held between fork
+        # and exec): at or below that floor the figure says nothing about the child.
+        max_rss_bytes=usage.ru_maxrss * 1024 if floor is None or usage.ru_maxrss * 1024 > floor else None,
+        rss_floor_bytes=floor,
+        involuntary_switches=usage.ru_nivcsw,
     )
