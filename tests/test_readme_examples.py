@@ -1,6 +1,7 @@
-"""The README's case-file example, executed as a reader would run it: its file written out from
-the README and its commands run as printed (measured processes answered by a fake executor), so
-an example that drops a backend, or no longer parses, fails here."""
+"""The documentation's case-file example (docs/guide/case-files.md, once the README's), executed
+as a reader would run it: its file written out from the page and its commands run as printed
+(measured processes answered by a fake executor), so an example that drops a backend, or no
+longer parses, fails here."""
 
 import re
 import shlex
@@ -11,19 +12,19 @@ from support.fakes import FakeExecutor
 from ttfr.commands import cli
 from ttfr.measure.executors import Executors
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "case-files.md"
 
 
 def _example():
-    text = README.read_text()
+    text = PAGE.read_text()
     source = re.search(r"```python\n# bench_mine\.py\n(.*?)```", text, re.S)
     commands = re.search(r"```bash\n((?:ttfr [^\n]*bench_mine\.py[^\n]*\n)+)```", text)
-    assert source and commands, "the README's bench_mine.py example moved: update this test"
+    assert source and commands, "the bench_mine.py example moved from docs/guide/case-files.md: update this test"
     lines = [line.split("  #")[0].strip() for line in commands.group(1).splitlines()]
     return source.group(1), [shlex.split(line)[1:] for line in lines]
 
 
-def test_the_readme_case_file_example_runs_as_printed(tmp_path, monkeypatch, capsys):
+def test_the_case_file_example_runs_as_printed(tmp_path, monkeypatch, capsys):
     source, commands = _example()
     (tmp_path / "bench_mine.py").write_text(source)
     monkeypatch.chdir(tmp_path)
