@@ -52,15 +52,32 @@ class Metrics(Artifact):
     the reap; null where the run did not reach the span's end."""
 
     interpreter_s: Seconds
+    """From the parent's clock just before the spawn to the first line of the worker's `main`: the interpreter's
+    start-up. Null for a command (it has no worker marks)."""
     import_s: Seconds
+    """From the worker's `main` to its runtime stack imported (the backend's libraries; on a CPU, the runtime's client
+    made too)."""
     setup_s: Seconds
+    """From the previous phase's end (import, device init or the user's import) to the inputs on the device,
+    synchronised: the workload's module imported, its inputs made or read and moved."""
     first_call_s: Seconds
+    """From setup's end to the first result ready (synchronised): building, compiling and running the function once; a
+    loop workload's whole loop. Split by stage in `stages`."""
     second_call_s: Seconds
+    """The second call on the same inputs, synchronised, right after the first: the call once compiled. Null for a
+    command."""
     ttfr_s: Seconds
+    """Time to first result: from the parent's clock just before the spawn to the first result ready (a command's: its
+    matching output line, its ttfr_mark.first_result() call or its exit)."""
     process_s: Seconds
-    user_import_s: Seconds | UnsetType = field(default=UNSET)  # a user's case: importing its case file or module
-    # a GPU case: creating the device's context, its allocator's pool and math library handles (issue 27)
+    """From the spawn to the process's exit, teardown included (with --stop-at-first-result, to ttfr's kill at the first
+    result); null when it was killed at the timeout."""
+    user_import_s: Seconds | UnsetType = field(default=UNSET)
+    """A user's case (--case-file): importing its case file or module, after the runtime stack (and a GPU's device
+    init); absent for other cases."""
     device_init_s: Seconds | UnsetType = field(default=UNSET)
+    """A GPU case: creating the device's context, its memory pool (JAX's preallocation) and math library handles
+    (torch's cuBLAS), after the import; absent on a CPU."""
 
 
 # What each stage of the first call holds, as the runtimes split it (child/backends).
@@ -101,40 +118,74 @@ Stages = _per_stage(
 
 
 class Resources(Artifact):
-    peak_rss_bytes: Count | None  # the worker's own peak
-    tree_peak_rss_bytes: Count | None  # its process tree's (compiler children included)
+    peak_rss_bytes: Count | None
+    """The worker's own peak resident memory since its exec (VmHWM); a command's: its process tree's largest, null where
+    that is not above ttfr's own."""
+    tree_peak_rss_bytes: Count | None
+    """The largest peak RSS of any process of the run's tree (wait4's ru_maxrss: the worker or a reaped child, e.g. a
+    compiler); null where not above ttfr's own, which a forked child's starts from."""
     cpu_user_s: float | None
+    """User CPU seconds of the worker and its reaped children (wait4); null where the process never started."""
     cpu_sys_s: float | None
+    """System (kernel) CPU seconds of the worker and its reaped children (wait4); null where the process never started."""
     involuntary_switches: Count | None
+    """Number of involuntary context switches (preemptions) of the worker and its reaped children (wait4's ru_nivcsw);
+    null where it never started."""
 
 
 class HitMiss(Artifact):
     """The runtime's own cache counters over the run (measure/cache.py hit_miss)."""
 
     hits: int
+    """Persistent-cache hits over the run (count): JAX's cache_hits events, or torch's FX-graph and AOTAutograd cache
+    hits; plus executables an AOT loop loaded from its cache directory."""
     misses: int
+    """Persistent-cache misses over the run (count): JAX's cache-using compile requests less its hits, or torch's
+    FX-graph and AOTAutograd cache misses."""
     requests: int
+    """Compile requests that consulted the persistent cache (count): JAX's compile_requests_use_cache events plus AOT
+    loads, or torch's hits plus misses."""
     entries_written: int | UnsetType = UNSET
+    """JAX only: the number of entries the run wrote to the persistent cache, as JAX counts them (its cache_misses
+    events)."""
     graph_breaks: int | UnsetType = UNSET
+    """torch only: the number of graph breaks TorchDynamo recorded over the run (its graph_break counters, summed)."""
     unique_graphs: int | UnsetType = UNSET
+    """torch only: the number of distinct graphs TorchDynamo captured over the run (its stats' unique_graphs counter)."""
 
 
 class CacheCheck(Artifact):
     """What the run's compilation cache really was, against its policy."""
 
     verdict: Literal["verified", "flagged", "unverified", "not_applicable"]
+    """Whether the cache was what the policy says: `verified`, `flagged` (see `flags`), `unverified` (no counters
+    reported) or `not_applicable` (no persistent cache, a warm process, a program that wrote none)."""
     flags: list[str]
+    """The cache flags this run raised (`cold_cache_not_empty`, `warm_cache_no_hits`, ...); empty when none."""
     entries_before: Count
+    """Number of files in the case's cache directories just before the spawn (after emptying them, or restoring the
+    template)."""
     entries_after: Count
+    """Number of files in the case's cache directories after the reap."""
     note: str | UnsetType = UNSET
-    # the runtime's counters (a compiling backend): persistent-cache hits and misses over the run
+    """What the verdict rests on, or why it does not apply, in words."""
     hits: int | UnsetType = UNSET
+    """A compiling runtime's persistent-cache hits over the run (count, from `counters`); absent where it has no
+    counters."""
     misses: int | UnsetType = UNSET
-    self_hits: int | UnsetType = UNSET  # a cold-cache run's hits on entries it wrote itself
+    """A compiling runtime's persistent-cache misses over the run (count, from `counters`); absent where it has no
+    counters."""
+    self_hits: int | UnsetType = UNSET
+    """A cold-cache run's hits on entries it wrote itself (count): its directory started empty and it filled it (pyhf's
+    JAX backend compiles some computations twice). Not a flag."""
     counters: HitMiss | UnsetType = UNSET
-    # a program's cache (a user's command): the files it wrote, per cache variable's directory
+    """The runtime's own cache counters over the run, where it reports them."""
     written: int | UnsetType = UNSET
+    """Number of files the run added to the cache directories: a command's (read from its directories), or the kernel
+    files an eager GPU run's JIT cache gained."""
     by_directory: dict[str, list[Count]] | UnsetType = UNSET
+    """A command's or a non-compiling runtime's files per cache variable's directory (`jax`, `inductor`, `cuda`, ...) as
+    a [before, after] count; only directories holding any."""
 
 
 class Contention(Artifact):
@@ -142,66 +193,125 @@ class Contention(Artifact):
     threads' CPU wait over its process time; a warm process's, its samples' waits."""
 
     contended: bool
-    # the run-queue wait's verdict: above its threshold (a cold run's fraction; a warm process's share of
-    # samples); None: no reading
+    """The verdict: the run waited for a CPU and the rest of the machine used 0.5 cores or more meanwhile (one reading
+    alone where the other is missing; the runnable-task fallback where both are)."""
     waited: bool | None
+    """The run-queue wait's verdict: a cold run's threads waited over 5% of its process time; more than 30% of a warm
+    process's samples waited over 5% of their wall time. Null: no reading."""
     others_cores: float | None
-    # judged by the fallback (neither reading): the usable cores other runnable tasks filled before and
-    # after; None: judged by the readings
+    """CPU cores the rest of the machine used on average meanwhile (/proc/stat busy time less the run's own CPU time,
+    over its process time or the sampling window); null: no reading."""
     runnable_cores: Count | None
+    """Set where the fallback (neither reading) found the run contended: the usable cores that other runnable tasks
+    filled before and after it (/proc/loadavg); null otherwise."""
     wait_fraction: float | None | UnsetType = UNSET
+    """A cold run: its threads' run-queue wait as a fraction of its process time (above 1 when threads wait at once; a
+    command: its main thread's); null: no reading."""
     samples_contended: int | None | UnsetType = UNSET
+    """A warm process: the number of samples that waited for a CPU over 5% of their wall time; null: no sample had a
+    reading."""
     samples_with_evidence: int | UnsetType = UNSET
+    """A warm process: the number of samples with a run-queue wait reading."""
     median_wait_fraction: float | None | UnsetType = UNSET
+    """A warm process: the median over its samples of the run-queue wait as a fraction of the sample's wall time; null:
+    no reading."""
     max_wait_fraction: float | None | UnsetType = UNSET
+    """A warm process: the largest of its samples' run-queue wait as a fraction of the sample's wall time; null: no
+    reading."""
     median_cpu_per_wall: float | None | UnsetType = UNSET
+    """A warm process: the median over its samples of its CPU seconds per wall-clock second (the cores it kept busy);
+    null: no reading."""
 
 
 class Warmup(Artifact):
     per_call_s: list[float]
+    """Seconds per call of each warm-up batch of the calibrated inner calls, in order, until three in a row agreed
+    within 5% or the warm-up time ran out."""
     stable: bool
+    """Whether three warm-up batches in a row agreed within 5% before max_warmup_s ran out (false: flagged
+    warmup_unstable)."""
 
 
 class SyncCheck(Artifact):
     trailing_sync_fraction_median: float | None
+    """The median over samples of what the barrier after a sample's timed loop cost, as a fraction of the sample's time;
+    null: a backend without a barrier."""
     doubling_ratio_median: float | None
+    """The median ratio of the time of 2n calls to that of n calls; recorded, flags nothing. Null: no finite ratio."""
     overlap_ratio: float | None
+    """The fastest loop of calls as timed over the fastest loop of the same calls each waited on (below 0.75:
+    unsynchronised); null: no such evidence."""
     unsynchronised: bool
+    """Whether the timed calls were judged not synchronised (any of `problems`): the process is flagged
+    `unsynchronised`."""
     problems: list[str]
+    """Why, one sentence per trigger (the last result still pending, the trailing barrier's wait, overlapping calls);
+    empty: synchronised."""
 
 
 class Tick(Artifact):
     quantised: bool
+    """Whether 60% or more of the samples' wall times sit whole scheduler ticks apart, at two or more grid points."""
     tick_s: float | None
+    """The tick the samples sit on (0.001, 0.004 or 0.01 seconds); null when not quantised."""
     share: float | None
+    """The fraction of samples whose wall time lies on that grid; null when not quantised."""
     steps: list[int]
+    """The grid points held by two samples or more, as a number of whole ticks above the shortest sample; empty when not
+    quantised."""
 
 
 class RunFigures(Artifact):
     """One measured run (a cold run, or a warm process: then with its samples)."""
 
     index: Count
+    """The run's index in its policy's stream, from 0 (cold-cache run 0 may make the case's cache template; warm process
+    0 checks the result)."""
     round: Count
+    """The index of the plan round it ran in: 0 the template producers, 1 the result checks, then the interleaved rounds
+    (runs --precision added come last)."""
     outcome: Outcome
+    """How the run ended: `ok`, `unavailable`, `error`, `timeout`, `oom`, `signal` or `invalid-measurement` (a result
+    unlike the checked run's, a warm process without samples)."""
     reason: str | None
+    """Why it was not ok, in words; null when ok."""
     metrics: Metrics
+    """Its cold-start spans, in seconds."""
     stages: Stages
+    """Its first call split by stage, where the runtime records them (JAX's AOT steps, torch.compile's phases)."""
     resources: Resources
+    """Its memory, CPU time and context switches."""
     cache: CacheCheck
+    """What its compilation cache really was, against its policy."""
     host: Host | None
+    """The machine around the run, read before the spawn and after the reap (load, CPU pressure, runnable tasks, busy
+    CPU time); null: not read."""
     exit_code: int | None
+    """The process's exit status (negative: killed by that signal number); null: it never started."""
     loop: RunLoop | UnsetType = UNSET
+    """A loop workload's figures for this run: its timeline, compiles and cache hits."""
     contention: Contention | UnsetType = UNSET
-    threadpools: list[ThreadPool] | None | UnsetType = UNSET  # files before 0.1.1: each run's (now the case's)
+    """Whether it was measured on a busy machine, with the readings; absent for a cold run that was not ok."""
+    threadpools: list[ThreadPool] | None | UnsetType = UNSET
+    """Case files before ttfr 0.1.1 only: the BLAS/OpenMP pools this run loaded (now recorded once per case, in the
+    case's `threadpools`)."""
     output_tail: str | None | UnsetType = UNSET
-    traceback: str | UnsetType = UNSET  # a failed run of a user's case: where in their code (their frames)
-    # a warm process (absent when it returned no samples)
+    """The end of a failed run's output (stdout and stderr, redacted); absent when ok; null: none kept."""
+    traceback: str | UnsetType = UNSET
+    """A failed run of a user's case: its traceback cut to their own frames (ttfr's stay in the journal)."""
     samples_s: Annotated[list[Annotated[float, Meta(gt=0)]], Meta(min_length=1)] | UnsetType = UNSET
+    """A warm process: seconds per call of each sample (a timed loop of `inner_loops` synchronised calls over their
+    count); absent when it returned none."""
     inner_loops: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    """A warm process: the number of calls per sample, calibrated so that one sample lasts at least min_sample_s."""
     median_s: float | UnsetType = UNSET
+    """A warm process: the median of its samples, seconds per call: its figure."""
     warmup: Warmup | UnsetType = UNSET
+    """A warm process: its warm-up before the samples."""
     sync_check: SyncCheck | UnsetType = UNSET
+    """A warm process: whether its timed calls were really synchronised, checked outside the timed region."""
     tick: Tick | None | UnsetType = UNSET
+    """A warm process: whether its samples sit whole scheduler ticks apart; null: fewer than five samples to judge."""
 
 
 # ------------------------------------------------------------------ flags
@@ -209,7 +319,9 @@ class Flag(Artifact, tag_field="flag", kw_only=True):
     """Evidence beside the figures: something a reader must know to trust them. A flag holds its
     evidence as numbers and names; report/flag_text.py says it as a sentence, for every output."""
 
-    policy: PolicyName | UnsetType = UNSET  # on the case: which policy raised it
+    policy: PolicyName | UnsetType = UNSET
+    """In the case's `flags`: the policy that raised it (`cold-process/cold-cache`, ...); absent in a policy's own
+    `flags` and on a flag of the whole case (conversion, concurrency)."""
 
     @property
     def name(self) -> str:
@@ -221,8 +333,12 @@ class FirstRunOutlier(Flag, tag="first_run_outlier"):
     """The first run's figure lies far from the others' (a cold disk or first-touch effect); it stays in every figure."""
 
     metric: str
+    """The figure judged (`ttfr_s`)."""
     value: float
+    """The first run's value of that figure, in seconds."""
     robust_z: float
+    """How many robust σ (1.4826 × the MAD of the other runs) the first run lies from their median; above 3.5 is
+    flagged."""
 
 
 class ColdCacheNotEmpty(Flag, tag="cold_cache_not_empty"):
@@ -261,32 +377,45 @@ class ContendedRun(Artifact):
     """One contended run's (or warm process's) evidence, as the run records it."""
 
     index: Count
+    """The run's (or warm process's) index in its policy's stream."""
     contention: Contention
+    """Its contention readings and verdict, as the run records them."""
 
 
 class SetAside(Artifact):
     """Contended runs set aside: the figures use the clean ones."""
 
     contended: Count
+    """Number of contended ok runs (or warm processes) set aside from the figures."""
     clean: Count
+    """Number of clean ok runs (or warm processes) the figures use."""
     ok: Count
+    """Number of ok runs (or warm processes) in all, contended ones included."""
 
 
 class Contended(Flag, tag="contended"):
     """Runs or warm processes measured while other work competed for the CPUs."""
 
     evidence: list[ContendedRun]
+    """Each contended run's (or warm process's) index and contention readings."""
     runs: list[int] | UnsetType = UNSET
+    """Indexes of the contended runs (a cold policy); absent for warm processes."""
     processes: list[int] | UnsetType = UNSET
+    """Indexes of the contended warm processes; absent for a cold policy."""
     set_aside: SetAside | UnsetType = UNSET
+    """How many were set aside and how many clean ones the figures use; absent when too few clean ones were left, or
+    with --keep-contended."""
 
 
 class CouldNotMeasureCleanly(Flag, tag="could_not_measure_cleanly"):
     """Too few clean runs were left to give a figure: the policy's figures are withheld."""
 
     contended: Count
-    ok: Count  # the policy's ok runs (or warm processes), contended ones included
+    """Number of the policy's ok runs (or warm processes) that were contended."""
+    ok: Count
+    """Number of the policy's ok runs (or warm processes), contended ones included."""
     unit: Literal["run", "process"]
+    """What the counts count: `run` (a cold policy) or `process` (warm processes)."""
 
 
 class ContendedKept(Flag, tag="contended_kept"):
@@ -294,43 +423,56 @@ class ContendedKept(Flag, tag="contended_kept"):
     figure_runs applies, so every reader derives the same figures)."""
 
     runs: list[int] | UnsetType = UNSET
+    """Indexes of the contended runs the figures keep (a cold policy)."""
     processes: list[int] | UnsetType = UNSET
+    """Indexes of the contended warm processes the figures keep."""
 
 
 class CompileCountMismatch(Flag, tag="compile_count_mismatch"):
     """Runs compiled another number of times than the loop's strategy expects."""
 
     runs: list[int]
+    """Indexes of the ok runs whose compile count was not the expected one."""
     expected: int | None
+    """The number of compiles the loop's strategy expects of a run (the first mismatched run's); null: no fixed count."""
     observed: list[int]
+    """The distinct numbers of compiles those runs observed, ascending."""
 
 
 class Unsynchronised(Flag, tag="unsynchronised"):
     """Warm processes whose timed calls were not synchronised: their figures may time dispatch."""
 
     processes: list[int]
+    """Indexes of the ok warm processes whose sync check found their timed calls unsynchronised."""
 
 
 class WarmupUnstable(Flag, tag="warmup_unstable"):
     """Warm processes that did not settle within the warm-up time."""
 
     processes: list[int]
+    """Indexes of the ok warm processes whose warm-up did not settle."""
 
 
 class ProcessDisagreement(Flag, tag="process_disagreement"):
     """The warm processes' medians differ by more than their own spread explains."""
 
     disagree: bool
+    """Whether the processes disagree: p_value below 0.01 and max_over_min_median above 1.10 (true in a raised flag)."""
     p_value: float
+    """The Kruskal-Wallis p-value of the processes' samples (1.0 where every value is identical)."""
     max_over_min_median: float
+    """The ratio of the largest process median to the smallest."""
     process_medians_s: list[float]
+    """Each process's median, in seconds per call (the ok processes with three finite samples or more)."""
 
 
 class TickQuantised(Flag, tag="tick_quantised"):
     """Warm processes whose samples sit whole scheduler ticks apart."""
 
     processes: list[int]
+    """Indexes of the ok warm processes whose samples are tick-quantised."""
     tick_s: float
+    """The scheduler tick found, in seconds (the first such process's: 0.001, 0.004 or 0.01)."""
 
 
 class InvalidMeasurement(Flag, tag="invalid_measurement"):
@@ -341,31 +483,39 @@ class ConversionLeak(Flag, tag="conversion_leak"):
     """The process's memory kept growing through a conversion route's calls."""
 
     calls: Count
+    """Number of conversions the leak probe ran in the checking process."""
     growth_per_call_bytes: float
+    """The resident memory's growth from before the first to after the last conversion, in bytes per conversion."""
 
 
 class ConversionWrongValues(Flag, tag="conversion_wrong_values"):
     """A conversion route gave other values than its source for some layouts."""
 
     layouts: list[str]
+    """The source layouts whose converted values differed from the source's."""
 
 
 class CopyEvidenceDisagrees(Flag, tag="copy_evidence_disagrees"):
     """For some layouts the buffers' addresses and a write through the source disagree on whether the route copied."""
 
     layouts: list[str]
+    """The source layouts where the address ranges and a write through the source disagree (their `copied` is null)."""
 
 
 class SharedCacheNotWhole(Flag, tag="shared_cache_not_whole"):
     """After some concurrency groups the shared cache was not whole."""
 
     groups: list[str]
+    """The concurrency groups (`cold-shared x8 #0`, ...) after which a cache file could not be read, or a fresh process
+    on the cache still compiled."""
 
 
 class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
     """Processes compiled although their shared cache was filled first."""
 
     groups: list[str]
+    """The warm-shared groups (`warm-shared x8 #0`, ...) in which a process compiled (its cache use `compiled` or
+    `mixed`)."""
 
 
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
@@ -381,25 +531,42 @@ AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten
 # ------------------------------------------------------------------ policies
 class CacheVerification(Artifact):
     verdict: Literal["verified", "flagged", "unverified", "not_applicable"]
+    """The policy's verdict over its ok runs: `flagged` if any run was, `verified` or `not_applicable` if all were, else
+    `unverified` (also with no ok run)."""
     flags: list[str]
+    """The cache flags its ok runs raised, each once, sorted."""
     hits_total: int | None
+    """Persistent-cache hits summed over its ok runs (count); null: no run had counters."""
     misses_total: int | None
+    """Persistent-cache misses summed over its ok runs (count); null: no run had counters."""
     runs_verified: Count
+    """Number of ok runs whose cache check was `verified`."""
     runs: Count
+    """Number of ok runs judged."""
 
 
 class ColdSummary(Artifact):
     """A cold policy's figures: each component's summary over its headline runs (null: none)."""
 
     interpreter_s: Summary | None
+    """Summary (seconds) of the headline runs' interpreter start-up; null: none."""
     import_s: Summary | None
+    """Summary (seconds) of the headline runs' runtime stack import; null: none."""
     setup_s: Summary | None
+    """Summary (seconds) of the headline runs' setup (inputs on the device); null: none."""
     first_call_s: Summary | None
+    """Summary (seconds) of the headline runs' first call; null: none."""
     second_call_s: Summary | None
+    """Summary (seconds) of the headline runs' second call; null: none."""
     ttfr_s: Summary | None
+    """Summary (seconds) of the headline runs' time to first result; its median is the policy's headline figure. Null:
+    none."""
     process_s: Summary | None
+    """Summary (seconds) of the headline runs' whole process life, spawn to exit; null: none."""
     user_import_s: Summary | None | UnsetType = UNSET
+    """Summary (seconds) of the headline runs' import of a user's case; null: none; absent where no run recorded it."""
     device_init_s: Summary | None | UnsetType = UNSET
+    """Summary (seconds) of the headline runs' GPU device initialisation; null: none; absent where no run recorded it."""
 
 
 StagesSummary = _per_stage(
@@ -446,11 +613,19 @@ class _Policy:
 
 class ColdPolicy(Artifact, _Policy):
     runs: list[RunFigures]
+    """Every measured run of the policy in (round, index) order, failed and contended ones included: the raw data."""
     summary: ColdSummary
+    """Each cold-start span's summary over the headline runs (the clean ok runs; every ok run with --keep-contended)."""
     stages_summary: StagesSummary
+    """Each recorded first-call stage's summary over the headline runs; empty where none was recorded."""
     cache_verification: CacheVerification
+    """What the policy's cache really was, over its ok runs."""
     flags: list[AnyFlag]
+    """The policy's flags (first-run outlier, cache, contention, compile counts), without `policy`; the case's `flags`
+    repeat them with it."""
     loop_summary: LoopSummary | None | UnsetType = UNSET
+    """A loop workload's figures over the headline runs; null: no headline run (withheld, or a failed case); absent: not
+    a loop workload."""
 
     @property
     def measured(self) -> list[RunFigures]:
@@ -462,14 +637,22 @@ class ColdPolicy(Artifact, _Policy):
 
 
 class WarmSummary(Artifact):
-    call_s: Summary | None  # the median of the processes' medians, over the clean processes
+    call_s: Summary | None
+    """Summary (seconds per call) of the headline warm processes' medians (the clean ok ones; every ok one with
+    --keep-contended): its median is the warm figure. Null: none."""
     samples_per_process: int | None
+    """Number of samples a warm process took (the first ok one's); null: no ok process."""
 
 
 class WarmPolicy(Artifact, _Policy):
     procs: list[RunFigures]
+    """Every warm process of the policy in (round, index) order, failed and contended ones included, each with its
+    samples."""
     summary: WarmSummary
+    """The warm figure over the headline processes."""
     flags: list[AnyFlag]
+    """The policy's flags (sync, warm-up, contention, disagreement, ticks, compile counts), without `policy`; the case's
+    `flags` repeat them with it."""
 
     @property
     def measured(self) -> list[RunFigures]:
@@ -481,8 +664,13 @@ class WarmPolicy(Artifact, _Policy):
 
 class Policies(Artifact):
     cold_cache: ColdPolicy | UnsetType = field(name=COLD_CACHE, default=UNSET)
+    """`cold-process/cold-cache`: each run a fresh process on an emptied cache directory; absent: not run."""
     warm_cache: ColdPolicy | UnsetType = field(name=WARM_CACHE, default=UNSET)
+    """`cold-process/warm-cache`: each run a fresh process on the cache restored from the case's template; absent: not
+    run."""
     warm_process: WarmPolicy | UnsetType = field(name=WARM_PROCESS, default=UNSET)
+    """`warm-process`: steady-state calls sampled after a warm-up, in fresh processes started from the template; absent:
+    not run."""
 
     def get(self, name: str) -> ColdPolicy | WarmPolicy | None:
         """The policy named as artifacts name it (`cold-process/cold-cache`, ...); None: not run."""
@@ -513,41 +701,75 @@ def named(struct, name: str):
 # ------------------------------------------------------------------ the case
 class Config(Artifact):
     profile: str
+    """The run profile (`quick`, `standard`, `publish`) that gave the settings' defaults."""
     policies: Annotated[list[PolicyName], Meta(min_length=1)]
+    """The cache policies the run measured, as the artifacts name them."""
     cold_runs: Annotated[int, Meta(ge=1)]
+    """Number of fresh processes per cold policy and case (--precision may add more)."""
     warm_procs: Annotated[int, Meta(ge=1)]
+    """Number of warm processes per case (--precision may add more)."""
     warm_samples: Annotated[int, Meta(ge=1)]
+    """Number of samples each warm process takes."""
     min_sample_s: Annotated[float, Meta(gt=0)]
+    """The least a warm sample lasts: its inner loop's call count is calibrated to reach it."""
     max_warmup_s: Annotated[float, Meta(ge=0)]
+    """A warm process's warm-up time limit: past it, warm-up stops unsettled (flagged warmup_unstable)."""
     timeout_s: Annotated[float, Meta(gt=0)]
+    """Each worker process's time limit (--timeout; some workloads' checking process gets a multiple): past it, its
+    process group is killed."""
     seed: int
+    """The seed of the input data and of each round's shuffled order."""
     threads: Annotated[int, Meta(ge=1)] | None
+    """--threads: the OMP/MKL/OpenBLAS thread count set in every worker; null: the libraries' defaults."""
     deterministic: bool
-    keep_contended: bool | UnsetType = UNSET  # --keep-contended (files before 0.1.2: none)
+    """--deterministic: seed 0 unless given, PYTHONHASHSEED=0 and a snapshot id from the spec, so the JSON is
+    byte-stable but for timings and timestamps."""
+    keep_contended: bool | UnsetType = UNSET
+    """--keep-contended: the figures keep contended runs (each such policy carries a contended_kept flag); absent in
+    files before ttfr 0.1.2."""
     precision: Annotated[float, Meta(gt=0, lt=1)] | UnsetType = UNSET
+    """--precision: the relative half-width of the 95% interval every headline statistic should reach, as a fraction of
+    its median (0.05: ±5%); absent without it."""
     budget_s: Annotated[int, Meta(ge=1)] | Annotated[float, Meta(ge=1)] | None | UnsetType = UNSET
+    """--budget: the run's wall-time limit, which the runs --precision adds must fit (its profile's runs always
+    complete); null: no budget; absent without --precision."""
 
 
 class Dataset(Artifact):
     id: Annotated[str, Meta(min_length=1)]
+    """The id the case's inputs are published under: `<workload>-<size>-<dtype>-seed<n>`, or
+    `histfactory-<preset>-<size>p-seed<n>` for a workspace."""
     sha256: Sha256 | None
+    """The inputs' sha256 (their dtypes, shapes and bytes; a workspace's file) as the checking process hashed them;
+    null: no process checked."""
 
 
 class CaseMemory(Artifact):
-    peak_rss_bytes: Summary | None | UnsetType = UNSET  # the worker's own peak over the cold runs
+    peak_rss_bytes: Summary | None | UnsetType = UNSET
+    """Summary of the worker's own peak RSS over the ok runs of the cold-cache policy (warm-cache without it); null: a
+    failed case, or no reading; absent: no cold policy."""
     device_peak_bytes: Count | UnsetType = UNSET
-    # a GPU case's peak per phase, from a warm process where there is one (its steady state is the warm regime's)
+    """A GPU case: the device's peak memory in use over the whole process, from a warm process where one ran (else the
+    first ok run)."""
     device_peaks: DevicePeaks | UnsetType = UNSET
+    """A GPU case: the device's peak memory at the end of setup, of the first call and of the steady state, from a warm
+    process where one ran."""
     device_peaks_reset: bool | UnsetType = UNSET
+    """Whether each phase's device peak is its own (torch resets it at each reading) or a running total since the
+    process started (XLA's: false)."""
     compiled: dict[str, int] | UnsetType = UNSET
+    """JAX: the compiled executable's memory_analysis() sizes (argument, output, temp, alias, generated code), in bytes."""
 
 
 class UnmeasuredRun(Artifact):
     """A run that is not a measurement (the template producer, the check run), and its outcome."""
 
     kind: str
+    """What the run was for: `prime` (it filled the cache template) or `check` (it checked the result)."""
     outcome: Outcome
+    """How it ended, as a measured run's outcome."""
     reason: str | None
+    """Why it was not ok, in words; null when ok."""
 
 
 class CommandInfo(Artifact):
@@ -555,19 +777,30 @@ class CommandInfo(Artifact):
     as plan.json records them (redacted)."""
 
     argv: Annotated[list[str], Meta(min_length=1)]
+    """The program and its arguments as run (without a shell), secrets redacted."""
     cwd: str
-    first_result: str | None  # a regex on its output: the first matching line is its first result
-    mark: bool  # its first result is its call of ttfr_mark.first_result() (neither: its exit)
+    """The directory it ran in."""
+    first_result: str | None
+    """A regex on its output: the first matching line is its first result; null: not taken from its output."""
+    mark: bool
+    """Whether its first result is its call of ttfr_mark.first_result() (neither this nor first_result: its exit)."""
     prepare: list[str] | None
-    stop_at_first_result: bool | UnsetType = UNSET  # each run was ended by ttfr at its first result
+    """The --prepare command, as arguments, run untimed before each of its runs; null: none."""
+    stop_at_first_result: bool | UnsetType = UNSET
+    """Whether ttfr ended each run (killed its process group) at its first result (--stop-at-first-result)."""
 
 
 class Headline(Artifact):
     """The few numbers a suite index and a summary table show (null when not measured)."""
 
     ttfr_cold_cache_median_s: Annotated[float, Meta(ge=0)] | None
+    """The cold-cache policy's median time to first result over its headline runs; null: not measured, withheld or
+    failed."""
     ttfr_warm_cache_median_s: Annotated[float, Meta(ge=0)] | None
+    """The warm-cache policy's median time to first result over its headline runs; null: not measured, withheld or
+    failed."""
     warm_call_median_s: Annotated[float, Meta(ge=0)] | None
+    """The warm processes' median of their medians, seconds per call; null: not measured, withheld or failed."""
 
 
 class Conversion(Artifact):
@@ -576,42 +809,79 @@ class Conversion(Artifact):
     read and write: twice)."""
 
     evidence: ConversionEvidence
-    first_call_s: float | None  # the cold-cache median: the first conversion in a fresh process
-    call_s: float | None  # the warm-process median: the steady state
-    memcpy_bytes_per_s: float | None  # this machine's np.copyto of the same bytes, in the same process (null: no time)
-    bytes_per_s: float | None  # where the route copied: bytes / call_s
-    memcpy_fraction: float | None  # where it copied: memcpy's time / the route's (1.0: as fast as memcpy)
+    """What the checking process measured beside the timed calls: whether the route copied, each layout, memcpy's time,
+    the leak probe."""
+    first_call_s: float | None
+    """The cold-cache policy's median first call: the first conversion in a fresh process; null: no such figure."""
+    call_s: float | None
+    """The warm-process median of process medians: a conversion in the steady state; null: no such figure."""
+    memcpy_bytes_per_s: float | None
+    """This machine's np.copyto of the same bytes in the same process, in bytes per second; null: too fast to time."""
+    bytes_per_s: float | None
+    """Where the route copied: the source's bytes over call_s, in bytes per second; null where it did not copy, or
+    without call_s."""
+    memcpy_fraction: float | None
+    """Where the route copied: memcpy's time over the route's call_s, a ratio (1.0: as fast as memcpy); null otherwise."""
     below_half_memcpy: bool | None
+    """Whether memcpy_fraction is below 0.5 (the report names such routes); null without it."""
 
 
 class CaseResult(Artifact):
     """One case (backend x workload x size x dtype): raw runs and summaries per cache policy."""
 
     schema: Literal["ttfr.case_result.v2"]
+    """The format's name and version: `ttfr.case_result.v2`."""
     case: Annotated[str, Meta(pattern="^[a-z0-9_]+_[0-9]+_(f32|f64|bf16)$")]
+    """The case id, `<backend>_<workload>_<size>_<dtype>` (e.g. `jax_jit_cpu_matmul_512_f32`; a user's workspace:
+    `..._custom_<size>_...`)."""
     backend: Annotated[str, Meta(min_length=1)]
+    """The backend as the catalogue names it (`numpy`, `jax_jit_cpu`, ...; `command` for --command)."""
     workload: Annotated[str, Meta(min_length=1)]
+    """The workload: a catalogued one, a user's case, or a command's name."""
     size: Annotated[int, Meta(ge=1)]
+    """The workload's size, a whole number whose meaning is the workload's (n of a matmul, rows, width, parameter count,
+    K or N of a loop, a conversion's bytes; 1 for a command)."""
     dtype: Literal["float32", "float64", "bfloat16"]
+    """The inputs' floating-point type (bfloat16: conversion routes only)."""
     status: Status
+    """`ok`; `warn` (unavailable, some runs failed, figures withheld, contended runs kept, unreferenced backends'
+    results differ); `failed` (a failed result check or gate run, or every run of a policy failed)."""
     reason: str | None
+    """Why the status is not ok, in words; null when ok."""
     config: Config
+    """The run settings the case was measured with."""
     sync_policy: Annotated[str, Meta(min_length=1)]
+    """How a timed call waits for its result on this backend (and any note on this workload), in words."""
     dataset: Dataset
+    """The id and hash of the case's inputs."""
     device: Device | None
+    """The device the first ok run computed on, as its runtime reported it; null: no ok run, or none reported."""
     versions: dict[str, str | int | None]
+    """The runtime libraries' versions the first ok run reported (`jax`, `torch`, ...; torch's also `torch_threads`, its
+    thread count)."""
     correctness: Check | None
+    """The check of the first call's result (the checking process's; a failed one where any failed); null: no process
+    checked."""
     policies: Policies
+    """Each measured cache policy's runs, figures and flags."""
     memory: CaseMemory
+    """The case's memory figures: the workers' peak RSS and, on a GPU, the device's peaks."""
     flags: list[AnyFlag]
+    """Every flag of the case: each policy's (with `policy`), invalid measurements, and the case's own (conversion,
+    concurrency)."""
     unmeasured_runs: list[UnmeasuredRun]
+    """The runs that are no measurement (a template priming run, a check run) and their outcomes."""
     limitations: list[str]
+    """What ttfr cannot control for this case (the page cache, bytecode caches, frequency scaling, ...), as sentences."""
     command: CommandInfo | UnsetType = UNSET
-    # The BLAS/OpenMP pools its checking process loaded and their thread counts (None: threadpoolctl
-    # is not installed there; absent: no process checked the result, e.g. a command's case).
+    """A command case (--command): its program and how its first result is taken."""
     threadpools: list[ThreadPool] | None | UnsetType = UNSET
-    conversion: Conversion | UnsetType = UNSET  # a conversion route's evidence and figures
-    concurrency: Concurrency | UnsetType = UNSET  # --concurrency: its groups of cold starts at once
+    """The BLAS/OpenMP pools its checking process loaded and their thread counts; null: threadpoolctl not installed
+    there (or failing); absent: no process checked (a command)."""
+    conversion: Conversion | UnsetType = UNSET
+    """A conversion route's evidence and figures."""
+    concurrency: Concurrency | UnsetType = UNSET
+    """--concurrency: its groups of simultaneous cold starts and their figures."""
 
     def figure(self, policy: str, metric: str) -> Summary | None:
         """One metric's summary under one policy; None when not measured (or withheld)."""
