@@ -34,71 +34,141 @@ class CacheDir(Open):
     subdirectory where any changed: [before, after])."""
 
     entries_before: Reading
+    """Number of files in the run's cache directory before it started (a group's check: the files the group
+    left, in all its directories)."""
     entries_after: Reading
+    """Number of files there after it ended (a group's check: after its process, or as the group left them where
+    none ran)."""
     restored_template: bool = False
+    """Whether the directory started as a copy of the case's cache template (a warm cache); false: it started
+    empty."""
     by_directory: dict[str, list[Count]] | UnsetType = UNSET
-    # a group's (--concurrency): the bytes its files held before and after, and those that could not be read
+    """Files per cache variable's subdirectory (`jax`, `inductor`, ...) as a [before, after] count, for those
+    holding any at either reading; absent for a group."""
     bytes_before: Count | UnsetType = UNSET
+    """A group's (--concurrency): the bytes its directory's files held before it ran (its check: as the group left
+    them)."""
     bytes_after: Count | UnsetType = UNSET
+    """A group's: the bytes its directory's files held after it ran (its check: after the check's process)."""
     unreadable: list[str] | UnsetType = UNSET
+    """A group's check: the files that could not be read to their end, each with its error (a private directory's
+    prefixed `member <i>/`)."""
 
 
 class Host(Open):
     """The machine around one run: contention evidence (analyse/contention.py)."""
 
     load_average: list[Number | None] | None | UnsetType = UNSET
+    """The machine's 1-, 5- and 15-minute load averages before the spawn (the mean number of runnable or
+    uninterruptible tasks); null where unreadable."""
     cpu_pressure_avg10: Number | None | UnsetType = UNSET
+    """The percent of the last 10 seconds some task waited for a CPU (PSI's CPU `some` avg10), before the spawn;
+    null without PSI."""
     steal_fraction: Number | None | UnsetType = UNSET
+    """The fraction of the machine's CPU time stolen by its hypervisor from before the spawn to after the reap
+    (/proc/stat); null where unreadable."""
     started_at: str | None | UnsetType = UNSET
+    """The wall-clock time just before the spawn: UTC, ISO 8601, to the second."""
     runnable_start: Annotated[list[Reading], Meta(min_length=1)] | None | UnsetType = UNSET
+    """Machine-wide scheduling entities before the spawn, [runnable, total] (/proc/loadavg; the runnable count
+    includes ttfr's own parent); null where unreadable."""
     runnable_end: Annotated[list[Reading], Meta(min_length=1)] | None | UnsetType = UNSET
+    """The same [runnable, total] count after the reap; null where unreadable."""
     cpu_pressure_stall_s: Number | None | UnsetType = UNSET
+    """The time some task waited for a CPU (PSI's CPU `some` total) from before the spawn to after the reap;
+    null without PSI."""
     usable_cores: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    """Number of CPU cores ttfr's process may run on (its affinity; a node's own on Slurm); null where unknown."""
     machine_busy_s: Number | None | UnsetType = UNSET
+    """The CPU time every task of the machine used (user, nice, system, irq, softirq) from before the spawn to
+    after the reap; the run's own share is in its rusage, the rest its neighbours'."""
 
 
 class Rusage(Open):
     """The run's process tree (the worker and its reaped children, g++ included)."""
 
     user_s: Number | None | UnsetType = UNSET
+    """CPU time in user mode of the process and its reaped descendants (wait4's rusage)."""
     sys_s: Number | None | UnsetType = UNSET
+    """CPU time in the kernel of the process and its reaped descendants (wait4's rusage)."""
     max_rss_bytes: Count | None | UnsetType = UNSET
+    """The peak resident set size of the largest process of the tree (ru_maxrss); null where it is not above
+    `rss_floor_bytes`, where it says nothing about the child."""
     rss_floor_bytes: Count | None | UnsetType = UNSET
+    """The parent's own peak RSS at the spawn, which a forked child's ru_maxrss starts from; null where unknown."""
     involuntary_switches: Count | None | UnsetType = UNSET
+    """Number of involuntary context switches (preempted while runnable) of the process and its reaped
+    descendants."""
 
 
 class JournalEntry(Open):
     task: str
+    """The task's key, `<case>|<policy or kind>|<index>` (a group's: `<case>|<mode>x<N>|<index>`): what a --resume
+    skips."""
     case: str
+    """The case's id."""
     kind: str
+    """What the process did: `cold` (a cold-process run), `warm` (a warm process), `prime` (filled the cache
+    template), `check` (the result check alone), `group` or `group_check` (--concurrency)."""
     policy: str | None
+    """The cache policy (a group's: its sharing mode, `cold-shared`, `warm-shared` or `cold-private`); null for a
+    priming or check process."""
     index: Reading
+    """The run's index in its (case, policy) stream, from 0 (a group's: its index among the case's groups of that
+    mode and size)."""
     round: Reading
+    """The index of the plan's round it ran in: 0 the template producers, 1 the gates (first warm process or
+    check), then the interleaved runs, those --precision added last."""
     measured: bool
+    """Whether its figures are published (a cold run, a warm process, a group's member); false for a priming or
+    check process."""
     makes_template: bool
+    """Whether its cache directory, if it ended ok, became the case's cache template (the first cold-cache run, or
+    a priming run)."""
     cache_dir: CacheDir
+    """The files in its cache directory before and after it."""
     host: Host | None
+    """The machine around the run (contention evidence); null for a group's check."""
     outcome: Outcome
+    """How the run ended: the worker's outcome, or what the parent saw (`timeout`, `oom`, `signal`, `error`,
+    `invalid-measurement`)."""
     reason: str | None
+    """Why the run was not ok, in words (redacted); null for an ok run."""
     record: RunRecord | None
+    """What the worker reported (marks, stages, result check, samples, ...); null where nothing readable arrived."""
     spawn_ns: Reading
+    """The CLOCK_MONOTONIC reading just before the process started, in nanoseconds (its node's clock where `node`
+    is set; where no process started: when that was known)."""
     reaped_ns: Reading | None
+    """The CLOCK_MONOTONIC reading when the parent saw the process exit (before reaping it), in nanoseconds, on
+    the same clock as `spawn_ns`; null: it timed out, or no process ran."""
     exit_code: int | None
+    """The process's exit status (negative: the number of the signal that killed it); null where no process ran."""
     rusage: Rusage | None
+    """The process tree's CPU time, peak memory and involuntary switches; null where no process ran."""
     output_tail: str | None
+    """The last 2,000 characters of its stdout and stderr (redacted), kept for a run neither ok nor unavailable;
+    null otherwise."""
     timeout_s: float | UnsetType = UNSET
-    # a group's member (--concurrency): the group's size N and this process's place in it (a group's
-    # check process: N), and the warnings and errors its output held (a cache read or write gone wrong)
+    """The wall-clock limit the run was given (--timeout, times the workload's factor for the process that checks
+    the result); absent in older journals."""
     concurrency: Annotated[int, Meta(ge=1)] | UnsetType = UNSET
+    """--concurrency: the size N of its group (processes released at once); absent outside a group."""
     member: Count | UnsetType = UNSET
+    """Its index in its group, 0 to N - 1 (the group's check: N)."""
     messages: list[str] | UnsetType = UNSET
-    # a group's check (GROUP_CHECK): what its verdict rests on (UNSET: a fresh process ran on the cache)
+    """A group's member or check: the warning and error lines its output held (a cache read or write gone wrong
+    warns and goes on); at most 10, redacted."""
     check_basis: CheckBasis | UnsetType = UNSET
-    # where a process ran on another machine's clock (a group on Slurm nodes): its wall clock minus its
-    # monotonic clock at the spawn, so that members' spawns and results compare (UNSET: this machine's)
+    """What a group's check rests on where no process ran: `members` (a warm-shared group that changed no file) or
+    `private` (each file of the private directories reads to its end); absent: a fresh process ran on the cache."""
     clock_offset_ns: int | UnsetType = UNSET
-    node: str | UnsetType = UNSET  # the machine that ran it, where not the run's own (a Slurm node)
-    node_cpus: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET  # that machine's CPUs
+    """Where it ran on another machine (a group on Slurm nodes): that machine's wall clock minus its monotonic
+    clock at the spawn, in nanoseconds, so members' readings compare; absent: this machine's clock."""
+    node: str | UnsetType = UNSET
+    """The host name of the machine that ran it (a Slurm node), where not the run's own; absent otherwise."""
+    node_cpus: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    """That machine's number of CPUs (os.cpu_count(); its Slurm allocation may be fewer)."""
 
     def __post_init__(self):
         problem = self.problem()

@@ -3,9 +3,7 @@ result and the gate's outcome, decided from the typed case results (analyse/gate
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from msgspec import Meta
+from typing import Literal
 
 from ttfr.model.base import UNSET, Artifact, Count, UnsetType
 
@@ -20,15 +18,28 @@ class Gate(Artifact):
     """One gate of one case (and policy): what it checks is its name, its outcome is `result`."""
 
     case: str
+    """The case's id."""
     gate: GateName
-    result: GateResult  # flagged: listed, not a failure (a contended run, an unsynchronised warm process)
-    detail: str | None  # what decided it, in words (a reason, an error figure, the flags)
-    policy: str | UnsetType = UNSET  # the cache policy of a per-policy gate
+    """What it checks: the case's `status`, its `availability`, the result check (`correctness`, HistFactory's
+    `parity_nll`, `parity_q0`, `finite_differences`), and per policy `sync_check`, `cache_verification` and
+    `contention`."""
+    result: GateResult
+    """`pass`, `fail`, `flagged` (listed, not a failure: a warned case, a contended run, an unsynchronised warm
+    process, a cache flag) or `not_applicable`."""
+    detail: str | None
+    """What decided it, in words (a reason, an error figure, the flags)."""
+    policy: str | UnsetType = UNSET
+    """The cache policy of a per-policy gate; absent for the case's own gates."""
 
 
 class ValidationPack(Artifact):
     schema: Literal["ttfr.validation.v1"]
+    """The schema this file follows."""
     snapshot_id: str
-    summary: dict[GateResult, Count]  # gates per outcome
-    passed: Annotated[bool, Meta(description="no gate failed (flagged gates are listed, not failures)")]
+    """The published snapshot's id (`ttfr-` and the start of its content digest)."""
+    summary: dict[GateResult, Count]
+    """Number of gates per outcome (every outcome listed, 0 included)."""
+    passed: bool
+    """Whether no gate failed (flagged gates are listed, not failures)."""
     gates: list[Gate]
+    """Every gate of every case, a case's own gates before its per-policy ones."""
