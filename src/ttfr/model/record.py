@@ -26,74 +26,129 @@ class Marks(Open):
     """CLOCK_MONOTONIC ns of the phase boundaries the worker reached (a failed phase ends them)."""
 
     main: Stamp | UnsetType = UNSET
+    """When the worker's main() began, after the interpreter's start-up and the worker's own import (CLOCK_MONOTONIC
+    nanoseconds)."""
     imported: Stamp | UnsetType = UNSET
-    device_ready: Stamp | UnsetType = UNSET  # a GPU case: its device initialised, after the runtime stack
-    user_imported: Stamp | UnsetType = UNSET  # a user's case: its module imported, after the runtime stack
+    """When the runtime stack's imports were done, the end of the import phase (CLOCK_MONOTONIC nanoseconds)."""
+    device_ready: Stamp | UnsetType = UNSET
+    """A GPU case: when its device was initialised (context, memory pool, math handles), after the imports
+    (CLOCK_MONOTONIC nanoseconds)."""
+    user_imported: Stamp | UnsetType = UNSET
+    """A user's case: when its module was imported, after the runtime stack (CLOCK_MONOTONIC nanoseconds)."""
     setup: Stamp | UnsetType = UNSET
+    """When setup was done: the inputs made or loaded and put on the device, before the first call (CLOCK_MONOTONIC
+    nanoseconds)."""
     first: Stamp | UnsetType = UNSET
+    """When the first call's result was ready (a loop: the whole first loop; a command: its first result)
+    (CLOCK_MONOTONIC nanoseconds)."""
     second_start: Stamp | UnsetType = UNSET
+    """When the second call began (CLOCK_MONOTONIC nanoseconds)."""
     second: Stamp | UnsetType = UNSET
+    """When the second call's result was ready, synchronised (CLOCK_MONOTONIC nanoseconds)."""
 
 
 class Digest(Open):
     """An order-free fingerprint of the result (a sum that overflowed float64 is null)."""
 
     sum: float | None
+    """The sum of every element of the second call's result arrays, in float64, in the result's own units; null where
+    it is not finite."""
     sum_sq: float | None
+    """The sum of the squares of every element of the second call's result arrays, in float64 (the result's units
+    squared); null where it is not finite."""
     count: Count
+    """The number of elements summed."""
     finite: bool
+    """Whether every element was finite (a non-finite result makes the run an invalid-measurement)."""
 
 
 class ParityCheck(Open):
     engine: float | None
+    """The engine's value at the nominal signal (an NLL or q0, dimensionless): the timed call's result where the
+    workload computes that value, else the engine's recomputation; null where not finite."""
     reference: float | None
+    """The reference engine's value for the same workspace (pyhf's, as Check.reference names it; dimensionless); null
+    where not finite."""
     tolerance: float
+    """The pass line (dimensionless): a relative difference of 1e-8 for the NLL, an absolute difference of 1e-4 for q0."""
     passed: bool
-    rel_diff: float | None | UnsetType = UNSET  # NLL: relative
-    abs_diff: float | None | UnsetType = UNSET  # q0: absolute
+    """Whether the difference is within the tolerance."""
+    rel_diff: float | None | UnsetType = UNSET
+    """The NLL's relative difference |engine - reference| / |reference| (a ratio); absent for q0."""
+    abs_diff: float | None | UnsetType = UNSET
+    """q0's absolute difference |engine - reference| (dimensionless); absent for the NLL."""
 
 
 class Parity(Open):
     nll: ParityCheck
+    """The negative log-likelihood at the nominal signal against the reference's (relative difference)."""
     q0: ParityCheck
+    """The discovery test statistic q0 at the nominal signal against the reference's (absolute difference)."""
 
 
 class FiniteDifferences(Open):
     """The signal gradient against central finite differences (histfactory/gate.py)."""
 
     of: str
+    """The function whose gradient with respect to the signal histogram is checked: nll or q0."""
     max_abs_error: float | None
+    """The largest |autodiff - finite difference| over the signal bins (dimensionless, as the function and the yields
+    are); null where not finite."""
     max_rel_error: float | None
+    """The largest |autodiff - finite difference| / max(|finite difference|, 1e-12) over the bins (a ratio); null where
+    not finite."""
     normalised_error: float | None
+    """max |autodiff - finite difference| / max(1, max |finite difference|), the figure the tolerance judges
+    (dimensionless); null where not finite."""
     relative_step: float
+    """Each bin's central-difference step relative to its signal: step = relative_step x max(1, |s_b|) (a ratio)."""
     bins: Count
+    """The number of signal bins differentiated."""
     tolerance: float
+    """The largest normalised_error that passes (dimensionless): 1e-6 for the NLL, 1e-3 for q0."""
     passed: bool
+    """Whether normalised_error is finite and within the tolerance."""
 
 
 class TrainingRun(Open):
     losses: list[float | None]
+    """The loss after each step, in order: -Z0, minus the discovery significance (in σ); null where not finite."""
     first_step_s: float | UnsetType = UNSET
+    """Seconds of the first step (where compiling happens)."""
     step_s_median: float | None | UnsetType = UNSET
+    """The median seconds of the later steps (the first apart); null with a single step."""
     step_s: list[float] | UnsetType = UNSET
-    # each step's seconds converting between runtimes (timed crossing by crossing), and their median's
-    # share of the median step (the first step apart)
+    """Seconds of every step, in order."""
     conversion_s: list[float] | UnsetType = UNSET
+    """Each step's seconds converting arrays between runtimes, timed crossing by crossing; absent for a trainer that
+    does not cross."""
     conversion_share: float | None | UnsetType = UNSET
+    """The later steps' median conversion seconds over their median step seconds (the first step apart; with one step,
+    that one): a fraction; absent as conversion_s."""
 
 
 class TrainLoop(Open):
     steps: int
+    """The number of steps each training ran (20)."""
     first_loss_of_timed_call: float | None | UnsetType = UNSET
+    """hf_train_loop: the loss the timed call's step returned (-Z0, in σ), beside the trainings' first losses."""
     kde: TrainingRun | UnsetType = UNSET
+    """The training with the KDE soft histogram (hf_train20: the timed call's losses only)."""
     sigmoid: TrainingRun | UnsetType = UNSET
+    """The training with the sigmoid soft histogram (hf_train_loop only)."""
 
 
 class Scan(Open):
     iterations: int
+    """The number of iterations of the scan: the signal hypotheses, then the binnings."""
     max_normalised_error_vs_naive: float | None
+    """max |this strategy's q0s and gradients - a naive recomputation's| / max(1, max |naive's|) over every iteration
+    (dimensionless); null where the shapes differ."""
     tolerance: float
+    """The largest max_normalised_error_vs_naive that passes (dimensionless)."""
     q0: list[float | None]
+    """The scan result's first value, the first hypothesis's q0 (dimensionless), as a one-element list; null where not
+    finite."""
 
 
 class Check(Open):
@@ -101,15 +156,30 @@ class Check(Open):
     HistFactory the parity with pyhf and the gradient against finite differences."""
 
     reference: str
-    max_normalised_error: NonNegative | None  # None: no figure (shapes differ, nothing returned)
+    """What the result was compared with: `numpy float64` (the workload's float64 NumPy reference), the reference
+    engine (e.g. `pyhf <version> (<backend> backend)`), or `none` (nothing to compare)."""
+    max_normalised_error: NonNegative | None
+    """The worst error: max |result - reference| / max |reference| over the outputs; for HistFactory each gate's error
+    over its tolerance, the largest (dimensionless). Null: no figure (shapes or output counts differ, nothing to
+    compare)."""
     tolerance: float
-    passed: bool | None  # None: not checked (no reference to compare with); files before 0.1.2 say True
+    """The largest max_normalised_error that passes (dimensionless): the workload's for the dtype (at least 2e-3 for a
+    TF32 variant), 1.0 for HistFactory."""
+    passed: bool | None
+    """Whether the result passed; null when not checked (no reference to compare with; files before 0.1.2 say true)."""
     detail: str | UnsetType = UNSET
+    """Why it failed, in words (e.g. `shape (3,) != reference (4,)`); absent when nothing failed."""
     parity: Parity | UnsetType = UNSET
+    """HistFactory: the NLL and q0 against the reference engine's."""
     fd: FiniteDifferences | UnsetType = UNSET
+    """HistFactory gradient workloads: the signal gradient against central finite differences."""
     train_loop: TrainLoop | UnsetType = UNSET
+    """hf_train_loop and hf_train20: the 20-step trainings the check ran, or the timed call's."""
     scan: Scan | UnsetType = UNSET
-    timed_call_normalised_error: float | None | UnsetType = UNSET  # hf_fd_check: its timed call's gradient
+    """hf_mass_scan: every iteration against a naive recomputation on the same engine."""
+    timed_call_normalised_error: float | None | UnsetType = UNSET
+    """hf_fd_check: the normalised finite-difference error its timed call computed itself (dimensionless); absent
+    otherwise."""
 
     @property
     def state(self) -> str:
@@ -121,7 +191,10 @@ class Check(Open):
 
 class Overlap(Open):
     as_timed_s: list[float] | UnsetType = UNSET
+    """Seconds per call of loops made as the timed loop makes them (its sync after each call), one per repeat."""
     each_waited_s: list[float] | UnsetType = UNSET
+    """Seconds per call of loops whose every call waits on the runtime's barrier, interleaved with those (ABBA);
+    as_timed_s faster means calls overlapped."""
 
 
 class SampleEvidence(Open):
@@ -129,89 +202,151 @@ class SampleEvidence(Open):
     window and what the rest of the machine used in it."""
 
     wall_s: list[float | None] | UnsetType = UNSET
+    """Each sample's wall-clock seconds (all its inner-loop calls)."""
     cpu_s: list[float] | UnsetType = UNSET
+    """The CPU seconds every thread of the worker used during each sample."""
     runq_wait_s: list[float | None] | UnsetType = UNSET
+    """The seconds the worker's threads spent runnable without a CPU during each sample (schedstat); null where the
+    kernel has no schedstat."""
     window_ns: list[int] | None | UnsetType = UNSET
+    """The sampling window [start, end] in CLOCK_MONOTONIC nanoseconds, to line the samples up with other processes'
+    events."""
     others_cpu_s: float | None | UnsetType = UNSET
+    """The CPU seconds the rest of the machine used during the window (its busy time less the worker's own, 10 ms
+    resolution); null without /proc."""
 
 
 class WarmRecord(Open):
     """The warm regime of one process (child/sampling.py)."""
 
     samples_s: list[Seconds]
+    """Each sample's seconds per call: the time of inner_loops synchronised calls, divided by inner_loops."""
     inner_loops: Annotated[int, Meta(ge=1)]
+    """The number of calls per sample, calibrated so that a sample lasts at least the minimum sample time."""
     warmup_per_call_s: list[float]
+    """Seconds per call of each warm-up batch, until three in a row agreed within 5% or the warm-up budget ran out."""
     warmup_stable: bool
+    """Whether the warm-up reached that agreement (false: its budget ran out first)."""
     trailing_sync_fraction: list[float] | UnsetType = UNSET
+    """After each sample, the untimed trailing barrier's seconds as a fraction of the sample's (near 0 when the timed
+    loop waited for every result)."""
     pending_after_loop: list[bool] | UnsetType = UNSET
-    doubling_ratios: list[float | None] | UnsetType = UNSET  # null: an infinite ratio
+    """After each sample, whether its last result was still pending by the runtime's non-blocking probe; empty where
+    the runtime has none."""
+    doubling_ratios: list[float | None] | UnsetType = UNSET
+    """The time of 2 x inner_loops calls over that of inner_loops, per repeat (near 2 when calls do real work, but
+    dispatching without waiting doubles too: evidence, not a flag); null: an infinite ratio."""
     overlap: Overlap | None | UnsetType = UNSET
+    """The timed loop against one that waits on every call; null for runtimes without a barrier."""
     sample_evidence: SampleEvidence | None | UnsetType = UNSET
+    """Each sample's wall, CPU and run-queue seconds, and the machine's use of the window."""
 
 
 class DevicePeaks(Open):
     """A device's peak bytes at the end of each phase (a GPU case): since the previous reading where the
     runtime resets its peak (torch), else from the process's start (XLA keeps one peak)."""
 
-    setup: Count | None  # import, device init and setup
-    first_call: Count | None  # compile and autotuning buffers included
-    steady: Count | None  # the second call and the warm regime
+    setup: Count | None
+    """Peak device bytes through import, device initialisation and setup; null where the runtime has no reading."""
+    first_call: Count | None
+    """Peak device bytes at the first call's end, its compile and autotuning buffers included."""
+    steady: Count | None
+    """Peak device bytes at the end of the second call and the warm regime, before the check's own work."""
 
 
 class Memory(Open):
-    device_peak_bytes: Count | UnsetType = UNSET  # the whole process's
+    device_peak_bytes: Count | UnsetType = UNSET
+    """The device's peak allocated bytes over the whole process (GPU cases); absent on a CPU."""
     device_peaks: DevicePeaks | UnsetType = UNSET
-    device_peaks_reset: bool | UnsetType = UNSET  # each phase's peak is its own (else cumulative)
-    compiled: dict[str, int] | UnsetType = UNSET  # JAX memory_analysis of the compiled executable
+    """The device's peak at the end of each phase; absent where no phase has a reading."""
+    device_peaks_reset: bool | UnsetType = UNSET
+    """True when each phase's peak is its own (torch resets it at each reading), false when cumulative from the
+    process's start (XLA)."""
+    compiled: dict[str, int] | UnsetType = UNSET
+    """JAX: the compiled executable's memory_analysis, bytes by name (argument, output, temp, alias and generated code
+    sizes)."""
 
 
 class Device(Open):
     platform: str
+    """Where the timed work ran: cpu or gpu (JAX: its device's platform name)."""
     kind: str
+    """The device's model: the GPU's name, or the CPU's model name from /proc/cpuinfo (`unknown` without one)."""
     count: Count
+    """The number of devices the runtime sees (torch: CUDA devices; JAX: its devices; otherwise 1)."""
 
 
 class OwnRusage(Open):
     """The worker's own resource use (its peak: VmHWM after exec)."""
 
     max_rss_bytes: Count | None | UnsetType = UNSET
+    """The worker's own peak resident memory in bytes (VmHWM after exec, else ru_maxrss); a command's: its process
+    tree's largest peak, null when not above ttfr's own."""
     user_s: float | UnsetType = UNSET
+    """User CPU seconds; current workers do not write it (a run's CPU time is its process tree's, from the parent's
+    wait4)."""
     sys_s: float | UnsetType = UNSET
+    """System CPU seconds; current workers do not write it (as user_s)."""
     involuntary_switches: int | UnsetType = UNSET
+    """The number of involuntary context switches; current workers do not write it (as user_s)."""
 
 
 class Sched(Open):
-    on_cpu_s: float | None | UnsetType = UNSET  # summed over the threads alive at the end
+    on_cpu_s: float | None | UnsetType = UNSET
+    """Seconds on a CPU, summed over the worker's threads alive at the end (/proc task schedstat); a command's: its
+    leader's main thread's."""
     runq_wait_s: float | None | UnsetType = UNSET
-    # the main thread's own (it does the timed work), read at `read_ns` (CLOCK_MONOTONIC)
+    """Seconds those threads spent runnable without a CPU (their run-queue wait): the direct evidence of contention."""
     main_on_cpu_s: float | None | UnsetType = UNSET
+    """The main thread's own seconds on a CPU (it does the timed work), read at read_ns."""
     main_runq_wait_s: float | None | UnsetType = UNSET
+    """The main thread's own run-queue wait in seconds, read at read_ns."""
     read_ns: Stamp | UnsetType = UNSET
+    """When the main thread's figures were read (CLOCK_MONOTONIC nanoseconds)."""
 
 
 class LoopIteration(Open):
     label: str
+    """The entry's label as the workload names it (an iteration's configuration or step, or the ahead-of-time phase)."""
     s: float
+    """The entry's seconds, its result finished (host data, or waited on with the runtime's barrier), its copies
+    included."""
     compiles: int | None | UnsetType = UNSET
+    """The number of executables the runtime's counters saw built during the entry; null without counters."""
     persistent_hits: int | None | UnsetType = UNSET
+    """The number of those the persistent compilation cache supplied; null without counters."""
     traces: int | None | UnsetType = UNSET
+    """The number of traces during the entry (JAX: jaxpr traces; torch: frames dynamo traced); null without counters."""
     compile_s: int | float | None | UnsetType = UNSET
+    """The runtime's compile seconds during the entry (an integer 0 when nothing compiled); null without counters."""
     ahead: bool | UnsetType = UNSET
-    transfer_s: float | None | UnsetType = UNSET  # its host<->device copies (None: the loop moves no data)
+    """True for an ahead-of-time phase before the loop (the AOT strategy's), which is not an iteration."""
+    transfer_s: float | None | UnsetType = UNSET
+    """Seconds of the entry's host<->device copies, each waited for (part of s); null: the loop moves no data or does
+    not say."""
 
 
 class LoopRecord(Open):
     """A loop workload's first run, iteration by iteration (child/loop.py)."""
 
     iterations: list[LoopIteration]
+    """Every entry of the first loop in order, an ahead-of-time phase first where there is one."""
     loop_s: float
+    """Seconds of the whole first loop: the sum of its entries' seconds."""
     expected_compiles: int | None | UnsetType = UNSET
+    """The number of compiles the strategy expects; null where there is no compiler."""
     loaded: int | UnsetType = UNSET
+    """The number of executables loaded from disk rather than compiled (an AOT strategy's)."""
     compiles: int | None | UnsetType = UNSET
+    """The number of executables built over the loop by the runtime's counters; null without counters."""
     persistent_hits: int | None | UnsetType = UNSET
+    """The number of those the persistent compilation cache supplied; null without counters."""
     traces: int | None | UnsetType = UNSET
+    """The number of traces over the loop; null without counters."""
     compile_s: int | float | None | UnsetType = UNSET
+    """The runtime's compile seconds over the loop; null without counters."""
     transfer_s: float | None | UnsetType = UNSET
+    """Seconds of the loop's host<->device copies, summed over its entries; null where no entry says."""
 
 
 # JAX's monitoring events of its persistent compilation cache (child/backends/jax_events.py)
@@ -227,10 +362,16 @@ class RuntimeCounters(Open):
     kind by measure/cache.py."""
 
     events: dict[str, Amount] | UnsetType = UNSET
+    """JAX: the count of each persistent-compilation-cache monitoring event (hits, misses, requests that use the
+    cache), by event name."""
     durations_s: dict[str, Any] | UnsetType = UNSET
+    """JAX: the seconds summed per monitoring duration event (tracing, lowering, backend compile, ...), by event name."""
     counters: dict[str, dict[str, Amount]] | UnsetType = UNSET
+    """torch: dynamo's counter tables (inductor, aot_autograd, stats, graph_break, frames), each a count by name."""
     compile_times_s: dict[str, Any] | UnsetType = UNSET
-    aot_loaded: Count | UnsetType = UNSET  # executables an AOT loop loaded from its cache directory
+    """torch: compile seconds by stage, from torch._dynamo's compile-time table."""
+    aot_loaded: Count | UnsetType = UNSET
+    """The number of executables an AOT loop loaded from its cache directory."""
 
     def __post_init__(self):
         if self.events and self.events.get(JAX_CACHE_HITS, 0) > self.events.get(JAX_CACHE_REQUESTS, 0):
@@ -241,26 +382,38 @@ class CacheCounters(Open):
     """The runtime's counters at the first result and at the end of the run."""
 
     first: RuntimeCounters | None | UnsetType = UNSET
+    """The counters right after the first call; null where the runtime has none."""
     end: RuntimeCounters | None | UnsetType = UNSET
+    """The counters after the second call, before any warm samples; null where the runtime has none."""
 
 
 class ThreadPool(Open):
     """One BLAS/OpenMP library a process loaded and its thread count (threadpoolctl's view)."""
 
-    user_api: str | None = None  # blas, openmp
-    internal_api: str | None = None  # openblas, mkl, blis, openmp
+    user_api: str | None = None
+    """The kind of library, as threadpoolctl groups it: blas or openmp."""
+    internal_api: str | None = None
+    """The implementation: openblas, mkl, blis or openmp."""
     num_threads: int | None = None
+    """The number of threads its pool uses."""
     version: str | None = None
+    """The library's version, where threadpoolctl can read it."""
     threading_layer: str | None = None
+    """A BLAS's threading layer (e.g. pthreads, openmp); null where the library does not say."""
     prefix: str | None = None
+    """The shared library's file-name prefix (e.g. libopenblas, libgomp)."""
 
 
 class FirstResult(Open):
     """How a command's first result was taken (`ttfr run --command`)."""
 
     by: str
+    """How the first result was taken: output (the first output line matching the case's regex), mark
+    (ttfr_mark.first_result()) or exit."""
     line: str | None
+    """The output line that matched (its first 200 characters, redacted); null unless by is output."""
     stopped: bool | UnsetType = UNSET
+    """Whether ttfr ended the command at its first result (`--stop-at-first-result`)."""
 
 
 class ConversionLayout(Open):
@@ -269,61 +422,122 @@ class ConversionLayout(Open):
     the source is writable, a write through it; null where the two disagree), its values, its time."""
 
     layout: str
+    """The source's layout: contiguous (the timed calls' own source), transposed, misaligned (one element into its
+    buffer) or readonly."""
     outcome: Literal["ok", "refused", "not_applicable"]
+    """ok (converted), refused (the library raised) or not_applicable (the source's kind has no such layout)."""
     reason: str | None
+    """A refusal's exception in the library's words, or why the layout does not apply; null when converted."""
     copied: bool | None
+    """Whether the conversion copied, measured: from shares_memory and write_through; null where they disagree or
+    neither could tell."""
     shares_memory: bool | None
-    write_through: bool | None  # null: the source cannot be written (read-only, immutable)
+    """Whether the destination's buffer overlaps the source's address range (false between host and device memory);
+    null where an address is unknown."""
+    write_through: bool | None
+    """Whether a write into the source showed in the destination; null: the source cannot be written (read-only,
+    immutable)."""
     values_ok: bool | None
-    call_s: NonNegative | None  # median of a few synchronised conversions in the checking process
-    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None  # the source's address modulo 64
+    """Whether the destination's values equal the source's exactly (a route that ignored strides fails); null unless
+    converted."""
+    call_s: NonNegative | None
+    """The median seconds of a few synchronised conversions of this layout in the checking process; null unless
+    converted."""
+    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None
+    """The source's start address modulo 64, in bytes (0: 64-byte aligned); null where unknown or not applicable."""
 
 
 class LeakProbe(Open):
     """Repeated conversions in one process, its RSS read before, at each tenth and after."""
 
     calls: Count
+    """The number of conversions made (up to 10,000; fewer for a large source or past 5 s)."""
     rss_samples: list[Count]
+    """The process's resident memory in bytes before the first conversion and after each tenth of them; empty where it
+    could not be read."""
     growth_per_call_bytes: float | None
-    grows: bool | None  # the RSS still grew over the second half (by 4 MiB or more)
+    """(last sample - first) / calls: the RSS growth per conversion, in bytes; null where the RSS could not be read."""
+    grows: bool | None
+    """Whether the RSS still grew by 4 MiB or more over the probe's second half (a leak); null where it could not be
+    read."""
 
 
 class ConversionEvidence(Open):
     """What the checking process of a conversion case measured beside its timed calls."""
 
     route: str
+    """The route's name (e.g. numpy_to_torch_from_numpy)."""
     source: str
+    """The source's kind: numpy, torch, jax, torch_pinned, torch_cuda or jax_gpu."""
     destination: str
+    """The destination's kind (the same kinds)."""
     api: str
+    """What the user writes, e.g. `torch.from_numpy(a)`."""
     bytes: Count
+    """The source's size in bytes."""
     source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None
-    copied: bool | None  # the contiguous source's (the timed calls')
+    """The timed calls' source's start address modulo 64, in bytes; null where unknown."""
+    copied: bool | None
+    """Whether the timed calls' conversion copied: the contiguous layout's `copied`."""
     layouts: list[ConversionLayout]
-    memcpy_s: NonNegative  # np.copyto of the same bytes into a touched destination (median)
-    memcpy_fresh_s: NonNegative  # into a fresh one: first-touch page faults included
+    """The route on each layout of its source: contiguous, transposed, misaligned, readonly."""
+    memcpy_s: NonNegative
+    """This machine's memcpy of the same bytes in the same process: the median seconds of np.copyto into an
+    already-touched destination."""
+    memcpy_fresh_s: NonNegative
+    """The same into a freshly allocated destination, first-touch page faults included (median seconds)."""
     leak: LeakProbe
+    """Repeated conversions with the process's RSS watched."""
 
 
 class RunRecord(Open):
     outcome: str
+    """How the worker's run ended: ok, unavailable (a missing dependency or device), error, oom or invalid-measurement
+    (a non-finite result, a changed case file)."""
     reason: str | None | UnsetType = UNSET
+    """Why the run was not ok, in one line (at most 500 characters); null when ok."""
     protocol: int | UnsetType = UNSET
+    """The record format's version number (1)."""
     phase: str | UnsetType = UNSET
+    """The phase that failed: import, device_init, user_import, setup, first_call, second_call, after_second_call,
+    warm, check or conversion_evidence."""
     traceback: str | UnsetType = UNSET
+    """The failure's traceback (its last 4,000 characters; a user's case: its own frames); absent when ok or
+    unavailable."""
     marks_ns: Marks | UnsetType = UNSET
+    """The phase boundaries the worker reached, in CLOCK_MONOTONIC nanoseconds."""
     stages_s: dict[str, Seconds] | UnsetType = UNSET
+    """The first call's stages in seconds, as the runtime splits it (e.g. wrap_s, trace_s, lower_s, compile_s,
+    first_execute_s); empty for a loop."""
     cache: CacheCounters | None | UnsetType = UNSET
+    """The runtime's compilation-cache counters after the first and the second call."""
     digest: Digest | None | UnsetType = UNSET
+    """A fingerprint of the second call's result; null where it returned no arrays."""
     check: Check | None | UnsetType = UNSET
+    """The result check, made by the process that checks the case's result."""
     dataset_sha256: Sha256 | None | UnsetType = UNSET
+    """The SHA-256 of the run's dataset, from the checking process: every input array's dtype, shape and bytes
+    (HistFactory: its workspace file's bytes)."""
     warm: WarmRecord | None | UnsetType = UNSET
+    """The warm regime's samples (a warm process)."""
     loop: LoopRecord | None | UnsetType = UNSET
-    conversion: ConversionEvidence | None | UnsetType = UNSET  # a conversion route's checking process
+    """A loop workload's first loop, entry by entry."""
+    conversion: ConversionEvidence | None | UnsetType = UNSET
+    """A conversion route's evidence, from its checking process."""
     memory: Memory | None | UnsetType = UNSET
+    """The device's peak memory and JAX's memory analysis of the compiled program."""
     device: Device | None | UnsetType = UNSET
+    """The device the runtime ran on."""
     versions: dict[str, str | int | None] | None | UnsetType = UNSET
+    """The runtime's library versions by name (e.g. jax, jaxlib), and for torch its thread count (torch_threads)."""
     rusage_self: OwnRusage | UnsetType = UNSET
+    """The worker's own resource use: its peak resident memory."""
     sched: Sched | None | UnsetType = UNSET
-    threadpools: list[ThreadPool] | None | UnsetType = UNSET  # only the process that checked the result
+    """Its threads' CPU and run-queue seconds at the end (schedstat); null where the kernel has none."""
+    threadpools: list[ThreadPool] | None | UnsetType = UNSET
+    """The BLAS/OpenMP libraries loaded and their thread counts (threadpoolctl), only in the process that checked the
+    result; null without threadpoolctl."""
     first_result: FirstResult | UnsetType = UNSET
+    """A command's run: how its first result was taken."""
     pid: int | UnsetType = UNSET
+    """The worker's process id (pid)."""
