@@ -2,7 +2,7 @@ from ttfr.measure import cache, catalog
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.catalog import TORCH_COUNTERS
 from ttfr.model.base import decode
-from ttfr.model.case import HitMiss
+from ttfr.model.run_figures import HitMiss
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.model.record import RuntimeCounters
 

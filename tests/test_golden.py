@@ -1,4 +1,4 @@
-"""Golden files: every artifact and rendering of the fixture suite (tests/fixture_suite.py),
+"""Golden files: every artifact and rendering of the fixture suite (tests/support/fixture_suite.py),
 byte for byte. A refactoring keeps them identical; a change of what ttfr writes shows up
 here as a diff to review. Regenerate on purpose with `TTFR_UPDATE_GOLDEN=1 pytest
 tests/test_golden.py` and commit the diff with the change that made it (a schema change
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixture_suite import run_fixture_suite, run_loop_suite
+from support.fixture_suite import run_fixture_suite, run_loop_suite
 from rich.console import Console
 
 from ttfr.artifacts.export import formats, nextstat

@@ -24,7 +24,9 @@ from ttfr.commands import cli
 from ttfr.pipeline import interleaved as ab
 from ttfr.pipeline import suite as suite_run
 from ttfr.measure.spec import RunRequest, build_spec
-from ttfr.model.case import COLD_METRICS, CaseResult, ColdSummary
+from ttfr.model.case import CaseResult
+from ttfr.model.policy_figures import ColdSummary
+from ttfr.model.run_figures import COLD_METRICS
 from ttfr.model.suite import ScalingRow
 from ttfr.report import html, terminal
 

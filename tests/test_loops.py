@@ -27,7 +27,8 @@ from ttfr.errors import UsageError
 from ttfr.measure import catalog, datasets, spawn
 from ttfr.measure.selection import select_cases
 from ttfr.measure.spec import RunRequest
-from ttfr.model.case import CompileCountMismatch, RunFigures
+from ttfr.model.flags import CompileCountMismatch
+from ttfr.model.run_figures import RunFigures
 from ttfr.model.loops import CostPoint
 from ttfr.model.record import Check, LoopRecord
 from ttfr.report import terminal

@@ -14,7 +14,8 @@ from conftest import make_case, make_run
 from support.fixture_suite import run_fixture_suite
 
 from ttfr.artifacts.reader import load_finished
-from ttfr.model.case import AnyFlag, COLD_METRICS
+from ttfr.model.flags import AnyFlag
+from ttfr.model.run_figures import COLD_METRICS
 from ttfr.model.policies import COLD_CACHE
 from ttfr.report import html, markdown
 

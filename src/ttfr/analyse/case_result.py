@@ -16,41 +16,34 @@ from ttfr.analyse import concurrency, contention, conversions, loops, runs, stat
 from ttfr.measure import cache, catalog, datasets
 from ttfr.measure.plan import GROUP_KINDS, Plan, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
-from ttfr.model.case import (
+from ttfr.model.case import CASE_SCHEMA, CaseMemory, CaseResult, CommandInfo, Config, Dataset, UnmeasuredRun
+from ttfr.model.flags import (
     CACHE_FLAGS,
-    CASE_SCHEMA,
-    COLD_METRICS,
-    STAGE_METRICS,
-    OPTIONAL_METRICS,
-    CacheVerification,
-    CaseMemory,
-    CaseResult,
-    ColdPolicy,
-    ColdSummary,
-    SharedCacheNotWhole,
-    WarmSharedCompiled,
-    CommandInfo,
-    Config,
     Contended,
     ContendedKept,
     ContendedRun,
     CouldNotMeasureCleanly,
-    Dataset,
     FirstRunOutlier,
-    figure_runs,
-    keeps_contended,
     InvalidMeasurement,
-    Policies,
-    RunFigures,
     SetAside,
-    StagesSummary,
+    SharedCacheNotWhole,
     TickQuantised,
-    UnmeasuredRun,
     Unsynchronised,
-    WarmPolicy,
-    WarmSummary,
+    WarmSharedCompiled,
     WarmupUnstable,
 )
+from ttfr.model.policy_figures import (
+    CacheVerification,
+    ColdPolicy,
+    ColdSummary,
+    figure_runs,
+    keeps_contended,
+    Policies,
+    StagesSummary,
+    WarmPolicy,
+    WarmSummary,
+)
+from ttfr.model.run_figures import COLD_METRICS, OPTIONAL_METRICS, RunFigures, STAGE_METRICS
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Check
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
@@ -120,7 +113,7 @@ def _warm_policy(views: list[RunFigures], keep_contended: bool = False) -> WarmP
     return WarmPolicy(procs=views, summary=warm_summary(views, keeps_contended(flags)), flags=flags)
 
 
-headline_runs = figure_runs  # the one rule (ttfr.model.case): the runs a policy's figures come from
+headline_runs = figure_runs  # the one rule (ttfr.model.policy_figures): the runs a policy's figures come from
 
 
 def _contention_flags(views: list[RunFigures], key: str, noun: str, keep_contended: bool = False) -> list:

@@ -29,7 +29,9 @@ import statistics
 from dataclasses import dataclass
 
 from ttfr.model.base import present
-from ttfr.model.case import CaseResult, Contention, CouldNotMeasureCleanly, ProcessDisagreement, RunFigures, Tick
+from ttfr.model.case import CaseResult
+from ttfr.model.flags import CouldNotMeasureCleanly, ProcessDisagreement
+from ttfr.model.run_figures import Contention, RunFigures, Tick
 from ttfr.model.journal import Host, Rusage
 from ttfr.model.record import SampleEvidence, Sched
 

@@ -5,7 +5,8 @@ and the flags its evidence raises (a leak, wrong values on a layout, copy eviden
 from __future__ import annotations
 
 from ttfr.model.base import UNSET, UnsetType
-from ttfr.model.case import Conversion, ConversionLeak, ConversionWrongValues, CopyEvidenceDisagrees
+from ttfr.model.case import Conversion
+from ttfr.model.flags import ConversionLeak, ConversionWrongValues, CopyEvidenceDisagrees
 from ttfr.model.policies import COLD_CACHE, WARM_PROCESS
 from ttfr.model.record import ConversionEvidence
 

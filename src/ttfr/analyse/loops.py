@@ -15,7 +15,10 @@ import statistics
 from ttfr.analyse import stats
 from ttfr.measure import catalog
 from ttfr.model.base import UNSET
-from ttfr.model.case import CaseResult, ColdPolicy, CompileCountMismatch, RunFigures
+from ttfr.model.case import CaseResult
+from ttfr.model.flags import CompileCountMismatch
+from ttfr.model.policy_figures import ColdPolicy
+from ttfr.model.run_figures import RunFigures
 from ttfr.model.loops import CostPoint, LoopRow, LoopStep, LoopSummary, RunLoop, TimelineStep
 from ttfr.model.record import LoopRecord
 from ttfr.model.summary import Summary

@@ -12,16 +12,7 @@ from ttfr.analyse import contention, loops, sync_check
 from ttfr.child.workloads.user_case import USERS_FRAMES
 from ttfr.measure import cache, catalog
 from ttfr.model.base import UNSET
-from ttfr.model.case import (
-    COLD_METRICS,
-    OPTIONAL_METRICS,
-    STAGE_METRICS,
-    Metrics,
-    Resources,
-    RunFigures,
-    Stages,
-    Warmup,
-)
+from ttfr.model.run_figures import COLD_METRICS, Metrics, OPTIONAL_METRICS, Resources, RunFigures, STAGE_METRICS, Stages, Warmup
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Digest, Marks, OwnRusage, RunRecord
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import statistics
 
-from ttfr.model.case import SyncCheck
+from ttfr.model.run_figures import SyncCheck
 from ttfr.model.record import Overlap, WarmRecord
 
 SYNC_OUTSTANDING_CALLS_LIMIT = 1.0  # the trailing barrier may wait less than one call's time

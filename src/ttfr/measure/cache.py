@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ttfr.measure.catalog import DIRECTORY_ENTRIES, JAX_MONITORING, TORCH_COUNTERS
 from ttfr.model.base import UNSET
-from ttfr.model.case import CacheCheck, HitMiss
+from ttfr.model.run_figures import CacheCheck, HitMiss
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.model.record import JAX_CACHE_HITS, JAX_CACHE_MISSES, JAX_CACHE_REQUESTS, RuntimeCounters
 

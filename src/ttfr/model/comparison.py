@@ -12,7 +12,7 @@ from msgspec import Meta
 
 from ttfr.model.concurrency import point_label
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, UnsetType
-from ttfr.model.case import PolicyName
+from ttfr.model.run_figures import PolicyName
 from ttfr.model.concurrency import Mode
 from ttfr.model.policies import CONCURRENCY_MODES
 from ttfr.model.summary import Outlier, Summary

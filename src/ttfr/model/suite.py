@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
-from ttfr.model.case import Headline, PolicyName, Status
+from ttfr.model.case import Headline, Status
+from ttfr.model.run_figures import PolicyName
 from ttfr.model.loops import LoopRow
 
 SUITE_SCHEMA = "ttfr.suite_result.v1"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import shlex
 
-from ttfr.model.case import CaseResult, ColdPolicy, ColdSummary, CommandInfo
+from ttfr.model.case import CaseResult, CommandInfo
+from ttfr.model.policy_figures import ColdPolicy, ColdSummary
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.report.formatting import DASH, code, fmt_seconds, fmt_summary, table
 

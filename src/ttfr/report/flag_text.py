@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from ttfr.analyse.contention import WAIT_FRACTION, withheld_reason
-from ttfr.model import case as model
+from ttfr.model import flags as model
+from ttfr.model.run_figures import Contention
 
 
 def prose_list(items: list) -> str:
@@ -38,7 +39,7 @@ def _percent(fraction: float) -> str:
     return sig(float(f"{fraction * 100:.1f}")) + "%"
 
 
-def contention(evidence: model.Contention, noun: str) -> str:
+def contention(evidence: Contention, noun: str) -> str:
     """Why one run or warm process (`noun`) counts as contended, from its recorded readings."""
     if evidence.runnable_cores is not None:
         return f"other runnable tasks filled all {evidence.runnable_cores} usable cores before and after the {noun}"

@@ -7,7 +7,8 @@ import re
 from typing import NamedTuple
 
 from ttfr.model.base import present
-from ttfr.model.case import NESTED_STAGES, STAGE_LABELS, named
+from ttfr.model.policy_figures import named
+from ttfr.model.run_figures import NESTED_STAGES, STAGE_LABELS
 from ttfr.model.summary import Summary
 
 DASH = "—"

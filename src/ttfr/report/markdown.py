@@ -6,7 +6,9 @@ from ttfr.analyse import contention
 from ttfr.measure import catalog, datasets
 from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET, present
-from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, named
+from ttfr.model.case import CaseResult
+from ttfr.model.policy_figures import named
+from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 from ttfr.measure import catalog
 from ttfr.model.base import UNSET, present
-from ttfr.model.case import COMPONENT_LABELS, CaseResult, FirstRunOutlier, RunFigures, named
+from ttfr.model.case import CaseResult
+from ttfr.model.flags import FirstRunOutlier
+from ttfr.model.policy_figures import named
+from ttfr.model.run_figures import COMPONENT_LABELS, RunFigures
 from ttfr.model.comparison import Comparison
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS

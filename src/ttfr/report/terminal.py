@@ -24,7 +24,10 @@ from ttfr.model.replication import ReplicationReport
 from ttfr.model.selftest import Rate, RoundsForPower, SelfTest
 from ttfr.measure.plan import Task
 from ttfr.model.base import present
-from ttfr.model.case import COMPONENT_LABELS, OPTIONAL_METRICS, CaseResult, ColdSummary, CouldNotMeasureCleanly, named
+from ttfr.model.case import CaseResult
+from ttfr.model.flags import CouldNotMeasureCleanly
+from ttfr.model.policy_figures import ColdSummary, named
+from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
 from ttfr.model.journal import JournalEntry

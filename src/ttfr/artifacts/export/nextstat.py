@@ -25,7 +25,9 @@ from ttfr.analyse.contention import withheld_reason
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import StorageError, write_json
 from ttfr.errors import UsageError
-from ttfr.model.case import CaseResult, ColdPolicy, RunFigures
+from ttfr.model.case import CaseResult
+from ttfr.model.policy_figures import ColdPolicy
+from ttfr.model.run_figures import RunFigures
 from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
 

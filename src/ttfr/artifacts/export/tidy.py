@@ -31,7 +31,9 @@ from __future__ import annotations
 from ttfr.analyse import contention
 from ttfr.analyse.runs import COLD_METRICS, OPTIONAL_METRICS, STAGE_METRICS
 from ttfr.model.base import UNSET, present
-from ttfr.model.case import CaseResult, Conversion, RunFigures, named
+from ttfr.model.case import CaseResult, Conversion
+from ttfr.model.policy_figures import named
+from ttfr.model.run_figures import RunFigures
 from ttfr.model.concurrency import Concurrency, point_label
 from ttfr.model.policies import WARM_PROCESS
 
