@@ -18,7 +18,8 @@ from ttfr.child.job import Job
 from ttfr.child.workloads import convert
 from ttfr.measure import catalog, spawn
 from ttfr.model.base import UNSET, decode
-from ttfr.model.record import ConversionEvidence, RunRecord
+from ttfr.model.conversion_evidence import ConversionEvidence
+from ttfr.model.record import RunRecord
 
 pytestmark = pytest.mark.skipif(not (have("torch") and have("jax")), reason="needs torch and jax")
 SIZE = 64 << 10

@@ -30,7 +30,8 @@ from ttfr.measure.spec import RunRequest
 from ttfr.model.flags import CompileCountMismatch
 from ttfr.model.run_figures import RunFigures
 from ttfr.model.loops import CostPoint
-from ttfr.model.record import Check, LoopRecord
+from ttfr.model.record import LoopRecord
+from ttfr.model.result_check import Check
 from ttfr.report import terminal
 from ttfr.measure.profiles import PROFILES
 

@@ -45,7 +45,7 @@ from ttfr.model.policy_figures import (
 )
 from ttfr.model.run_figures import COLD_METRICS, OPTIONAL_METRICS, RunFigures, STAGE_METRICS
 from ttfr.model.journal import JournalEntry
-from ttfr.model.record import Check
+from ttfr.model.result_check import Check
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
 
 __all__ = ["CASE_SCHEMA", "build_case_result", "case_results", "cold_summaries", "headline_runs", "summaries_disagree",

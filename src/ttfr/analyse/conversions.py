@@ -8,7 +8,7 @@ from ttfr.model.base import UNSET, UnsetType
 from ttfr.model.case import Conversion
 from ttfr.model.flags import ConversionLeak, ConversionWrongValues, CopyEvidenceDisagrees
 from ttfr.model.policies import COLD_CACHE, WARM_PROCESS
-from ttfr.model.record import ConversionEvidence
+from ttfr.model.conversion_evidence import ConversionEvidence
 
 HALF = 0.5  # the report names the copying routes below half of memcpy's rate
 

@@ -14,7 +14,8 @@ from ttfr.measure import cache, catalog
 from ttfr.model.base import UNSET
 from ttfr.model.run_figures import COLD_METRICS, Metrics, OPTIONAL_METRICS, Resources, RunFigures, STAGE_METRICS, Stages, Warmup
 from ttfr.model.journal import JournalEntry
-from ttfr.model.record import Digest, Marks, OwnRusage, RunRecord
+from ttfr.model.record import Marks, OwnRusage, RunRecord
+from ttfr.model.result_check import Digest
 
 __all__ = ["COLD_METRICS", "OPTIONAL_METRICS", "STAGE_METRICS", "run_metrics", "run_view", "warm_view"]
 _DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8, "bfloat16": 1e-2}

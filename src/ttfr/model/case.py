@@ -16,7 +16,9 @@ from ttfr.model.concurrency import Concurrency
 from ttfr.model.flags import AnyFlag
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.model.policy_figures import Policies
-from ttfr.model.record import Check, ConversionEvidence, Device, DevicePeaks, ThreadPool
+from ttfr.model.conversion_evidence import ConversionEvidence
+from ttfr.model.record import Device, DevicePeaks, ThreadPool
+from ttfr.model.result_check import Check
 from ttfr.model.run_figures import Outcome, PolicyName
 from ttfr.model.summary import Summary
 

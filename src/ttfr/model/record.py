@@ -9,15 +9,16 @@ decode is no record: the run failed with why. Fields a newer or older worker add
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Count, Open, Seconds, Sha256, Stamp, UnsetType
+from ttfr.model.conversion_evidence import ConversionEvidence
+from ttfr.model.result_check import Check, Digest
 
 NonNegative = Annotated[float, Meta(ge=0)]
 
-NO_REFERENCE = "none"  # a check's reference when there is nothing to compare the result with
 # Every outcome a run can have: the worker's, and those the parent adds (timeout, oom, signal).
 OUTCOMES = ("ok", "unavailable", "error", "timeout", "oom", "signal", "invalid-measurement")
 
@@ -45,148 +46,6 @@ class Marks(Open):
     """When the second call began (CLOCK_MONOTONIC nanoseconds)."""
     second: Stamp | UnsetType = UNSET
     """When the second call's result was ready, synchronised (CLOCK_MONOTONIC nanoseconds)."""
-
-
-class Digest(Open):
-    """An order-free fingerprint of the result (a sum that overflowed float64 is null)."""
-
-    sum: float | None
-    """The sum of every element of the second call's result arrays, in float64, in the result's own units; null where
-    it is not finite."""
-    sum_sq: float | None
-    """The sum of the squares of every element of the second call's result arrays, in float64 (the result's units
-    squared); null where it is not finite."""
-    count: Count
-    """The number of elements summed."""
-    finite: bool
-    """Whether every element was finite (a non-finite result makes the run an invalid-measurement)."""
-
-
-class ParityCheck(Open):
-    engine: float | None
-    """The engine's value at the nominal signal (an NLL or q0, dimensionless): the timed call's result where the
-    workload computes that value, else the engine's recomputation; null where not finite."""
-    reference: float | None
-    """The reference engine's value for the same workspace (pyhf's, as Check.reference names it; dimensionless); null
-    where not finite."""
-    tolerance: float
-    """The pass line (dimensionless): a relative difference of 1e-8 for the NLL, an absolute difference of 1e-4 for q0."""
-    passed: bool
-    """Whether the difference is within the tolerance."""
-    rel_diff: float | None | UnsetType = UNSET
-    """The NLL's relative difference |engine - reference| / |reference| (a ratio); absent for q0."""
-    abs_diff: float | None | UnsetType = UNSET
-    """q0's absolute difference |engine - reference| (dimensionless); absent for the NLL."""
-
-
-class Parity(Open):
-    nll: ParityCheck
-    """The negative log-likelihood at the nominal signal against the reference's (relative difference)."""
-    q0: ParityCheck
-    """The discovery test statistic q0 at the nominal signal against the reference's (absolute difference)."""
-
-
-class FiniteDifferences(Open):
-    """The signal gradient against central finite differences (histfactory/gate.py)."""
-
-    of: str
-    """The function whose gradient with respect to the signal histogram is checked: nll or q0."""
-    max_abs_error: float | None
-    """The largest |autodiff - finite difference| over the signal bins (dimensionless, as the function and the yields
-    are); null where not finite."""
-    max_rel_error: float | None
-    """The largest |autodiff - finite difference| / max(|finite difference|, 1e-12) over the bins (a ratio); null where
-    not finite."""
-    normalised_error: float | None
-    """max |autodiff - finite difference| / max(1, max |finite difference|), the figure the tolerance judges
-    (dimensionless); null where not finite."""
-    relative_step: float
-    """Each bin's central-difference step relative to its signal: step = relative_step x max(1, |s_b|) (a ratio)."""
-    bins: Count
-    """The number of signal bins differentiated."""
-    tolerance: float
-    """The largest normalised_error that passes (dimensionless): 1e-6 for the NLL, 1e-3 for q0."""
-    passed: bool
-    """Whether normalised_error is finite and within the tolerance."""
-
-
-class TrainingRun(Open):
-    losses: list[float | None]
-    """The loss after each step, in order: -Z0, minus the discovery significance (in σ); null where not finite."""
-    first_step_s: float | UnsetType = UNSET
-    """Seconds of the first step (where compiling happens)."""
-    step_s_median: float | None | UnsetType = UNSET
-    """The median seconds of the later steps (the first apart); null with a single step."""
-    step_s: list[float] | UnsetType = UNSET
-    """Seconds of every step, in order."""
-    conversion_s: list[float] | UnsetType = UNSET
-    """Each step's seconds converting arrays between runtimes, timed crossing by crossing; absent for a trainer that
-    does not cross."""
-    conversion_share: float | None | UnsetType = UNSET
-    """The later steps' median conversion seconds over their median step seconds (the first step apart; with one step,
-    that one): a fraction; absent as conversion_s."""
-
-
-class TrainLoop(Open):
-    steps: int
-    """The number of steps each training ran (20)."""
-    first_loss_of_timed_call: float | None | UnsetType = UNSET
-    """hf_train_loop: the loss the timed call's step returned (-Z0, in σ), beside the trainings' first losses."""
-    kde: TrainingRun | UnsetType = UNSET
-    """The training with the KDE soft histogram (hf_train20: the timed call's losses only)."""
-    sigmoid: TrainingRun | UnsetType = UNSET
-    """The training with the sigmoid soft histogram (hf_train_loop only)."""
-
-
-class Scan(Open):
-    iterations: int
-    """The number of iterations of the scan: the signal hypotheses, then the binnings."""
-    max_normalised_error_vs_naive: float | None
-    """max |this strategy's q0s and gradients - a naive recomputation's| / max(1, max |naive's|) over every iteration
-    (dimensionless); null where the shapes differ."""
-    tolerance: float
-    """The largest max_normalised_error_vs_naive that passes (dimensionless)."""
-    q0: list[float | None]
-    """The scan result's first value, the first hypothesis's q0 (dimensionless), as a one-element list; null where not
-    finite."""
-
-
-class Check(Open):
-    """The result check (the gate) of a case's first call: against a float64 reference, or for
-    HistFactory the parity with pyhf and the gradient against finite differences."""
-
-    reference: str
-    """What the result was compared with: `numpy float64` (the workload's float64 NumPy reference), the reference
-    engine (e.g. `pyhf <version> (<backend> backend)`), or `none` (nothing to compare)."""
-    max_normalised_error: NonNegative | None
-    """The worst error: max |result - reference| / max |reference| over the outputs; for HistFactory each gate's error
-    over its tolerance, the largest (dimensionless). Null: no figure (shapes or output counts differ, nothing to
-    compare)."""
-    tolerance: float
-    """The largest max_normalised_error that passes (dimensionless): the workload's for the dtype (at least 2e-3 for a
-    TF32 variant), 1.0 for HistFactory."""
-    passed: bool | None
-    """Whether the result passed; null when not checked (no reference to compare with; files before 0.1.2 say true)."""
-    detail: str | UnsetType = UNSET
-    """Why it failed, in words (e.g. `shape (3,) != reference (4,)`); absent when nothing failed."""
-    parity: Parity | UnsetType = UNSET
-    """HistFactory: the NLL and q0 against the reference engine's."""
-    fd: FiniteDifferences | UnsetType = UNSET
-    """HistFactory gradient workloads: the signal gradient against central finite differences."""
-    train_loop: TrainLoop | UnsetType = UNSET
-    """hf_train_loop and hf_train20: the 20-step trainings the check ran, or the timed call's."""
-    scan: Scan | UnsetType = UNSET
-    """hf_mass_scan: every iteration against a naive recomputation on the same engine."""
-    timed_call_normalised_error: float | None | UnsetType = UNSET
-    """hf_fd_check: the normalised finite-difference error its timed call computed itself (dimensionless); absent
-    otherwise."""
-
-    @property
-    def state(self) -> str:
-        """`passed`, `failed`, or `not_checked` (a workload or case without a reference: nothing was compared)."""
-        if self.passed is None or self.reference == NO_REFERENCE:
-            return "not_checked"
-        return "passed" if self.passed else "failed"
 
 
 class Overlap(Open):
@@ -414,80 +273,6 @@ class FirstResult(Open):
     """The output line that matched (its first 200 characters, redacted); null unless by is output."""
     stopped: bool | UnsetType = UNSET
     """Whether ttfr ended the command at its first result (`--stop-at-first-result`)."""
-
-
-class ConversionLayout(Open):
-    """A conversion route on one layout of its source (child/workloads/convert.py): refused (the
-    library's words), not applicable, or converted: copied or not (the buffers' address ranges and, where
-    the source is writable, a write through it; null where the two disagree), its values, its time."""
-
-    layout: str
-    """The source's layout: contiguous (the timed calls' own source), transposed, misaligned (one element into its
-    buffer) or readonly."""
-    outcome: Literal["ok", "refused", "not_applicable"]
-    """ok (converted), refused (the library raised) or not_applicable (the source's kind has no such layout)."""
-    reason: str | None
-    """A refusal's exception in the library's words, or why the layout does not apply; null when converted."""
-    copied: bool | None
-    """Whether the conversion copied, measured: from shares_memory and write_through; null where they disagree or
-    neither could tell."""
-    shares_memory: bool | None
-    """Whether the destination's buffer overlaps the source's address range (false between host and device memory);
-    null where an address is unknown."""
-    write_through: bool | None
-    """Whether a write into the source showed in the destination; null: the source cannot be written (read-only,
-    immutable)."""
-    values_ok: bool | None
-    """Whether the destination's values equal the source's exactly (a route that ignored strides fails); null unless
-    converted."""
-    call_s: NonNegative | None
-    """The median seconds of a few synchronised conversions of this layout in the checking process; null unless
-    converted."""
-    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None
-    """The source's start address modulo 64, in bytes (0: 64-byte aligned); null where unknown or not applicable."""
-
-
-class LeakProbe(Open):
-    """Repeated conversions in one process, its RSS read before, at each tenth and after."""
-
-    calls: Count
-    """The number of conversions made (up to 10,000; fewer for a large source or past 5 s)."""
-    rss_samples: list[Count]
-    """The process's resident memory in bytes before the first conversion and after each tenth of them; empty where it
-    could not be read."""
-    growth_per_call_bytes: float | None
-    """(last sample - first) / calls: the RSS growth per conversion, in bytes; null where the RSS could not be read."""
-    grows: bool | None
-    """Whether the RSS still grew by 4 MiB or more over the probe's second half (a leak); null where it could not be
-    read."""
-
-
-class ConversionEvidence(Open):
-    """What the checking process of a conversion case measured beside its timed calls."""
-
-    route: str
-    """The route's name (e.g. numpy_to_torch_from_numpy)."""
-    source: str
-    """The source's kind: numpy, torch, jax, torch_pinned, torch_cuda or jax_gpu."""
-    destination: str
-    """The destination's kind (the same kinds)."""
-    api: str
-    """What the user writes, e.g. `torch.from_numpy(a)`."""
-    bytes: Count
-    """The source's size in bytes."""
-    source_offset_64: Annotated[int, Meta(ge=0, lt=64)] | None
-    """The timed calls' source's start address modulo 64, in bytes; null where unknown."""
-    copied: bool | None
-    """Whether the timed calls' conversion copied: the contiguous layout's `copied`."""
-    layouts: list[ConversionLayout]
-    """The route on each layout of its source: contiguous, transposed, misaligned, readonly."""
-    memcpy_s: NonNegative
-    """This machine's memcpy of the same bytes in the same process: the median seconds of np.copyto into an
-    already-touched destination."""
-    memcpy_fresh_s: NonNegative
-    """The same into a freshly allocated destination, first-touch page faults included (median seconds)."""
-    leak: LeakProbe
-    """Repeated conversions with the process's RSS watched."""
 
 
 class RunRecord(Open):

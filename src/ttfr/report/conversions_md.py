@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ttfr.child.conversion_routes import ROUTES
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult, Conversion
-from ttfr.model.record import ConversionLayout
+from ttfr.model.conversion_evidence import ConversionLayout
 from ttfr.report.formatting import DASH, code, copied_verdict, fmt_bytes, fmt_percent, fmt_rate, fmt_seconds, one_line, table
 
 TITLE = "Conversions"
