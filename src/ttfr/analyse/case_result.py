@@ -274,7 +274,6 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     reference; see unreferenced_disagreements): results of different sizes are its failed check,
     results of different norms a warning."""
     spec = plan.spec
-    backend = case.backend_info
     base = {
         "schema": CASE_SCHEMA,
         "case": case.id,
@@ -287,7 +286,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         "device": None,
         "versions": {},
         "correctness": None,
-        "limitations": [*cache.LIMITATIONS, *backend.limitations],
+        "limitations": [*cache.LIMITATIONS, *case.backend_info.limitations],
     }
     base.update(command=_command(case, spec))  # a keyword, not a table keyed by the `command` backend
     dataset_id = datasets.dataset_id(case, spec.seed)
@@ -300,6 +299,48 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     grouped = [e for e in entries if e.kind in GROUP_KINDS]
     entries = [e for e in entries if e.kind not in GROUP_KINDS]
     checked = [e for e in entries if e.record and e.record.check]
+    check, reference_digest = _result_check(checked, entries, disagreement)
+    base["correctness"] = check
+    memory = _memory_and_device(entries, base)
+    policies = _policies(case, spec, entries, reference_digest)
+    unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
+    stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
+    status, reason = _status(entries, policies, check, stopped,
+                             disagreement.why if disagreement and not disagreement.fails else None)  # fmt: skip
+
+    cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
+    if cold:
+        rss = [r.resources.peak_rss_bytes for r in cold.runs if r.outcome == "ok"]
+        memory["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
+    flags = _policy_flags(policies)
+    # a conversion route: its checking process's evidence, and the figures and flags it gives
+    evidence = next((e.record.conversion for e in checked if e.outcome == "ok" and e.record.conversion), None)
+    conversion, conversion_flags = conversions.case_conversion(evidence, policies) if status != "failed" else (UNSET, [])
+    together, group_flags = _concurrency(grouped, case, policies, status)
+    flags += conversion_flags + group_flags
+    if status == "failed":
+        policies = {name: _null_summaries(policy) for name, policy in policies.items()}
+        memory["peak_rss_bytes"] = None
+    sha256 = checked[0].record.dataset_sha256 if checked else None
+    return CaseResult(
+        **base,
+        status=status,
+        reason=reason,
+        dataset=Dataset(id=dataset_id, sha256=sha256 or None),
+        policies=Policies(**{field: policies[name] for name, field in _FIELDS.items() if name in policies}),
+        memory=CaseMemory(**memory),
+        flags=flags,
+        unmeasured_runs=unmeasured,
+        conversion=conversion,
+        concurrency=together,
+        threadpools=_threadpools(entries),
+    )
+
+
+def _result_check(checked: list[JournalEntry], entries: list[JournalEntry], disagreement: Disagreement | None):
+    """The case's check (a failed one first; the cross-backend disagreement's where it fails the
+    case) and the digest every run's result is compared with (the ok checking process's, else the
+    first ok run's)."""
     check = checked[0].record.check if checked else None
     failed_checks = [e.record.check for e in checked if e.record.check.passed is False]
     if failed_checks:
@@ -308,22 +349,29 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         (e.record.digest or None for e in checked if e.outcome == "ok"),
         next((e.record.digest or None for e in entries if e.outcome == "ok" and e.record), None),
     )
-    records = [e.record for e in entries if e.record and e.outcome == "ok"]
-    memory = {}
-    if records:
-        first = records[0]
-        base["device"] = first.device or None
-        base["versions"] = first.versions or {}
-        # a warm process's memory where there is one: its device peaks' steady state is the warm regime's
-        measured = next((r for r in records if r.warm and r.memory), first).memory
-        if measured:
-            memory = {k: v for k in measured.__struct_fields__ if (v := getattr(measured, k)) is not UNSET}
-    sha256 = checked[0].record.dataset_sha256 if checked else None
     if disagreement and disagreement.fails and check is not None:  # the check's verdict: nothing else says it
         check = Check(reference=CROSS_BACKENDS, max_normalised_error=None, tolerance=check.tolerance, passed=False,
                       detail=disagreement.why)  # fmt: skip
-    base["correctness"] = check
+    return check, reference_digest
 
+
+def _memory_and_device(entries: list[JournalEntry], base: dict) -> dict:
+    """The case's device and versions (into `base`) and its memory fields, from its ok records."""
+    records = [e.record for e in entries if e.record and e.outcome == "ok"]
+    if not records:
+        return {}
+    first = records[0]
+    base["device"] = first.device or None
+    base["versions"] = first.versions or {}
+    # a warm process's memory where there is one: its device peaks' steady state is the warm regime's
+    measured = next((r for r in records if r.warm and r.memory), first).memory
+    if not measured:
+        return {}
+    return {k: v for k in measured.__struct_fields__ if (v := getattr(measured, k)) is not UNSET}
+
+
+def _policies(case: catalog.Case, spec, entries: list[JournalEntry], reference_digest) -> dict:
+    """Each policy the spec runs, from its measured entries."""
     ran = [e for e in entries if e.outcome == "ok"]
     # a program whose runs never wrote into (or found anything in) its cache directories
     uncached = bool(case.workload_info.command and ran) and not any(
@@ -338,53 +386,37 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         else:
             views = [runs.run_view(e, case, reference_digest, uncached) for e in measured]
             policies[policy] = _cold_policy(views, spec.keep_contended)
-    unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
-    stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
-    status, reason = _status(entries, policies, check, stopped,
-                             disagreement.why if disagreement and not disagreement.fails else None)  # fmt: skip
+    return policies
 
-    cold = policies.get(COLD_CACHE) or policies.get(WARM_CACHE)
-    if cold:
-        rss = [r.resources.peak_rss_bytes for r in cold.runs if r.outcome == "ok"]
-        memory["peak_rss_bytes"] = stats.summarize([v for v in rss if v is not None])
+
+def _policy_flags(policies: dict) -> list:
+    """Every policy's flags on the case, named by their policy, and an invalid measurement's."""
     flags = []
     for name, policy in policies.items():
         flags.extend(msgspec.structs.replace(flag, policy=name) for flag in policy.flags)
         if any(r.outcome == "invalid-measurement" for r in policy.measured):
             flags.append(InvalidMeasurement(policy=name))
-    # a conversion route: its checking process's evidence, and the figures and flags it gives
-    evidence = next((e.record.conversion for e in checked if e.outcome == "ok" and e.record.conversion), None)
-    conversion, conversion_flags = conversions.case_conversion(evidence, policies) if status != "failed" else (UNSET, [])
-    flags += conversion_flags
+    return flags
+
+
+def _concurrency(grouped: list[JournalEntry], case: catalog.Case, policies: dict, status: str):
+    """The case's --concurrency groups (UNSET: none) and the flags they raise."""
     cores = next((e.host.usable_cores for e in grouped if e.host and e.host.usable_cores), None)
     # a failed case's figures are withheld: its advice does not lean on them (as a reader recomputes it)
     cold_ttfr = policies[COLD_CACHE].figure("ttfr_s") if COLD_CACHE in policies and status != "failed" else None
     together = concurrency.case_concurrency(grouped, case, cold_ttfr.median if cold_ttfr else None, cores)
-    if together is not UNSET:
-        broken = [g.label for g in together.groups if g.check.whole is False]
-        if broken:
-            flags.append(SharedCacheNotWhole(groups=broken))
-        # a warm-shared group whose processes compiled is no warm figure: said, never silent
-        missed = [g.label for g in together.groups
-                  if g.mode == WARM_SHARED and any(m.cache_use in ("compiled", "mixed") for m in g.members)]  # fmt: skip
-        if missed:
-            flags.append(WarmSharedCompiled(groups=missed))
-    if status == "failed":
-        policies = {name: _null_summaries(policy) for name, policy in policies.items()}
-        memory["peak_rss_bytes"] = None
-    return CaseResult(
-        **base,
-        status=status,
-        reason=reason,
-        dataset=Dataset(id=dataset_id, sha256=sha256 or None),
-        policies=Policies(**{field: policies[name] for name, field in _FIELDS.items() if name in policies}),
-        memory=CaseMemory(**memory),
-        flags=flags,
-        unmeasured_runs=unmeasured,
-        conversion=conversion,
-        concurrency=together,
-        threadpools=_threadpools(entries),
-    )
+    if together is UNSET:
+        return together, []
+    flags = []
+    broken = [g.label for g in together.groups if g.check.whole is False]
+    if broken:
+        flags.append(SharedCacheNotWhole(groups=broken))
+    # a warm-shared group whose processes compiled is no warm figure: said, never silent
+    missed = [g.label for g in together.groups
+              if g.mode == WARM_SHARED and any(m.cache_use in ("compiled", "mixed") for m in g.members)]  # fmt: skip
+    if missed:
+        flags.append(WarmSharedCompiled(groups=missed))
+    return together, flags
 
 
 def _threadpools(entries: list[JournalEntry]):
