@@ -6,7 +6,7 @@ import pytest
 from ttfr.measure import catalog
 from ttfr.measure.plan import COLD, PRIME, WARM, Task
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
-from ttfr.report.terminal import RunEstimator
+from ttfr.report.progress import RunEstimator
 
 
 @pytest.mark.parametrize("case", catalog.BUILTIN.catalogued_cases(), ids=lambda c: c.id)
@@ -39,7 +39,8 @@ def _progress_run(tmp_path, executor, policies="cold-cache,warm"):
     from rich.console import Console
 
     from ttfr.measure.spec import RunRequest
-    from ttfr.report.terminal import ProgressDisplay, print_summary
+    from ttfr.report.progress import ProgressDisplay
+    from ttfr.report.terminal import print_summary
 
     console = Console(file=io.StringIO(), width=200, force_terminal=False)
     progress = ProgressDisplay(console)

@@ -45,7 +45,7 @@ def add_parser(commands):
 
 def handle(args, console: Console) -> int:
     from ttfr.pipeline import interleaved, selftest
-    from ttfr.report import terminal
+    from ttfr.report.progress import ProgressDisplay
 
     budget_s = check_ab_limits(args.rounds, args.min_rounds, args.precision, args.budget)
     own = (None, None)
@@ -76,7 +76,7 @@ def handle(args, console: Console) -> int:
     advice = selftest.rounds_advice(selftest.load_stored(), args.rounds, args.precision)
     if advice:
         console.print(advice, style="yellow", markup=False, highlight=False)
-    progress = terminal.ProgressDisplay(console)
+    progress = ProgressDisplay(console)
     try:
         outcome = interleaved.execute(spec, args.out, ["ttfr", *args.argv], progress=progress, executors=args.executors)
     finally:

@@ -43,10 +43,11 @@ def handle(args, console: Console) -> int:
     from ttfr.measure.resume import Named
     from ttfr.pipeline import replication
     from ttfr.report import terminal
+    from ttfr.report.progress import ProgressDisplay
 
     named = Named(case_files=tuple(args.case_file), commands=tuple(args.command), prepare=tuple(args.prepare))
 
-    progress = terminal.ProgressDisplay(console)
+    progress = ProgressDisplay(console)
     try:
         outcome, document = replication.replicate(args.snapshot, args.out, ["ttfr", *args.argv], progress=progress,
                                                   executors=args.executors, named=named)  # fmt: skip

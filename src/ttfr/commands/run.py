@@ -151,7 +151,9 @@ def _execute(args, spec, executors, costs, console: Console, suite, terminal) ->
     else:
         with costs.phase("result directory, plan.json, manifest"):
             result_dir = suite.start(spec, args.out, ["ttfr", *args.argv])
-    progress = terminal.ProgressDisplay(console)
+    from ttfr.report.progress import ProgressDisplay
+
+    progress = ProgressDisplay(console)
 
     def show(outcome) -> None:  # the results are written; report.html comes after this
         progress.stop()

@@ -1,19 +1,13 @@
-"""Terminal output with rich: live progress (case, run, ETA), summary table, `ttfr list`.
-
-Run costs differ by orders of magnitude (a NumPy run ~0.3 s, a cold torch.compile ~20 s),
-so the ETA sums per-kind estimates, replaced by the mean of observed runs of that kind.
-"""
+"""Terminal output with rich: the summary table, `ttfr list`, comparisons, the self-test, the
+report and replication (the live progress of a run: report/progress.py)."""
 
 from __future__ import annotations
 
 import math
 import shlex
-import statistics
-import time
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +16,6 @@ from ttfr.measure import catalog
 from ttfr.measure.limits import MAX_AB_ROUNDS
 from ttfr.model.replication import ReplicationReport
 from ttfr.model.selftest import Rate, RoundsForPower, SelfTest
-from ttfr.measure.plan import Task
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.flags import CouldNotMeasureCleanly
@@ -30,116 +23,11 @@ from ttfr.model.policy_figures import ColdSummary, named
 from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
-from ttfr.model.journal import JournalEntry
 from ttfr.model.loops import LoopRow
-from ttfr.model.policies import WARM_CACHE
 from ttfr.model.suite import SuiteResult
 from ttfr.report import flag_text
 from ttfr.report.formatting import DASH, fmt_seconds, printable
 from ttfr.report.markdown import precision_headline, result_check
-
-
-def _cost_key(task: Task) -> str:
-    backend = task.case.backend_info
-    warm_start = task.policy == WARM_CACHE or task.uses_template
-    # A loop's strategies cost alike and nothing like the backend's single calls.
-    loop = task.case.workload_info.loop
-    return f"{backend.name}|{loop}|{task.kind}|{'template' if warm_start and backend.compiles else 'fresh'}"
-
-
-def _prior(task: Task) -> float:
-    """The catalog's guess (seconds per run) until a run of the same kind has been observed."""
-    fresh, from_template = task.case.backend_info.cost_prior_s
-    return from_template if task.uses_template else fresh
-
-
-class RunEstimator:
-    def __init__(self):
-        self.observed: dict[str, list[float]] = {}
-
-    def observe(self, task: Task, seconds: float) -> None:
-        self.observed.setdefault(_cost_key(task), []).append(seconds)
-
-    def estimate(self, task: Task) -> float:
-        seen = self.observed.get(_cost_key(task))
-        return statistics.mean(seen) if seen else _prior(task)
-
-
-def _describe(task: Task) -> str:
-    what = task.policy or task.kind
-    return f"{task.case.id} [dim]{what} #{task.index + 1}[/dim]"
-
-
-class ProgressDisplay:
-    """Scheduler progress: a live bar on a terminal, one line per run otherwise."""
-
-    def __init__(self, console: Console):
-        self.console = console
-        self.remaining: dict[str, Task] = {}
-        self.estimator = RunEstimator()
-        self.live = console.is_terminal
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA {task.fields[eta]}"),
-            console=console,
-            transient=False,
-        )
-        self.bar = None
-        self.started_at = None
-        self.count = 0
-        self.total = 0
-
-    def _eta(self) -> str:
-        return fmt_seconds(sum(self.estimator.estimate(t) for t in self.remaining.values())) if self.remaining else "0 s"
-
-    def start(self, total: int, pending: list[Task]) -> None:
-        self.total, self.count = total, total - len(pending)
-        self.remaining = {t.key: t for t in pending}
-        if self.live:
-            self.progress.start()
-            self.bar = self.progress.add_task("starting", total=total, completed=self.count, eta=self._eta())
-
-    def add(self, tasks: list[Task]) -> None:
-        """Runs added after the plan (--precision): the bar's total and ETA grow with them."""
-        self.total += len(tasks)
-        self.remaining.update((t.key, t) for t in tasks)
-        if self.bar is not None:
-            self.progress.update(self.bar, total=self.total, eta=self._eta())
-
-    def remove(self, tasks: list[Task]) -> None:
-        """Added runs that will not run (the budget is spent)."""
-        for task in tasks:
-            if self.remaining.pop(task.key, None) is not None:
-                self.total -= 1
-        if self.bar is not None:
-            self.progress.update(self.bar, total=self.total, eta=self._eta())
-
-    def task_started(self, task: Task) -> None:
-        self.started_at = time.monotonic()
-        if self.bar is not None:
-            self.progress.update(self.bar, description=_describe(task), eta=self._eta())
-
-    def task_finished(self, task: Task, entry: JournalEntry | None) -> None:
-        self.remaining.pop(task.key, None)
-        self.count += 1
-        if entry is not None and self.started_at is not None:
-            self.estimator.observe(task, time.monotonic() - self.started_at)
-        if self.bar is not None:
-            self.progress.update(self.bar, advance=1, eta=self._eta())
-        else:  # every task gets its line, so the count never skips and ends at N/N
-            detail = ("skipped: its case stopped earlier (see its reason)" if entry is None else
-                      entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else ""))  # fmt: skip
-            line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
-            self.console.print(line, markup=False, highlight=False)
-
-    def stop(self) -> None:
-        """End the live bar (again: nothing)."""
-        if self.bar is not None:
-            self.progress.stop()
-            self.bar = None
 
 
 _STATUS_STYLE = {"ok": "green", "warn": "yellow", "failed": "bold red"}
