@@ -8,7 +8,7 @@
 
 Both refuse the same malformed line (checked first). The entries are real ones: the fixture
 suite's journal (tests/golden), repeated with fresh indexes. Prints seconds per journal and
-the ratio; the README's "Performance" table quotes it.
+the ratio; docs/performance.md's table quotes it.
 
     .venv/bin/python benchmarks/typed_model.py [N] [ROUNDS]
 """

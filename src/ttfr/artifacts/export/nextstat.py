@@ -46,7 +46,7 @@ def nextstat_run(metrics) -> dict | None:
     init, your import and setup: NextStat's loader imports and builds the inputs), `ttfr_s` =
     import_s + first_call_s, `total_s` = that + second_call_s. ttfr's own spawn-to-first-result
     (interpreter start included) stays in ttfr's case file: NextStat's contract has no field for
-    it (README: field mapping)."""
+    it (docs/guide/artifacts.md: field mapping)."""
     parts = (metrics.import_s, metrics.setup_s, metrics.first_call_s, metrics.second_call_s)
     if any(v is None for v in parts):
         return None
@@ -126,7 +126,7 @@ def _meta(manifest: Manifest, case: CaseResult) -> dict:
 
 
 def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_policy: str) -> dict:
-    """One case in NextStat's contract and meanings (README: field mapping): ttfr's own figures and
+    """One case in NextStat's contract and meanings (docs/guide/artifacts.md: field mapping): ttfr's own figures and
     its inputs' hash stay in its case file."""
     cold = _cold_timing(case, cold_policy)
     reason = case.reason
