@@ -15,6 +15,8 @@ ARGS ?=
 # their figures set aside. Every test has a time limit, and the slowest are listed.
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
+# Slow but in-process (engines, fits, pyhf's validation, pylint): no measured process, so spread over the cores.
+SLOW := slow and not integration and not torch_compile and not terminal
 
 .PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas docs
 
@@ -36,10 +38,12 @@ test:
 	$(MAKE) bench-overhead
 	$(MAKE) test-rest
 
-# Everything the fast tier leaves out: real worker processes of every backend, cold torch.compile,
-# in-process HistFactory engines and fits, the pseudo-terminal tests (< 15 min on 2 cores).
+# Everything the fast tier leaves out: the in-process HistFactory engines and fits and whole-tree checks
+# (`slow`, spread over the cores: they time nothing), then, one test at a time, real worker processes of
+# every backend, cold torch.compile and the pseudo-terminal tests (< 11 min on 2 cores).
 test-rest: $(STAMP) chromium
-	$(BIN)/python -m pytest -m "not ($(FAST))" --timeout 900 --durations 25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist load --timeout 900 --durations 10 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
 
 # Headless Chromium for the report.html test (Debian's package); the test skips, saying so,
 # where it cannot be installed (no root, no apt).
