@@ -86,6 +86,7 @@ def _flags() -> list[dict]:
         {"flag": "copy_evidence_disagrees", "layouts": ["misaligned", "readonly"]},
         {"flag": "shared_cache_not_whole", "groups": ["cold-shared x4 #0"]},
         {"flag": "warm_shared_compiled", "groups": ["warm-shared x8 #1"]},
+        {"flag": "explanation_disagrees", "policy": COLD_CACHE, "phase": "import", "traced_s": 0.51234, "measured_s": 0.40123},
     ]  # fmt: skip
     kinds = {t.__struct_config__.tag for t in AnyFlag.__args__}
     return flags + [{"flag": kind, "policy": COLD_CACHE} for kind in sorted(kinds - {f["flag"] for f in flags})]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ttfr.analyse import concurrency, contention, conversions, loops, runs, stats
+from ttfr.analyse import concurrency, contention, conversions, explain, loops, runs, stats
 from ttfr.measure import cache, catalog, datasets
-from ttfr.measure.plan import GROUP_KINDS, Plan, runs_check
+from ttfr.measure.plan import EXPLAIN, GROUP_KINDS, Plan, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
 from ttfr.model.case import CASE_SCHEMA, CaseMemory, CaseResult, CommandInfo, Config, Dataset, UnmeasuredRun
 from ttfr.model.flags import (
@@ -302,9 +302,11 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     check, reference_digest = _result_check(checked, entries, disagreement)
     base["correctness"] = check
     memory = _memory_and_device(entries, base)
-    policies = _policies(case, spec, entries, reference_digest)
+    policies = _explained(_policies(case, spec, entries, reference_digest), entries)
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
-    stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries if not e.measured and e.outcome != "ok"), None)
+    # a diagnostic process that failed leaves its explanation saying so, not the case failed
+    stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries
+                    if not e.measured and e.outcome != "ok" and e.kind != EXPLAIN), None)  # fmt: skip
     status, reason = _status(entries, policies, check, stopped,
                              disagreement.why if disagreement and not disagreement.fails else None)  # fmt: skip
 
@@ -386,6 +388,16 @@ def _policies(case: catalog.Case, spec, entries: list[JournalEntry], reference_d
         else:
             views = [runs.run_view(e, case, reference_digest, uncached) for e in measured]
             policies[policy] = _cold_policy(views, spec.keep_contended)
+    return policies
+
+
+def _explained(policies: dict, entries: list[JournalEntry]) -> dict:
+    """--explain: each cold policy with its diagnostic process's explanation, and the flag it raises."""
+    diagnostics = {e.policy: e for e in entries if e.kind == EXPLAIN}
+    for name in [n for n in policies if n in diagnostics]:
+        explanation, flags = explain.explain(diagnostics[name], policies[name])
+        policies[name] = msgspec.structs.replace(policies[name], explanation=explanation,
+                                                 flags=[*policies[name].flags, *flags])  # fmt: skip
     return policies
 
 

@@ -25,6 +25,9 @@ FIELDS = (
     ("min_sample_s", float, 0.0),
     ("max_warmup_s", float, 0.0),
     ("check", bool, False),  # run the case's result check (the gate)
+    # --explain's diagnostic process (unmeasured, started with `-X importtime`): each phase's start is
+    # marked on stderr among the import lines, and the imported packages' distributions are recorded
+    ("explain", bool, False),
     # Run CPU computations inline rather than on the runtime's dispatch thread (JAX:
     # jax_cpu_enable_async_dispatch=False); adapters of synchronous runtimes ignore it.
     ("inline_cpu", bool, False),

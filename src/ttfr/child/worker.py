@@ -34,6 +34,17 @@ def parse_job(words):
         raise SystemExit(f"ttfr worker: {exc}") from None
 
 
+PHASE_MARKER = b"ttfr-phase "  # --explain: `ttfr-phase <mark>` on stderr, among -X importtime's lines
+
+
+def _marked(job, marks, name):
+    """Take mark `name`; in --explain's process also say so on stderr, where -X importtime writes its
+    lines (both unbuffered, in order), so each import falls in the phase it happened in."""
+    marks[name] = _now()
+    if job.explain:
+        os.write(2, PHASE_MARKER + name.encode() + b"\n")
+
+
 def _import(module_name):
     __import__(module_name)
     return sys.modules[module_name]
@@ -45,20 +56,20 @@ def _run_phases(job, marks, record):
         adapter = _import("ttfr.child.backends." + job.adapter)
         runtime = adapter.Runtime(job)
         runtime.import_stack()
-        marks["imported"] = _now()
+        _marked(job, marks, "imported")
 
         init_device = getattr(runtime, "init_device", None)  # a GPU's context, memory pool, math handles
         if init_device is not None:
             phase = "device_init"
             init_device()
-            marks["device_ready"] = _now()
+            _marked(job, marks, "device_ready")
 
         workload = None  # a built-in's module is imported in setup, as it always was
         if job.case_source:  # the user's own module, timed apart from the runtime stack
             phase = "user_import"
             workload = _import("ttfr.child.workloads." + job.workload)
             workload.load(job.case_source, job.case_name)
-            marks["user_imported"] = _now()
+            _marked(job, marks, "user_imported")
 
         phase = "setup"
         workload = workload or _import("ttfr.child.workloads." + job.workload)
@@ -77,7 +88,7 @@ def _run_phases(job, marks, record):
         # A device's peak memory at each phase's end (GPU adapters; torch resets it at each reading, so the
         # first call's compile and autotuning buffers stand apart from the steady state). None on a CPU.
         device_peak = getattr(runtime, "device_peak", None) or (lambda: None)
-        marks["setup"] = _now()
+        _marked(job, marks, "setup")
         peaks = {"setup": device_peak()}  # after the mark: reading (and resetting) it is not setup's time
 
         phase = "first_call"
@@ -89,7 +100,7 @@ def _run_phases(job, marks, record):
             stages = {}
         else:
             output, stages = runtime.first_call(workload, inputs)
-        marks["first"] = _now()
+        _marked(job, marks, "first")
         peaks["first_call"] = device_peak()
         if job.case_source:  # after the mark: a user's function that returned nothing fails saying so
             workload.check_output(output)
@@ -106,7 +117,7 @@ def _run_phases(job, marks, record):
         output = runtime.call(*runtime.args)
         if sync is not None:
             sync(output)
-        marks["second"] = _now()
+        _marked(job, marks, "second")
 
         # Nothing below is timed as a cold figure; its failures are data all the same.
         phase = "after_second_call"
@@ -309,6 +320,8 @@ def main(argv=None):
     job = parse_job(sys.argv[1:] if argv is None else argv)
     marks = {"main": t_main}
     record = {"protocol": 1, "outcome": "ok", "reason": None, "marks_ns": marks}
+    if job.explain:
+        os.write(2, PHASE_MARKER + b"main\n")
     try:
         _run_phases(job, marks, record)
         digest = record.get("digest")
@@ -343,6 +356,10 @@ def main(argv=None):
         # run, or the first warm process after its samples). threadpoolctl's import costs ~21 ms,
         # which in every cold process would be most of a no-op's process_s.
         record["threadpools"] = hostinfo.threadpools()
+    if job.explain:  # after every timed phase: which installed distribution each imported package is
+        from ttfr.child.distributions import imported_distributions
+
+        record["distributions"] = imported_distributions()
     record["pid"] = os.getpid()
     _emit(job.fd, record)
 

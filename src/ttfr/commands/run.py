@@ -20,7 +20,7 @@ NAME = "run"
 # but the programs it runs, which the user names again (_NAMED): a file never makes ttfr run one.
 _SELECTION = ("cases", "backends", "workloads", "sizes", "dtypes", "cache_policy", "concurrency", "cold_runs", "warm_procs",
               "warm_samples", "timeout", "seed", "threads", "shard", "workspace", "workspace_preset",
-              "signal", "precision", "budget", "command_name", "first_result", "keep_contended",
+              "signal", "precision", "budget", "command_name", "first_result", "keep_contended", "explain",
               "first_result_mark", "stop_at_first_result", "shards", "slurm_partition", "slurm_time",
               "slurm_account")  # fmt: skip
 
@@ -57,6 +57,9 @@ def add_parser(commands):
         action="store_true",
         help="write no report.html (its figures take ~0.1 s; `ttfr report DIR --html` renders it later)",
     )
+    run.add_argument("--explain", action="store_true",
+                     help="after each case's measured runs, one unmeasured diagnostic process per cold policy under "
+                     "`-X importtime`: each phase's imports by distribution and module, against its measured median")  # fmt: skip
     run.add_argument("--keep-contended", action="store_true",
                      help="keep runs contended by other work in the figures (set aside by default), flagged as such "
                      "in every output and the case `warn`")  # fmt: skip
@@ -95,7 +98,7 @@ def request(args) -> RunRequest:
         profile=args.profile, cold_runs=args.cold_runs, warm_procs=args.warm_procs, warm_samples=args.warm_samples,
         timeout=args.timeout, deterministic=args.deterministic, seed=args.seed, threads=args.threads, shard=args.shard,
         python=args.python, signal=args.signal, precision=args.precision, budget=args.budget,
-        keep_contended=args.keep_contended, **selection_request(args), **command_request(args),
+        keep_contended=args.keep_contended, explain=args.explain, **selection_request(args), **command_request(args),
     )  # fmt: skip
 
 

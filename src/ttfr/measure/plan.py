@@ -28,6 +28,7 @@ PRIME = "prime"  # fills the cache template (unmeasured)
 CHECK = "check"  # result check only (unmeasured)
 GROUP = "group"  # N cold processes released at once (--concurrency; measured, one journal entry each)
 GROUP_CHECK = "group_check"  # a fresh process after a group, on the cache it left (unmeasured): is it whole?
+EXPLAIN = "explain"  # --explain: a cold policy's diagnostic process, -X importtime on its cache (unmeasured)
 GROUP_KINDS = (GROUP, GROUP_CHECK)
 
 
@@ -77,6 +78,8 @@ class Task:
     def key(self) -> str:
         if self.kind == GROUP:
             return f"{self.case.id}|{self.policy}x{self.concurrency}|{self.index}"
+        if self.kind == EXPLAIN:
+            return f"{self.case.id}|{self.policy}|{EXPLAIN}"
         return f"{self.case.id}|{self.policy or self.kind}|{self.index}"
 
 
@@ -135,7 +138,11 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
     depth = max((len(s) for s in streams), default=0)
     for position in range(depth):
         rounds.append([s[position] for s in streams if position < len(s)])
-    rounds += _group_rounds(spec, [c for c in spec.cases if c.id not in unavailable])
+    available = [c for c in spec.cases if c.id not in unavailable]
+    if spec.explain:  # after every measured run of the round-robin, never beside one
+        rounds.append([Task(EXPLAIN, case, policy, 0, -1) for case in available for policy in spec.policies
+                       if policy in (COLD_CACHE, WARM_CACHE)])  # fmt: skip
+    rounds += _group_rounds(spec, available)
 
     ordered = []
     for number, tasks in enumerate(rounds):

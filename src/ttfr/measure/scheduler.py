@@ -300,6 +300,7 @@ class Scheduler:
             ),
             host=around,
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
+            **({"imports": result.imports} if result.imports is not None else {}),
         )
         return entry
 

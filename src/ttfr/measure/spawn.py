@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from msgspec import ValidationError
 
 from ttfr.child.job import Job
+from ttfr.measure import import_trace
 from ttfr.model.base import decode
+from ttfr.model.imports import ImportTrace
 from ttfr.model.journal import Rusage
 from ttfr.model.record import OUTCOMES as RECORD_OUTCOMES
 from ttfr.model.record import RunRecord
@@ -60,6 +62,7 @@ class RunResult:
     # the lines of its output that are a library's warnings or errors (kept for every run: a cache
     # read or write gone wrong warns and goes on)
     messages: tuple[str, ...] = ()
+    imports: ImportTrace | None = None  # --explain's diagnostic process: its -X importtime trace
 
 
 def ensure_worker_bytecode() -> None:
@@ -92,6 +95,15 @@ def _tail(log) -> str:
     return log.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
 
 
+def _imports(log, record: RunRecord | None) -> ImportTrace:
+    """The import trace of --explain's process: its stderr, read up to import_trace.MAX_BYTES (module
+    names only, no free text: nothing to redact)."""
+    log.seek(0)
+    text = log.read(import_trace.MAX_BYTES).decode("utf-8", "replace")
+    distributions = record.distributions if record is not None and record.distributions else None
+    return import_trace.parse(text, distributions)
+
+
 _MESSAGE = re.compile(r"warning|error|exception|traceback", re.IGNORECASE)
 MAX_MESSAGES = 10
 
@@ -104,7 +116,11 @@ def _messages(log, env: dict) -> tuple[str, ...]:
         return ()
     log.seek(max(0, size - (1 << 16)))
     lines = log.read().decode("utf-8", "replace").splitlines()
-    found = dict.fromkeys(line.strip()[:300] for line in lines if _MESSAGE.search(line))
+    found = dict.fromkeys(
+        line.strip()[:300]
+        for line in lines
+        if _MESSAGE.search(line) and not line.startswith((import_trace.PREFIX, import_trace.MARKER))
+    )  # (--explain's lines)
     return tuple(redact_text(line, env) for line in list(found)[:MAX_MESSAGES])
 
 
@@ -174,7 +190,8 @@ def parse_record(raw: bytes, env: dict) -> tuple[RunRecord | None, str | None]:
 def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
     read_fd, write_fd = os.pipe()
     words = job.replace(fd=write_fd).to_words()
-    argv = [python or sys.executable, "-P", "-c", WORKER_BOOT, *words]
+    # --explain's diagnostic process (unmeasured) reports every first import on stderr
+    argv = [python or sys.executable, *(("-X", "importtime") if job.explain else ()), "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
     with tempfile.TemporaryFile() as log:
         ended = supervise(argv, env, cwd, timeout_s, log, (write_fd,),
@@ -198,4 +215,5 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             rusage=ended.rusage,
             output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
             messages=_messages(log, env),
+            imports=_imports(log, record) if job.explain and outcome == "ok" else None,
         )

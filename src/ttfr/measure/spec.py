@@ -72,6 +72,7 @@ class RunSpec:
     # importing the files (running their code)
     file_cases: tuple[user_cases.UserCase, ...] = ()
     keep_contended: bool = False  # --keep-contended: contended runs stay in the figures (flagged as such)
+    explain: bool = False  # --explain: a diagnostic process per case and cold policy, after the measured runs
     commands: tuple[user_commands.UserCommand, ...] = ()  # --command: the programs of the `command` cases
     # --shard K/N: every case of the plan the shards share (this shard's are `cases`), so that
     # `ttfr merge` can tell the shards of one plan from slices of different ones
@@ -155,7 +156,7 @@ class RunSpec:
 # RunSpec's fields plan.json records as they are (the rest are converted by RunSpec.recorded), and
 # those it records as floats (`600.0` for a budget given as 600, as plan.json's floats decode)
 _RECORDED_AS_IS = ("profile", "cold_runs", "warm_procs", "warm_samples", "deterministic", "seed", "threads", "python",
-                   "workspace", "signal", "custom_size", "keep_contended", "concurrency_rounds")  # fmt: skip
+                   "workspace", "signal", "custom_size", "keep_contended", "concurrency_rounds", "explain")  # fmt: skip
 _RECORDED_FLOATS = ("min_sample_s", "max_warmup_s", "timeout_s", "precision", "budget_s")
 
 
@@ -201,6 +202,7 @@ class RunRequest:
     stop_at_first_result: bool = False
     keep_contended: bool = False
     concurrency: object = ()
+    explain: bool = False
 
 
 def build_spec(request: RunRequest) -> RunSpec:
@@ -257,6 +259,7 @@ def build_spec(request: RunRequest) -> RunSpec:
         precision=precision,
         budget_s=budget_s,
         keep_contended=bool(keep_contended),
+        explain=bool(r.explain),
         concurrency=concurrency,
         concurrency_rounds=prof.concurrency_rounds,
     )

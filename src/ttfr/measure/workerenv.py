@@ -13,7 +13,7 @@ from ttfr.child import job as child_job
 from ttfr.child.job import Job
 from ttfr.measure import catalog
 from ttfr.measure.cache import JAX_CACHE_SETTINGS
-from ttfr.measure.plan import CHECK, WARM, Task
+from ttfr.measure.plan import CHECK, EXPLAIN, WARM, Task
 from ttfr.measure.spec import RunSpec
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -85,6 +85,7 @@ def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
         seed=spec.seed,
         # the case's gate checks its result; later processes compare digests
         check=task.runs_check,
+        explain=task.kind == EXPLAIN,
         inline_cpu=case.inline_cpu,
         **(dataset or {}),
     )

@@ -214,6 +214,18 @@ class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
     `mixed`)."""
 
 
+class ExplanationDisagrees(Flag, tag="explanation_disagrees"):
+    """--explain: the diagnostic process's imports in a phase differ from the phase's measured median by more than
+    20%: that process explains a different run (a busy machine, a cache in another state), not these figures."""
+
+    phase: str
+    """The phase whose figures disagree (`import`)."""
+    traced_s: float
+    """Seconds of imports the diagnostic process traced in the phase."""
+    measured_s: float
+    """The phase's median over the policy's runs, in seconds."""
+
+
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
                                                          KernelCacheGrew)}  # fmt: skip
@@ -221,4 +233,4 @@ AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten
            | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
            | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
            | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees
-           | SharedCacheNotWhole | WarmSharedCompiled)  # fmt: skip
+           | SharedCacheNotWhole | WarmSharedCompiled | ExplanationDisagrees)  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Count, Open, UnsetType
+from ttfr.model.imports import ImportTrace
 from ttfr.model.record import Marks, OUTCOMES, OwnRusage, RunRecord
 
 _STAMP_LIMIT = 2**63  # a monotonic_ns() reading is an int64
@@ -149,6 +150,8 @@ class JournalEntry(Open):
     output_tail: str | None
     """The last 2,000 characters of its stdout and stderr (redacted), kept for a run neither ok nor unavailable;
     null otherwise."""
+    imports: ImportTrace | UnsetType = UNSET
+    """--explain's diagnostic process: every module it imported, by phase, as `-X importtime` reported them."""
     timeout_s: float | UnsetType = UNSET
     """The wall-clock limit the run was given (--timeout, times the workload's factor for the process that checks
     the result); absent in older journals."""

@@ -139,6 +139,9 @@ class PlanSpec(Artifact):
     keep_contended: bool | UnsetType = UNSET
     """--keep-contended: contended runs stay in the figures, flagged (false: the figures use the clean runs, or are
     withheld where too few remain)."""
+    explain: bool | UnsetType = UNSET
+    """--explain: after its measured runs, each case ran one unmeasured diagnostic process per cold policy, under
+    `-X importtime`, whose imports explain the cold start (absent in older plans: false)."""
     case_files: list[CaseFile] | UnsetType = UNSET
     """--case-file: the users' case files whose cases the run measures; empty without."""
     commands: list[RecordedCommand] | UnsetType = UNSET

@@ -315,6 +315,9 @@ class RunRecord(Open):
     """The device the runtime ran on."""
     versions: dict[str, str | int | None] | None | UnsetType = UNSET
     """The runtime's library versions by name (e.g. jax, jaxlib), and for torch its thread count (torch_threads)."""
+    distributions: dict[str, list[str | None]] | UnsetType = UNSET
+    """--explain's diagnostic process: each imported top-level package's installed distribution and version
+    (`[name, version]`; `python`: the standard library), read after its last timed phase."""
     rusage_self: OwnRusage | UnsetType = UNSET
     """The worker's own resource use: its peak resident memory."""
     sched: Sched | None | UnsetType = UNSET

@@ -138,6 +138,10 @@ _RENDER = {
                                             "source disagree on whether the route copied: no verdict is given"),
     model.SharedCacheNotWhole: lambda f: (f"after {prose_list(f.groups)} the cache was not whole: a file could not be "
                                           "read, or a fresh process on it still had to compile (see Concurrency)"),
+    model.ExplanationDisagrees: lambda f: (f"--explain's diagnostic process imported for {sig(f.traced_s * 1e3)} ms in "
+                                           f"its {f.phase} phase against a measured median of "
+                                           f"{sig(f.measured_s * 1e3)} ms: it explains another run than these "
+                                           "figures (a busy machine, or a cache in another state)"),
     model.WarmSharedCompiled: lambda f: (f"in {prose_list(f.groups)} processes compiled although the shared cache was "
                                          "filled first: those figures are not warm (a damaged or foreign cache, or one "
                                          "the runtime would not use; see Concurrency)"),

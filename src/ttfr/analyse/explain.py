@@ -1,0 +1,102 @@
+"""--explain: a cold policy's diagnostic process's import trace -> where the cold start's imports
+went (`ImportExplanation`), checked against the policy's measured medians.
+
+Each phase's imports are the top-level imports' cumulative times summed (their modules' self
+times add up to the same); a module's time goes to the distribution of its top-level package
+(`python` for the standard library), and a module no distribution owns is `unattributed`, never
+spread over the others. The explanation is a measurement of another process: its import phase is
+compared with the policy's `import_s` median and flagged beyond ±20%.
+"""
+
+from __future__ import annotations
+
+from ttfr.model.base import UNSET, UnsetType, present
+from ttfr.model.flags import ExplanationDisagrees
+from ttfr.model.imports import (
+    PHASES,
+    UNATTRIBUTED,
+    DistributionTime,
+    ImportExplanation,
+    ImportTrace,
+    ModuleTime,
+    PhaseImports,
+    TracedImport,
+)
+from ttfr.model.journal import JournalEntry
+from ttfr.model.policy_figures import ColdPolicy
+
+AGREEMENT = 0.20  # the traced import phase within ±20% of the measured median
+TOP_DISTRIBUTIONS = 6
+TOP_MODULES = 8
+OTHER = "other"
+
+
+def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[ImportExplanation | UnsetType, list]:
+    """The policy's explanation and the flag it raises (UNSET, none: no diagnostic process ran)."""
+    if entry is None:
+        return UNSET, []
+    if entry.outcome != "ok" or entry.imports is UNSET:
+        reason = entry.reason or "the diagnostic process returned no import trace"
+        return ImportExplanation(outcome=entry.outcome if entry.outcome != "ok" else "error", reason=reason, phases=[],
+                                 traced_import_s=None, import_ratio=None, unattributed_fraction=None), []  # fmt: skip
+    phases = [_phase(name, imports, entry.imports, policy) for name in PHASES
+              if (imports := [i for i in entry.imports.imports if i.phase == name])]  # fmt: skip
+    imported = next((p for p in phases if p.phase == "import"), None)
+    ratio = imported.share if imported else None
+    unattributed = None
+    if imported and imported.imports_s > 0:
+        owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
+        unattributed = min(1.0, owned / imported.imports_s)
+    explanation = ImportExplanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
+                                    import_ratio=ratio, unattributed_fraction=unattributed)  # fmt: skip
+    flags = []
+    if ratio is not None and abs(ratio - 1.0) > AGREEMENT:
+        flags.append(ExplanationDisagrees(phase="import", traced_s=imported.imports_s, measured_s=imported.measured_s))
+    return explanation, flags
+
+
+def _traced_import_s(entry: JournalEntry) -> float | None:
+    marks = entry.record.marks_ns if entry.record else UNSET
+    if not present(marks) or not present(marks.main) or not present(marks.imported):
+        return None
+    return max(0.0, (marks.imported - marks.main) / 1e9)
+
+
+def _distribution(module: str, trace: ImportTrace) -> tuple[str, str | None]:
+    owner = (trace.distributions or {}).get(module.partition(".")[0])
+    return (owner[0], owner[1]) if owner else (UNATTRIBUTED, None)
+
+
+def _parents(imports: list[TracedImport]) -> list[str | None]:
+    """Each import's importer: -X importtime lists a module after those it imported first, one level
+    deeper; a module is the importer of the deeper ones listed since its own level was last seen."""
+    parents: list[str | None] = [None] * len(imports)
+    waiting: dict[int, list[int]] = {}
+    for i, item in enumerate(imports):
+        for child in waiting.pop(item.depth + 1, []):
+            parents[child] = item.module
+        waiting.setdefault(item.depth, []).append(i)
+    return parents
+
+
+def _phase(name: str, imports: list[TracedImport], trace: ImportTrace, policy: ColdPolicy) -> PhaseImports:
+    summary = policy.figure(f"{name}_s") if name != "after" else None
+    measured = summary.median if summary else None
+    total = sum(i.cumulative_s for i in imports if i.depth == 0)
+    by_distribution: dict[tuple[str, str | None], list[float]] = {}
+    for item in imports:
+        by_distribution.setdefault(_distribution(item.module, trace), []).append(item.self_s)
+    ranked = sorted(by_distribution.items(), key=lambda pair: -sum(pair[1]))
+    rows = [DistributionTime(distribution=d, version=v, self_s=sum(t), modules=len(t)) for (d, v), t in ranked]
+    if len(rows) > TOP_DISTRIBUTIONS + 1:  # the rest as one row: the rows still add up to the phase's imports
+        rest = rows[TOP_DISTRIBUTIONS:]
+        rows = rows[:TOP_DISTRIBUTIONS] + [DistributionTime(distribution=OTHER, version=None,
+                                                            self_s=sum(r.self_s for r in rest),
+                                                            modules=sum(r.modules for r in rest))]  # fmt: skip
+    parents = _parents(imports)
+    costly = sorted(range(len(imports)), key=lambda i: -imports[i].cumulative_s)[:TOP_MODULES]
+    top = [ModuleTime(module=imports[i].module, distribution=_distribution(imports[i].module, trace)[0],
+                      self_s=imports[i].self_s, cumulative_s=imports[i].cumulative_s, imported_by=parents[i])
+           for i in costly]  # fmt: skip
+    return PhaseImports(phase=name, measured_s=measured, imports_s=total, share=total / measured if measured else None,
+                        modules=len(imports), distributions=rows, top_modules=top)  # fmt: skip

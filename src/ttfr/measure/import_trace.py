@@ -1,0 +1,60 @@
+"""--explain: a diagnostic process's stderr, where `python -X importtime` reported every first
+import and the worker marked each phase's end (`ttfr-phase <mark>`), read as its ImportTrace.
+
+`-X importtime` writes `import time: <self us> | <cumulative us> | <2 spaces a level><module>`,
+a module after the modules it imported; the worker's marks go to the same unbuffered stream, so an
+import falls between the marks of the phase it happened in. Other lines (a library's warnings)
+are skipped.
+"""
+
+from __future__ import annotations
+
+from ttfr.model.imports import ImportTrace, TracedImport
+
+MARKER = "ttfr-phase "
+PREFIX = "import time:"
+# The worker's marks (child/worker.py), each ending a phase; imports after the last one are `after`.
+ENDED_BY = {"main": "interpreter", "imported": "import", "device_ready": "device_init", "user_imported": "user_import",
+            "setup": "setup", "first": "first_call", "second": "second_call"}  # fmt: skip
+MAX_BYTES = 32 << 20  # torch.compile imports ~2,800 modules: ~250 KB of lines
+
+
+def parse(text: str, distributions=None) -> ImportTrace:
+    """The trace of one process's stderr; `distributions`: its record's map of top-level packages."""
+    pending: list[tuple[str, int, int, int]] = []  # imports since the last mark: (module, depth, self us, cum us)
+    imports: list[TracedImport] = []
+
+    def close(phase: str) -> None:
+        imports.extend(TracedImport(module=m, phase=phase, depth=d, self_s=s / 1e6, cumulative_s=c / 1e6)
+                       for m, d, s, c in pending)  # fmt: skip
+        pending.clear()
+
+    for line in text.splitlines():
+        if line.startswith(MARKER):
+            mark = line[len(MARKER) :].strip()
+            if mark in ENDED_BY:
+                close(ENDED_BY[mark])
+            continue
+        parsed = _import_line(line)
+        if parsed:
+            pending.append(parsed)
+    close("after")
+    return ImportTrace(imports=imports, **({"distributions": distributions} if distributions else {}))
+
+
+def _import_line(line: str) -> tuple[str, int, int, int] | None:
+    if not line.startswith(PREFIX):
+        return None
+    parts = line[len(PREFIX) :].split("|")
+    if len(parts) != 3:
+        return None
+    try:
+        self_us, cumulative_us = int(parts[0]), int(parts[1])
+    except ValueError:  # the header line (`self [us]`)
+        return None
+    name = parts[2].rstrip("\n")
+    module = name.strip()
+    if not module or self_us < 0 or cumulative_us < 0:
+        return None
+    indent = len(name) - len(name.lstrip(" ")) - 1  # one space after the bar, then two a level
+    return module, max(0, indent // 2), self_us, cumulative_us

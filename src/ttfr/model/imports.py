@@ -1,0 +1,116 @@
+"""--explain's import evidence: the raw trace of one diagnostic process (`ImportTrace`, journaled
+as it was read from `python -X importtime`), and what analysis makes of it for a cold policy
+(`ImportExplanation`, in the case file): each phase's imports by distribution and module, against
+the phase's measured median.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
+
+# The spans of a process's life an import can fall in, in order, as the worker marks them.
+PHASES = ("interpreter", "import", "device_init", "user_import", "setup", "first_call", "second_call", "after")
+Phase = Literal[PHASES]  # type: ignore[valid-type]
+UNATTRIBUTED = "unattributed"  # a module no installed distribution (nor the standard library) owns
+
+
+class TracedImport(Artifact):
+    """One module's first import, as `-X importtime` reported it."""
+
+    module: str
+    """The module's dotted name."""
+    phase: Phase
+    """The phase of the process it was imported in (between the worker's marks)."""
+    depth: Count
+    """How deep in the import tree it was imported: 0 is an import the phase's own code made; 1 an import that
+    module made while it was being imported, and so on (a count of levels)."""
+    self_s: Seconds
+    """Seconds spent importing this module itself, its own imports excluded."""
+    cumulative_s: Seconds
+    """Seconds spent importing this module and every module it imported first."""
+
+
+class ImportTrace(Artifact):
+    """Every module a diagnostic process imported, in order, with the distribution of each top-level
+    package (absent: the runtime gave none)."""
+
+    imports: list[TracedImport]
+    """Each module's first import, in the order the interpreter reported them (a module after the modules it
+    imported)."""
+    distributions: dict[str, list[str | None]] | UnsetType = UNSET
+    """Each imported top-level package's installed distribution and version, `[name, version]`: `python` for the
+    standard library; a package no distribution installs is absent."""
+
+
+class DistributionTime(Artifact):
+    """A distribution's share of a phase's imports."""
+
+    distribution: str
+    """The installed distribution (`jaxlib`, `torch`, `python` for the standard library), `unattributed` for
+    modules no distribution owns, or `other` for the rest beyond the table."""
+    version: str | None
+    """Its installed version; null for `unattributed`, `other`, or a distribution without one."""
+    self_s: Seconds
+    """Seconds its modules spent importing themselves in the phase (their self times summed)."""
+    modules: Count
+    """How many of its modules were first imported in the phase (a count)."""
+
+
+class ModuleTime(Artifact):
+    """One of a phase's costliest imports."""
+
+    module: str
+    """The module's dotted name."""
+    distribution: str
+    """The distribution it belongs to (`unattributed`: none)."""
+    self_s: Seconds
+    """Seconds spent importing this module itself."""
+    cumulative_s: Seconds
+    """Seconds spent importing it with every module it imported first."""
+    imported_by: str | None
+    """The module whose import first imported it; null for an import the phase's own code made."""
+
+
+class PhaseImports(Artifact):
+    """One phase of the cold start: its measured median and the imports the diagnostic process made in it."""
+
+    phase: Phase
+    """The phase (`import`, `setup`, `first_call`, ...), as the case's components name it without `_s`."""
+    measured_s: Seconds | None
+    """The phase's median over the policy's runs (seconds; the component of the same name); null where the policy
+    has no figure for it (withheld, or not a measured component)."""
+    imports_s: Seconds
+    """Seconds the diagnostic process spent importing in the phase: its top-level imports' cumulative times
+    summed."""
+    share: float | None
+    """imports_s as a fraction of measured_s (a ratio: above 1 when the traced process was slower); null without
+    a measured figure."""
+    modules: Count
+    """How many modules were first imported in the phase (a count)."""
+    distributions: list[DistributionTime]
+    """The distributions whose modules cost the most self time in the phase, largest first, then `other` for the
+    rest: the rows add up to imports_s."""
+    top_modules: list[ModuleTime]
+    """The phase's costliest modules by cumulative time, largest first (at most 8)."""
+
+
+class ImportExplanation(Artifact):
+    """Where a cold policy's imports went (`ttfr run --explain`), from one unmeasured diagnostic process run
+    with `-X importtime` on the policy's cache."""
+
+    outcome: str
+    """How the diagnostic process ended (`ok`, or its failure: then no phase is explained)."""
+    reason: str | None
+    """Why it failed; null when ok."""
+    phases: list[PhaseImports]
+    """Each phase that imported anything, in the order of a process's life (empty when the process failed)."""
+    traced_import_s: Seconds | None
+    """The diagnostic process's own import phase, measured by its marks (seconds): against the policy's median,
+    what tracing the imports cost (or that it ran on a different machine state)."""
+    import_ratio: float | None
+    """The traced import phase's imports over the policy's measured `import_s` median (a ratio: 1.0 is all of it
+    explained); beyond ±20% the explanation is flagged `explanation_disagrees`."""
+    unattributed_fraction: Fraction | None
+    """The fraction of the import phase's traced import time no distribution owns (a share, 0-1)."""
