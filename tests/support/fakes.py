@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
 from ttfr.child.job import WARM
+from ttfr.measure import import_trace
 from ttfr.measure.executors import Executors
 from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.pipeline import suite as suite_run
@@ -23,6 +25,25 @@ def run_suite(out: Path, request: RunRequest, executor=None, **execute):
 
 FAKE_POOLS = [{"user_api": "blas", "internal_api": "openblas", "num_threads": 2, "version": "0.3.27",
                "threading_layer": "pthreads", "prefix": "libscipy_openblas"}]  # fmt: skip
+
+
+# --explain's diagnostic process, as -X importtime and the worker's marks write it: 100 ms of imports in the
+# import phase (fake_record's import span), a module of no distribution in setup, one the first call imports.
+FAKE_IMPORTTIME = """import time: self [us] | cumulative | imported package
+import time:      2000 |       2000 | encodings
+ttfr-phase main
+import time:     20000 |      20000 |   numpy._core
+import time:     40000 |      60000 | numpy
+import time:     40000 |      40000 | json
+ttfr-phase imported
+import time:      1000 |       1000 | mylocal
+ttfr-phase setup
+import time:      5000 |       5000 | decimal
+ttfr-phase first
+ttfr-phase second
+"""
+FAKE_DISTRIBUTIONS = {"numpy": ["numpy", "2.0.0"], "json": ["python", "3.11.7"], "decimal": ["python", "3.11.7"],
+                      "encodings": ["python", "3.11.7"]}  # fmt: skip
 
 
 class FakeExecutor:
@@ -52,7 +73,10 @@ class FakeExecutor:
             if decided is not None:
                 return decided
         record, process_ns = self.answer(job, call, entries, jax_dir)
-        return fake_result(record, process_ns=process_ns)
+        result = fake_result(record, process_ns=process_ns)
+        if job.explain:  # like spawn.py: the diagnostic process's stderr read as its import trace
+            result = dataclasses.replace(result, imports=import_trace.parse(FAKE_IMPORTTIME, FAKE_DISTRIBUTIONS))
+        return result
 
     def answer(self, job, call, entries, jax_dir) -> tuple[dict, int]:
         """The worker record (a dict, as the worker writes it) and the process's life in ns."""

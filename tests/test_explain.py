@@ -1,0 +1,218 @@
+"""`ttfr run --explain` (issue 38, imports): the diagnostic process's -X importtime trace read by
+phase, explained per cold policy against the measured medians, planned after every measured run,
+and a failed diagnostic process never failing its case."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import msgspec
+import pytest
+from conftest import have
+from support.fakes import FAKE_DISTRIBUTIONS, FAKE_IMPORTTIME, FakeExecutor, run_suite
+
+from ttfr.analyse import explain
+from ttfr.artifacts.reader import load_finished, validate_dir
+from ttfr.measure import import_trace
+from ttfr.measure.plan import EXPLAIN, build_plan
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.imports import UNATTRIBUTED, ImportTrace, TracedImport
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE
+from ttfr.report import flag_text
+
+
+def test_the_trace_puts_each_import_in_the_phase_it_happened_in_with_its_depth_and_seconds():
+    trace = import_trace.parse(FAKE_IMPORTTIME + "a library's warning: ignored\nimport time: garbage | x | y\n")
+    assert [(i.module, i.phase, i.depth) for i in trace.imports] == [
+        ("encodings", "interpreter", 0), ("numpy._core", "import", 1), ("numpy", "import", 0), ("json", "import", 0),
+        ("mylocal", "setup", 0), ("decimal", "first_call", 0),
+    ]  # fmt: skip
+    numpy = trace.imports[2]
+    assert numpy.self_s == pytest.approx(0.040) and numpy.cumulative_s == pytest.approx(0.060)
+
+
+def test_imports_after_the_last_mark_are_after_and_a_process_that_stopped_early_keeps_its_phases():
+    text = "ttfr-phase main\nimport time: 10 | 10 | a\nttfr-phase imported\nimport time: 20 | 20 | b\n"
+    assert [(i.module, i.phase) for i in import_trace.parse(text).imports] == [("a", "import"), ("b", "after")]
+
+
+def _policy(import_median=0.1):
+    from conftest import make_run
+
+    from ttfr.analyse.case_result import cold_summaries
+    from ttfr.model.policy_figures import CacheVerification, ColdPolicy
+
+    from ttfr.model.base import decode
+    from ttfr.model.run_figures import RunFigures
+
+    runs = [decode(make_run(i), RunFigures) for i in range(3)]
+    runs = [msgspec.structs.replace(r, metrics=msgspec.structs.replace(r.metrics, import_s=import_median)) for r in runs]
+    summary, stages, _loop = cold_summaries(runs)
+    verification = CacheVerification(verdict="not_applicable", flags=[], hits_total=None, misses_total=None,
+                                     runs_verified=3, runs=3)  # fmt: skip
+    return ColdPolicy(runs=runs, summary=summary, stages_summary=stages, cache_verification=verification, flags=[])
+
+
+def _entry(trace: ImportTrace, outcome="ok"):
+    from conftest import fake_record, fake_result
+
+    from ttfr.model.journal import CacheDir, JournalEntry
+
+    result = fake_result(fake_record(), outcome=outcome, reason=None if outcome == "ok" else "it crashed")
+    return JournalEntry(task="x", case="numpy_matmul_64_f32", kind=EXPLAIN, policy=COLD_CACHE, index=0, round=9,
+                        measured=False, makes_template=False, host=None, output_tail=None, imports=trace,
+                        cache_dir=CacheDir(entries_before=0, entries_after=0, restored_template=False, by_directory={}),
+                        **{k: getattr(result, k) for k in ("outcome", "reason", "record", "spawn_ns", "reaped_ns",
+                                                           "exit_code", "rusage")})  # fmt: skip
+
+
+def test_each_phase_is_explained_by_distribution_and_module_and_its_rows_add_up():
+    explanation, flags = explain.explain(_entry(import_trace.parse(FAKE_IMPORTTIME, FAKE_DISTRIBUTIONS)), _policy())
+    phases = {p.phase: p for p in explanation.phases}
+    assert list(phases) == ["interpreter", "import", "setup", "first_call"]
+    imported = phases["import"]
+    assert imported.imports_s == pytest.approx(0.100) and imported.measured_s == pytest.approx(0.100)
+    assert [(d.distribution, d.version, d.modules) for d in imported.distributions] == [
+        ("numpy", "2.0.0", 2), ("python", "3.11.7", 1)]  # fmt: skip
+    assert sum(d.self_s for d in imported.distributions) == pytest.approx(imported.imports_s)
+    core = next(m for m in imported.top_modules if m.module == "numpy._core")
+    assert core.imported_by == "numpy" and imported.top_modules[0].module == "numpy"  # costliest first
+    assert phases["setup"].distributions[0].distribution == UNATTRIBUTED  # no distribution owns it: said, not spread
+    assert phases["first_call"].top_modules[0].module == "decimal"  # a lazy import, charged to the first call
+    assert explanation.import_ratio == pytest.approx(1.0) and flags == []
+    assert explanation.unattributed_fraction == 0.0 and explanation.traced_import_s == pytest.approx(0.1)
+
+
+def test_an_import_phase_that_disagrees_with_the_measured_median_is_flagged():
+    _, flags = explain.explain(_entry(import_trace.parse(FAKE_IMPORTTIME, FAKE_DISTRIBUTIONS)), _policy(0.07))
+    (flag,) = flags
+    assert (flag.phase, flag.traced_s, flag.measured_s) == ("import", pytest.approx(0.1), pytest.approx(0.07))
+    assert flag_text.sentence(flag).startswith("--explain's diagnostic process imported for 100 ms in its import phase")
+
+
+def test_many_distributions_end_in_one_other_row_and_still_add_up():
+    imports = [TracedImport(module=f"pkg{i}", phase="import", depth=0, self_s=0.001 * (i + 1), cumulative_s=0.001 * (i + 1))
+               for i in range(10)]  # fmt: skip
+    trace = ImportTrace(imports=imports, distributions={f"pkg{i}": [f"dist{i}", "1"] for i in range(10)})
+    explanation, _ = explain.explain(_entry(trace), _policy(0.055))
+    rows = explanation.phases[0].distributions
+    assert len(rows) == explain.TOP_DISTRIBUTIONS + 1 and rows[-1].distribution == explain.OTHER
+    assert rows[-1].modules == 4 and sum(r.self_s for r in rows) == pytest.approx(0.055)
+
+
+def test_a_failed_diagnostic_process_explains_nothing_and_says_why():
+    explanation, flags = explain.explain(_entry(ImportTrace(imports=[]), outcome="error"), _policy())
+    assert (explanation.outcome, explanation.reason, explanation.phases, flags) == ("error", "it crashed", [], [])
+
+
+def _request(**fields):
+    return RunRequest(cases="numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32", cold_runs=2, warm_procs=1, warm_samples=3,
+                      deterministic=True, **fields)  # fmt: skip
+
+
+def test_the_plan_runs_one_diagnostic_process_per_case_and_cold_policy_after_every_measured_run():
+    plain = build_plan(build_spec(_request()))
+    assert not [t for t in plain.tasks if t.kind == EXPLAIN]
+    plan = build_plan(build_spec(_request(explain=True)))
+    explained = [t for t in plan.tasks if t.kind == EXPLAIN]
+    assert sorted((t.case.id, t.policy) for t in explained) == sorted(
+        (case, policy) for case in ("numpy_matmul_64_f32", "jax_jit_cpu_matmul_64_f32") for policy in (COLD_CACHE, WARM_CACHE)
+    )
+    last_measured = max(plan.tasks.index(t) for t in plan.tasks if t.measured)
+    assert all(plan.tasks.index(t) > last_measured and not t.measured for t in explained)
+    assert len({t.key for t in plan.tasks}) == len(plan.tasks)  # a diagnostic process is a task of its own
+
+
+def test_a_run_with_explain_records_it_in_the_case_files_and_a_failed_diagnostic_leaves_the_case_ok(tmp_path):
+    fake = FakeExecutor()
+    outcome = run_suite(tmp_path, _request(explain=True, policies="cold-cache"), fake)
+    assert validate_dir(outcome.result_dir.root) == []
+    assert sum(1 for call in fake.calls if call["job"].explain) == 2
+    (case,) = [c for c in load_finished(outcome.result_dir.root).cases if c.case == "numpy_matmul_64_f32"]
+    explanation = case.policies.get(COLD_CACHE).explanation
+    assert explanation.outcome == "ok" and [p.phase for p in explanation.phases][:2] == ["interpreter", "import"]
+    assert json.loads((outcome.result_dir.root / "plan.json").read_text())["spec"]["explain"] is True
+
+    def explain_fails(call):
+        from conftest import fake_result
+
+        return fake_result(None, outcome="error", reason="the diagnostic process crashed") if call["job"].explain else None
+
+    failed = run_suite(tmp_path / "failed", _request(explain=True, policies="cold-cache"), FakeExecutor(decide=explain_fails))
+    for case in failed.cases:
+        assert case.status == "ok", case.reason  # the measurements stand: only the explanation is missing
+        explanation = case.policies.get(COLD_CACHE).explanation
+        assert (explanation.outcome, explanation.reason) == ("error", "the diagnostic process crashed")
+    assert validate_dir(failed.result_dir.root) == []
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("numpy"), reason="needs numpy")
+def test_a_real_run_attributes_numpy_to_its_distribution_and_a_lazy_import_to_the_first_call(tmp_path):
+    """A case file whose function imports `fractions` only when first called (nothing imports it
+    before): the diagnostic process puts it in the first call, and the import phase's NumPy under
+    the installed distribution and version."""
+    import numpy as np
+
+    case_file = tmp_path / "lazy.py"
+    case_file.write_text(
+        textwrap.dedent("""
+        import numpy as np
+        from ttfr.cases import Case
+
+        case = Case("lazy_half", sizes=(8,), dtypes=("float32",))
+
+        @case.inputs
+        def inputs(size, dtype, seed):
+            return [np.arange(size, dtype=dtype)]
+
+        @case.reference
+        def reference(x):
+            return [x.astype(np.float64) * 0.5]
+
+        @case.numpy
+        def build_numpy(np):
+            def half(x):
+                import fractions  # first imported here, in the first call
+                return x * float(fractions.Fraction(1, 2))
+            return half
+    """)
+    )
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--case-file", str(case_file), "--backends", "numpy",
+                           "--cold-runs", "2", "--cache-policy", "cold-cache", "--explain", "--no-html", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = out.iterdir()
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    explanation = case["policies"][COLD_CACHE]["explanation"]
+    assert explanation["outcome"] == "ok", explanation
+    phases = {p["phase"]: p for p in explanation["phases"]}
+    first_call = [m["module"] for m in phases["first_call"]["top_modules"]]
+    assert "fractions" in first_call and all(
+        m != "fractions"
+        for p in ("import", "setup")
+        for m in [x["module"] for x in phases.get(p, {"top_modules": []})["top_modules"]]
+    )
+    numpy_row = next(d for p in phases.values() for d in p["distributions"] if d["distribution"] == "numpy")
+    assert numpy_row["version"] == np.__version__
+
+
+def test_a_run_stopped_before_its_diagnostic_processes_explains_them_on_resume(tmp_path):
+    """Ctrl-C after the measured runs: the explanation is pending work like any other process, and
+    --resume runs exactly the diagnostic processes that never ran."""
+    from ttfr.measure.executors import Executors
+    from ttfr.pipeline import suite as suite_run
+
+    request = _request(explain=True, policies="cold-cache")
+    measured = len([t for t in build_plan(build_spec(request)).tasks if t.kind != EXPLAIN])
+    stopped = run_suite(tmp_path, request, FakeExecutor(interrupt_at=measured + 1))  # one diagnostic process ran
+    assert stopped.interrupted and validate_dir(stopped.result_dir.root) == []
+    result_dir, spec = suite_run.reopen(stopped.result_dir.root)
+    again = FakeExecutor()
+    finished = suite_run.execute(result_dir, spec, Executors(worker=again))
+    assert [call["job"].explain for call in again.calls] == [True]
+    assert all(case.policies.get(COLD_CACHE).explanation.outcome == "ok" for case in finished.cases)
