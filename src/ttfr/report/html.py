@@ -15,7 +15,7 @@ from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import concurrency_md, conversions_md, flag_text, markdown
+from ttfr.report import concurrency_md, conversions_md, explain_md, flag_text, markdown
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
@@ -165,6 +165,19 @@ def _concurrency(cases: list[CaseResult], plots) -> list[str]:
     return [f"<p>{_e(concurrency_md.FAN_OUT_INTRO)}</p>", *parts]
 
 
+def _explain(cases: list[CaseResult]) -> list[str]:
+    """report.md's --explain tables (the same rows, without Markdown's marks), per case and cold
+    policy; nothing when no case has an explanation. (The issue's icicle chart is still to come.)"""
+    parts = []
+    for part in explain_md.policy_tables(cases, mark=str):
+        parts.append(f"<h3>{_e(part.title)}</h3><p>{_e(part.headline)}</p>")
+        if part.phase_rows:
+            parts.append(_table(part.phase_header, part.phase_rows))
+        if part.module_rows:
+            parts.append(f"<p>{_e(explain_md.MODULES_INTRO)}</p>{_table(part.module_header, part.module_rows)}")
+    return parts
+
+
 def _health(cases: list[CaseResult]) -> str:
     """How many measured runs were contended (report.md's Machine health says more)."""
     from ttfr.analyse import contention
@@ -203,6 +216,8 @@ def render(result: VerifiedResult) -> str:
         _section(conversions_md.TITLE, _conversions(cases, plots), conversions_md.INTRO.replace("`", "")),
         _section(concurrency_md.TITLE, _concurrency(cases, plots), concurrency_md.INTRO),
         _section("Commands", [_commands(cases)]),
+        # as in report.md: after every measured figure, just before the Flags that hold explanation_disagrees
+        _section(explain_md.TITLE, _explain(cases), explain_md.INTRO.replace("`", "")),
         _section("Flags", [_flags(cases)]),
         _section("Limitations", [_list(markdown.limitations(manifest, cases))]),
     ]

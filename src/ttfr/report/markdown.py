@@ -12,7 +12,7 @@ from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
-from ttfr.report import commands_md, concurrency_md, conversions_md, flag_text, loops_md
+from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, loops_md
 from ttfr.report.formatting import (
     DASH,
     code_block,
@@ -412,6 +412,9 @@ def render(result: VerifiedResult) -> str:
     lines += conversions_md.section(cases)
     lines += concurrency_md.section(cases)
     lines += _precision_section(suite)
+    # An unmeasured diagnostic process's account, per case and cold policy: after every measured figure
+    # (it can be long), just before the Flags that hold its explanation_disagrees.
+    lines += explain_md.section(cases)
     lines += _flags_section(cases)
     lines += _machine_health_section(cases)
     problems = summary_problems(suite)

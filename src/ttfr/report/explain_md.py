@@ -1,0 +1,142 @@
+"""The report's `--explain` section (issue 38): per case and cold policy, where its diagnostic
+process's imports went, phase by phase (the phase's measured median beside the imports traced in
+it, their share, how many modules, the top distributions), the costliest modules of the import and
+first-call phases with their importer, the import ratio and the unattributed share; for a
+diagnostic process that failed, its outcome and reason. Every cell is a field of the policy's
+`explanation` (analyse/explain.py decided them once); report.md and report.html render the same
+rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ttfr.model.base import present
+from ttfr.model.case import CaseResult
+from ttfr.model.flags import ExplanationDisagrees
+from ttfr.model.imports import DistributionTime, ImportExplanation, PhaseImports
+from ttfr.model.policies import COLD_POLICIES
+from ttfr.model.policy_figures import ColdPolicy
+from ttfr.model.run_figures import COMPONENT_LABELS
+from ttfr.report.formatting import DASH, code, fmt_percent, fmt_seconds, one_line, table
+
+TITLE = "Where the cold start goes (--explain)"
+INTRO = (
+    "After each case's measured runs, `--explain` ran one more process per cold policy, unmeasured, on that "
+    "policy's cache under `python -X importtime`: every module it first imported, phase by phase, against the "
+    "phase's measured median (the components above; `-X importtime` itself costs a few percent). Imports traced: "
+    "the seconds the diagnostic process spent importing in the phase; share: imports traced / measured median "
+    "(above 100%: the traced process was slower). Top distributions: the phase's imports by installed "
+    "distribution, self times (`python`: the standard library; `unattributed`: modules no distribution owns; "
+    "`other`: the rest beyond the six largest), the three largest shown here. `after`: imports after the "
+    "second call (the worker's own result check and bookkeeping), outside every timed phase. Costliest modules "
+    "of the import and first-call phases: cumulative time (the module with every module it imported first); "
+    "imported by: the module whose import first imported it (top level: the phase's own code). Import ratio: "
+    "the import phase's traced imports / its measured median (1.00: all of it explained), flagged "
+    "`explanation_disagrees` beyond ±20%; unattributed: the share of the import phase's traced imports no "
+    "distribution owns."
+)
+PHASE_HEADER = ["phase", "measured median", "imports traced", "share", "modules", "top distributions"]
+MODULE_HEADER = ["phase", "module", "distribution", "cumulative", "imported by"]
+SHOWN_DISTRIBUTIONS = 3  # per phase, in the table (the case file keeps the top six and `other`)
+MODULE_PHASES = ("import", "first_call")  # the phases whose costliest modules are listed
+SHOWN_MODULES = 5  # per listed phase (the case file keeps eight)
+TOP_LEVEL = "top level"
+
+
+@dataclass
+class PolicyTables:
+    """One case and cold policy's part of the section: its title, the headline, the tables (empty
+    for a diagnostic process that failed, whose headline says so)."""
+
+    case: str
+    policy: str
+    title: str
+    headline: str
+    phase_header: list[str]
+    phase_rows: list[list[str]]
+    module_header: list[str]
+    module_rows: list[list[str]]
+
+
+def phase_label(phase: str) -> str:
+    """A phase as the components table labels it (`first call`), `after` as it is."""
+    return COMPONENT_LABELS.get(f"{phase}_s", phase.replace("_", " "))
+
+
+def distribution_label(row: DistributionTime) -> str:
+    return row.distribution if row.version is None else f"{row.distribution} {row.version}"
+
+
+def distributions_cell(phase: PhaseImports) -> str:
+    """The phase's largest distributions (`jax 0.10.2: 185 ms, python 3.11.7: 62.8 ms, ...`), then how
+    many rows are left out."""
+    shown = phase.distributions[:SHOWN_DISTRIBUTIONS]
+    text = ", ".join(f"{distribution_label(d)}: {fmt_seconds(d.self_s)}" for d in shown) or DASH
+    rest = len(phase.distributions) - len(shown)
+    return text + (f" (+{rest} more)" if rest else "")
+
+
+def phase_row(phase: PhaseImports) -> list[str]:
+    return [phase_label(phase.phase), fmt_seconds(phase.measured_s), fmt_seconds(phase.imports_s),
+            fmt_percent(phase.share), f"{phase.modules:,}", distributions_cell(phase)]  # fmt: skip
+
+
+def module_rows(explanation: ImportExplanation) -> list[list[str]]:
+    return [[phase_label(phase.phase), module.module, module.distribution, fmt_seconds(module.cumulative_s),
+             module.imported_by or TOP_LEVEL]
+            for phase in explanation.phases if phase.phase in MODULE_PHASES
+            for module in phase.top_modules[:SHOWN_MODULES]]  # fmt: skip
+
+
+def fmt_ratio(value: float | None) -> str:
+    return DASH if value is None else f"{value:.2f}"
+
+
+def headline(explanation: ImportExplanation, block: ColdPolicy, mark: Callable[[str], str] = code) -> str:
+    """One line: the import ratio (flagged or not), the unattributed share and the traced process's own
+    import phase; or how the diagnostic process failed."""
+    if explanation.outcome != "ok":
+        reason = f": {one_line(explanation.reason)}" if explanation.reason else ""
+        return f"The diagnostic process ended {mark(explanation.outcome)}{reason}; no phase is explained."
+    flagged = any(isinstance(f, ExplanationDisagrees) for f in block.flags)
+    ratio = f"Import ratio {fmt_ratio(explanation.import_ratio)}"
+    if flagged:
+        ratio += f" (⚠ beyond ±20%: flagged {mark('explanation_disagrees')}, see Flags)"
+    return (f"{ratio}; unattributed {fmt_percent(explanation.unattributed_fraction)} of the import phase's imports; "
+            f"the diagnostic process's own import phase took {fmt_seconds(explanation.traced_import_s)}.")  # fmt: skip
+
+
+def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> list[PolicyTables]:
+    """The section's parts, one per case and cold policy with an explanation ([]: none has)."""
+    parts = []
+    for case in cases:
+        for policy in COLD_POLICIES:
+            block = case.policies.get(policy)
+            if not block or not present(block.explanation):
+                continue
+            explanation = block.explanation
+            parts.append(PolicyTables(
+                case=case.case, policy=policy, title=f"{mark(case.case)} ({policy.split('/')[-1]})",
+                headline=headline(explanation, block, mark),
+                phase_header=PHASE_HEADER, phase_rows=[phase_row(phase) for phase in explanation.phases],
+                module_header=MODULE_HEADER, module_rows=module_rows(explanation),
+            ))  # fmt: skip
+    return parts
+
+
+MODULES_INTRO = "Costliest modules (import and first call, the five largest each):"
+
+
+def section(cases: list[CaseResult]) -> list[str]:
+    parts = policy_tables(cases)
+    if not parts:
+        return []
+    lines = [f"## {TITLE}", "", INTRO, ""]
+    for part in parts:
+        lines += [f"### {part.title}", "", part.headline, ""]
+        if part.phase_rows:
+            lines += [*table(part.phase_header, part.phase_rows), ""]
+        if part.module_rows:
+            lines += [MODULES_INTRO, "", *table(part.module_header, part.module_rows), ""]
+    return lines
