@@ -216,3 +216,51 @@ def test_a_run_stopped_before_its_diagnostic_processes_explains_them_on_resume(t
     finished = suite_run.execute(result_dir, spec, Executors(worker=again))
     assert [call["job"].explain for call in again.calls] == [True]
     assert all(case.policies.get(COLD_CACHE).explanation.outcome == "ok" for case in finished.cases)
+
+
+def _jax_entry(programs: dict, written: int):
+    from conftest import fake_record
+
+    from ttfr.model.base import decode
+    from ttfr.model.record import RunRecord
+
+    record = fake_record()
+    events = {"/jax/compilation_cache/compile_requests_use_cache": 2, "/jax/compilation_cache/cache_misses": written}
+    record["cache"] = {"first": {"events": events, "durations_s": {}, "programs": programs}, "end": None}
+    entry = _entry(import_trace.parse(FAKE_IMPORTTIME, FAKE_DISTRIBUTIONS))
+    return msgspec.structs.replace(entry, record=decode(record, RunRecord))
+
+
+def test_the_first_calls_programs_say_what_the_cache_did_and_which_jaxs_defaults_would_never_store():
+    fast = {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.01, "lower_s": 0.02, "backend_s": 0.13}
+    slow = {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.2, "lower_s": 0.3, "backend_s": 2.5}
+    explanation, _ = explain.explain(_jax_entry({"step": fast, "fit": slow}, written=2), _policy())
+    assert [(p.name, p.persistent_cache, p.default_settings_skip) for p in explanation.programs] == [
+        ("fit", "written", False),
+        ("step", "written", True),
+    ]  # costliest first; < 1 s: JAX's default would skip it
+    loaded = {"traces": 1, "compiles": 1, "hits": 1, "trace_s": 0.01, "lower_s": 0.02, "backend_s": 0.007}
+    explanation, _ = explain.explain(_jax_entry({"step": loaded, "fit": slow}, written=0), _policy())
+    assert {p.name: (p.persistent_cache, p.default_settings_skip) for p in explanation.programs} == {
+        "step": ("hit", None), "fit": ("not_written", False)}  # fmt: skip
+    explanation, _ = explain.explain(_jax_entry({"a": fast, "b": slow}, written=1), _policy())
+    assert {p.persistent_cache for p in explanation.programs} == {"miss"}  # one of two stored: which, unnamed
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not have("jax"), reason="needs jax")
+def test_a_real_small_jax_program_is_named_as_one_jaxs_default_settings_would_never_store(tmp_path):
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--cases", "jax_jit_cpu_matmul_64_f32", "--cold-runs", "2",
+                           "--cache-policy", "cold-cache,warm-cache", "--explain", "--no-html", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = out.iterdir()
+    case = json.loads((root / "cases" / "jax_jit_cpu_matmul_64_f32.json").read_text())
+    cold = case["policies"][COLD_CACHE]["explanation"]["programs"]
+    assert cold and cold[0]["persistent_cache"] == "written" and cold[0]["default_settings_skip"] is True
+    warm = case["policies"][WARM_CACHE]["explanation"]["programs"]
+    assert warm and warm[0]["persistent_cache"] == "hit" and warm[0]["default_settings_skip"] is None
+    jax_rows = [d for p in case["policies"][COLD_CACHE]["explanation"]["phases"] if p["phase"] == "import"
+                for d in p["distributions"] if d["distribution"] in ("jax", "jaxlib")]  # fmt: skip
+    assert {d["distribution"] for d in jax_rows} == {"jax", "jaxlib"}

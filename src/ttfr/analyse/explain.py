@@ -14,6 +14,7 @@ from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.imports import (
     PHASES,
+    CompiledProgram,
     UNATTRIBUTED,
     DistributionTime,
     ImportExplanation,
@@ -24,7 +25,9 @@ from ttfr.model.imports import (
 )
 from ttfr.model.journal import JournalEntry
 from ttfr.model.policy_figures import ColdPolicy
+from ttfr.model.record import JAX_CACHE_MISSES
 
+JAX_DEFAULT_MIN_COMPILE_S = 1.0  # jax_persistent_cache_min_compile_time_secs' default: faster programs are never stored
 AGREEMENT = 0.20  # the traced import phase within ±20% of the measured median
 TOP_DISTRIBUTIONS = 6
 TOP_MODULES = 8
@@ -48,11 +51,29 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[ImportExpla
         owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
         unattributed = min(1.0, owned / imported.imports_s)
     explanation = ImportExplanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
-                                    import_ratio=ratio, unattributed_fraction=unattributed)  # fmt: skip
+                                    import_ratio=ratio, unattributed_fraction=unattributed,
+                                    programs=_programs(entry))  # fmt: skip
     flags = []
     if ratio is not None and abs(ratio - 1.0) > AGREEMENT:
         flags.append(ExplanationDisagrees(phase="import", traced_s=imported.imports_s, measured_s=imported.measured_s))
     return explanation, flags
+
+
+def _programs(entry: JournalEntry) -> list[CompiledProgram] | UnsetType:
+    """The first call's programs, from the runtime's counters right after it (JAX's events by function)."""
+    counters = entry.record.cache.first if entry.record and present(entry.record.cache) else None
+    if not counters or not present(counters.programs):
+        return UNSET
+    programs = counters.programs
+    built = sum(p.compiles - p.hits for p in programs.values())
+    # JAX's cache_misses event fires only when an entry is written, and names no function
+    written = (counters.events or {}).get(JAX_CACHE_MISSES, 0) if present(counters.events) else 0
+    unhit = "written" if written == built else "not_written" if written == 0 else "miss"
+    rows = [CompiledProgram(name=name, traces=p.traces, executables=p.compiles, trace_s=p.trace_s, lower_s=p.lower_s,
+                            compile_s=p.backend_s, persistent_cache="hit" if p.hits else unhit,
+                            default_settings_skip=None if p.hits else p.backend_s < JAX_DEFAULT_MIN_COMPILE_S)
+            for name, p in programs.items() if p.compiles or p.traces]  # fmt: skip
+    return sorted(rows, key=lambda r: -(r.trace_s + r.lower_s + r.compile_s))
 
 
 def _traced_import_s(entry: JournalEntry) -> float | None:

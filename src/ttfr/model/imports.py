@@ -1,4 +1,4 @@
-"""--explain's import evidence: the raw trace of one diagnostic process (`ImportTrace`, journaled
+"""--explain's evidence: the raw trace of one diagnostic process (`ImportTrace`, journaled
 as it was read from `python -X importtime`), and what analysis makes of it for a cold policy
 (`ImportExplanation`, in the case file): each phase's imports by distribution and module, against
 the phase's measured median.
@@ -96,6 +96,30 @@ class PhaseImports(Artifact):
     """The phase's costliest modules by cumulative time, largest first (at most 8)."""
 
 
+class CompiledProgram(Artifact):
+    """One program the first call compiled (JAX: a jitted function), as the runtime's events name it."""
+
+    name: str
+    """The function's name as the runtime reports it (`jit(f)` as `f`)."""
+    traces: Count
+    """How many times the first call traced it (a count)."""
+    executables: Count
+    """How many executables the first call built for it, compiled or loaded (a count)."""
+    trace_s: Seconds
+    """Seconds spent tracing it."""
+    lower_s: Seconds
+    """Seconds spent lowering it."""
+    compile_s: Seconds
+    """Seconds the compiler spent on it (on a persistent-cache hit: loading it)."""
+    persistent_cache: Literal["hit", "written", "not_written", "miss"]
+    """What the persistent cache did with it: `hit` (loaded), `written` (compiled and stored), `not_written`
+    (compiled, stored nowhere), or `miss` where the runtime's unnamed events cannot say which of its misses were
+    stored."""
+    default_settings_skip: bool | None
+    """Whether JAX's default settings (`jax_persistent_cache_min_compile_time_secs` = 1.0 s; ttfr sets 0) would
+    never store it, as it compiled in under a second; null for a hit (no compile time to judge)."""
+
+
 class ImportExplanation(Artifact):
     """Where a cold policy's imports went (`ttfr run --explain`), from one unmeasured diagnostic process run
     with `-X importtime` on the policy's cache."""
@@ -114,3 +138,6 @@ class ImportExplanation(Artifact):
     explained); beyond ±20% the explanation is flagged `explanation_disagrees`."""
     unattributed_fraction: Fraction | None
     """The fraction of the import phase's traced import time no distribution owns (a share, 0-1)."""
+    programs: list[CompiledProgram] | UnsetType = UNSET
+    """The programs the diagnostic process's first call compiled, costliest first (JAX); absent where the runtime
+    names none (NumPy, eager torch; torch.compile's are not yet explained)."""

@@ -215,6 +215,23 @@ JAX_CACHE_REQUESTS = "/jax/compilation_cache/compile_requests_use_cache"
 Amount = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
 
 
+class ProgramCounts(Open):
+    """One JAX function's compilation so far, from JAX's monitoring events named after it."""
+
+    traces: Count = 0
+    """How many times it was traced (a count)."""
+    compiles: Count = 0
+    """How many executables were built for it, compiled or loaded from the persistent cache (a count)."""
+    hits: Count = 0
+    """How many of those came from the persistent cache (a count)."""
+    trace_s: float = 0.0
+    """Seconds spent tracing it to a jaxpr."""
+    lower_s: float = 0.0
+    """Seconds spent lowering it to StableHLO."""
+    backend_s: float = 0.0
+    """Seconds XLA spent compiling it (or loading it, on a persistent-cache hit)."""
+
+
 class RuntimeCounters(Open):
     """A runtime's own counters at one moment: JAX's monitoring events and their durations, or
     torch's counter table (dynamo, inductor, AOTAutograd) and compile times; read per backend
@@ -231,6 +248,9 @@ class RuntimeCounters(Open):
     """torch: compile seconds by stage, from torch._dynamo's compile-time table."""
     aot_loaded: Count | UnsetType = UNSET
     """The number of executables an AOT loop loaded from its cache directory."""
+    programs: dict[str, ProgramCounts] | UnsetType = UNSET
+    """JAX: each function compiled so far (its `fun_name`, `jit(f)` as `f`) with its traces, executables and
+    stage seconds (absent from workers before --explain)."""
 
     def __post_init__(self):
         if self.events and self.events.get(JAX_CACHE_HITS, 0) > self.events.get(JAX_CACHE_REQUESTS, 0):

@@ -14,6 +14,9 @@ _LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _BACKEND = "/jax/core/compile/backend_compile_duration"
 
 
+_STAGE = {_TRACE: "trace_s", _LOWER: "lower_s", _BACKEND: "backend_s"}
+
+
 def _bare(fun_name):
     """`jit(f)` -> `f`: trace events name the function, lowering and compile events its jit."""
     return fun_name[4:-1] if fun_name.startswith("jit(") and fun_name.endswith(")") else fun_name
@@ -50,8 +53,10 @@ class EventCounter:
             hit, self._hit_pending = self._hit_pending, False
         if not isinstance(name, str):
             return
-        counts = self.functions.setdefault(_bare(name), {"traces": 0, "compiles": 0, "hits": 0, "compile_s": 0.0})
+        counts = self.functions.setdefault(_bare(name), {"traces": 0, "compiles": 0, "hits": 0, "compile_s": 0.0,
+                                                         "trace_s": 0.0, "lower_s": 0.0, "backend_s": 0.0})  # fmt: skip
         counts["compile_s"] += duration
+        counts[_STAGE[event]] += duration
         if event == _TRACE:
             counts["traces"] += 1
         elif event == _BACKEND:
@@ -73,4 +78,5 @@ class EventCounter:
         }
 
     def snapshot(self):
-        return {"events": dict(self.events), "durations_s": dict(self.durations)}
+        return {"events": dict(self.events), "durations_s": dict(self.durations),
+                "programs": {name: dict(counts) for name, counts in self.functions.items()}}  # fmt: skip
