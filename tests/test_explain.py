@@ -264,3 +264,42 @@ def test_a_real_small_jax_program_is_named_as_one_jaxs_default_settings_would_ne
     jax_rows = [d for p in case["policies"][COLD_CACHE]["explanation"]["phases"] if p["phase"] == "import"
                 for d in p["distributions"] if d["distribution"] in ("jax", "jaxlib")]  # fmt: skip
     assert {d["distribution"] for d in jax_rows} == {"jax", "jaxlib"}
+
+
+def _case_policies(cold_ttfr, warm_ttfr, explanation):
+    from conftest import make_run
+
+    from ttfr.analyse.case_result import cold_summaries
+    from ttfr.model.base import decode
+    from ttfr.model.policy_figures import CacheVerification, ColdPolicy
+    from ttfr.model.run_figures import RunFigures
+
+    def policy(values, explained):
+        runs = [decode(make_run(i, ttfr_s=v), RunFigures) for i, v in enumerate(values)]
+        summary, stages, _loop = cold_summaries(runs)
+        verification = CacheVerification(verdict="verified", flags=[], hits_total=0, misses_total=0, runs_verified=len(runs),
+                                          runs=len(runs))  # fmt: skip
+        return ColdPolicy(runs=runs, summary=summary, stages_summary=stages, cache_verification=verification, flags=[],
+                          explanation=explained)  # fmt: skip
+
+    return {COLD_CACHE: policy(cold_ttfr, explanation), WARM_CACHE: policy(warm_ttfr, explanation)}
+
+
+def test_advice_is_only_what_this_runs_evidence_supports_largest_first_at_most_three():
+    slow = {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.01, "lower_s": 0.02, "backend_s": 0.3}
+    explanation, _ = explain.explain(_jax_entry({"step": slow}, written=1), _policy())
+    separated = _case_policies([0.25, 0.26, 0.25, 0.25, 0.27, 0.26], [0.10, 0.11, 0.10, 0.12, 0.11, 0.10], explanation)
+    found = explain.advice(separated)
+    assert [(a.kind, a.subject) for a in found] == [
+        ("default_cache_skip", "step"),
+        ("warm_cache", f"{COLD_CACHE} -> {WARM_CACHE}"),
+        ("import_share", "numpy 2.0.0"),
+    ]
+    assert found[0].saving_s == pytest.approx(0.33) and found[0].interval_s is None
+    assert found[1].interval_s[0] > 0 and found[1].share_of_ttfr == pytest.approx(0.15 / 0.255, rel=0.05)
+    assert found[2].saving_s == pytest.approx(0.06) and found[2].share_of_ttfr == pytest.approx(0.06 / 0.255, rel=0.05)
+    # overlapping runs: no saving is established, so none is advised; the standard library is never advice
+    overlapping = _case_policies([0.25, 0.15, 0.26, 0.16], [0.26, 0.14, 0.25, 0.15], explanation)
+    assert [a.kind for a in explain.advice(overlapping)] == ["default_cache_skip", "import_share"]
+    assert not [a for a in explain.advice(overlapping) if a.subject.startswith("python")]
+    assert explain.advice({COLD_CACHE: _policy()}) == []  # no explanation, no advice

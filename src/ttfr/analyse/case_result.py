@@ -336,6 +336,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         conversion=conversion,
         concurrency=together,
         threadpools=_threadpools(entries),
+        advice=explain.advice(policies) if spec.explain else UNSET,
     )
 
 

@@ -14,6 +14,7 @@ from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.imports import (
     PHASES,
+    Advice,
     CompiledProgram,
     UNATTRIBUTED,
     DistributionTime,
@@ -24,10 +25,12 @@ from ttfr.model.imports import (
     TracedImport,
 )
 from ttfr.model.journal import JournalEntry
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.model.policy_figures import ColdPolicy
 from ttfr.model.record import JAX_CACHE_MISSES
 
 JAX_DEFAULT_MIN_COMPILE_S = 1.0  # jax_persistent_cache_min_compile_time_secs' default: faster programs are never stored
+STDLIB = "python"  # child/distributions.py's name for the standard library
 AGREEMENT = 0.20  # the traced import phase within ±20% of the measured median
 TOP_DISTRIBUTIONS = 6
 TOP_MODULES = 8
@@ -121,3 +124,43 @@ def _phase(name: str, imports: list[TracedImport], trace: ImportTrace, policy: C
            for i in costly]  # fmt: skip
     return PhaseImports(phase=name, measured_s=measured, imports_s=total, share=total / measured if measured else None,
                         modules=len(imports), distributions=rows, top_modules=top)  # fmt: skip
+
+
+IMPORT_SHARE = 0.20  # a distribution whose imports are at least this share of the cold-cache TTFR is advice
+MAX_ADVICE = 3
+
+
+def advice(policies: dict) -> list[Advice]:
+    """At most three things this run's evidence says would shorten the cold start, largest first: a
+    saving the warm-cache policy measured, programs JAX's default settings would never store, a
+    distribution whose imports are a large share of TTFR. Nothing without an explanation."""
+    cold, warm = policies.get(COLD_CACHE), policies.get(WARM_CACHE)
+    explained = next((p.explanation for p in (cold, warm) if p is not None and present(p.explanation)), None)
+    if explained is None:
+        return []
+    ttfr = cold.figure("ttfr_s") if cold is not None else None
+    base = ttfr.median if ttfr and ttfr.median > 0 else None
+    found = []
+    warm_ttfr = warm.figure("ttfr_s") if warm is not None else None
+    interval = [ttfr.median_ci.low - warm_ttfr.median_ci.high, ttfr.median_ci.high - warm_ttfr.median_ci.low] \
+        if ttfr and warm_ttfr else None  # fmt: skip
+    if interval and interval[0] > 0:  # a saving the runs establish, not one within their spread
+        found.append(_advice("warm_cache", f"{COLD_CACHE} -> {WARM_CACHE}", ttfr.median - warm_ttfr.median, base,
+                             interval))  # fmt: skip
+    source = cold.explanation if cold is not None and present(cold.explanation) else explained
+    for program in source.programs or []:
+        if program.default_settings_skip:
+            found.append(_advice("default_cache_skip", program.name,
+                                 program.trace_s + program.lower_s + program.compile_s, base))  # fmt: skip
+    imported = next((p for p in source.phases if p.phase == "import"), None)
+    for row in imported.distributions if imported else []:
+        # (the standard library is no distribution a user can leave out)
+        if base and row.distribution not in (UNATTRIBUTED, OTHER, STDLIB) and row.self_s >= IMPORT_SHARE * base:
+            name = f"{row.distribution} {row.version}" if row.version else row.distribution
+            found.append(_advice("import_share", name, row.self_s, base))
+    return sorted(found, key=lambda a: -a.saving_s)[:MAX_ADVICE]
+
+
+def _advice(kind: str, subject: str, saving_s: float, base: float | None, interval=None) -> Advice:
+    return Advice(kind=kind, subject=subject, saving_s=max(0.0, saving_s),
+                  share_of_ttfr=saving_s / base if base else None, interval_s=interval)  # fmt: skip

@@ -14,6 +14,7 @@ from msgspec import Meta
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
 from ttfr.model.concurrency import Concurrency
 from ttfr.model.flags import AnyFlag
+from ttfr.model.imports import Advice
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.model.policy_figures import Policies
 from ttfr.model.conversion_evidence import ConversionEvidence
@@ -209,6 +210,9 @@ class CaseResult(Artifact):
     """A conversion route's evidence and figures."""
     concurrency: Concurrency | UnsetType = UNSET
     """--concurrency: its groups of simultaneous cold starts and their figures."""
+    advice: list[Advice] | UnsetType = UNSET
+    """`--explain`: at most three things this run's evidence says would shorten the cold start, largest first
+    (absent without --explain)."""
 
     def figure(self, policy: str, metric: str) -> Summary | None:
         """One metric's summary under one policy; None when not measured (or withheld)."""

@@ -141,3 +141,22 @@ class ImportExplanation(Artifact):
     programs: list[CompiledProgram] | UnsetType = UNSET
     """The programs the diagnostic process's first call compiled, costliest first (JAX); absent where the runtime
     names none (NumPy, eager torch; torch.compile's are not yet explained)."""
+
+
+class Advice(Artifact):
+    """One thing this run's own evidence says would shorten the case's cold start (`--explain`), with its size."""
+
+    kind: Literal["warm_cache", "default_cache_skip", "import_share"]
+    """What the evidence is: `warm_cache` — the saving the warm-cache policy measured against the cold one;
+    `default_cache_skip` — a program JAX's default settings would never store, so a user's own job compiles it in
+    every process; `import_share` — a distribution whose imports are a large share of the cold start."""
+    subject: str
+    """What it is about: the policy pair, the program's name, or the distribution (with its version)."""
+    saving_s: Seconds
+    """The size in seconds: the median saving measured, the program's trace, lower and compile time, or the
+    distribution's import time."""
+    share_of_ttfr: float | None
+    """saving_s as a fraction of the case's cold-cache TTFR median (a ratio); null without that figure."""
+    interval_s: list[float] | None
+    """For a measured saving, a conservative interval of it in seconds (the cold median's low bound less the warm
+    one's high bound, and the reverse); null for the others, which are one process's figures."""
