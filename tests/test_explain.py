@@ -4,6 +4,7 @@ and a failed diagnostic process never failing its case."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -303,3 +304,36 @@ def test_advice_is_only_what_this_runs_evidence_supports_largest_first_at_most_t
     assert [a.kind for a in explain.advice(overlapping)] == ["default_cache_skip", "import_share"]
     assert not [a for a in explain.advice(overlapping) if a.subject.startswith("python")]
     assert explain.advice({COLD_CACHE: _policy()}) == []  # no explanation, no advice
+
+
+def test_report_md_and_html_show_the_same_programs_and_advice(tmp_path):
+    """A JAX case's diagnostic process names a program compiled in under a second: both reports list
+    it (and JAX's defaults never storing it) and the case's advice, item for item."""
+    import html as html_text
+    import re
+
+    from ttfr.report import html, markdown
+
+    fake = FakeExecutor()
+
+    def with_programs(call):
+        job = call["job"]
+        if not (job.explain and job.compile):
+            return None
+        result = fake(job, call["env"], 60.0)
+        programs = {"matmul": {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.002, "lower_s": 0.015, "backend_s": 0.3}}
+        first = msgspec.structs.replace(result.record.cache.first or result.record.cache.end, programs=programs)
+        cache = msgspec.structs.replace(result.record.cache, first=first)
+        return dataclasses.replace(result, record=msgspec.structs.replace(result.record, cache=cache))
+
+    outcome = run_suite(tmp_path, _request(explain=True, policies="cold-cache"), FakeExecutor(decide=with_programs))
+    verified = load_finished(outcome.result_dir.root)
+    (case,) = [c for c in verified.cases if c.case == "jax_jit_cpu_matmul_64_f32"]
+    assert [a.kind for a in case.advice][:1] == ["default_cache_skip"]
+    page, text = html.render(verified), markdown.render(verified)
+    row = next(line for line in text.splitlines() if line.startswith("| matmul |"))
+    assert "no: compiled in < 1 s" in row and "written" in row
+    shown = html_text.unescape(re.sub(r"<[^>]+>", " ", page))
+    items = [line[2:] for line in text.splitlines() if line.startswith("- ") and "compiled in under a second" in line]
+    assert len(items) == 1
+    assert " ".join(items[0].replace("`", "").split()) in " ".join(shown.split())

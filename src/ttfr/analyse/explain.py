@@ -1,5 +1,5 @@
 """--explain: a cold policy's diagnostic process's import trace -> where the cold start's imports
-went (`ImportExplanation`), checked against the policy's measured medians.
+went (`Explanation`), checked against the policy's measured medians.
 
 Each phase's imports are the top-level imports' cumulative times summed (their modules' self
 times add up to the same); a module's time goes to the distribution of its top-level package
@@ -18,7 +18,7 @@ from ttfr.model.imports import (
     CompiledProgram,
     UNATTRIBUTED,
     DistributionTime,
-    ImportExplanation,
+    Explanation,
     ImportTrace,
     ModuleTime,
     PhaseImports,
@@ -37,13 +37,13 @@ TOP_MODULES = 8
 OTHER = "other"
 
 
-def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[ImportExplanation | UnsetType, list]:
+def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation | UnsetType, list]:
     """The policy's explanation and the flag it raises (UNSET, none: no diagnostic process ran)."""
     if entry is None:
         return UNSET, []
     if entry.outcome != "ok" or entry.imports is UNSET:
         reason = entry.reason or "the diagnostic process returned no import trace"
-        return ImportExplanation(outcome=entry.outcome if entry.outcome != "ok" else "error", reason=reason, phases=[],
+        return Explanation(outcome=entry.outcome if entry.outcome != "ok" else "error", reason=reason, phases=[],
                                  traced_import_s=None, import_ratio=None, unattributed_fraction=None), []  # fmt: skip
     phases = [_phase(name, imports, entry.imports, policy) for name in PHASES
               if (imports := [i for i in entry.imports.imports if i.phase == name])]  # fmt: skip
@@ -53,7 +53,7 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[ImportExpla
     if imported and imported.imports_s > 0:
         owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
         unattributed = min(1.0, owned / imported.imports_s)
-    explanation = ImportExplanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
+    explanation = Explanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
                                     import_ratio=ratio, unattributed_fraction=unattributed,
                                     programs=_programs(entry))  # fmt: skip
     flags = []

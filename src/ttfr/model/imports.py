@@ -1,6 +1,6 @@
 """--explain's evidence: the raw trace of one diagnostic process (`ImportTrace`, journaled
 as it was read from `python -X importtime`), and what analysis makes of it for a cold policy
-(`ImportExplanation`, in the case file): each phase's imports by distribution and module, against
+(`Explanation`, in the case file): each phase's imports by distribution and module, against
 the phase's measured median.
 """
 
@@ -120,7 +120,7 @@ class CompiledProgram(Artifact):
     never store it, as it compiled in under a second; null for a hit (no compile time to judge)."""
 
 
-class ImportExplanation(Artifact):
+class Explanation(Artifact):
     """Where a cold policy's imports went (`ttfr run --explain`), from one unmeasured diagnostic process run
     with `-X importtime` on the policy's cache."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ttfr.model.base import UNSET, Artifact, Count, UnsetType, field
-from ttfr.model.imports import ImportExplanation
+from ttfr.model.imports import Explanation
 from ttfr.model.flags import AnyFlag, ContendedKept, CouldNotMeasureCleanly
 from ttfr.model.loops import LoopSummary
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
@@ -113,7 +113,7 @@ class ColdPolicy(Artifact, _Policy):
     loop_summary: LoopSummary | None | UnsetType = UNSET
     """A loop workload's figures over the headline runs; null: no headline run (withheld, or a failed case); absent: not
     a loop workload."""
-    explanation: ImportExplanation | UnsetType = UNSET
+    explanation: Explanation | UnsetType = UNSET
     """`--explain`: where the policy's cold start spent its imports, phase by phase, from an unmeasured diagnostic
     process; absent without --explain."""
 

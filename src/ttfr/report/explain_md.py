@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.flags import ExplanationDisagrees
-from ttfr.model.imports import DistributionTime, ImportExplanation, PhaseImports
+from ttfr.model.imports import Advice, DistributionTime, Explanation, PhaseImports
 from ttfr.model.policies import COLD_POLICIES
 from ttfr.model.policy_figures import ColdPolicy
 from ttfr.model.run_figures import COMPONENT_LABELS
@@ -45,18 +45,21 @@ TOP_LEVEL = "top level"
 
 
 @dataclass
-class PolicyTables:
-    """One case and cold policy's part of the section: its title, the headline, the tables (empty
-    for a diagnostic process that failed, whose headline says so)."""
+class Table:
+    intro: str  # a line before it ("" for none)
+    header: list[str]
+    rows: list[list[str]]
 
-    case: str
-    policy: str
+
+@dataclass
+class ExplainPart:
+    """One case and cold policy's part of the section (or a case's advice): its title, the headline,
+    its tables (none for a diagnostic process that failed, whose headline says so) and items."""
+
     title: str
     headline: str
-    phase_header: list[str]
-    phase_rows: list[list[str]]
-    module_header: list[str]
-    module_rows: list[list[str]]
+    tables: list[Table]
+    items: list[str]
 
 
 def phase_label(phase: str) -> str:
@@ -82,7 +85,7 @@ def phase_row(phase: PhaseImports) -> list[str]:
             fmt_percent(phase.share), f"{phase.modules:,}", distributions_cell(phase)]  # fmt: skip
 
 
-def module_rows(explanation: ImportExplanation) -> list[list[str]]:
+def module_rows(explanation: Explanation) -> list[list[str]]:
     return [[phase_label(phase.phase), module.module, module.distribution, fmt_seconds(module.cumulative_s),
              module.imported_by or TOP_LEVEL]
             for phase in explanation.phases if phase.phase in MODULE_PHASES
@@ -93,7 +96,7 @@ def fmt_ratio(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f}"
 
 
-def headline(explanation: ImportExplanation, block: ColdPolicy, mark: Callable[[str], str] = code) -> str:
+def headline(explanation: Explanation, block: ColdPolicy, mark: Callable[[str], str] = code) -> str:
     """One line: the import ratio (flagged or not), the unattributed share and the traced process's own
     import phase; or how the diagnostic process failed."""
     if explanation.outcome != "ok":
@@ -107,25 +110,61 @@ def headline(explanation: ImportExplanation, block: ColdPolicy, mark: Callable[[
             f"the diagnostic process's own import phase took {fmt_seconds(explanation.traced_import_s)}.")  # fmt: skip
 
 
-def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> list[PolicyTables]:
-    """The section's parts, one per case and cold policy with an explanation ([]: none has)."""
+PROGRAM_HEADER = ["program", "traces", "executables", "trace", "lower", "compile", "persistent cache",
+                  "JAX's defaults would store it"]  # fmt: skip
+PROGRAMS_INTRO = "Programs the first call compiled (costliest first):"
+ADVICE_HEADLINE = "What this run's own evidence says would shorten the cold start (largest first):"
+_CACHE_WORDS = {"hit": "hit (loaded)", "written": "written", "not_written": "not written",
+                "miss": "miss (written or not: unnamed)"}  # fmt: skip
+
+
+def program_rows(explanation: Explanation) -> list[list[str]]:
+    return [[p.name, str(p.traces), str(p.executables), fmt_seconds(p.trace_s), fmt_seconds(p.lower_s),
+             fmt_seconds(p.compile_s), _CACHE_WORDS[p.persistent_cache],
+             DASH if p.default_settings_skip is None else "no: compiled in < 1 s" if p.default_settings_skip else "yes"]
+            for p in explanation.programs or []]  # fmt: skip
+
+
+def advice_item(advice: Advice, mark: Callable[[str], str] = code) -> str:
+    """One piece of advice as a sentence, with its size and share of TTFR."""
+    share = f", {fmt_percent(advice.share_of_ttfr)} of the cold-cache TTFR" if advice.share_of_ttfr is not None else ""
+    size = f"{fmt_seconds(advice.saving_s)}{share}"
+    if advice.kind == "warm_cache":
+        low, high = advice.interval_s
+        return (f"A warm compilation cache saved {size} ({fmt_seconds(low)} to {fmt_seconds(high)}): keep the cache "
+                "directory between processes.")  # fmt: skip
+    if advice.kind == "default_cache_skip":
+        return (f"{mark(advice.subject)} compiled in under a second ({size}): with JAX's default "
+                f"{mark('jax_persistent_cache_min_compile_time_secs')} (1.0 s) it is never stored, and every new "
+                "process compiles it again.")  # fmt: skip
+    return f"Importing {mark(advice.subject)} took {size}."
+
+
+def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> list[ExplainPart]:
+    """The section's parts, per case: each cold policy with an explanation, then its advice ([]: none)."""
     parts = []
     for case in cases:
+        first = True
         for policy in COLD_POLICIES:
             block = case.policies.get(policy)
             if not block or not present(block.explanation):
                 continue
             explanation = block.explanation
-            parts.append(PolicyTables(
-                case=case.case, policy=policy, title=f"{mark(case.case)} ({policy.split('/')[-1]})",
-                headline=headline(explanation, block, mark),
-                phase_header=PHASE_HEADER, phase_rows=[phase_row(phase) for phase in explanation.phases],
-                module_header=MODULE_HEADER, module_rows=module_rows(explanation),
-            ))  # fmt: skip
+            tables = [Table("", PHASE_HEADER, [phase_row(phase) for phase in explanation.phases])]
+            if first:  # the costliest modules once a case: the policies import the same
+                tables.append(Table(MODULES_INTRO, MODULE_HEADER, module_rows(explanation)))
+            tables.append(Table(PROGRAMS_INTRO, PROGRAM_HEADER, program_rows(explanation)))
+            first = False
+            parts.append(ExplainPart(title=f"{mark(case.case)} ({policy.split('/')[-1]})",
+                                     headline=headline(explanation, block, mark),
+                                     tables=[t for t in tables if t.rows], items=[]))  # fmt: skip
+        if present(case.advice) and case.advice:
+            parts.append(ExplainPart(title=f"{mark(case.case)}: advice", headline=ADVICE_HEADLINE, tables=[],
+                                     items=[advice_item(a, mark) for a in case.advice]))  # fmt: skip
     return parts
 
 
-MODULES_INTRO = "Costliest modules (import and first call, the five largest each):"
+MODULES_INTRO = "Costliest modules (import and first call, the five largest each; the warm cache imports the same):"
 
 
 def section(cases: list[CaseResult]) -> list[str]:
@@ -135,8 +174,8 @@ def section(cases: list[CaseResult]) -> list[str]:
     lines = [f"## {TITLE}", "", INTRO, ""]
     for part in parts:
         lines += [f"### {part.title}", "", part.headline, ""]
-        if part.phase_rows:
-            lines += [*table(part.phase_header, part.phase_rows), ""]
-        if part.module_rows:
-            lines += [MODULES_INTRO, "", *table(part.module_header, part.module_rows), ""]
+        for item in part.tables:
+            lines += [*([item.intro, ""] if item.intro else []), *table(item.header, item.rows), ""]
+        if part.items:
+            lines += [*(f"- {item}" for item in part.items), ""]
     return lines

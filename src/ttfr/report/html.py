@@ -166,15 +166,15 @@ def _concurrency(cases: list[CaseResult], plots) -> list[str]:
 
 
 def _explain(cases: list[CaseResult]) -> list[str]:
-    """report.md's --explain tables (the same rows, without Markdown's marks), per case and cold
-    policy; nothing when no case has an explanation. (The issue's icicle chart is still to come.)"""
+    """report.md's --explain tables and advice (the same rows, without Markdown's marks), per case and
+    cold policy; nothing when no case has an explanation. (The issue's icicle chart is still to come.)"""
     parts = []
     for part in explain_md.policy_tables(cases, mark=str):
         parts.append(f"<h3>{_e(part.title)}</h3><p>{_e(part.headline)}</p>")
-        if part.phase_rows:
-            parts.append(_table(part.phase_header, part.phase_rows))
-        if part.module_rows:
-            parts.append(f"<p>{_e(explain_md.MODULES_INTRO)}</p>{_table(part.module_header, part.module_rows)}")
+        for item in part.tables:
+            parts.append((f"<p>{_e(item.intro)}</p>" if item.intro else "") + _table(item.header, item.rows))
+        if part.items:
+            parts.append("<ul>" + "".join(f"<li>{_e(text)}</li>" for text in part.items) + "</ul>")
     return parts
 
 
