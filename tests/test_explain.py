@@ -20,7 +20,7 @@ from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.measure import import_trace
 from ttfr.measure.plan import EXPLAIN, build_plan
 from ttfr.measure.spec import RunRequest, build_spec
-from ttfr.model.imports import UNATTRIBUTED, ImportTrace, TracedImport
+from ttfr.model.explanation import UNATTRIBUTED, ImportTrace, TracedImport
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
 from ttfr.report import flag_text
 

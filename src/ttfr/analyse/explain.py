@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
-from ttfr.model.imports import (
+from ttfr.model.explanation import (
     PHASES,
     Advice,
     CompiledProgram,

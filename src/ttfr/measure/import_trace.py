@@ -9,7 +9,7 @@ are skipped.
 
 from __future__ import annotations
 
-from ttfr.model.imports import ImportTrace, TracedImport
+from ttfr.model.explanation import ImportTrace, TracedImport
 
 MARKER = "ttfr-phase "
 PREFIX = "import time:"

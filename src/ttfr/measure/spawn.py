@@ -25,7 +25,7 @@ from msgspec import ValidationError
 from ttfr.child.job import Job
 from ttfr.measure import import_trace
 from ttfr.model.base import decode
-from ttfr.model.imports import ImportTrace
+from ttfr.model.explanation import ImportTrace
 from ttfr.model.journal import Rusage
 from ttfr.model.record import OUTCOMES as RECORD_OUTCOMES
 from ttfr.model.record import RunRecord

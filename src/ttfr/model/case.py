@@ -14,7 +14,7 @@ from msgspec import Meta
 from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
 from ttfr.model.concurrency import Concurrency
 from ttfr.model.flags import AnyFlag
-from ttfr.model.imports import Advice
+from ttfr.model.explanation import Advice
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
 from ttfr.model.policy_figures import Policies
 from ttfr.model.conversion_evidence import ConversionEvidence

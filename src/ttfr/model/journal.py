@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Count, Open, UnsetType
-from ttfr.model.imports import ImportTrace
+from ttfr.model.explanation import ImportTrace
 from ttfr.model.record import Marks, OUTCOMES, OwnRusage, RunRecord
 
 _STAMP_LIMIT = 2**63  # a monotonic_ns() reading is an int64

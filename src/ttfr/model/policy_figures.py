@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ttfr.model.base import UNSET, Artifact, Count, UnsetType, field
-from ttfr.model.imports import Explanation
+from ttfr.model.explanation import Explanation
 from ttfr.model.flags import AnyFlag, ContendedKept, CouldNotMeasureCleanly
 from ttfr.model.loops import LoopSummary
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.flags import ExplanationDisagrees
-from ttfr.model.imports import Advice, DistributionTime, Explanation, PhaseImports
+from ttfr.model.explanation import Advice, DistributionTime, Explanation, PhaseImports
 from ttfr.model.policies import COLD_POLICIES
 from ttfr.model.policy_figures import ColdPolicy
 from ttfr.model.run_figures import COMPONENT_LABELS
