@@ -15,8 +15,9 @@ ARGS ?=
 # their figures set aside. Every test has a time limit, and the slowest are listed.
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
-# Slow but in-process (engines, fits, pyhf's validation, pylint): no measured process, so spread over the cores.
-SLOW := slow and not integration and not torch_compile and not terminal
+# Slow but measuring nothing (in-process engines, fits, pyhf's validation, pylint; the pseudo-terminal tests on
+# fake executors): spread over the cores.
+SLOW := (slow or terminal) and not integration and not torch_compile
 
 .PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas docs
 
@@ -38,9 +39,9 @@ test:
 	$(MAKE) bench-overhead
 	$(MAKE) test-rest
 
-# Everything the fast tier leaves out: the in-process HistFactory engines and fits and whole-tree checks
-# (`slow`, spread over the cores: they time nothing), then, one test at a time, real worker processes of
-# every backend, cold torch.compile and the pseudo-terminal tests (< 11 min on 2 cores).
+# Everything the fast tier leaves out: the in-process HistFactory engines and fits, whole-tree checks and the
+# pseudo-terminal tests on fake executors (spread over the cores: they time nothing), then, one test at a time,
+# real worker processes of every backend, cold torch.compile, and the terminal on real workers (< 11 min, 2 cores).
 test-rest: $(STAMP) chromium
 	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist load --timeout 900 --durations 10 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
