@@ -337,3 +337,28 @@ def test_report_md_and_html_show_the_same_programs_and_advice(tmp_path):
     items = [line[2:] for line in text.splitlines() if line.startswith("- ") and "compiled in under a second" in line]
     assert len(items) == 1
     assert " ".join(items[0].replace("`", "").split()) in " ".join(shown.split())
+
+
+def test_the_csv_and_openmetrics_exports_carry_the_same_distribution_rows_never_a_series_per_module(tmp_path):
+    import csv
+
+    from ttfr.artifacts.export import formats
+
+    outcome = run_suite(tmp_path, _request(explain=True, policies="cold-cache"), FakeExecutor())
+    root = outcome.result_dir.root
+    (case,) = [c for c in load_finished(root).cases if c.case == "numpy_matmul_64_f32"]
+    explanation = case.policies.get(COLD_CACHE).explanation
+    expected = {(p.phase, d.distribution): d.self_s for p in explanation.phases for d in p.distributions}
+    (csv_path,) = formats.export("csv", root, tmp_path / "x.csv", COLD_CACHE)
+    rows = [r for r in csv.DictReader(csv_path.open()) if r["case"] == case.case]
+    shown = {tuple(r["metric"].split(".", 1)): float(r["value"]) for r in rows if r["kind"] == "explain_distribution"}
+    assert shown == pytest.approx(expected)
+    imports = {r["metric"]: float(r["value"]) for r in rows if r["kind"] == "explain_phase"}
+    for phase in explanation.phases:  # the rows add up to the phase's traced imports
+        assert sum(v for (p, _d), v in shown.items() if p == phase.phase) == pytest.approx(imports[f"{phase.phase}.imports_s"])
+    (metrics,) = formats.export("openmetrics", root, tmp_path / "x.om.prom", COLD_CACHE)
+    series = [line for line in metrics.read_text().splitlines()
+              if line.startswith("ttfr_explain_import_seconds{") and case.case in line]  # fmt: skip
+    assert len(series) == len(expected)  # one per phase and distribution row, none per module
+    numpy_series = next(line for line in series if 'distribution="numpy"' in line)
+    assert 'phase="import"' in numpy_series and numpy_series.endswith(" 0.06")

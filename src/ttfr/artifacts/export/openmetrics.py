@@ -23,7 +23,9 @@ does not exist (no copy verdict, no rate) is left out, never written as 0. A cas
 `ttfr_concurrency_groups`, `ttfr_concurrency_cache_whole` (1/0) and `ttfr_concurrency_oversubscribed`
 (1: N > usable cores); per n the fan-out advice `ttfr_concurrency_advice_{together,warm_up,fan_out,
 warm_up_first,saving}_seconds`; `ttfr_concurrency_usable_cores`. Here too a figure the case result
-does not hold is left out. No timestamps: the textfile collector refuses them;
+does not hold is left out. A case run with `--explain` (issue 38) adds, per cold policy and phase, its
+explanation's distribution rows: `ttfr_explain_import_seconds{phase, distribution}` (the largest six and
+`other`, never a series per module). No timestamps: the textfile collector refuses them;
 the snapshot's time is in `ttfr_snapshot_info`'s labels.
 """
 
@@ -83,6 +85,9 @@ class _Snapshot:
         conversion = {name: GaugeMetricFamily(f"ttfr_conversion_{name}", text, labels=_CASE_LABELS)
                       for name, text in _CONVERSION.items()}  # fmt: skip
         together = _ConcurrencyFamilies()
+        explained = GaugeMetricFamily("ttfr_explain_import_seconds", "--explain: seconds a phase's imports spent in a "
+                                      "distribution's modules (the largest six and `other`: they add up to the phase)",
+                                      labels=[*_CASE_LABELS, "policy", "phase", "distribution"])  # fmt: skip
         for case in cases:
             labels = _labels(case)
             status.add_metric(labels, {name: case.status == name for name in _STATUSES})
@@ -99,6 +104,8 @@ class _Snapshot:
                 if policy == WARM_PROCESS:
                     _quantiles(warm, labels, block.figure("call_s"))
                     continue
+                for phase, row in tidy.explained_distributions(block):
+                    explained.add_metric([*labels, policy, phase, row.distribution], row.self_s)
                 summary = block.figure("ttfr_s")
                 _quantiles(ttfr, [*labels, policy], summary)
                 if summary:
@@ -113,6 +120,8 @@ class _Snapshot:
         yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
         yield from (family for family in conversion.values() if family.samples)
         yield from together.families()
+        if explained.samples:
+            yield explained
 
 
 _CONVERSION = {

@@ -12,6 +12,12 @@ leak verdict as 1/0, the times, rates, memcpy's share; empty where it has none),
 `_values_ok` (1/0; empty where the layout was not converted), its outcome (ok, refused,
 not_applicable) in `outcome`. These rows have no policy, run, round or sample.
 
+A case run with `--explain` (issue 38) adds, per cold policy, its explanation as it holds it: kind
+`explain_phase` (metric `<phase>.measured_s`, `.imports_s`, `.modules`), `explain_distribution` (metric
+`<phase>.<distribution>`: the largest six and `other`, self seconds adding up to the phase) and
+`explain_module` (metric `<phase>.<module>`: the costliest eight, cumulative seconds); never a row per
+imported module. `outcome` is the diagnostic process's.
+
 A case run with `--concurrency` (issue 29) adds its case result's concurrency as it holds it
 (analyse/concurrency.py decided it): `policy` names the sharing mode and the group size N as the
 flags do (`cold-shared x4`). Kind `concurrency`: per mode and N the point's figures (groups,
@@ -67,6 +73,8 @@ def rows(snapshot: str, cases: list[CaseResult]):
             for run in block.measured:
                 run_where = {**where, "policy": policy, "in_figures": _flag(run, run.index in used)}
                 yield from (_process_rows if policy == WARM_PROCESS else _run_rows)(run_where, run)
+        for policy, block in case.policies.items():
+            yield from _explanation_rows(where, policy, block)
         if present(case.conversion):
             yield from _conversion_rows(where, case.conversion)
         if present(case.concurrency):
@@ -115,6 +123,37 @@ def _process_rows(where: dict, proc: RunFigures):
         yield _row(where, proc, "warm_sample", "call_s", sample, "s", sample=position)
     for name, value in _recorded(proc.resources, _RESOURCES):
         yield _row(where, proc, "warm_process", name, value, _RESOURCES[name])
+
+
+def explained_distributions(block):
+    """(phase, distribution row) of a cold policy's explanation (none without --explain, or where its
+    diagnostic process failed): the largest six and `other`, as the case result holds them."""
+    explanation = getattr(block, "explanation", UNSET)
+    if not present(explanation):
+        return
+    for phase in explanation.phases:
+        for row in phase.distributions:
+            yield phase.phase, row
+
+
+def _explanation_rows(where: dict, policy: str, block):
+    """--explain: per phase its measured median, traced imports and module count (kind `explain_phase`, metric
+    `<phase>.<figure>`), each distribution row's seconds (kind `explain_distribution`, metric
+    `<phase>.<distribution>`), each costliest module's cumulative seconds (kind `explain_module`, metric
+    `<phase>.<module>`)."""
+    explanation = getattr(block, "explanation", UNSET)
+    if not present(explanation):
+        return
+    for phase in explanation.phases:
+        for name, value, unit in (("measured_s", phase.measured_s, "s"), ("imports_s", phase.imports_s, "s"),
+                                  ("modules", phase.modules, "count")):  # fmt: skip
+            yield _case_row(where, "explain_phase", f"{phase.phase}.{name}", value, unit, explanation.outcome, policy)
+        for row in phase.distributions:
+            yield _case_row(where, "explain_distribution", f"{phase.phase}.{row.distribution}", row.self_s, "s",
+                            explanation.outcome, policy)  # fmt: skip
+        for module in phase.top_modules:
+            yield _case_row(where, "explain_module", f"{phase.phase}.{module.module}", module.cumulative_s, "s",
+                            explanation.outcome, policy)  # fmt: skip
 
 
 def _bit(value: bool | None) -> int | None:
