@@ -362,3 +362,14 @@ def test_the_csv_and_openmetrics_exports_carry_the_same_distribution_rows_never_
     assert len(series) == len(expected)  # one per phase and distribution row, none per module
     numpy_series = next(line for line in series if 'distribution="numpy"' in line)
     assert 'phase="import"' in numpy_series and numpy_series.endswith(" 0.06")
+
+
+def test_a_diagnostic_process_outside_the_measured_ttfr_range_widened_by_a_quarter_is_flagged():
+    entry = _entry(import_trace.parse(FAKE_IMPORTTIME, FAKE_DISTRIBUTIONS))  # its first result 330 ms after spawn
+    explanation, flags = explain.explain(entry, _policy())
+    assert explanation.traced_ttfr_s == pytest.approx(0.33) and flags == []  # the runs' TTFR: 0.33 s
+    slower = msgspec.structs.replace(entry, spawn_ns=entry.spawn_ns - 200_000_000)  # 530 ms: beyond 0.33 x 1.25
+    _, flags = explain.explain(slower, _policy())
+    (flag,) = flags
+    assert (flag.phase, flag.traced_s, flag.measured_s) == ("ttfr", pytest.approx(0.53), pytest.approx(0.33))
+    assert "reached its first result in 530 ms, outside the measured runs' range widened by 25%" in flag_text.sentence(flag)

@@ -63,7 +63,7 @@ FIRST_CALL = _phase("first_call", 0.034664272, 0.010272, 6, [_distribution("jaxl
     _module("jaxlib.mlir.dialects._builtin_ops_gen", "jaxlib", 0.00029, 0.00029, "jaxlib.mlir.dialects.builtin"),
 ])  # fmt: skip
 EXPLANATION = {
-    "outcome": "ok", "reason": None, "traced_import_s": 0.385534808, "import_ratio": IMPORT["share"],
+    "outcome": "ok", "reason": None, "traced_import_s": 0.385534808, "traced_ttfr_s": 0.43, "import_ratio": IMPORT["share"],
     "unattributed_fraction": 0.136403 / 0.511643,
     "phases": [
         _phase("interpreter", 0.00948632, 0.005535, 29, [_distribution("python", "3.11.7", 0.004277, 23),
@@ -78,8 +78,8 @@ EXPLANATION = {
                [_module("ttfr.child.distributions", "ttfr", 0.000176, 0.000176)]),
     ],
 }  # fmt: skip
-FAILED_EXPLANATION = {"outcome": "timeout", "reason": FAILED, "phases": [], "traced_import_s": None, "import_ratio": None,
-                      "unattributed_fraction": None}  # fmt: skip
+FAILED_EXPLANATION = {"outcome": "timeout", "reason": FAILED, "phases": [], "traced_import_s": None, "traced_ttfr_s": None,
+                      "import_ratio": None, "unattributed_fraction": None}  # fmt: skip
 DISAGREES = {"flag": "explanation_disagrees", "phase": "import", "traced_s": 0.511643, "measured_s": 0.389187162}
 
 
@@ -211,7 +211,7 @@ def test_each_phase_shows_the_explanations_figures_with_units(verified):
     assert all(seconds.fullmatch(r[3]) for r in modules)
     assert part["headline"].startswith("Import ratio 1.31 (⚠ beyond ±20%: flagged `explanation_disagrees`")
     assert "unattributed 27% of the import phase's imports" in part["headline"]
-    assert "own import phase took 386 ms" in part["headline"]
+    assert "own import phase took 386 ms and its first result came 430 ms after its spawn" in part["headline"]
     # no raw float of the model anywhere in the section
     assert not re.search(r"\d\.\d{4,}", _markdown_section(text))
 

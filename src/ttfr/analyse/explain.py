@@ -32,6 +32,7 @@ from ttfr.model.record import JAX_CACHE_MISSES
 JAX_DEFAULT_MIN_COMPILE_S = 1.0  # jax_persistent_cache_min_compile_time_secs' default: faster programs are never stored
 STDLIB = "python"  # child/distributions.py's name for the standard library
 AGREEMENT = 0.20  # the traced import phase within ±20% of the measured median
+RANGE_WIDENING = 0.25  # the diagnostic process's TTFR within the measured runs' range widened by 25%
 TOP_DISTRIBUTIONS = 6
 TOP_MODULES = 8
 OTHER = "other"
@@ -44,7 +45,8 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
     if entry.outcome != "ok" or entry.imports is UNSET:
         reason = entry.reason or "the diagnostic process returned no import trace"
         return Explanation(outcome=entry.outcome if entry.outcome != "ok" else "error", reason=reason, phases=[],
-                                 traced_import_s=None, import_ratio=None, unattributed_fraction=None), []  # fmt: skip
+                           traced_import_s=None, traced_ttfr_s=None, import_ratio=None,
+                           unattributed_fraction=None), []  # fmt: skip
     phases = [_phase(name, imports, entry.imports, policy) for name in PHASES
               if (imports := [i for i in entry.imports.imports if i.phase == name])]  # fmt: skip
     imported = next((p for p in phases if p.phase == "import"), None)
@@ -53,12 +55,18 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
     if imported and imported.imports_s > 0:
         owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
         unattributed = min(1.0, owned / imported.imports_s)
+    traced_ttfr = _traced_ttfr_s(entry)
     explanation = Explanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
+                              traced_ttfr_s=traced_ttfr,
                                     import_ratio=ratio, unattributed_fraction=unattributed,
                                     programs=_programs(entry))  # fmt: skip
     flags = []
     if ratio is not None and abs(ratio - 1.0) > AGREEMENT:
         flags.append(ExplanationDisagrees(phase="import", traced_s=imported.imports_s, measured_s=imported.measured_s))
+    ttfr = policy.figure("ttfr_s")
+    low, high = ((1 - RANGE_WIDENING) * ttfr.min, (1 + RANGE_WIDENING) * ttfr.max) if ttfr else (None, None)
+    if traced_ttfr is not None and ttfr and not low <= traced_ttfr <= high:
+        flags.append(ExplanationDisagrees(phase="ttfr", traced_s=traced_ttfr, measured_s=ttfr.median))
     return explanation, flags
 
 
@@ -77,6 +85,13 @@ def _programs(entry: JournalEntry) -> list[CompiledProgram] | UnsetType:
                             default_settings_skip=None if p.hits else p.backend_s < JAX_DEFAULT_MIN_COMPILE_S)
             for name, p in programs.items() if p.compiles or p.traces]  # fmt: skip
     return sorted(rows, key=lambda r: -(r.trace_s + r.lower_s + r.compile_s))
+
+
+def _traced_ttfr_s(entry: JournalEntry) -> float | None:
+    marks = entry.record.marks_ns if entry.record else UNSET
+    if not present(marks) or not present(marks.first) or not entry.spawn_ns:
+        return None
+    return max(0.0, (marks.first - entry.spawn_ns) / 1e9)
 
 
 def _traced_import_s(entry: JournalEntry) -> float | None:

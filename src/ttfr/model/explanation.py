@@ -133,6 +133,10 @@ class Explanation(Artifact):
     traced_import_s: Seconds | None
     """The diagnostic process's own import phase, measured by its marks (seconds): against the policy's median,
     what tracing the imports cost (or that it ran on a different machine state)."""
+    traced_ttfr_s: Seconds | None
+    """The diagnostic process's own time to first result (spawn to its first result, seconds, with -X importtime's
+    cost in it): outside the policy's runs' range widened by 25% it explains another run, flagged
+    `explanation_disagrees` (phase `ttfr`)."""
     import_ratio: float | None
     """The traced import phase's imports over the policy's measured `import_s` median (a ratio: 1.0 is all of it
     explained); beyond ±20% the explanation is flagged `explanation_disagrees`."""

@@ -107,7 +107,8 @@ def headline(explanation: Explanation, block: ColdPolicy, mark: Callable[[str], 
     if flagged:
         ratio += f" (⚠ beyond ±20%: flagged {mark('explanation_disagrees')}, see Flags)"
     return (f"{ratio}; unattributed {fmt_percent(explanation.unattributed_fraction)} of the import phase's imports; "
-            f"the diagnostic process's own import phase took {fmt_seconds(explanation.traced_import_s)}.")  # fmt: skip
+            f"the diagnostic process's own import phase took {fmt_seconds(explanation.traced_import_s)} and its first "
+            f"result came {fmt_seconds(explanation.traced_ttfr_s)} after its spawn.")  # fmt: skip
 
 
 PROGRAM_HEADER = ["program", "traces", "executables", "trace", "lower", "compile", "persistent cache",

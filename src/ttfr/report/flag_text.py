@@ -95,6 +95,16 @@ def _compile_count_mismatch(flag: model.CompileCountMismatch) -> str:
     return f"{numbered('run', flag.runs)} compiled {counts} {times}, where the strategy expects {expects}"
 
 
+def _explanation_disagrees(flag: model.ExplanationDisagrees) -> str:
+    if flag.phase == "ttfr":
+        return (f"--explain's diagnostic process reached its first result in {sig(flag.traced_s * 1e3)} ms, outside the "
+                f"measured runs' range widened by 25% (median {sig(flag.measured_s * 1e3)} ms): it explains another run "
+                "than these figures (a busy machine, or a cache in another state)")  # fmt: skip
+    return (f"--explain's diagnostic process imported for {sig(flag.traced_s * 1e3)} ms in its {flag.phase} phase "
+            f"against a measured median of {sig(flag.measured_s * 1e3)} ms: it explains another run than these figures "
+            "(a busy machine, or a cache in another state)")  # fmt: skip
+
+
 def _layouts(layouts: list[str]) -> str:
     return f"the {prose_list(layouts)} layout{'s' if len(layouts) > 1 else ''}"
 
@@ -138,10 +148,7 @@ _RENDER = {
                                             "source disagree on whether the route copied: no verdict is given"),
     model.SharedCacheNotWhole: lambda f: (f"after {prose_list(f.groups)} the cache was not whole: a file could not be "
                                           "read, or a fresh process on it still had to compile (see Concurrency)"),
-    model.ExplanationDisagrees: lambda f: (f"--explain's diagnostic process imported for {sig(f.traced_s * 1e3)} ms in "
-                                           f"its {f.phase} phase against a measured median of "
-                                           f"{sig(f.measured_s * 1e3)} ms: it explains another run than these "
-                                           "figures (a busy machine, or a cache in another state)"),
+    model.ExplanationDisagrees: _explanation_disagrees,
     model.WarmSharedCompiled: lambda f: (f"in {prose_list(f.groups)} processes compiled although the shared cache was "
                                          "filled first: those figures are not warm (a damaged or foreign cache, or one "
                                          "the runtime would not use; see Concurrency)"),
