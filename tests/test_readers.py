@@ -4,6 +4,7 @@ Each probe is something a hostile or careless party can leave behind."""
 
 import json
 import os
+import shutil
 import threading
 
 import pytest
@@ -17,9 +18,17 @@ from ttfr.commands.cli import main
 from ttfr.exit_codes import EXIT_USAGE
 
 
+@pytest.fixture(scope="module")
+def _pristine(tmp_path_factory):
+    """One finished run for the module: each test gets its own copy to break."""
+    return run_fake(tmp_path_factory.mktemp("runs")).result_dir.root
+
+
 @pytest.fixture
-def finished(tmp_path):
-    return run_fake(tmp_path / "runs").result_dir.root
+def finished(_pristine, tmp_path):
+    copy = tmp_path / "runs" / _pristine.name
+    shutil.copytree(_pristine, copy, symlinks=True)
+    return copy
 
 
 def _suite(root):
