@@ -95,11 +95,11 @@ def _tail(log) -> str:
     return log.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:]
 
 
-def _imports(log, record: RunRecord | None) -> ImportTrace:
-    """The import trace of --explain's process: its stderr, read up to import_trace.MAX_BYTES (module
-    names only, no free text: nothing to redact)."""
+def _imports(log, record: RunRecord | None, env: dict) -> ImportTrace:
+    """The import trace of --explain's process: its stderr, read up to import_trace.MAX_BYTES, through
+    the one redaction (a user's code may print a line shaped like -X importtime's, with anything in it)."""
     log.seek(0)
-    text = log.read(import_trace.MAX_BYTES).decode("utf-8", "replace")
+    text = redact_text(log.read(import_trace.MAX_BYTES).decode("utf-8", "replace"), env)
     distributions = record.distributions if record is not None and record.distributions else None
     return import_trace.parse(text, distributions)
 
@@ -215,5 +215,5 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             rusage=ended.rusage,
             output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
             messages=_messages(log, env),
-            imports=_imports(log, record) if job.explain and outcome == "ok" else None,
+            imports=_imports(log, record, env) if job.explain and outcome == "ok" else None,
         )
