@@ -174,6 +174,7 @@ def test_fd_check_in_one_batched_call_gives_the_per_bin_loops_figures(name):
 
 @pytest.mark.torch_compile
 @pytest.mark.slow
+@pytest.mark.contention_safe
 @pytest.mark.skipif(not have("torch"), reason="needs torch")
 def test_compiled_fits_and_batched_nll_compile_once_and_agree_with_eager():
     """Two graphs for the fits (the start's evaluation and `step`): the Jacobian enters `step`

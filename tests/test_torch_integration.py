@@ -13,9 +13,11 @@ from conftest import have, ok_unless_busy
 
 from ttfr.artifacts.reader import validate_dir
 
+# Counters, cache verdicts and checks: what a busy machine could change (a figure withheld) each test allows.
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.torch_compile,
+    pytest.mark.contention_safe,
     pytest.mark.skipif(not have("torch"), reason="torch not installed"),
 ]
 

@@ -10,7 +10,8 @@ from ttfr.model.base import encode
 from ttfr.child.job import Job
 from ttfr.measure import spawn
 
-pytestmark = pytest.mark.integration
+# Single workers run by hand, judged by their records, never by contention checks.
+pytestmark = [pytest.mark.integration, pytest.mark.contention_safe]
 
 
 def job(adapter, workload="matmul", size=32, dtype="float32", mode="cold", device="cpu", compile_=False, **extra):
