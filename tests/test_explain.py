@@ -4,7 +4,6 @@ and a failed diagnostic process never failing its case."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import textwrap
 import msgspec
 import pytest
 from conftest import have
-from support.fakes import FAKE_DISTRIBUTIONS, FAKE_IMPORTTIME, FakeExecutor, run_suite
+from support.fakes import FAKE_DISTRIBUTIONS, FAKE_IMPORTTIME, FakeExecutor, explained_programs, run_suite
 
 from ttfr.analyse import explain
 from ttfr.artifacts.reader import load_finished, validate_dir
@@ -316,19 +315,7 @@ def test_report_md_and_html_show_the_same_programs_and_advice(tmp_path):
 
     from ttfr.report import html, markdown
 
-    fake = FakeExecutor()
-
-    def with_programs(call):
-        job = call["job"]
-        if not (job.explain and job.compile):
-            return None
-        result = fake(job, call["env"], 60.0)
-        programs = {"matmul": {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.002, "lower_s": 0.015, "backend_s": 0.3}}
-        first = msgspec.structs.replace(result.record.cache.first or result.record.cache.end, programs=programs)
-        cache = msgspec.structs.replace(result.record.cache, first=first)
-        return dataclasses.replace(result, record=msgspec.structs.replace(result.record, cache=cache))
-
-    outcome = run_suite(tmp_path, _request(explain=True, policies="cold-cache"), FakeExecutor(decide=with_programs))
+    outcome = run_suite(tmp_path, _request(explain=True, policies="cold-cache"), FakeExecutor(decide=explained_programs(0.3)))
     verified = load_finished(outcome.result_dir.root)
     (case,) = [c for c in verified.cases if c.case == "jax_jit_cpu_matmul_64_f32"]
     assert [a.kind for a in case.advice][:1] == ["default_cache_skip"]
@@ -389,3 +376,12 @@ def test_the_import_trace_passes_the_one_redaction():
         trace = spawn._imports(log, None, {"API_TOKEN": "s3cr3t_value"})
     (traced,) = trace.imports
     assert "s3cr3t_value" not in traced.module and traced.phase == "import"
+
+
+def test_the_progress_line_names_a_diagnostic_process_as_one_not_as_a_measured_run():
+    from ttfr.report.progress import task_label
+
+    plan = build_plan(build_spec(_request(explain=True, policies="cold-cache")))
+    labels = {task_label(t) for t in plan.tasks if t.case.id == "numpy_matmul_64_f32"}
+    assert f"explain {COLD_CACHE}" in labels and f"{COLD_CACHE} #1" in labels and f"{COLD_CACHE} #2" in labels
+    assert not any(label.startswith("explain") and "#" in label for label in labels)

@@ -98,3 +98,24 @@ class FakeExecutor:
         if job.check:  # like the worker: only the process that checks the result records its pools
             record["threadpools"] = FAKE_POOLS
         return record, 400_000_000
+
+
+def explained_programs(backend_s: float):
+    """A FakeExecutor `decide`: a compiling case's --explain process names one JAX program, `matmul`, compiled in
+    `backend_s` seconds (the others run as the fake runs them)."""
+    import msgspec
+
+    fake = FakeExecutor()
+
+    def with_programs(call):
+        job = call["job"]
+        if not (job.explain and job.compile):
+            return None
+        result = fake(job, call["env"], 60.0)
+        programs = {"matmul": {"traces": 1, "compiles": 1, "hits": 0, "trace_s": 0.002, "lower_s": 0.015,
+                               "backend_s": backend_s}}  # fmt: skip
+        first = msgspec.structs.replace(result.record.cache.first or result.record.cache.end, programs=programs)
+        cache = msgspec.structs.replace(result.record.cache, first=first)
+        return dataclasses.replace(result, record=msgspec.structs.replace(result.record, cache=cache))
+
+    return with_programs

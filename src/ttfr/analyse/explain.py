@@ -10,12 +10,19 @@ compared with the policy's `import_s` median and flagged beyond ±20%.
 
 from __future__ import annotations
 
+import re
+import statistics
+
 from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.explanation import (
     PHASES,
     Advice,
+    CompiledFrame,
     CompiledProgram,
+    FirstCallExplained,
+    FirstCallPart,
+    GraphBreak,
     UNATTRIBUTED,
     DistributionTime,
     Explanation,
@@ -26,8 +33,9 @@ from ttfr.model.explanation import (
 )
 from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
-from ttfr.model.policy_figures import ColdPolicy
+from ttfr.model.policy_figures import ColdPolicy, named
 from ttfr.model.record import JAX_CACHE_MISSES
+from ttfr.model.torch_compile_evidence import COMPILER_RUN_KINDS, TorchCompileEvidence, TorchFrame, TorchGraphBreak
 
 JAX_DEFAULT_MIN_COMPILE_S = 1.0  # jax_persistent_cache_min_compile_time_secs' default: faster programs are never stored
 STDLIB = "python"  # child/distributions.py's name for the standard library
@@ -56,18 +64,149 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
         owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
         unattributed = min(1.0, owned / imported.imports_s)
     traced_ttfr = _traced_ttfr_s(entry)
+    programs = _programs(entry)
+    torch = entry.record.torch_compile if entry.record and present(entry.record.torch_compile) else None
+    first_imports = next((p.imports_s for p in phases if p.phase == "first_call"), 0.0)
+    first_call = _first_call(entry, programs, torch, first_imports, policy)
     explanation = Explanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
-                              traced_ttfr_s=traced_ttfr,
-                                    import_ratio=ratio, unattributed_fraction=unattributed,
-                                    programs=_programs(entry))  # fmt: skip
+                              traced_ttfr_s=traced_ttfr, import_ratio=ratio, unattributed_fraction=unattributed,
+                              programs=programs, first_call=first_call,
+                              frames=[_frame(f) for f in torch.frames] if torch else UNSET,
+                              graph_breaks=[_graph_break(b) for b in torch.graph_breaks] if torch else UNSET,
+                              unavailable=torch.unavailable if torch and torch.unavailable else UNSET)  # fmt: skip
     flags = []
     if ratio is not None and abs(ratio - 1.0) > AGREEMENT:
         flags.append(ExplanationDisagrees(phase="import", traced_s=imported.imports_s, measured_s=imported.measured_s))
     ttfr = policy.figure("ttfr_s")
-    low, high = ((1 - RANGE_WIDENING) * ttfr.min, (1 + RANGE_WIDENING) * ttfr.max) if ttfr else (None, None)
-    if traced_ttfr is not None and ttfr and not low <= traced_ttfr <= high:
+    if traced_ttfr is not None and ttfr and not _within_range(traced_ttfr, ttfr):
         flags.append(ExplanationDisagrees(phase="ttfr", traced_s=traced_ttfr, measured_s=ttfr.median))
+    measured = _stage_runs(policy, first_call.stage) if present(first_call) and first_call.stage else []
+    if measured and first_call.stage_traced_s is not None and not _within_range(first_call.stage_traced_s, measured):
+        flags.append(ExplanationDisagrees(phase=first_call.stage, traced_s=first_call.stage_traced_s,
+                                          measured_s=first_call.stage_measured_s))  # fmt: skip
     return explanation, flags
+
+
+JAX_STAGE = "compile_s"  # XLA's compile of the first call: its programs' compile seconds
+TORCH_STAGE = "dynamo_s+aot_autograd_s+inductor_s"  # the whole compile, forward and backward: its frames' seconds
+
+
+def _stage_runs(policy: ColdPolicy, stage: str) -> list[float]:
+    """Each headline run's seconds for `stage` (stage names joined by `+`: their sum); a run without one is left out."""
+    names = stage.split("+")
+    values = []
+    for run in policy.figure_runs():
+        parts = [named(run.stages, name) for name in names]
+        if all(isinstance(part, (int, float)) for part in parts):
+            values.append(float(sum(parts)))
+    return values
+
+
+def _within_range(traced_s: float, measured) -> bool:
+    """Inside the measured runs' range widened by 25% (`measured`: a Summary, or the runs' values)."""
+    low, high = (min(measured), max(measured)) if isinstance(measured, list) else (measured.min, measured.max)
+    return (1 - RANGE_WIDENING) * low <= traced_s <= (1 + RANGE_WIDENING) * high
+
+
+def _cache_outcome(hits: int | None, misses: int | None) -> str | None:
+    if not hits and not misses:
+        return None
+    return "hit" if not misses else "miss" if not hits else "partial"
+
+
+def _graph_break(found: TorchGraphBreak) -> GraphBreak:
+    return GraphBreak(location=f"{found.file}:{found.line}", summary=_break_summary(found.reason), reason=found.reason)
+
+
+def _frame(frame: TorchFrame) -> CompiledFrame:
+    return CompiledFrame(compile_id=frame.compile_id, function=frame.function,
+                         location=f"{frame.file}:{frame.line}" if frame.file and frame.line is not None else None,
+                         forward=frame.forward,
+                         compile_s=frame.compile_s if frame.forward else frame.inductor_s, inductor_s=frame.inductor_s,
+                         fx_graph_cache=_cache_outcome(frame.fx_cache_hits, frame.fx_cache_misses),
+                         autograd_cache=_cache_outcome(frame.autograd_cache_hits, frame.autograd_cache_misses),
+                         recompile_reason=frame.recompile_reason)  # fmt: skip
+
+
+def _first_call(
+    entry: JournalEntry, programs, torch: TorchCompileEvidence | None, imports_s: float, policy: ColdPolicy
+) -> FirstCallExplained | UnsetType:
+    """The diagnostic process's first call split by the runtime's counters: JAX's programs (trace, lower, compile),
+    torch.compile's wrap, dynamo and AOTAutograd, Inductor, and each kind of compiler run inside Inductor; the rest
+    unattributed. Nothing compiled (NumPy, eager torch): UNSET."""
+    marks = entry.record.marks_ns if entry.record else UNSET
+    if not present(marks) or not present(marks.setup) or not present(marks.first):
+        return UNSET
+    traced = max(0.0, (marks.first - marks.setup) / 1e9)
+    if torch is not None and torch.frames:
+        parts, stage_traced = _torch_parts(entry, torch)
+        traced_imports = entry.imports.imports if present(entry.imports) else []
+        if any(i.span for i in traced_imports):  # the trace marks torch.compile's spans: the rest is the execution's
+            outside = sum(i.cumulative_s for i in traced_imports
+                          if i.phase == "first_call" and i.depth == 0 and i.span is None)  # fmt: skip
+            parts.append(FirstCallPart(part="imports, first execution", s=outside, runs=None))
+        stage, kernels = TORCH_STAGE, torch.kernels
+    elif present(programs) and programs:
+        parts = [FirstCallPart(part=name, s=sum(getattr(p, f"{name}_s") for p in programs), runs=None)
+                 for name in ("trace", "lower", "compile")]  # fmt: skip
+        stage, stage_traced, kernels = JAX_STAGE, parts[-1].s, None
+    else:
+        return UNSET
+    named_s = sum(p.s for p in parts)
+    parts.append(FirstCallPart(part=UNATTRIBUTED, s=max(0.0, traced - named_s), runs=None))
+    measured = _stage_runs(policy, stage)
+    return FirstCallExplained(traced_s=traced, parts=parts,
+                              attributed_fraction=min(1.0, named_s / traced) if traced > 0 else 0.0,
+                              imports_s=imports_s, kernels=kernels, stage=stage if measured else None,
+                              stage_traced_s=stage_traced,
+                              stage_measured_s=statistics.median(measured) if measured else None)  # fmt: skip
+
+
+def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list[FirstCallPart], float]:
+    """torch.compile's first call: `torch.compile(fn)` (the wrap stage), dynamo and AOTAutograd (the forward frames'
+    compile less Inductor's), Inductor's own seconds (less the compiler runs made inside its frame's span), each kind
+    of compiler run made inside a frame's span, and each kind made after the compile. A kind's seconds are the wall
+    time its runs covered (kernels build on parallel threads); runs inside a frame beyond its Inductor seconds (a
+    cache hit loads its graph without Inductor's timer) are taken from that frame's dynamo and AOTAutograd share.
+    With the frames' compile seconds (the stage checked)."""
+    stages = entry.record.stages_s if present(entry.record.stages_s) else {}
+    runs = torch.compiler_runs
+    timed = all(r.start_us is not None and r.end_us is not None for r in runs) and all(
+        f.start_us is not None and f.end_us is not None for f in torch.frames
+    )
+    owner = {id(r): next((f for f in torch.frames if timed and f.start_us <= r.start_us <= f.end_us), None) for r in runs}
+    if not timed:  # an older worker: every run inside the compile, their seconds summed
+        owner = {id(r): torch.frames[0] for r in runs}
+    dynamo_aot = inductor = 0.0
+    for frame in torch.frames:
+        mine = [r for r in runs if owner[id(r)] is frame]
+        covered = _covered(mine) if timed else sum(r.s for r in mine)
+        own_inductor = frame.inductor_s or 0.0
+        inductor += max(0.0, own_inductor - covered)
+        if frame.forward:
+            dynamo_aot += max(0.0, (frame.compile_s or 0.0) - own_inductor - max(0.0, covered - own_inductor))
+    parts = [FirstCallPart(part="torch.compile(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
+    parts += [FirstCallPart(part="dynamo and AOTAutograd", s=dynamo_aot, runs=None),
+              FirstCallPart(part="inductor", s=inductor, runs=None)]  # fmt: skip
+    for inside, suffix in ((True, ""), (False, ", after the compile")):
+        for kind in COMPILER_RUN_KINDS:
+            mine = [r for r in runs if r.kind == kind and (owner[id(r)] is not None) == inside]
+            if mine:
+                seconds = _covered(mine) if timed else sum(r.s for r in mine)
+                parts.append(FirstCallPart(part=f"compiler: {kind}{suffix}", s=seconds, runs=len(mine)))
+    forward = sum(f.compile_s or 0.0 for f in torch.frames if f.forward)
+    return parts, forward + sum(f.inductor_s or 0.0 for f in torch.frames if not f.forward)
+
+
+def _covered(runs) -> float:
+    """Seconds of wall time the runs' spans cover (overlapping spans counted once)."""
+    total, end = 0, None
+    for start, stop in sorted((r.start_us, r.end_us) for r in runs):
+        if end is None or start > end:
+            total, end = total + (stop - start), stop
+        elif stop > end:
+            total, end = total + (stop - end), stop
+    return total / 1e6
 
 
 def _programs(entry: JournalEntry) -> list[CompiledProgram] | UnsetType:
@@ -135,7 +274,8 @@ def _phase(name: str, imports: list[TracedImport], trace: ImportTrace, policy: C
     parents = _parents(imports)
     costly = sorted(range(len(imports)), key=lambda i: -imports[i].cumulative_s)[:TOP_MODULES]
     top = [ModuleTime(module=imports[i].module, distribution=_distribution(imports[i].module, trace)[0],
-                      self_s=imports[i].self_s, cumulative_s=imports[i].cumulative_s, imported_by=parents[i])
+                      self_s=imports[i].self_s, cumulative_s=imports[i].cumulative_s, imported_by=parents[i],
+                      span=imports[i].span)
            for i in costly]  # fmt: skip
     return PhaseImports(phase=name, measured_s=measured, imports_s=total, share=total / measured if measured else None,
                         modules=len(imports), distributions=rows, top_modules=top)  # fmt: skip
@@ -167,6 +307,7 @@ def advice(policies: dict) -> list[Advice]:
         if program.default_settings_skip:
             found.append(_advice("default_cache_skip", program.name,
                                  program.trace_s + program.lower_s + program.compile_s, base))  # fmt: skip
+    found += _compile_advice(source, base)
     imported = next((p for p in source.phases if p.phase == "import"), None)
     for row in imported.distributions if imported else []:
         # (the standard library is no distribution a user can leave out)
@@ -174,6 +315,37 @@ def advice(policies: dict) -> list[Advice]:
             name = f"{row.distribution} {row.version}" if row.version else row.distribution
             found.append(_advice("import_share", name, row.self_s, base))
     return sorted(found, key=lambda a: -a.saving_s)[:MAX_ADVICE]
+
+
+_RESUMED = re.compile(r"torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
+
+
+def _compile_advice(explanation: Explanation, base: float | None) -> list[Advice]:
+    """torch.compile's own evidence: each graph break (sized by the compile of the graphs resumed after it) and each
+    recompile (sized by its compile), as dynamo named them."""
+    found = []
+    frames = explanation.frames if present(explanation.frames) else []
+    for brk in explanation.graph_breaks if present(explanation.graph_breaks) else []:
+        file, _, line = brk.location.rpartition(":")
+        resumed = [f for f in frames if f.function and f.location and f.location.rpartition(":")[0] == file
+                   and (m := _RESUMED.match(f.function)) and m["line"] == line]  # fmt: skip
+        cost = sum(f.compile_s or 0.0 for f in resumed)
+        if resumed:
+            found.append(_advice("graph_break", f"{brk.location}: {brk.summary}", cost, base))
+    for frame in frames:
+        if frame.recompile_reason and frame.compile_s:
+            name = frame.function or "a backward graph"
+            found.append(_advice("recompile", f"{name} ({frame.recompile_reason[:160]})", frame.compile_s, base))
+    return found
+
+
+def _break_summary(reason: str) -> str:
+    """A graph break's reason in one line: dynamo's `Explanation:` line where it gives one, else its first line that
+    is more than its preamble."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    said = next((line.removeprefix("Explanation:").strip() for line in lines if line.startswith("Explanation:")), None)
+    said = said or next((line for line in lines if not line.startswith("Encountered graph break")), None)
+    return (said or (lines[0] if lines else "no reason given"))[:200]
 
 
 def _advice(kind: str, subject: str, saving_s: float, base: float | None, interval=None) -> Advice:

@@ -106,6 +106,8 @@ def _run_phases(job, marks, record):
             workload.check_output(output)
         record["stages_s"] = stages
         record["cache"] = {"first": runtime.cache_counters()}
+        if job.explain and getattr(runtime, "explain_compile", None):  # torch.compile's frames, breaks, compiler runs
+            record["torch_compile"] = runtime.explain_compile()
 
         # The check needs the first call's result before a second (possibly in-place) step.
         checking = job.mode == WARM and job.check

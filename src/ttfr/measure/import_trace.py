@@ -3,8 +3,10 @@ import and the worker marked each phase's end (`ttfr-phase <mark>`), read as its
 
 `-X importtime` writes `import time: <self us> | <cumulative us> | <2 spaces a level><module>`,
 a module after the modules it imported; the worker's marks go to the same unbuffered stream, so an
-import falls between the marks of the phase it happened in. Other lines (a library's warnings)
-are skipped.
+import falls between the marks of the phase it happened in. Inside a phase, torch.compile's
+diagnostic process also marks spans (`ttfr-span wrap+` ... `wrap-`, `compile+` ... `compile-`): an
+import is charged to the outermost span open when it was reported. Other lines (a library's
+warnings) are skipped.
 """
 
 from __future__ import annotations
@@ -16,17 +18,20 @@ PREFIX = "import time:"
 # The worker's marks (child/worker.py), each ending a phase; imports after the last one are `after`.
 ENDED_BY = {"main": "interpreter", "imported": "import", "device_ready": "device_init", "user_imported": "user_import",
             "setup": "setup", "first": "first_call", "second": "second_call"}  # fmt: skip
+SPAN_MARKER = "ttfr-span "  # a span inside a phase, `<name>+` to `<name>-` (child/torch_explain.py)
+SPANS = ("wrap", "compile")  # torch.compile(fn); one of dynamo's compiles
 MAX_BYTES = 32 << 20  # torch.compile imports ~2,800 modules: ~250 KB of lines
 
 
 def parse(text: str, distributions=None) -> ImportTrace:
     """The trace of one process's stderr; `distributions`: its record's map of top-level packages."""
-    pending: list[tuple[str, int, int, int]] = []  # imports since the last mark: (module, depth, self us, cum us)
+    pending: list[tuple[str, int, int, int, str | None]] = []  # since the last mark: (module, depth, self, cum, span)
     imports: list[TracedImport] = []
+    spans: list[str] = []  # the spans open now, innermost last
 
     def close(phase: str) -> None:
-        imports.extend(TracedImport(module=m, phase=phase, depth=d, self_s=s / 1e6, cumulative_s=c / 1e6)
-                       for m, d, s, c in pending)  # fmt: skip
+        imports.extend(TracedImport(module=m, phase=phase, depth=d, self_s=s / 1e6, cumulative_s=c / 1e6, span=span)
+                       for m, d, s, c, span in pending)  # fmt: skip
         pending.clear()
 
     for line in text.splitlines():
@@ -35,9 +40,16 @@ def parse(text: str, distributions=None) -> ImportTrace:
             if mark in ENDED_BY:
                 close(ENDED_BY[mark])
             continue
+        if line.startswith(SPAN_MARKER):
+            span, edge = line[len(SPAN_MARKER) :].strip()[:-1], line.strip()[-1:]
+            if span in SPANS and edge == "+":
+                spans.append(span)
+            elif span in SPANS and edge == "-" and span in spans:
+                del spans[len(spans) - 1 - spans[::-1].index(span)]
+            continue
         parsed = _import_line(line)
         if parsed:
-            pending.append(parsed)
+            pending.append((*parsed, spans[0] if spans else None))
     close("after")
     return ImportTrace(imports=imports, **({"distributions": distributions} if distributions else {}))
 

@@ -30,6 +30,9 @@ class TracedImport(Artifact):
     """Seconds spent importing this module itself, its own imports excluded."""
     cumulative_s: Seconds
     """Seconds spent importing this module and every module it imported first."""
+    span: Literal["wrap", "compile"] | None = None
+    """torch.compile's diagnostic process: the span of the phase it was imported in — `wrap` (torch.compile(fn)),
+    `compile` (one of dynamo's compiles); null outside both (for the first call: its first execution)."""
 
 
 class ImportTrace(Artifact):
@@ -71,6 +74,9 @@ class ModuleTime(Artifact):
     """Seconds spent importing it with every module it imported first."""
     imported_by: str | None
     """The module whose import first imported it; null for an import the phase's own code made."""
+    span: Literal["wrap", "compile"] | None = None
+    """torch.compile's diagnostic process: the span it was imported in (`wrap`: torch.compile(fn); `compile`: one of
+    dynamo's compiles); null outside both (in the first call: its first execution)."""
 
 
 class PhaseImports(Artifact):
@@ -120,6 +126,86 @@ class CompiledProgram(Artifact):
     never store it, as it compiled in under a second; null for a hit (no compile time to judge)."""
 
 
+class CompiledFrame(Artifact):
+    """One graph torch.compile's first call compiled (dynamo's frame, or a backward graph), with what its caches did."""
+
+    compile_id: str | None
+    """Dynamo's id, `frame/attempt` (`0/1`: frame 0's first recompile); a backward graph shares its forward's."""
+    function: str | None
+    """The compiled code's name (`torch_dynamo_resume_in_f_at_12`: the rest of `f` after a graph break at line 12);
+    null for a backward graph."""
+    location: str | None
+    """`file:line` of the compiled code; null for a backward graph."""
+    forward: bool
+    """False for a backward graph, compiled at the first backward pass."""
+    compile_s: Seconds | None
+    """Seconds from dynamo's start on the frame to its compiled code (tracing, AOTAutograd, Inductor); for a backward
+    graph Inductor's seconds."""
+    inductor_s: Seconds | None
+    """Seconds Inductor spent on it, its compiler runs included."""
+    fx_graph_cache: Literal["hit", "miss", "partial"] | None
+    """What Inductor's FX graph cache did: `hit`, `miss` (compiled and stored), `partial` (some of its graphs hit);
+    null where the runtime did not say (the cache off, or a graph Inductor did not compile)."""
+    autograd_cache: Literal["hit", "miss", "partial"] | None
+    """What the AOTAutograd cache did, as for fx_graph_cache."""
+    recompile_reason: str | None
+    """For a recompile, the guard that failed, as dynamo says it; null for a first compile."""
+
+
+class GraphBreak(Artifact):
+    """A graph break in the first call, where dynamo says it is and why."""
+
+    location: str
+    """The user's `file:line`."""
+    summary: str
+    """The reason in one line: dynamo's `Explanation:` line where it gives one, else its first line past the
+    preamble."""
+    reason: str
+    """Dynamo's reason, verbatim (redacted)."""
+
+
+class FirstCallPart(Artifact):
+    """One part of the diagnostic process's first call."""
+
+    part: str
+    """What it is: torch.compile's `torch.compile(fn)` (its wrap stage: mostly imports), `dynamo and AOTAutograd`,
+    `inductor`, a kind of compiler run inside the compile (`compiler: kernel`, `compiler: isa_probe`,
+    `compiler: isa_load_probe`, `compiler: header`) or after it (`compiler: isa_load_probe, after the compile`),
+    `imports, first execution` (the first call's imports outside torch.compile(fn) and dynamo's compiles); JAX's
+    `trace`, `lower`, `compile`; or `unattributed`, what no counter names (execution, dispatch)."""
+    s: Seconds
+    """Its seconds."""
+    runs: Count | None
+    """For a compiler run kind, how many runs (a count); null for the others."""
+
+
+class FirstCallExplained(Artifact):
+    """The diagnostic process's first call, split by the runtime's own counters into parts that add up to it."""
+
+    traced_s: Seconds
+    """The diagnostic process's first call (seconds, from its marks)."""
+    parts: list[FirstCallPart]
+    """Its parts, in the order they happen, the last `unattributed`: they add up to traced_s. A compiler run's
+    seconds are inside Inductor's (shown apart from the rest of Inductor's); kernels built on parallel threads can
+    overlap, so where they add up to more than Inductor's seconds, Inductor's own part is 0."""
+    attributed_fraction: Fraction
+    """The share of traced_s the named parts explain (0-1)."""
+    imports_s: Seconds
+    """Seconds of imports first made during the first call (they happen inside the parts above, mostly the
+    compile)."""
+    kernels: Count | None
+    """Kernels Inductor generated (a count; torch.compile); null elsewhere."""
+    stage: str | None
+    """The measured first-call stage the compile parts are checked against (`compile_s` for JAX, `inductor_s` for
+    torch.compile); null where none was measured."""
+    stage_traced_s: Seconds | None
+    """The diagnostic process's figure for that stage from the runtime's counters (programs' compile seconds, or
+    frames' Inductor seconds)."""
+    stage_measured_s: Seconds | None
+    """The stage's median over the policy's runs; outside their range widened by 25% the explanation is flagged
+    `explanation_disagrees`."""
+
+
 class Explanation(Artifact):
     """Where a cold policy's imports went (`ttfr run --explain`), from one unmeasured diagnostic process run
     with `-X importtime` on the policy's cache."""
@@ -144,21 +230,33 @@ class Explanation(Artifact):
     """The fraction of the import phase's traced import time no distribution owns (a share, 0-1)."""
     programs: list[CompiledProgram] | UnsetType = UNSET
     """The programs the diagnostic process's first call compiled, costliest first (JAX); absent where the runtime
-    names none (NumPy, eager torch; torch.compile's are not yet explained)."""
+    names none (NumPy, eager torch, torch.compile: see frames)."""
+    frames: list[CompiledFrame] | UnsetType = UNSET
+    """torch.compile: every frame and backward graph the first call compiled, in order; absent elsewhere."""
+    graph_breaks: list[GraphBreak] | UnsetType = UNSET
+    """torch.compile: every graph break in the first call, in order; absent elsewhere."""
+    first_call: FirstCallExplained | UnsetType = UNSET
+    """The diagnostic process's first call split into the runtime's parts (JAX's programs, torch.compile's frames and
+    compiler runs), the rest unattributed; absent where nothing was compiled."""
+    unavailable: dict[str, str] | UnsetType = UNSET
+    """Parts the runtime did not expose here, with why (e.g. Triton's kernels, built in worker processes)."""
 
 
 class Advice(Artifact):
     """One thing this run's own evidence says would shorten the case's cold start (`--explain`), with its size."""
 
-    kind: Literal["warm_cache", "default_cache_skip", "import_share"]
+    kind: Literal["warm_cache", "default_cache_skip", "import_share", "graph_break", "recompile"]
     """What the evidence is: `warm_cache` — the saving the warm-cache policy measured against the cold one;
     `default_cache_skip` — a program JAX's default settings would never store, so a user's own job compiles it in
-    every process; `import_share` — a distribution whose imports are a large share of the cold start."""
+    every process; `import_share` — a distribution whose imports are a large share of the cold start; `graph_break`
+    — a graph break in the user's code, whose resumed graph torch.compile compiled apart; `recompile` — a function
+    torch.compile compiled again in the first call, with the guard that failed."""
     subject: str
-    """What it is about: the policy pair, the program's name, or the distribution (with its version)."""
+    """What it is about: the policy pair, the program's name, the distribution (with its version), the graph break's
+    `file:line`, or the recompiled function with its reason."""
     saving_s: Seconds
-    """The size in seconds: the median saving measured, the program's trace, lower and compile time, or the
-    distribution's import time."""
+    """The size in seconds: the median saving measured, the program's trace, lower and compile time, the
+    distribution's import time, or the compile seconds of the graphs the break or the recompile added."""
     share_of_ttfr: float | None
     """saving_s as a fraction of the case's cold-cache TTFR median (a ratio); null without that figure."""
     interval_s: list[float] | None

@@ -215,13 +215,16 @@ class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
 
 
 class ExplanationDisagrees(Flag, tag="explanation_disagrees"):
-    """--explain: the diagnostic process's imports in a phase differ from the phase's measured median by more than
-    20%: that process explains a different run (a busy machine, a cache in another state), not these figures."""
+    """--explain: the diagnostic process's figures disagree with the measured runs — its imports in a phase differ
+    from the phase's median by more than 20%, or its time to first result (`ttfr`) or its compile stage's seconds by
+    the runtime's counters (`compile_s`, `inductor_s`) lie outside the runs' range widened by 25%: that process
+    explains a different run (a busy machine, a cache in another state), not these figures."""
 
     phase: str
-    """The phase whose figures disagree (`import`)."""
+    """What disagrees: a phase's imports (`import`, ...), the time to first result (`ttfr`), or a compile stage
+    (`compile_s`, `inductor_s`)."""
     traced_s: float
-    """Seconds of imports the diagnostic process traced in the phase."""
+    """The diagnostic process's seconds for it."""
     measured_s: float
     """The phase's median over the policy's runs, in seconds."""
 

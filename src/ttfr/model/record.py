@@ -16,6 +16,7 @@ from msgspec import Meta
 from ttfr.model.base import UNSET, Count, Open, Seconds, Sha256, Stamp, UnsetType
 from ttfr.model.conversion_evidence import ConversionEvidence
 from ttfr.model.result_check import Check, Digest
+from ttfr.model.torch_compile_evidence import TorchCompileEvidence
 
 NonNegative = Annotated[float, Meta(ge=0)]
 
@@ -338,6 +339,9 @@ class RunRecord(Open):
     distributions: dict[str, list[str | None]] | UnsetType = UNSET
     """--explain's diagnostic process: each imported top-level package's installed distribution and version
     (`[name, version]`; `python`: the standard library), read after its last timed phase."""
+    torch_compile: TorchCompileEvidence | None | UnsetType = UNSET
+    """--explain's diagnostic process, torch.compile: the first call's compiled frames, graph breaks and compiler
+    runs (null: nothing was compiled)."""
     rusage_self: OwnRusage | UnsetType = UNSET
     """The worker's own resource use: its peak resident memory."""
     sched: Sched | None | UnsetType = UNSET

@@ -1,8 +1,9 @@
 """The report's `--explain` section (issue 38): per case and cold policy, where its diagnostic
 process's imports went, phase by phase (the phase's measured median beside the imports traced in
 it, their share, how many modules, the top distributions), the costliest modules of the import and
-first-call phases with their importer, the import ratio and the unattributed share; for a
-diagnostic process that failed, its outcome and reason. Every cell is a field of the policy's
+first-call phases with their importer, the import ratio and the unattributed share; its first call split by
+the runtime's counters (JAX's programs; torch.compile's frames, graph breaks and compiler runs),
+the rest unattributed; for a diagnostic process that failed, its outcome and reason. Every cell is a field of the policy's
 `explanation` (analyse/explain.py decided them once); report.md and report.html render the same
 rows."""
 
@@ -85,9 +86,20 @@ def phase_row(phase: PhaseImports) -> list[str]:
             fmt_percent(phase.share), f"{phase.modules:,}", distributions_cell(phase)]  # fmt: skip
 
 
+SPAN_LABELS = {"wrap": "torch.compile(fn)", "compile": "compile"}
+
+
+def _phase_and_span(phase: str, span: str | None, traced_spans: bool) -> str:
+    """The phase, and inside a torch.compile first call the span: `first call: compile`, `first call: execution`."""
+    if not traced_spans or phase != "first_call":
+        return phase_label(phase)
+    return f"{phase_label(phase)}: {SPAN_LABELS.get(span, 'execution')}"
+
+
 def module_rows(explanation: Explanation) -> list[list[str]]:
-    return [[phase_label(phase.phase), module.module, module.distribution, fmt_seconds(module.cumulative_s),
-             module.imported_by or TOP_LEVEL]
+    traced_spans = present(explanation.frames)  # torch.compile's process marks its spans
+    return [[_phase_and_span(phase.phase, module.span, traced_spans), module.module, module.distribution,
+             fmt_seconds(module.cumulative_s), module.imported_by or TOP_LEVEL]
             for phase in explanation.phases if phase.phase in MODULE_PHASES
             for module in phase.top_modules[:SHOWN_MODULES]]  # fmt: skip
 
@@ -126,6 +138,47 @@ def program_rows(explanation: Explanation) -> list[list[str]]:
             for p in explanation.programs or []]  # fmt: skip
 
 
+FIRST_CALL_HEADER = ["part", "seconds", "share", "runs"]
+FRAME_HEADER = ["compile id", "frame", "at", "compile", "inductor", "FX graph cache", "AOTAutograd cache",
+                "recompiled because"]  # fmt: skip
+BREAK_HEADER = ["graph break at", "dynamo's reason"]
+FRAMES_INTRO = "Graphs torch.compile compiled in the first call (a backward graph: at the first backward pass):"
+BREAKS_INTRO = "Graph breaks (dynamo's own words; the full reason is in the case file):"
+BACKWARD = "backward graph"
+
+
+def first_call_intro(explanation: Explanation) -> str:
+    """The line before the first-call table: its traced seconds, the share the named parts explain, and the stage
+    they are checked against."""
+    first = explanation.first_call
+    line = (f"The diagnostic process's first call, {fmt_seconds(first.traced_s)}, by the runtime's own counters: "
+            f"{fmt_percent(first.attributed_fraction)} named, the rest unattributed; {fmt_seconds(first.imports_s)} "
+            "of imports happened inside it")  # fmt: skip
+    if first.kernels is not None:
+        line += f"; Inductor generated {first.kernels} kernel{'s' if first.kernels != 1 else ''}"
+    if first.stage and first.stage_measured_s is not None:
+        line += (f". Its {first.stage} by the counters: {fmt_seconds(first.stage_traced_s)}, against a measured "
+                 f"median of {fmt_seconds(first.stage_measured_s)}")  # fmt: skip
+    return line + ":"
+
+
+def first_call_rows(explanation: Explanation) -> list[list[str]]:
+    first = explanation.first_call
+    return [[part.part, fmt_seconds(part.s), fmt_percent(part.s / first.traced_s if first.traced_s else None),
+             DASH if part.runs is None else str(part.runs)] for part in first.parts]  # fmt: skip
+
+
+def frame_rows(explanation: Explanation) -> list[list[str]]:
+    return [[f.compile_id or DASH, f.function or BACKWARD, f.location or DASH, fmt_seconds(f.compile_s),
+             fmt_seconds(f.inductor_s), f.fx_graph_cache or DASH, f.autograd_cache or DASH,
+             one_line(f.recompile_reason) if f.recompile_reason else DASH]
+            for f in explanation.frames or []]  # fmt: skip
+
+
+def break_rows(explanation: Explanation) -> list[list[str]]:
+    return [[b.location, b.summary] for b in explanation.graph_breaks or []]
+
+
 def advice_item(advice: Advice, mark: Callable[[str], str] = code) -> str:
     """One piece of advice as a sentence, with its size and share of TTFR."""
     share = f", {fmt_percent(advice.share_of_ttfr)} of the cold-cache TTFR" if advice.share_of_ttfr is not None else ""
@@ -138,6 +191,12 @@ def advice_item(advice: Advice, mark: Callable[[str], str] = code) -> str:
         return (f"{mark(advice.subject)} compiled in under a second ({size}): with JAX's default "
                 f"{mark('jax_persistent_cache_min_compile_time_secs')} (1.0 s) it is never stored, and every new "
                 "process compiles it again.")  # fmt: skip
+    if advice.kind == "graph_break":
+        location, _, reason = advice.subject.partition(": ")
+        return (f"A graph break at {mark(location)} ({reason}) made torch.compile compile the rest of the function "
+                f"as another graph: {size}. Moving the call out of the compiled function saves that compile.")  # fmt: skip
+    if advice.kind == "recompile":
+        return f"torch.compile compiled {advice.subject} again in the first call: {size}."
     return f"Importing {mark(advice.subject)} took {size}."
 
 
@@ -155,6 +214,13 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
             if first:  # the costliest modules once a case: the policies import the same
                 tables.append(Table(MODULES_INTRO, MODULE_HEADER, module_rows(explanation)))
             tables.append(Table(PROGRAMS_INTRO, PROGRAM_HEADER, program_rows(explanation)))
+            if present(explanation.first_call):
+                tables.append(Table(first_call_intro(explanation), FIRST_CALL_HEADER, first_call_rows(explanation)))
+            tables.append(Table(FRAMES_INTRO, FRAME_HEADER, frame_rows(explanation)))
+            tables.append(Table(BREAKS_INTRO, BREAK_HEADER, break_rows(explanation)))
+            if present(explanation.unavailable):
+                tables.append(Table("Not available here:", ["part", "why"],
+                                    [[k, one_line(v)] for k, v in explanation.unavailable.items()]))  # fmt: skip
             first = False
             parts.append(ExplainPart(title=f"{mark(case.case)} ({policy.split('/')[-1]})",
                                      headline=headline(explanation, block, mark),

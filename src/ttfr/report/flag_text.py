@@ -100,6 +100,11 @@ def _explanation_disagrees(flag: model.ExplanationDisagrees) -> str:
         return (f"--explain's diagnostic process reached its first result in {sig(flag.traced_s * 1e3)} ms, outside the "
                 f"measured runs' range widened by 25% (median {sig(flag.measured_s * 1e3)} ms): it explains another run "
                 "than these figures (a busy machine, or a cache in another state)")  # fmt: skip
+    if flag.phase.endswith("_s"):  # a compile stage, by the runtime's counters
+        return (f"--explain's diagnostic process's compile by the runtime's counters ({flag.phase}) took "
+                f"{sig(flag.traced_s * 1e3)} ms, outside the measured runs' range widened by 25% (median "
+                f"{sig(flag.measured_s * 1e3)} ms): it explains another run than these figures (a busy machine, or a "
+                "cache in another state)")  # fmt: skip
     return (f"--explain's diagnostic process imported for {sig(flag.traced_s * 1e3)} ms in its {flag.phase} phase "
             f"against a measured median of {sig(flag.measured_s * 1e3)} ms: it explains another run than these figures "
             "(a busy machine, or a cache in another state)")  # fmt: skip

@@ -12,7 +12,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ttfr.measure.plan import Task
+from ttfr.measure.plan import EXPLAIN, Task
 from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import WARM_CACHE
 from ttfr.report.formatting import fmt_seconds, printable
@@ -44,9 +44,16 @@ class RunEstimator:
         return statistics.mean(seen) if seen else _prior(task)
 
 
+def task_label(task: Task) -> str:
+    """What a task is, after its case: a measured run's policy and number, `check #1`, or `explain <policy>` for
+    --explain's diagnostic process (one per policy: it has no number, and is no measured run)."""
+    if task.kind == EXPLAIN:
+        return f"{EXPLAIN} {task.policy}"
+    return f"{task.policy or task.kind} #{task.index + 1}"
+
+
 def _describe(task: Task) -> str:
-    what = task.policy or task.kind
-    return f"{task.case.id} [dim]{what} #{task.index + 1}[/dim]"
+    return f"{task.case.id} [dim]{task_label(task)}[/dim]"
 
 
 class ProgressDisplay:
@@ -111,7 +118,7 @@ class ProgressDisplay:
         else:  # every task gets its line, so the count never skips and ends at N/N
             detail = ("skipped: its case stopped earlier (see its reason)" if entry is None else
                       entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else ""))  # fmt: skip
-            line = f"[{self.count}/{self.total}] {task.case.id} {task.policy or task.kind} #{task.index + 1}: {detail}"
+            line = f"[{self.count}/{self.total}] {task.case.id} {task_label(task)}: {detail}"
             self.console.print(line, markup=False, highlight=False)
 
     def stop(self) -> None:

@@ -25,7 +25,9 @@ does not exist (no copy verdict, no rate) is left out, never written as 0. A cas
 warm_up_first,saving}_seconds`; `ttfr_concurrency_usable_cores`. Here too a figure the case result
 does not hold is left out. A case run with `--explain` (issue 38) adds, per cold policy and phase, its
 explanation's distribution rows: `ttfr_explain_import_seconds{phase, distribution}` (the largest six and
-`other`, never a series per module). No timestamps: the textfile collector refuses them;
+`other`, never a series per module), and where the first call compiled its parts by the runtime's counters,
+`ttfr_explain_first_call_seconds{part}` (at most nine, `unattributed` among them; never a series per frame).
+No timestamps: the textfile collector refuses them;
 the snapshot's time is in `ttfr_snapshot_info`'s labels.
 """
 
@@ -88,6 +90,9 @@ class _Snapshot:
         explained = GaugeMetricFamily("ttfr_explain_import_seconds", "--explain: seconds a phase's imports spent in a "
                                       "distribution's modules (the largest six and `other`: they add up to the phase)",
                                       labels=[*_CASE_LABELS, "policy", "phase", "distribution"])  # fmt: skip
+        first_call = GaugeMetricFamily("ttfr_explain_first_call_seconds", "--explain: the first call's parts by the "
+                                       "runtime's counters (and `unattributed`: they add up to it)",
+                                       labels=[*_CASE_LABELS, "policy", "part"])  # fmt: skip
         for case in cases:
             labels = _labels(case)
             status.add_metric(labels, {name: case.status == name for name in _STATUSES})
@@ -106,6 +111,8 @@ class _Snapshot:
                     continue
                 for phase, row in tidy.explained_distributions(block):
                     explained.add_metric([*labels, policy, phase, row.distribution], row.self_s)
+                for part in tidy.explained_first_call(block):
+                    first_call.add_metric([*labels, policy, part.part], part.s)
                 summary = block.figure("ttfr_s")
                 _quantiles(ttfr, [*labels, policy], summary)
                 if summary:
@@ -120,8 +127,7 @@ class _Snapshot:
         yield from (ttfr, compile_s, runs, hit_ratio, warm, rss, status)
         yield from (family for family in conversion.values() if family.samples)
         yield from together.families()
-        if explained.samples:
-            yield explained
+        yield from (family for family in (explained, first_call) if family.samples)
 
 
 _CONVERSION = {

@@ -15,8 +15,11 @@ not_applicable) in `outcome`. These rows have no policy, run, round or sample.
 A case run with `--explain` (issue 38) adds, per cold policy, its explanation as it holds it: kind
 `explain_phase` (metric `<phase>.measured_s`, `.imports_s`, `.modules`), `explain_distribution` (metric
 `<phase>.<distribution>`: the largest six and `other`, self seconds adding up to the phase) and
-`explain_module` (metric `<phase>.<module>`: the costliest eight, cumulative seconds); never a row per
-imported module. `outcome` is the diagnostic process's.
+`explain_module` (metric `<phase>.<module>`: the costliest eight, cumulative seconds), and where the
+first call compiled, `explain_first_call` (metric `<part>`: the first call's parts by the runtime's
+counters — JAX's trace, lower, compile; torch.compile's dynamo and AOTAutograd, inductor, each kind of
+compiler run — and `unattributed`, adding up to it); never a row per imported module or compiled
+frame. `outcome` is the diagnostic process's.
 
 A case run with `--concurrency` (issue 29) adds its case result's concurrency as it holds it
 (analyse/concurrency.py decided it): `policy` names the sharing mode and the group size N as the
@@ -154,6 +157,15 @@ def _explanation_rows(where: dict, policy: str, block):
         for module in phase.top_modules:
             yield _case_row(where, "explain_module", f"{phase.phase}.{module.module}", module.cumulative_s, "s",
                             explanation.outcome, policy)  # fmt: skip
+    for part in explained_first_call(block):
+        yield _case_row(where, "explain_first_call", part.part, part.s, "s", explanation.outcome, policy)
+
+
+def explained_first_call(block):
+    """A cold policy's explained first-call parts, as the case result holds them (none where nothing compiled)."""
+    explanation = getattr(block, "explanation", UNSET)
+    if present(explanation) and present(explanation.first_call):
+        yield from explanation.first_call.parts
 
 
 def _bit(value: bool | None) -> int | None:

@@ -65,11 +65,21 @@ class Runtime:
         self.init_device = self._init_gpu if self.on_gpu else None
         self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
         self._process_peak = 0  # the largest peak read before a reset (device_peak)
+        self.explainer = None  # --explain's process: what torch.compile did in the first call
+        self.compile_evidence = None
+        if job.explain and job.compile:
+            from ttfr.child.torch_explain import CompileExplainer
+
+            self.explainer = CompileExplainer()
 
     def import_stack(self):
+        if self.explainer:  # before torch: Inductor's build hooks are set as its modules load
+            self.explainer.install()
         import torch
 
         self.torch = torch
+        if self.explainer:
+            self.explainer.start(torch)
         # full float32 matmuls, said rather than assumed (catalog: matmul_precision), on CPU and CUDA alike;
         # 'high' (TF32) only for the declared TF32 variant
         torch.set_float32_matmul_precision("high" if self.job.variant == "tf32" else "highest")
@@ -108,7 +118,11 @@ class Runtime:
         def compile_fn(fn):
             nonlocal wrap_ns
             start = clock()
-            compiled = torch.compile(fn)
+            if self.explainer:  # --explain: the imports torch.compile(fn) makes are charged to it
+                with self.explainer.span("wrap"):
+                    compiled = torch.compile(fn)
+            else:
+                compiled = torch.compile(fn)
             wrap_ns += clock() - start
             return compiled
 
@@ -126,6 +140,8 @@ class Runtime:
 
         names, values = compile_times(repr="csv", aggregate=True)
         self.compile_table = {n: float(v) for n, v in zip(names, values)}
+        if self.explainer:
+            self.compile_evidence = self.explainer.evidence(torch, self.on_gpu)
         stages = {"wrap_s": wrap_s}
         stages.update(_split_compile_times(self.compile_table, first_call_s, wrap_s))
         return output, stages
@@ -143,6 +159,10 @@ class Runtime:
             "counters": {k: {str(n): int(c) for n, c in counters[k].items()} for k in wanted if k in counters},
             "compile_times_s": self.compile_table or {},
         }
+
+    def explain_compile(self):
+        """--explain: the first call's compiled frames, graph breaks and compiler runs (None: not compiled)."""
+        return self.compile_evidence
 
     def compile_counts(self, _functions):
         """Graphs dynamo compiled, frames it traced, persistent-cache (FX graph / AOT

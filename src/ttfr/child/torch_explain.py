@@ -1,0 +1,219 @@
+"""--explain for torch.compile, in the diagnostic process only: what the first call compiled and why.
+
+- Frames: `torch._dynamo.utils.get_compilation_metrics()`, one row per compiled frame (a function,
+  the rest of one after a graph break, a recompile) and per lazily compiled backward graph, with
+  its compile seconds, its FX graph and AOTAutograd cache outcomes and its recompile reason.
+- Graph breaks: dynamo's own `graph_breaks` log records ("Graph break in user code at FILE:LINE",
+  "Graph Break Reason: ..."), kept verbatim (the worker's parent redacts every record's text).
+- Spans: `torch.compile(fn)` (`wrap`) and each of dynamo's compiles (`compile`, from its start and
+  end callbacks) are marked on stderr among -X importtime's lines, so an import is charged to the
+  span it happened in, and the first call's other imports to its first execution.
+- Compiler runs: each run of the C++ compiler, timed at Inductor's build hook
+  (`cpp_builder._run_compile_cmd`) and told apart by what asked for it: the vector-ISA probes
+  (`VecISA.check_build`), the precompiled header, or a kernel; and each ISA probe's dlopen in a
+  subprocess (`VecISA._probe_load`). The hooks are set as Inductor's modules load (an import
+  hook), so no module is imported earlier than the run would import it. Kernels build on
+  Inductor's compile threads, so their runs can overlap.
+
+Standard library only at import: the worker imports this before torch.
+"""
+
+import contextlib
+import importlib.abc
+import logging
+import os
+import re
+import sys
+import time
+
+_BUILDER = "torch._inductor.cpp_builder"
+_VEC_ISA = "torch._inductor.cpu_vec_isa"
+_CALLBACKS = "torch._dynamo.callback"
+SPAN_MARKER = b"ttfr-span "  # as measure/import_trace.py reads it
+_BREAK = re.compile(r"Graph break (?:\([^)]*\) )?in user code at (?P<file>.+?):(?P<line>\d+)\n"
+                    r"Graph Break Reason: (?P<reason>.*?)(?:\nUser code traceback:|\Z)", re.S)  # fmt: skip
+MAX_REASON = 2000  # characters of one reason kept (a break's hints can run long)
+MAX_ROWS = 200  # frames, breaks or compiler runs kept: a model recompiling in a loop makes thousands
+
+
+class _Logs(logging.Handler):
+    """Keeps the messages of dynamo's graph-break log."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.breaks = []
+
+    def emit(self, record):
+        if record.name.endswith("__graph_breaks") and len(self.breaks) < MAX_ROWS:
+            self.breaks.append(record.getMessage())
+
+
+class _PatchOnLoad(importlib.abc.MetaPathFinder):
+    """Runs `patch(module)` right after the named module executes, wherever it is first imported."""
+
+    def __init__(self, patches):
+        self.patches = patches
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.patches:  # (it stays on sys.meta_path: the import system is iterating over it)
+            return None
+        patch = self.patches.pop(name)
+        spec = _next_spec(self, name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _next_spec(finder, name, path, target):
+    """The spec the finders after `finder` give."""
+    for other in list(sys.meta_path):
+        if other is finder or not hasattr(other, "find_spec"):
+            continue
+        spec = other.find_spec(name, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
+class CompileExplainer:
+    """Collects the evidence above from before torch is imported until the first call has returned."""
+
+    def __init__(self):
+        self.runs = []
+        self.logs = _Logs()
+        self.pool = None  # compile threads > 1: kernels may be built in Inductor's worker processes
+
+    def install(self):
+        patches = {_BUILDER: self._hook_builder, _VEC_ISA: self._hook_isa, _CALLBACKS: self._hook_callbacks}
+        for name in list(patches):
+            if name in sys.modules:
+                patches.pop(name)(sys.modules[name])
+        if patches:
+            sys.meta_path.insert(0, _PatchOnLoad(patches))
+
+    def start(self, torch):
+        """After `import torch`: dynamo's graph-break log on, into this process's memory (and stderr)."""
+        torch._logging.set_logs(graph_breaks=True)
+        logging.getLogger("torch._dynamo").addHandler(self.logs)
+
+    @contextlib.contextmanager
+    def span(self, name):
+        """Marks a span on stderr among -X importtime's lines (`ttfr-span <name>+` ... `<name>-`): the imports
+        between are charged to it (measure/import_trace.py)."""
+        os.write(2, SPAN_MARKER + name.encode() + b"+\n")
+        try:
+            yield
+        finally:
+            os.write(2, SPAN_MARKER + name.encode() + b"-\n")
+
+    def _hook_callbacks(self, module):
+        """Dynamo's compile start and end (the outermost, a lazy backward's too) mark the `compile` span."""
+        handler = module.callback_handler
+        handler.register_start_callback(lambda _args: os.write(2, SPAN_MARKER + b"compile+\n"))
+        handler.register_end_callback(lambda _args: os.write(2, SPAN_MARKER + b"compile-\n"))
+
+    def _hook_builder(self, module):
+        run = module._run_compile_cmd
+
+        def timed(cmd_line, cwd):
+            kind = _asker(sys._getframe(1))
+            with self._timed(kind):
+                return run(cmd_line, cwd)
+
+        module._run_compile_cmd = timed
+
+    def _hook_isa(self, module):
+        probe = module.VecISA._probe_load
+        explainer = self
+
+        def timed(isa, *args, **kwargs):
+            with explainer._timed("isa_load_probe"):
+                return probe(isa, *args, **kwargs)
+
+        module.VecISA._probe_load = timed
+
+    @contextlib.contextmanager
+    def _timed(self, kind):
+        """A run's seconds, and its span on the wall clock dynamo stamps its frames with (time.time_ns, in us): a
+        run inside a frame's span is part of that frame's compile."""
+        start, wall = time.perf_counter_ns(), time.time_ns()
+        try:
+            yield
+        finally:
+            if len(self.runs) < MAX_ROWS:
+                seconds = (time.perf_counter_ns() - start) / 1e9
+                self.runs.append({"kind": kind, "s": seconds, "start_us": wall // 1000,
+                                  "end_us": wall // 1000 + int(seconds * 1e6)})  # fmt: skip
+
+    def evidence(self, torch, on_gpu):
+        """What the first call compiled, read right after it."""
+        from torch._dynamo.utils import get_compilation_metrics
+
+        frames = [_frame(m) for m in get_compilation_metrics()[:MAX_ROWS]]
+        breaks = [b for b in (_graph_break(text) for text in self.logs.breaks) if b]
+        logging.getLogger("torch._dynamo").removeHandler(self.logs)
+        metrics = sys.modules.get("torch._inductor.metrics")
+        unavailable = {}
+        if on_gpu:  # C++ kernels build on Inductor's threads (timed here); Triton's in its worker processes
+            unavailable["triton_compiler_runs"] = ("Triton kernels are built in Inductor's worker processes, not timed "
+                                                   "one by one here: their time is in the frames' inductor_s")  # fmt: skip
+        return {"frames": frames, "graph_breaks": breaks, "compiler_runs": list(self.runs),
+                "kernels": getattr(metrics, "generated_kernel_count", None) if metrics else None,
+                "unavailable": unavailable}  # fmt: skip
+
+
+def _asker(frame):
+    """What asked for a C++ build: an ISA probe, the precompiled header, else a kernel."""
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name == "check_build":
+            return "isa_probe"
+        if name == "_precompile_header":
+            return "header"
+        frame = frame.f_back
+    return "kernel"
+
+
+def _seconds(value):
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _count(value):
+    return int(value) if isinstance(value, int) else None
+
+
+def _frame(m):
+    reasons = sorted(str(r)[:MAX_REASON] for r in (getattr(m, "restart_reasons", None) or ()))
+    return {
+        "compile_id": getattr(m, "compile_id", None),
+        "function": getattr(m, "co_name", None),
+        "file": getattr(m, "co_filename", None),
+        "line": _count(getattr(m, "co_firstlineno", None)),
+        "forward": getattr(m, "is_forward", True) is not False,
+        "compile_s": _seconds(getattr(m, "entire_frame_compile_time_s", None)),
+        "inductor_s": _seconds(getattr(m, "inductor_compile_time_s", None)),
+        "graph_ops": _count(getattr(m, "graph_op_count", None)),
+        "guards": _count(getattr(m, "guard_count", None)),
+        "recompile_reason": getattr(m, "recompile_reason", None),
+        "break_reasons": reasons[:8],
+        "fx_cache_hits": _count(getattr(m, "inductor_fx_local_cache_hit_count", None)),
+        "fx_cache_misses": _count(getattr(m, "inductor_fx_local_cache_miss_count", None)),
+        "autograd_cache_hits": _count(getattr(m, "aotautograd_local_cache_hit_count", None)),
+        "autograd_cache_misses": _count(getattr(m, "aotautograd_local_cache_miss_count", None)),
+        "start_us": _count(getattr(m, "start_time_us", None)),
+        "end_us": _count(getattr(m, "end_time_us", None)),
+    }
+
+
+def _graph_break(text):
+    found = _BREAK.search(text)
+    if not found:
+        return None
+    return {"file": found["file"], "line": int(found["line"]), "reason": found["reason"].strip()[:MAX_REASON]}

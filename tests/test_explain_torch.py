@@ -1,0 +1,310 @@
+"""--explain for torch.compile (issue 38): the diagnostic process's compiled frames, graph breaks at the user's
+file:line and compiler runs, read from dynamo's metrics, its graph-break log and Inductor's build hook; the
+first call split into parts that add up to it, checked against the measured Inductor stage; advice from a
+graph break or a recompile; and a real graph break named where it is."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import msgspec
+import pytest
+from conftest import fake_record, fake_result, have
+
+from ttfr.analyse import explain
+from ttfr.child import torch_explain
+from ttfr.child.job import Job
+from ttfr.measure import spawn
+from ttfr.measure.plan import EXPLAIN
+from ttfr.model.explanation import ImportTrace
+from ttfr.model.journal import CacheDir, JournalEntry
+from ttfr.model.policies import COLD_CACHE
+from ttfr.report import explain_md, flag_text
+
+# dynamo's graph-break log message as torch 2.13 writes it (its reason shortened)
+BREAK_MESSAGE = (
+    "Graph break in user code at /home/me/model.py:41\n"
+    "Graph Break Reason: Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\n"
+    "Failed to trace builtin operator\n"
+    "  Explanation: Dynamo does not know how to trace builtin operator `print` with argument types ['str']\n"
+    "  Hint: Avoid calling builtin `print`.\n"
+    "User code traceback:\n  File \"/home/me/model.py\", line 41, in f\n    print('x')\n"
+)
+
+
+def test_a_graph_break_message_gives_the_users_file_line_and_dynamos_reason_verbatim():
+    found = torch_explain._graph_break(BREAK_MESSAGE)
+    assert (found["file"], found["line"]) == ("/home/me/model.py", 41)
+    assert found["reason"].startswith("Encountered graph break") and "Hint: Avoid calling builtin `print`." in found["reason"]
+    assert "User code traceback" not in found["reason"]  # the traceback is not the reason
+    repeated = BREAK_MESSAGE.replace("Graph break in", "Graph break (user stack suppressed due to duplicate graph break) in")
+    assert torch_explain._graph_break(repeated)["line"] == 41
+    assert torch_explain._graph_break("Recompiling function f in /x.py:3") is None
+
+
+def test_the_build_hook_is_set_as_its_module_loads_and_each_run_is_told_apart_by_what_asked_for_it(tmp_path, monkeypatch):
+    """No module is imported earlier than the run imports it: the hook waits for the import, then
+    patches the module, and each compiler run is an ISA probe, the header or a kernel by its caller."""
+    (tmp_path / "fake_builder.py").write_text("def _run_compile_cmd(cmd_line, cwd):\n    return cmd_line\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    explainer = torch_explain.CompileExplainer()
+    finder = torch_explain._PatchOnLoad({"fake_builder": explainer._hook_builder})
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    assert "fake_builder" not in sys.modules
+    import fake_builder
+
+    def check_build():  # as VecISA.check_build asks
+        return fake_builder._run_compile_cmd("g++ probe", "/tmp")
+
+    def _precompile_header():
+        return fake_builder._run_compile_cmd("g++ header", "/tmp")
+
+    assert (check_build(), _precompile_header(), fake_builder._run_compile_cmd("g++ kernel", "/tmp")) == (
+        "g++ probe", "g++ header", "g++ kernel")  # fmt: skip
+    assert [r["kind"] for r in explainer.runs] == ["isa_probe", "header", "kernel"]
+    assert all(r["s"] >= 0 for r in explainer.runs)
+    sys.modules.pop("fake_builder")
+
+
+def _frame(compile_id, function, line, compile_s, inductor_s, span, forward=True, recompile_reason=None, fx=(0, 1)):
+    return {"compile_id": compile_id, "function": function, "file": "/home/me/model.py" if function else None,
+            "line": line, "forward": forward, "compile_s": compile_s, "inductor_s": inductor_s, "graph_ops": 3,
+            "guards": 5, "recompile_reason": recompile_reason, "break_reasons": [], "fx_cache_hits": fx[0],
+            "fx_cache_misses": fx[1], "autograd_cache_hits": 0, "autograd_cache_misses": 1, "start_us": span[0],
+            "end_us": span[1]}  # fmt: skip
+
+
+def _run(kind, s, start_us):
+    return {"kind": kind, "s": s, "start_us": start_us, "end_us": start_us + int(s * 1e6)}
+
+
+# f compiles for 120 ms (Inductor 90 of them), its rest after the break 30 ms (20), its backward graph 10 ms; the ISA
+# probe and the header are built inside f's compile, a kernel inside the rest's, and an ISA probe is loaded after.
+EVIDENCE = {
+    "frames": [_frame("0/0", "f", 38, 0.12, 0.09, (1_000_000, 1_120_000)),
+               _frame("1/0", "torch_dynamo_resume_in_f_at_41", 41, 0.03, 0.02, (2_000_000, 2_030_000)),
+               _frame("0/0", None, None, None, 0.01, (3_000_000, 3_010_000), forward=False)],
+    "graph_breaks": [{"file": "/home/me/model.py", "line": 41, "reason": torch_explain._graph_break(BREAK_MESSAGE)["reason"]}],
+    "compiler_runs": [_run("isa_probe", 0.04, 1_010_000), _run("header", 0.005, 1_060_000),
+                      _run("kernel", 0.015, 2_000_500), _run("isa_load_probe", 0.005, 5_000_000)],
+    "kernels": 2,
+}  # fmt: skip
+
+
+def _entry(evidence, stages=None):
+    record = fake_record(stages=stages or {"wrap_s": 0.02})  # its first call: 200 ms
+    record["torch_compile"] = evidence
+    result = fake_result(record)
+    return JournalEntry(task="x", case="torch_compile_cpu_mlp_train_step_8_f32", kind=EXPLAIN, policy=COLD_CACHE,
+                        index=0, round=9, measured=False, makes_template=False, host=None, output_tail=None,
+                        imports=ImportTrace(imports=[]),
+                        cache_dir=CacheDir(entries_before=0, entries_after=0, restored_template=False, by_directory={}),
+                        **{k: getattr(result, k) for k in ("outcome", "reason", "record", "spawn_ns", "reaped_ns",
+                                                           "exit_code", "rusage")})  # fmt: skip
+
+
+def _policy(compile_s):
+    from conftest import make_run
+
+    from ttfr.analyse.case_result import cold_summaries
+    from ttfr.model.base import decode
+    from ttfr.model.policy_figures import CacheVerification, ColdPolicy
+    from ttfr.model.run_figures import RunFigures
+
+    # each run's whole compile, split as the torch backend splits it
+    runs = [decode(make_run(i, stages={"dynamo_s": v * 0.2, "aot_autograd_s": v * 0.1, "inductor_s": v * 0.7}), RunFigures)
+            for i, v in enumerate(compile_s)]  # fmt: skip
+    summary, stages, _loop = cold_summaries(runs)
+    verification = CacheVerification(verdict="verified", flags=[], hits_total=0, misses_total=1, runs_verified=len(runs),
+                                     runs=len(runs))  # fmt: skip
+    return ColdPolicy(runs=runs, summary=summary, stages_summary=stages, cache_verification=verification, flags=[])
+
+
+def test_the_first_call_is_split_into_parts_that_add_up_to_it_with_the_compiler_runs_where_they_ran():
+    explanation, flags = explain.explain(_entry(EVIDENCE), _policy([0.15, 0.16, 0.17]))
+    first = explanation.first_call
+    parts = {p.part: p for p in first.parts}
+    assert list(parts) == ["torch.compile(fn)", "dynamo and AOTAutograd", "inductor", "compiler: kernel",
+                           "compiler: isa_probe", "compiler: header", "compiler: isa_load_probe, after the compile",
+                           "unattributed"]  # fmt: skip
+    assert sum(p.s for p in first.parts) == pytest.approx(first.traced_s) and first.traced_s == pytest.approx(0.2)
+    # the forward frames: 150 ms, of which Inductor 110; Inductor with the backward 120, of which 60 ms of runs inside
+    assert parts["dynamo and AOTAutograd"].s == pytest.approx(0.04) and parts["inductor"].s == pytest.approx(0.06)
+    assert parts["compiler: isa_probe"].runs == 1 and parts["unattributed"].s == pytest.approx(0.015)
+    assert first.attributed_fraction == pytest.approx(0.925) and first.kernels == 2
+    assert (first.stage, first.stage_traced_s, first.stage_measured_s) == (explain.TORCH_STAGE, pytest.approx(0.16),
+                                                                          pytest.approx(0.16))  # fmt: skip
+    assert flags == []  # within the measured runs' range
+    frames = explanation.frames
+    assert [f.location for f in frames] == ["/home/me/model.py:38", "/home/me/model.py:41", None]
+    assert frames[2].compile_s == pytest.approx(0.01) and not frames[2].forward  # a backward graph: Inductor's time
+    assert {f.fx_graph_cache for f in frames} == {"miss"}
+    (brk,) = explanation.graph_breaks
+    assert brk.location == "/home/me/model.py:41" and brk.summary.startswith("Dynamo does not know how to trace")
+
+
+def test_on_a_cache_hit_the_runs_inside_a_frame_come_out_of_dynamos_share_and_overlapping_kernels_count_once():
+    """A hit loads the graph without Inductor's timer (its inductor_s is null), and its ISA probes are loaded inside
+    the frame: they are part of the frame's compile, not added to it. Two kernels built at once cover their span."""
+    hit = _frame("0/0", "f", 38, 0.10, None, (1_000_000, 1_100_000), fx=(1, 0))
+    runs = [_run("isa_load_probe", 0.03, 1_010_000), _run("kernel", 0.02, 1_050_000), _run("kernel", 0.02, 1_060_000)]
+    explanation, _ = explain.explain(_entry({"frames": [hit], "graph_breaks": [], "compiler_runs": runs, "kernels": 1}),
+                                     _policy([0.1]))  # fmt: skip
+    parts = {p.part: p.s for p in explanation.first_call.parts}
+    assert parts["compiler: kernel"] == pytest.approx(0.03)  # 1.050-1.070 and 1.060-1.080: 30 ms of wall time
+    assert parts["dynamo and AOTAutograd"] == pytest.approx(0.04) and parts["inductor"] == 0.0
+    assert sum(parts.values()) == pytest.approx(explanation.first_call.traced_s)
+    assert explanation.frames[0].fx_graph_cache == "hit"
+
+
+def test_a_compile_outside_the_measured_range_is_flagged():
+    _, flags = explain.explain(_entry(EVIDENCE), _policy([0.5, 0.55, 0.6]))
+    (flag,) = flags
+    assert (flag.phase, flag.traced_s, flag.measured_s) == (explain.TORCH_STAGE, pytest.approx(0.16), pytest.approx(0.55))
+    assert flag_text.sentence(flag).startswith(f"--explain's diagnostic process's compile by the runtime's counters "
+                                               f"({explain.TORCH_STAGE}) took 160 ms, outside")  # fmt: skip
+
+
+def test_a_graph_break_and_a_recompile_are_advice_sized_by_the_graphs_they_added():
+    recompiled = _frame("0/1", "f", 38, 0.07, 0.05, (4_000_000, 4_070_000), recompile_reason="tensor 'x' size mismatch")
+    evidence = {**EVIDENCE, "frames": [*EVIDENCE["frames"], recompiled]}
+    explanation, _ = explain.explain(_entry(evidence), _policy([0.15, 0.16]))
+    policy = msgspec.structs.replace(_policy([0.15, 0.16]), explanation=explanation)
+    found = explain.advice({COLD_CACHE: policy})
+    by_kind = {a.kind: a for a in found}
+    assert by_kind["recompile"].saving_s == pytest.approx(0.07) and "size mismatch" in by_kind["recompile"].subject
+    assert by_kind["graph_break"].saving_s == pytest.approx(0.03)  # the graph resumed after line 41
+    assert by_kind["graph_break"].subject.startswith("/home/me/model.py:41: Dynamo does not know")
+    sentence = explain_md.advice_item(by_kind["graph_break"])
+    assert "`/home/me/model.py:41`" in sentence and "30 ms" in sentence
+
+
+def test_the_report_shows_the_first_call_the_frames_and_the_breaks_from_the_explanation(tmp_path):
+    from conftest import make_case
+
+    explanation, _ = explain.explain(_entry(EVIDENCE), _policy([0.15, 0.16, 0.17]))
+    case = make_case("torch_compile_cpu_mlp_train_step_8_f32", cold_runs=[])
+    policy = msgspec.structs.replace(case.policies.get(COLD_CACHE), explanation=explanation)
+    case = msgspec.structs.replace(case, policies=msgspec.structs.replace(case.policies, cold_cache=policy))
+    text = "\n".join(explain_md.section([case]))
+    assert "first call, 200 ms, by the runtime's own counters: 92% named" in text
+    assert "| compiler: isa_probe | 40 ms | 20% | 1 |" in text
+    assert "| /home/me/model.py:41 | Dynamo does not know how to trace builtin operator" in text
+    assert "| 0/0 | backward graph |" in text
+
+
+@pytest.mark.integration
+@pytest.mark.torch_compile
+@pytest.mark.contention_safe  # a record's evidence, no figure
+@pytest.mark.skipif(not have("torch"), reason="torch not installed")
+def test_a_real_graph_break_is_named_at_its_line_and_the_compiler_runs_are_told_apart(tmp_path):
+    case_file = tmp_path / "breaking.py"
+    case_file.write_text(
+        textwrap.dedent("""\
+        import numpy as np
+        from ttfr.cases import Case
+
+        case = Case("breaking_sum", sizes=(8,), dtypes=("float32",))
+
+
+        @case.inputs
+        def inputs(size, dtype, seed):
+            return [np.arange(size, dtype=dtype)]
+
+
+        @case.reference
+        def reference(x):
+            return [np.array((np.sin(x.astype(np.float64)) * 2 + 1).sum())]
+
+
+        @case.torch
+        def build(torch, compile, device):
+            def f(x):
+                y = torch.sin(x) * 2
+                print("a graph break")
+                return (y + 1).sum()
+
+            return compile(f)
+        """)
+    )
+    line = case_file.read_text().splitlines().index('        print("a graph break")') + 1
+    job = Job(mode="cold", adapter="torch_backend", device="cpu", compile=True, workload="user_case", size=8,
+              dtype="float32", seed=1, explain=True, case_source=str(case_file), case_name="breaking_sum")  # fmt: skip
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    result = spawn.run_worker(job, env, 300.0, python=sys.executable)
+    assert result.outcome == "ok", result.output_tail
+    evidence = result.record.torch_compile
+    (brk,) = evidence.graph_breaks
+    assert (brk.file, brk.line) == (str(case_file), line) and "print" in brk.reason
+    assert [f.function for f in evidence.frames if f.forward] == ["f", f"torch_dynamo_resume_in_f_at_{line}"]
+    kinds = {r.kind for r in evidence.compiler_runs}
+    assert {"kernel", "isa_probe", "header"} <= kinds  # an empty cache: the ISA probes are built too
+    assert evidence.kernels and evidence.kernels >= 1
+    # the hooks imported nothing themselves: Inductor's builder is charged to where torch.compile imports it (the
+    # case's setup calls torch.compile), never to the runtime's import phase where the hooks were set
+    phases = {i.module: i.phase for i in result.imports.imports}
+    assert phases["torch._inductor.cpp_builder"] == "setup" and phases["torch"] == "import"
+
+
+def test_the_exports_carry_the_first_calls_parts_as_the_case_holds_them(tmp_path):
+    """A JAX case's diagnostic process with a program: the CSV's explain_first_call rows and the OpenMetrics
+    series are the case result's parts (trace, lower, compile, unattributed), adding up to its first call."""
+    import csv
+
+    from support.fakes import FakeExecutor, explained_programs, run_suite
+
+    from ttfr.artifacts.export import formats
+    from ttfr.artifacts.reader import load_finished
+    from ttfr.measure.spec import RunRequest
+
+    request = RunRequest(cases="jax_jit_cpu_matmul_64_f32", cold_runs=2, warm_procs=1, warm_samples=3, deterministic=True,
+                         explain=True, policies="cold-cache")  # fmt: skip
+    root = run_suite(tmp_path, request, FakeExecutor(decide=explained_programs(0.1))).result_dir.root
+    (case,) = load_finished(root).cases
+    first = case.policies.get(COLD_CACHE).explanation.first_call
+    assert [p.part for p in first.parts] == ["trace", "lower", "compile", "unattributed"]
+    assert sum(p.s for p in first.parts) == pytest.approx(first.traced_s)
+    (csv_path,) = formats.export("csv", root, tmp_path / "x.csv", COLD_CACHE)
+    rows = {r["metric"]: float(r["value"]) for r in csv.DictReader(csv_path.open()) if r["kind"] == "explain_first_call"}
+    assert rows == pytest.approx({p.part: p.s for p in first.parts})
+    (metrics,) = formats.export("openmetrics", root, tmp_path / "x.om.prom", COLD_CACHE)
+    series = [line for line in metrics.read_text().splitlines() if line.startswith("ttfr_explain_first_call_seconds{")]
+    assert len(series) == len(first.parts) and any('part="compile"' in s and s.endswith(" 0.1") for s in series)
+
+
+SPANNED_TRACE = """ttfr-phase main
+ttfr-phase imported
+ttfr-phase setup
+ttfr-span wrap+
+import time:     30000 |      50000 |   torch._dynamo.backends
+import time:     10000 |      60000 | torch._dynamo
+ttfr-span wrap-
+ttfr-span compile+
+import time:     20000 |      20000 | torch._inductor.codecache
+ttfr-span compile-
+import time:      5000 |       7000 |   torch.utils.hooks
+import time:      3000 |      10000 | torch.autograd.graph
+ttfr-span compile+
+ttfr-span compile-
+ttfr-phase first
+"""
+
+
+def test_the_trace_charges_each_first_call_import_to_torch_compile_its_compile_or_the_first_execution():
+    from ttfr.measure import import_trace
+
+    trace = import_trace.parse(SPANNED_TRACE)
+    assert [(i.module, i.phase, i.span) for i in trace.imports] == [
+        ("torch._dynamo.backends", "first_call", "wrap"), ("torch._dynamo", "first_call", "wrap"),
+        ("torch._inductor.codecache", "first_call", "compile"), ("torch.utils.hooks", "first_call", None),
+        ("torch.autograd.graph", "first_call", None)]  # fmt: skip
+    entry = msgspec.structs.replace(_entry(EVIDENCE), imports=trace)
+    explanation, _ = explain.explain(entry, _policy([0.15, 0.16, 0.17]))
+    parts = {p.part: p.s for p in explanation.first_call.parts}
+    assert parts["imports, first execution"] == pytest.approx(0.010)  # the top-level import outside both spans
+    assert sum(parts.values()) == pytest.approx(explanation.first_call.traced_s)
+    rows = explain_md.module_rows(explanation)
+    assert rows[0][:2] == ["first call: torch.compile(fn)", "torch._dynamo"]
+    assert ["first call: execution", "torch.autograd.graph"] in [r[:2] for r in rows]
