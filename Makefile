@@ -43,7 +43,7 @@ test:
 # pseudo-terminal tests on fake executors (spread over the cores: they time nothing), then, one test at a time,
 # real worker processes of every backend, cold torch.compile, and the terminal on real workers (< 11 min, 2 cores).
 test-rest: $(STAMP) chromium
-	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist worksteal --timeout 900 --durations 10 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist loadgroup --timeout 900 --durations 10 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
 
 # Headless Chromium for the report.html test (Debian's package); the test skips, saying so,

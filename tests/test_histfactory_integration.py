@@ -15,6 +15,7 @@ from ttfr.artifacts.reader import validate_dir
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.contention_safe,
+    pytest.mark.xdist_group("hf_suite"),  # spread: the module's tests on one worker, its fixtures made once
     pytest.mark.skipif(not all(have(m) for m in ("pyhf", "jax", "nextstat", "torch")), reason="needs pyhf, jax, nextstat, torch"),
 ]
 
@@ -136,7 +137,8 @@ def test_the_training_loop_end_to_end_per_engine(hf_suite):
     suite, by_case = cases(hf_suite)
     rows = {c["backend"]: c for c in by_case.values() if c["workload"] == "hf_train20" and ok_unless_busy(c)}
     assert set(rows) == {"jax_jit_cpu", "nextstat", "torch_eager_cpu"}
-    assert {r["backend"] for r in suite["loops"] if r["loop"] == "hf_train20"} <= set(rows)
+    # (a busy machine can leave no loop row: `loops` is absent then)
+    assert {r["backend"] for r in suite.get("loops", []) if r["loop"] == "hf_train20"} <= set(rows)
     jax_case = by_case["jax_jit_cpu_hf_train20_8_f64"]
     summary = loop_run(jax_case, "cold-process/cold-cache")
     assert summary["compiles"] == summary["expected_compiles"] == 1

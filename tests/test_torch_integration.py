@@ -18,6 +18,7 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.torch_compile,
     pytest.mark.contention_safe,
+    pytest.mark.xdist_group("torch_suite"),  # spread: the module's tests on one worker, its fixture made once
     pytest.mark.skipif(not have("torch"), reason="torch not installed"),
 ]
 

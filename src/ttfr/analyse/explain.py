@@ -88,7 +88,7 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
 
 
 JAX_STAGE = "compile_s"  # XLA's compile of the first call: its programs' compile seconds
-TORCH_STAGE = "dynamo_s+aot_autograd_s+inductor_s"  # the whole compile, forward and backward: its frames' seconds
+TORCH_STAGE = "dynamo_s+aot_autograd_s+inductor_s"  # the whole compile, forward and backward: the frames' compile_s
 
 
 def _stage_runs(policy: ColdPolicy, stage: str) -> list[float]:
@@ -115,14 +115,14 @@ def _cache_outcome(hits: int | None, misses: int | None) -> str | None:
 
 
 def _graph_break(found: TorchGraphBreak) -> GraphBreak:
-    return GraphBreak(location=f"{found.file}:{found.line}", summary=_break_summary(found.reason), reason=found.reason)
+    return GraphBreak(file=found.file, line=found.line, summary=_break_summary(found.reason), reason=found.reason)
 
 
 def _frame(frame: TorchFrame) -> CompiledFrame:
     return CompiledFrame(compile_id=frame.compile_id, function=frame.function,
-                         location=f"{frame.file}:{frame.line}" if frame.file and frame.line is not None else None,
+                         file=frame.file, line=frame.line,
                          forward=frame.forward,
-                         compile_s=frame.compile_s if frame.forward else frame.inductor_s, inductor_s=frame.inductor_s,
+                         compile_s=frame.compile_s, inductor_s=frame.inductor_s,
                          fx_graph_cache=_cache_outcome(frame.fx_cache_hits, frame.fx_cache_misses),
                          autograd_cache=_cache_outcome(frame.autograd_cache_hits, frame.autograd_cache_misses),
                          recompile_reason=frame.recompile_reason)  # fmt: skip
@@ -163,50 +163,52 @@ def _first_call(
 
 
 def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list[FirstCallPart], float]:
-    """torch.compile's first call: `torch.compile(fn)` (the wrap stage), dynamo and AOTAutograd (the forward frames'
-    compile less Inductor's), Inductor's own seconds (less the compiler runs made inside its frame's span), each kind
-    of compiler run made inside a frame's span, and each kind made after the compile. A kind's seconds are the wall
-    time its runs covered (kernels build on parallel threads); runs inside a frame beyond its Inductor seconds (a
-    cache hit loads its graph without Inductor's timer) are taken from that frame's dynamo and AOTAutograd share.
-    With the frames' compile seconds (the stage checked)."""
+    """torch.compile's first call: `torch.compile(fn)` (the wrap stage), dynamo and AOTAutograd (the frames' compile
+    less Inductor's), Inductor's own seconds (less the compiler runs made inside its frame's span), each kind of
+    compiler run made inside a frame's span, and each kind made after the compile. Runs are wall time: where they
+    overlap (kernels build on parallel threads), the time counts once, for the first kind in COMPILER_RUN_KINDS.
+    Runs inside a frame beyond its Inductor seconds (a cache hit loads its graph without Inductor's timer) are
+    taken from that frame's dynamo and AOTAutograd share. With the frames' compile seconds (the stage checked)."""
     stages = entry.record.stages_s if present(entry.record.stages_s) else {}
     runs = torch.compiler_runs
-    timed = all(r.start_us is not None and r.end_us is not None for r in runs) and all(
-        f.start_us is not None and f.end_us is not None for f in torch.frames
-    )
-    owner = {id(r): next((f for f in torch.frames if timed and f.start_us <= r.start_us <= f.end_us), None) for r in runs}
-    if not timed:  # an older worker: every run inside the compile, their seconds summed
-        owner = {id(r): torch.frames[0] for r in runs}
+    owners = [_owner(run, torch.frames) for run in runs]
     dynamo_aot = inductor = 0.0
     for frame in torch.frames:
-        mine = [r for r in runs if owner[id(r)] is frame]
-        covered = _covered(mine) if timed else sum(r.s for r in mine)
+        covered = sum(_by_kind([r for r, o in zip(runs, owners) if o is frame]).values())
         own_inductor = frame.inductor_s or 0.0
         inductor += max(0.0, own_inductor - covered)
-        if frame.forward:
-            dynamo_aot += max(0.0, (frame.compile_s or 0.0) - own_inductor - max(0.0, covered - own_inductor))
+        dynamo_aot += max(0.0, (frame.compile_s or 0.0) - own_inductor - max(0.0, covered - own_inductor))
     parts = [FirstCallPart(part="torch.compile(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
     parts += [FirstCallPart(part="dynamo and AOTAutograd", s=dynamo_aot, runs=None),
               FirstCallPart(part="inductor", s=inductor, runs=None)]  # fmt: skip
     for inside, suffix in ((True, ""), (False, ", after the compile")):
-        for kind in COMPILER_RUN_KINDS:
-            mine = [r for r in runs if r.kind == kind and (owner[id(r)] is not None) == inside]
-            if mine:
-                seconds = _covered(mine) if timed else sum(r.s for r in mine)
-                parts.append(FirstCallPart(part=f"compiler: {kind}{suffix}", s=seconds, runs=len(mine)))
-    forward = sum(f.compile_s or 0.0 for f in torch.frames if f.forward)
-    return parts, forward + sum(f.inductor_s or 0.0 for f in torch.frames if not f.forward)
+        mine = [r for r, o in zip(runs, owners) if (o is not None) == inside]
+        for kind, seconds in _by_kind(mine).items():
+            count = sum(1 for r in mine if r.kind == kind)
+            parts.append(FirstCallPart(part=f"compiler: {kind}{suffix}", s=seconds, runs=count))
+    return parts, sum(f.compile_s or 0.0 for f in torch.frames)
 
 
-def _covered(runs) -> float:
-    """Seconds of wall time the runs' spans cover (overlapping spans counted once)."""
-    total, end = 0, None
-    for start, stop in sorted((r.start_us, r.end_us) for r in runs):
-        if end is None or start > end:
-            total, end = total + (stop - start), stop
-        elif stop > end:
-            total, end = total + (stop - end), stop
-    return total / 1e6
+def _owner(run, frames):
+    """The frame whose compile span the run started in (None: after the compile, or no span to tell)."""
+    if run.start_us is None:
+        return None
+    return next((f for f in frames if f.start_us is not None and f.end_us is not None
+                 and f.start_us <= run.start_us <= f.end_us), None)  # fmt: skip
+
+
+def _by_kind(runs) -> dict[str, float]:
+    """Each kind's seconds of wall time, in COMPILER_RUN_KINDS order (kinds that ran only): a moment covered by runs
+    of several kinds counts once, for the first; a run without a span counts its own seconds."""
+    seconds = {kind: sum(r.s for r in runs if r.kind == kind and r.start_us is None) for kind in COMPILER_RUN_KINDS}
+    spanned = [r for r in runs if r.start_us is not None and r.end_us is not None]
+    edges = sorted({t for r in spanned for t in (r.start_us, r.end_us)})
+    for low, high in zip(edges, edges[1:]):  # each elementary piece of time, to the first kind running in it
+        running = {r.kind for r in spanned if r.start_us <= low and high <= r.end_us}
+        kind = next((k for k in COMPILER_RUN_KINDS if k in running), None)
+        if kind:
+            seconds[kind] += (high - low) / 1e6
+    return {kind: value for kind, value in seconds.items() if any(r.kind == kind for r in runs)}
 
 
 def _programs(entry: JournalEntry) -> list[CompiledProgram] | UnsetType:
@@ -321,21 +323,27 @@ _RESUMED = re.compile(r"torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)
 
 
 def _compile_advice(explanation: Explanation, base: float | None) -> list[Advice]:
-    """torch.compile's own evidence: each graph break (sized by the compile of the graphs resumed after it) and each
-    recompile (sized by its compile), as dynamo named them."""
+    """torch.compile's own evidence: each graph-break location once (sized by the first compile of the graph resumed
+    after it: what not breaking there could save at most, as its ops are then compiled in the graph before) and
+    each recompile (sized by its compile), as dynamo named them."""
     found = []
     frames = explanation.frames if present(explanation.frames) else []
+    seen = set()
     for brk in explanation.graph_breaks if present(explanation.graph_breaks) else []:
-        file, _, line = brk.location.rpartition(":")
-        resumed = [f for f in frames if f.function and f.location and f.location.rpartition(":")[0] == file
-                   and (m := _RESUMED.match(f.function)) and m["line"] == line]  # fmt: skip
-        cost = sum(f.compile_s or 0.0 for f in resumed)
+        if (brk.file, brk.line) in seen:  # dynamo logs a break again each time it meets it
+            continue
+        seen.add((brk.file, brk.line))
+        resumed = [f for f in frames if f.function and f.file == brk.file and not f.recompile_reason
+                   and (m := _RESUMED.match(f.function)) and int(m["line"]) == brk.line]  # fmt: skip
         if resumed:
-            found.append(_advice("graph_break", f"{brk.location}: {brk.summary}", cost, base))
+            found.append(_advice("graph_break", brk.summary, sum(f.compile_s or 0.0 for f in resumed), base,
+                                 location=f"{brk.file}:{brk.line}"))  # fmt: skip
     for frame in frames:
         if frame.recompile_reason and frame.compile_s:
             name = frame.function or "a backward graph"
-            found.append(_advice("recompile", f"{name} ({frame.recompile_reason[:160]})", frame.compile_s, base))
+            where = f"{frame.file}:{frame.line}" if frame.file and frame.line is not None else None
+            found.append(_advice("recompile", f"{name} ({frame.recompile_reason[:160]})", frame.compile_s, base,
+                                 location=where))  # fmt: skip
     return found
 
 
@@ -348,6 +356,6 @@ def _break_summary(reason: str) -> str:
     return (said or (lines[0] if lines else "no reason given"))[:200]
 
 
-def _advice(kind: str, subject: str, saving_s: float, base: float | None, interval=None) -> Advice:
+def _advice(kind: str, subject: str, saving_s: float, base: float | None, interval=None, location=None) -> Advice:
     return Advice(kind=kind, subject=subject, saving_s=max(0.0, saving_s),
-                  share_of_ttfr=saving_s / base if base else None, interval_s=interval)  # fmt: skip
+                  share_of_ttfr=saving_s / base if base else None, interval_s=interval, location=location)  # fmt: skip

@@ -48,6 +48,20 @@ class _Logs(logging.Handler):
             self.breaks.append(record.getMessage())
 
 
+class _PatchingLoader(importlib.abc.Loader):
+    """Delegates to the module's own loader, then patches the module (the loader itself is left as it was)."""
+
+    def __init__(self, loader, patch):
+        self.loader, self.patch = loader, patch
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.patch(module)
+
+
 class _PatchOnLoad(importlib.abc.MetaPathFinder):
     """Runs `patch(module)` right after the named module executes, wherever it is first imported."""
 
@@ -59,15 +73,9 @@ class _PatchOnLoad(importlib.abc.MetaPathFinder):
             return None
         patch = self.patches.pop(name)
         spec = _next_spec(self, name, path, target)
-        if spec is None or spec.loader is None:
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        execute = spec.loader.exec_module
-
-        def exec_module(module):
-            execute(module)
-            patch(module)
-
-        spec.loader.exec_module = exec_module
+        spec.loader = _PatchingLoader(spec.loader, patch)
         return spec
 
 
@@ -83,41 +91,62 @@ def _next_spec(finder, name, path, target):
 
 
 class CompileExplainer:
-    """Collects the evidence above from before torch is imported until the first call has returned."""
+    """Collects the evidence above from before torch is imported until the first call has returned. Nothing here
+    may fail the process: a hook that cannot be set, or evidence that cannot be read, is `unavailable` with why."""
 
     def __init__(self):
         self.runs = []
+        self.dropped_runs = 0
         self.logs = _Logs()
-        self.pool = None  # compile threads > 1: kernels may be built in Inductor's worker processes
+        self.unavailable = {}
+        self.finder = None
+        self.first_call_us = None  # the first call's start on the wall clock dynamo stamps frames with
 
     def install(self):
         patches = {_BUILDER: self._hook_builder, _VEC_ISA: self._hook_isa, _CALLBACKS: self._hook_callbacks}
+        patches = {name: self._guarded(name, hook) for name, hook in patches.items()}
         for name in list(patches):
             if name in sys.modules:
                 patches.pop(name)(sys.modules[name])
         if patches:
-            sys.meta_path.insert(0, _PatchOnLoad(patches))
+            self.finder = _PatchOnLoad(patches)
+            sys.meta_path.insert(0, self.finder)
+
+    def _guarded(self, name, hook):
+        def patch(module):
+            try:
+                hook(module)
+            except Exception as error:  # another torch than this was written for: that part is unavailable
+                self.unavailable[name] = f"its hook could not be set ({type(error).__name__}: {error})"[:300]
+
+        return patch
 
     def start(self, torch):
         """After `import torch`: dynamo's graph-break log on, into this process's memory (and stderr)."""
-        torch._logging.set_logs(graph_breaks=True)
-        logging.getLogger("torch._dynamo").addHandler(self.logs)
+        try:
+            torch._logging.set_logs(graph_breaks=True)
+            logging.getLogger("torch._dynamo").addHandler(self.logs)
+        except Exception as error:
+            self.unavailable["graph_breaks"] = f"dynamo's graph-break log could not be read ({error})"[:300]
+
+    def first_call_starts(self):
+        self.first_call_us = time.time_ns() // 1000
 
     @contextlib.contextmanager
     def span(self, name):
-        """Marks a span on stderr among -X importtime's lines (`ttfr-span <name>+` ... `<name>-`): the imports
-        between are charged to it (measure/import_trace.py)."""
-        os.write(2, SPAN_MARKER + name.encode() + b"+\n")
+        """Marks a span on stderr among -X importtime's lines (`ttfr-span <name>+` ... `<name>-`, each on a line of
+        its own even after a partial line): the imports between are charged to it (measure/import_trace.py)."""
+        os.write(2, b"\n" + SPAN_MARKER + name.encode() + b"+\n")
         try:
             yield
         finally:
-            os.write(2, SPAN_MARKER + name.encode() + b"-\n")
+            os.write(2, b"\n" + SPAN_MARKER + name.encode() + b"-\n")
 
     def _hook_callbacks(self, module):
         """Dynamo's compile start and end (the outermost, a lazy backward's too) mark the `compile` span."""
         handler = module.callback_handler
-        handler.register_start_callback(lambda _args: os.write(2, SPAN_MARKER + b"compile+\n"))
-        handler.register_end_callback(lambda _args: os.write(2, SPAN_MARKER + b"compile-\n"))
+        handler.register_start_callback(lambda *_: os.write(2, b"\n" + SPAN_MARKER + b"compile+\n"))
+        handler.register_end_callback(lambda *_: os.write(2, b"\n" + SPAN_MARKER + b"compile-\n"))
 
     def _hook_builder(self, module):
         run = module._run_compile_cmd
@@ -147,24 +176,38 @@ class CompileExplainer:
         try:
             yield
         finally:
+            seconds = (time.perf_counter_ns() - start) / 1e9
             if len(self.runs) < MAX_ROWS:
-                seconds = (time.perf_counter_ns() - start) / 1e9
                 self.runs.append({"kind": kind, "s": seconds, "start_us": wall // 1000,
                                   "end_us": wall // 1000 + int(seconds * 1e6)})  # fmt: skip
+            else:
+                self.dropped_runs += 1
 
-    def evidence(self, torch, on_gpu):
-        """What the first call compiled, read right after it."""
-        from torch._dynamo.utils import get_compilation_metrics
+    def evidence(self, on_gpu):
+        """What the first call compiled (frames and runs from its start on), read after it."""
+        unavailable = dict(self.unavailable)
+        pending = [name for name in (self.finder.patches if self.finder else ()) if name in sys.modules]
+        for name in pending:  # loaded past the hook (another finder first): its runs are not timed
+            unavailable[name] = "loaded without its hook (another import finder ran first)"
+        try:
+            from torch._dynamo.utils import get_compilation_metrics
 
-        frames = [_frame(m) for m in get_compilation_metrics()[:MAX_ROWS]]
+            frames = [_frame(m) for m in get_compilation_metrics() if not getattr(m, "is_runtime", False)]
+        except Exception as error:
+            frames = []
+            unavailable["frames"] = f"dynamo's compilation metrics could not be read ({error})"[:300]
+        since = self.first_call_us
+        frames = [f for f in frames if since is None or f["start_us"] is None or f["start_us"] >= since][:MAX_ROWS]
+        runs = [r for r in self.runs if since is None or r["start_us"] >= since]
         breaks = [b for b in (_graph_break(text) for text in self.logs.breaks) if b]
         logging.getLogger("torch._dynamo").removeHandler(self.logs)
         metrics = sys.modules.get("torch._inductor.metrics")
-        unavailable = {}
+        if self.dropped_runs:
+            unavailable["compiler_runs"] = f"only the first {MAX_ROWS} runs are kept: {self.dropped_runs} more ran"
         if on_gpu:  # C++ kernels build on Inductor's threads (timed here); Triton's in its worker processes
             unavailable["triton_compiler_runs"] = ("Triton kernels are built in Inductor's worker processes, not timed "
                                                    "one by one here: their time is in the frames' inductor_s")  # fmt: skip
-        return {"frames": frames, "graph_breaks": breaks, "compiler_runs": list(self.runs),
+        return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs,
                 "kernels": getattr(metrics, "generated_kernel_count", None) if metrics else None,
                 "unavailable": unavailable}  # fmt: skip
 
@@ -185,6 +228,10 @@ def _seconds(value):
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _microseconds(value):
+    return value / 1e6 if isinstance(value, (int, float)) else None
+
+
 def _count(value):
     return int(value) if isinstance(value, int) else None
 
@@ -197,7 +244,10 @@ def _frame(m):
         "file": getattr(m, "co_filename", None),
         "line": _count(getattr(m, "co_firstlineno", None)),
         "forward": getattr(m, "is_forward", True) is not False,
-        "compile_s": _seconds(getattr(m, "entire_frame_compile_time_s", None)),
+        # a backward graph's compile (AOTAutograd and Inductor) is its own cumulative figure
+        "compile_s": _seconds(getattr(m, "entire_frame_compile_time_s", None))
+        if getattr(m, "is_forward", True) is not False
+        else _microseconds(getattr(m, "backward_cumulative_compile_time_us", None)),
         "inductor_s": _seconds(getattr(m, "inductor_compile_time_s", None)),
         "graph_ops": _count(getattr(m, "graph_op_count", None)),
         "guards": _count(getattr(m, "guard_count", None)),

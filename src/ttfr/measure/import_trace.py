@@ -39,6 +39,7 @@ def parse(text: str, distributions=None) -> ImportTrace:
             mark = line[len(MARKER) :].strip()
             if mark in ENDED_BY:
                 close(ENDED_BY[mark])
+                spans.clear()  # a span lost to a garbled line ends with its phase, never charging the next
             continue
         if line.startswith(SPAN_MARKER):
             span, edge = line[len(SPAN_MARKER) :].strip()[:-1], line.strip()[-1:]

@@ -134,13 +134,15 @@ class CompiledFrame(Artifact):
     function: str | None
     """The compiled code's name (`torch_dynamo_resume_in_f_at_12`: the rest of `f` after a graph break at line 12);
     null for a backward graph."""
-    location: str | None
-    """`file:line` of the compiled code; null for a backward graph."""
+    file: str | None
+    """The file of the compiled code; null for a backward graph."""
+    line: Count | None
+    """The compiled code's first line in that file (a line number); null for a backward graph."""
     forward: bool
     """False for a backward graph, compiled at the first backward pass."""
     compile_s: Seconds | None
     """Seconds from dynamo's start on the frame to its compiled code (tracing, AOTAutograd, Inductor); for a backward
-    graph Inductor's seconds."""
+    graph its AOTAutograd and Inductor seconds."""
     inductor_s: Seconds | None
     """Seconds Inductor spent on it, its compiler runs included."""
     fx_graph_cache: Literal["hit", "miss", "partial"] | None
@@ -155,8 +157,10 @@ class CompiledFrame(Artifact):
 class GraphBreak(Artifact):
     """A graph break in the first call, where dynamo says it is and why."""
 
-    location: str
-    """The user's `file:line`."""
+    file: str
+    """The user's file the break is in."""
+    line: Count
+    """The line in that file (a line number)."""
     summary: str
     """The reason in one line: dynamo's `Explanation:` line where it gives one, else its first line past the
     preamble."""
@@ -185,7 +189,7 @@ class FirstCallExplained(Artifact):
     traced_s: Seconds
     """The diagnostic process's first call (seconds, from its marks)."""
     parts: list[FirstCallPart]
-    """Its parts, in the order they happen, the last `unattributed`: they add up to traced_s. A compiler run's
+    """Its parts, the last `unattributed`: they add up to traced_s. A compiler run's
     seconds are inside Inductor's (shown apart from the rest of Inductor's); kernels built on parallel threads can
     overlap, so where they add up to more than Inductor's seconds, Inductor's own part is 0."""
     attributed_fraction: Fraction
@@ -196,11 +200,11 @@ class FirstCallExplained(Artifact):
     kernels: Count | None
     """Kernels Inductor generated (a count; torch.compile); null elsewhere."""
     stage: str | None
-    """The measured first-call stage the compile parts are checked against (`compile_s` for JAX, `inductor_s` for
-    torch.compile); null where none was measured."""
+    """The measured first-call stage the compile parts are checked against: `compile_s` for JAX,
+    `dynamo_s+aot_autograd_s+inductor_s` (their sum, run by run) for torch.compile; null where none was measured."""
     stage_traced_s: Seconds | None
-    """The diagnostic process's figure for that stage from the runtime's counters (programs' compile seconds, or
-    frames' Inductor seconds)."""
+    """The diagnostic process's figure for that stage from the runtime's counters (the programs' compile seconds, or
+    the frames' compile seconds, forward and backward)."""
     stage_measured_s: Seconds | None
     """The stage's median over the policy's runs; outside their range widened by 25% the explanation is flagged
     `explanation_disagrees`."""
@@ -253,7 +257,7 @@ class Advice(Artifact):
     torch.compile compiled again in the first call, with the guard that failed."""
     subject: str
     """What it is about: the policy pair, the program's name, the distribution (with its version), the graph break's
-    `file:line`, or the recompiled function with its reason."""
+    reason in one line, or the recompiled function with its reason."""
     saving_s: Seconds
     """The size in seconds: the median saving measured, the program's trace, lower and compile time, the
     distribution's import time, or the compile seconds of the graphs the break or the recompile added."""
@@ -262,3 +266,5 @@ class Advice(Artifact):
     interval_s: list[float] | None
     """For a measured saving, a conservative interval of it in seconds (the cold median's low bound less the warm
     one's high bound, and the reverse); null for the others, which are one process's figures."""
+    location: str | None = None
+    """For a graph break or a recompile, the user's `file:line`; null for the others."""

@@ -217,12 +217,12 @@ class WarmSharedCompiled(Flag, tag="warm_shared_compiled"):
 class ExplanationDisagrees(Flag, tag="explanation_disagrees"):
     """--explain: the diagnostic process's figures disagree with the measured runs — its imports in a phase differ
     from the phase's median by more than 20%, or its time to first result (`ttfr`) or its compile stage's seconds by
-    the runtime's counters (`compile_s`, `inductor_s`) lie outside the runs' range widened by 25%: that process
+    the runtime's counters lie outside the runs' range widened by 25%: that process
     explains a different run (a busy machine, a cache in another state), not these figures."""
 
     phase: str
     """What disagrees: a phase's imports (`import`, ...), the time to first result (`ttfr`), or a compile stage
-    (`compile_s`, `inductor_s`)."""
+    (`compile_s` for JAX, `dynamo_s+aot_autograd_s+inductor_s` for torch.compile)."""
     traced_s: float
     """The diagnostic process's seconds for it."""
     measured_s: float

@@ -29,7 +29,7 @@ class TorchFrame(Open):
     """False for a backward graph compiled at the first backward pass."""
     compile_s: Seconds | None = None
     """Seconds dynamo spent on the frame from start to compiled code (tracing, AOTAutograd, Inductor and its
-    compiler runs); null for a backward graph, which only Inductor's time measures."""
+    compiler runs); for a backward graph, its AOTAutograd and Inductor seconds."""
     inductor_s: Seconds | None = None
     """Seconds Inductor spent on the graph (its compiler runs included)."""
     graph_ops: Count | None = None

@@ -169,14 +169,15 @@ def first_call_rows(explanation: Explanation) -> list[list[str]]:
 
 
 def frame_rows(explanation: Explanation) -> list[list[str]]:
-    return [[f.compile_id or DASH, f.function or BACKWARD, f.location or DASH, fmt_seconds(f.compile_s),
+    return [[f.compile_id or DASH, f.function or BACKWARD, f"{f.file}:{f.line}" if f.file else DASH,
+             fmt_seconds(f.compile_s),
              fmt_seconds(f.inductor_s), f.fx_graph_cache or DASH, f.autograd_cache or DASH,
              one_line(f.recompile_reason) if f.recompile_reason else DASH]
             for f in explanation.frames or []]  # fmt: skip
 
 
 def break_rows(explanation: Explanation) -> list[list[str]]:
-    return [[b.location, b.summary] for b in explanation.graph_breaks or []]
+    return [[f"{b.file}:{b.line}", b.summary] for b in explanation.graph_breaks or []]
 
 
 def advice_item(advice: Advice, mark: Callable[[str], str] = code) -> str:
@@ -192,11 +193,11 @@ def advice_item(advice: Advice, mark: Callable[[str], str] = code) -> str:
                 f"{mark('jax_persistent_cache_min_compile_time_secs')} (1.0 s) it is never stored, and every new "
                 "process compiles it again.")  # fmt: skip
     if advice.kind == "graph_break":
-        location, _, reason = advice.subject.partition(": ")
-        return (f"A graph break at {mark(location)} ({reason}) made torch.compile compile the rest of the function "
-                f"as another graph: {size}. Moving the call out of the compiled function saves that compile.")  # fmt: skip
+        return (f"A graph break at {mark(advice.location)} ({one_line(advice.subject)}) made torch.compile compile "
+                f"the rest of the function as another graph: {size}, at most what not breaking there would save.")  # fmt: skip
     if advice.kind == "recompile":
-        return f"torch.compile compiled {advice.subject} again in the first call: {size}."
+        where = f" at {mark(advice.location)}" if advice.location else ""
+        return f"torch.compile compiled {one_line(advice.subject)}{where} again in the first call: {size}."
     return f"Importing {mark(advice.subject)} took {size}."
 
 

@@ -26,7 +26,7 @@ warm_up_first,saving}_seconds`; `ttfr_concurrency_usable_cores`. Here too a figu
 does not hold is left out. A case run with `--explain` (issue 38) adds, per cold policy and phase, its
 explanation's distribution rows: `ttfr_explain_import_seconds{phase, distribution}` (the largest six and
 `other`, never a series per module), and where the first call compiled its parts by the runtime's counters,
-`ttfr_explain_first_call_seconds{part}` (at most nine, `unattributed` among them; never a series per frame).
+`ttfr_explain_first_call_seconds{part}` (one per part, `unattributed` among them; never a series per frame).
 No timestamps: the textfile collector refuses them;
 the snapshot's time is in `ttfr_snapshot_info`'s labels.
 """

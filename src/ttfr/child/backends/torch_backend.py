@@ -66,7 +66,6 @@ class Runtime:
         self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
         self._process_peak = 0  # the largest peak read before a reset (device_peak)
         self.explainer = None  # --explain's process: what torch.compile did in the first call
-        self.compile_evidence = None
         if job.explain and job.compile:
             from ttfr.child.torch_explain import CompileExplainer
 
@@ -126,6 +125,8 @@ class Runtime:
             wrap_ns += clock() - start
             return compiled
 
+        if self.explainer:
+            self.explainer.first_call_starts()
         t0 = clock()
         call, args = workload.torch_build(torch, compile_fn if self.compiles else (lambda fn: fn), inputs)
         output = call(*args)
@@ -140,8 +141,6 @@ class Runtime:
 
         names, values = compile_times(repr="csv", aggregate=True)
         self.compile_table = {n: float(v) for n, v in zip(names, values)}
-        if self.explainer:
-            self.compile_evidence = self.explainer.evidence(torch, self.on_gpu)
         stages = {"wrap_s": wrap_s}
         stages.update(_split_compile_times(self.compile_table, first_call_s, wrap_s))
         return output, stages
@@ -161,8 +160,9 @@ class Runtime:
         }
 
     def explain_compile(self):
-        """--explain: the first call's compiled frames, graph breaks and compiler runs (None: not compiled)."""
-        return self.compile_evidence
+        """--explain: the first call's compiled frames, graph breaks and compiler runs, read after its mark (None: not
+        compiled)."""
+        return self.explainer.evidence(self.on_gpu) if self.explainer else None
 
     def compile_counts(self, _functions):
         """Graphs dynamo compiled, frames it traced, persistent-cache (FX graph / AOT
