@@ -137,7 +137,7 @@ class CompiledFrame(Artifact):
     file: str | None
     """The file of the compiled code; null for a backward graph."""
     line: Count | None
-    """The compiled code's first line in that file (a line number); null for a backward graph."""
+    """The compiled code's first line in that file (a line number, its position in the file); null for a backward graph."""
     forward: bool
     """False for a backward graph, compiled at the first backward pass."""
     compile_s: Seconds | None
@@ -160,7 +160,7 @@ class GraphBreak(Artifact):
     file: str
     """The user's file the break is in."""
     line: Count
-    """The line in that file (a line number)."""
+    """The line in that file (a line number, its position in the file)."""
     summary: str
     """The reason in one line: dynamo's `Explanation:` line where it gives one, else its first line past the
     preamble."""
