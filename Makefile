@@ -16,7 +16,8 @@ ARGS ?=
 XDIST := -n auto --dist loadscope
 FAST := not integration and not torch_compile and not slow and not terminal
 # Slow but measuring nothing (in-process engines, fits, pyhf's validation, pylint; the pseudo-terminal tests on
-# fake executors; real processes whose tests read no figure a busy machine could change): spread over the cores.
+# fake executors; real processes whose tests read no figure a busy machine could change): spread over the cores,
+# a module at a time (its module-scoped fixtures made once).
 SLOW := ((slow or terminal) and not integration and not torch_compile) or contention_safe
 
 .PHONY: install run test test-fast test-rest test-slurm bench bench-overhead gpu-check wheelhouse lint clean chromium schemas docs
@@ -43,7 +44,7 @@ test:
 # pseudo-terminal tests on fake executors (spread over the cores: they time nothing), then, one test at a time,
 # real worker processes of every backend, cold torch.compile, and the terminal on real workers (< 11 min, 2 cores).
 test-rest: $(STAMP) chromium
-	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist loadgroup --timeout 900 --durations 10 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist loadscope --timeout 900 --durations 10 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
 
 # Headless Chromium for the report.html test (Debian's package); the test skips, saying so,

@@ -362,3 +362,44 @@ def test_a_hook_that_cannot_be_set_is_unavailable_not_a_failed_import(tmp_path, 
     assert evidence["unavailable"]["old_builder"].startswith("its hook could not be set (AttributeError")
     assert [r["kind"] for r in evidence["compiler_runs"]] == ["kernel"]
     sys.modules.pop("old_builder")
+
+
+def test_compare_lists_what_changed_between_two_explained_runs_beyond_its_stated_threshold(tmp_path):
+    """A's diagnostic process compiled `matmul` in 300 ms, B's in 100 ms; their imports are the same fake trace.
+    The comparison lists the program and the first call's compile and unattributed parts (nothing imported), json,
+    md and html alike."""
+    import json
+
+    from support.fakes import FakeExecutor, explained_programs, run_suite
+
+    from ttfr.analyse import explain_changes
+    from ttfr.artifacts.reader import load_finished
+    from ttfr.measure.spec import RunRequest
+    from ttfr.model.comparison import RecordedArm
+    from ttfr.pipeline.comparison import write_comparison
+
+    request = RunRequest(cases="numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32", cold_runs=2, warm_procs=1,
+                         warm_samples=3, deterministic=True, explain=True, policies="cold-cache")  # fmt: skip
+    arms = [load_finished(run_suite(tmp_path / name, request, FakeExecutor(decide=explained_programs(s))).result_dir.root)
+            for name, s in (("a", 0.3), ("b", 0.1))]  # fmt: skip
+    found = explain_changes.changes(arms[0].cases, arms[1].cases)
+    # the fake's first call is 200 ms either way: what the compile no longer takes is unattributed in B
+    assert [(c.kind, c.name) for c in found] == [
+        ("program", "matmul"), ("first_call_part", "compile"), ("first_call_part", "unattributed")]  # fmt: skip
+    assert {c.case for c in found} == {"jax_jit_cpu_matmul_64_f32"}
+    program = next(c for c in found if c.kind == "program")
+    assert (program.a_s, program.b_s, program.change_s) == (pytest.approx(0.317), pytest.approx(0.117), pytest.approx(-0.2))
+    assert explain_changes.changes(arms[0].cases, []) is None  # nothing explained in both arms: no section at all
+    out = tmp_path / "cmp"
+    out.mkdir()
+    recorded = [RecordedArm(name=n, python=sys.executable, env={}) for n in "AB"]
+    write_comparison(out, arms[0].cases, arms[1].cases, paired=True, arms=recorded, session="s", correction="holm",
+                     fail_on="regression")  # fmt: skip
+    document = json.loads((out / "comparison.json").read_text())
+    assert [(c["kind"], c["name"]) for c in document["explained"]] == [
+        ("program", "matmul"), ("first_call_part", "compile"), ("first_call_part", "unattributed")]  # fmt: skip
+    text = (out / "comparison.md").read_text()
+    assert "| `jax_jit_cpu_matmul_64_f32` | cold-cache | JAX program | — | `matmul` | 317 ms | 117 ms | −200 ms |" in text
+    assert explain_changes.EXPLAIN_THRESHOLD in text
+    page = (out / "comparison.html").read_text()  # the same rows in the page
+    assert "<td>matmul</td><td>317 ms</td><td>117 ms</td><td>−200 ms</td>" in page.replace("\n", "")

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import faults  # noqa: E402
 
 # Errors, exit codes and files: a probe reads no figure, so a busy machine cannot change its verdict.
-pytestmark = [pytest.mark.integration, pytest.mark.contention_safe, pytest.mark.xdist_group("faults")]  # one baseline
+pytestmark = [pytest.mark.integration, pytest.mark.contention_safe]
 FAST = [p for p in faults.PROBES if p.fast]
 
 

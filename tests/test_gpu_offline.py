@@ -310,7 +310,6 @@ def test_a_run_that_left_no_result_is_never_judged_by_an_earlier_checks(tmp_path
 
 @pytest.mark.integration
 @pytest.mark.contention_safe
-@pytest.mark.xdist_group("gpu_offline")  # spread: its wheelhouse fixture made once
 @pytest.mark.skipif(machine_has_gpu(), reason="this machine has a GPU: the check would run for real")
 def test_a_check_judges_the_runs_it_made_writes_its_summary_and_renders_it(tmp_path, monkeypatch):
     """The whole path after the GPU's presence, on a real `ttfr run` (a NumPy case standing in for a GPU
@@ -363,7 +362,6 @@ def this_pythons_wheelhouse(tmp_path_factory):
 
 @pytest.mark.integration
 @pytest.mark.contention_safe
-@pytest.mark.xdist_group("gpu_offline")  # spread: its wheelhouse fixture made once
 def test_the_wheelhouse_for_the_image_carries_exactly_its_needs_for_its_python_and_fits_a_lease(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "wheelhouse.py"), "--dest", str(tmp_path / "wh")],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -387,7 +385,6 @@ def test_the_wheelhouse_for_the_image_carries_exactly_its_needs_for_its_python_a
 
 @pytest.mark.integration
 @pytest.mark.contention_safe
-@pytest.mark.xdist_group("gpu_offline")  # spread: its wheelhouse fixture made once
 @pytest.mark.skipif(machine_has_gpu(), reason="this machine has a GPU: the check would run for real")
 def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(tmp_path, this_pythons_wheelhouse):
     from support import gpu_image_env
@@ -419,7 +416,6 @@ def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(t
 
 @pytest.mark.integration
 @pytest.mark.contention_safe
-@pytest.mark.xdist_group("gpu_offline")  # spread: its wheelhouse fixture made once
 def test_an_image_without_one_of_ttfrs_needs_is_refused_naming_it_before_anything_runs(tmp_path, this_pythons_wheelhouse):
     from support import gpu_image_env
 
@@ -453,7 +449,6 @@ except KeyboardInterrupt:
 
 @pytest.mark.integration
 @pytest.mark.contention_safe
-@pytest.mark.xdist_group("gpu_offline")  # spread: its wheelhouse fixture made once
 def test_ctrl_c_lets_the_check_finish_its_own_way_and_exits_130(tmp_path):
     """Ctrl-C reaches the whole foreground group: the child (a `ttfr run`) handles it and is waited for,
     never killed a moment later as subprocess.run would; then the launcher exits 130."""

@@ -10,12 +10,8 @@ from conftest import have, ok_unless_busy
 
 from ttfr.artifacts.reader import validate_dir
 
-# Statuses, checks, compile counts and cache evidence; where a figure is read, a busy machine's withholding it
-# is allowed and must say so (a flag): nothing here depends on a quiet machine.
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.contention_safe,
-    pytest.mark.xdist_group("hf_suite"),  # spread: the module's tests on one worker, its fixtures made once
     pytest.mark.skipif(not all(have(m) for m in ("pyhf", "jax", "nextstat", "torch")), reason="needs pyhf, jax, nextstat, torch"),
 ]
 

@@ -172,7 +172,9 @@ def test_groups_on_slurm_run_on_a_terminal_beside_the_live_bar(tmp_path):
         (bin_dir / name).write_text(f"#!{sys.executable}\nimport json\n" + textwrap.dedent(body))
         (bin_dir / name).chmod(0o755)
     out = tmp_path / "out"
-    argv = [*TTFR, "run", "--out", str(out), "--cases", FAMILY_CASES["jax"], "--concurrency", "2", "--cold-runs", "1",
+    # the real command and workers, with the Slurm tests' short release lead (tests/support/pty_slurm_driver.py)
+    driver = [sys.executable, str(Path(__file__).parent / "support" / "pty_slurm_driver.py")]
+    argv = [*driver, "run", "--out", str(out), "--cases", FAMILY_CASES["jax"], "--concurrency", "2", "--cold-runs", "1",
             "--warm-procs", "1", "--cache-policy", "cold-cache", "--concurrency-executor", "slurm",
             "--concurrency-cache-dir", str(shared)]  # fmt: skip
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_STATE": str(state)}

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from ttfr.model.concurrency import point_label
-from ttfr.model.base import UNSET, Artifact, Count, Fraction, UnsetType
+from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
 from ttfr.model.run_figures import PolicyName
 from ttfr.model.concurrency import Mode
 from ttfr.model.policies import CONCURRENCY_MODES
@@ -265,6 +265,30 @@ class HostNoise(Artifact):
     """Each reading above its limit, e.g. `load_per_core 1.6 > 1`; empty when the machine was quiet."""
 
 
+class ExplanationChange(Artifact):
+    """Something whose time changed between A's and B's --explain diagnostic processes (one process each, so no
+    interval: a change counts beyond the threshold the comparison states, EXPLAIN_THRESHOLD)."""
+
+    case: str
+    """The case's id, the same in both arms."""
+    policy: PolicyName
+    """The cold policy whose diagnostic processes are compared."""
+    kind: Literal["distribution", "module", "program", "frame", "first_call_part"]
+    """What changed: a phase's imports of a distribution, one of the costliest modules (kept in both arms' lists), a
+    JAX program (trace, lower and compile), a torch.compile frame (its compile), or a part of the first call."""
+    phase: str | None
+    """The phase, for a distribution or a module; null for the others (all in the first call)."""
+    name: str
+    """The distribution, module, program, frame (`function` or `backward of function`) or part."""
+    a_s: Seconds | None
+    """Its seconds in A's diagnostic process; null where A's explanation does not have it (not imported, not
+    compiled)."""
+    b_s: Seconds | None
+    """Its seconds in B's, as for A."""
+    change_s: float
+    """B less A in seconds (a missing side counts as 0 s: absent from a complete list, such as the programs)."""
+
+
 class ComparisonSummary(Artifact):
     counts: dict[str, Count]
     """Number of comparison records per verdict, the ` (weak)` mark left off (e.g. equivalent: 5, regression: 1)."""
@@ -311,3 +335,7 @@ class Comparison(Artifact):
     """One record per case and policy, then per concurrency point, in arm A's case order."""
     summary: ComparisonSummary
     """The verdicts counted and the gate's outcome."""
+    explained: list[ExplanationChange] | UnsetType = UNSET
+    """Where both arms ran `--explain`: per case and cold policy, what changed most between their diagnostic
+    processes beyond the stated threshold (at most ten each, largest first); absent where no case was explained in
+    both arms."""

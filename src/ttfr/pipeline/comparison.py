@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from ttfr.analyse import comparison_stats as comparison
-from ttfr.analyse import diagnostics
+from ttfr.analyse import diagnostics, explain_changes
 from ttfr.artifacts.reader import load_finished
 from ttfr.artifacts.store import new_stamped_directory, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
@@ -181,6 +181,7 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
     from ttfr.report import comparison_md
 
     records = compare_cases(cases_a, cases_b, paired=paired, noise_floor=noise_floor, correction=correction)
+    explained = explain_changes.changes(cases_a, cases_b)  # None: no case explained in both arms
     document = Comparison(
         schema=COMPARISON_SCHEMA,
         paired=paired,
@@ -193,6 +194,7 @@ def write_comparison(root: Path, cases_a, cases_b, *, paired: bool, arms, sessio
         host_noise=diagnostics.host_noise(list(entries), usable_cores or hostinfo.usable_cpus()),
         comparisons=records,
         summary=summarise(records, fail_on),
+        explained=UNSET if explained is None else explained,
     )
     write_json(Path(root) / "comparison.json", document, COMPARISON_SCHEMA)
     write_bytes_atomic(Path(root) / "comparison.md", comparison_md.render(document).encode())

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ttfr.analyse.explain_changes import EXPLAIN_THRESHOLD
 from ttfr.model.base import UNSET
 from ttfr.model.comparison import Comparison, Record
-from ttfr.report.formatting import code, fmt_seconds
+from ttfr.report.formatting import code, fmt_seconds, table
 
 CONCURRENCY_NOTE = (
     "A policy written `<mode> xN` (`--concurrency`) is N fresh processes started at once, sharing one cache directory "
@@ -78,6 +79,35 @@ def render(document: Comparison) -> str:
     if flagged:
         lines += ["", "Diagnostics:", *flagged]
     lines += ["", "δ per comparison: max(3% warm / 5% cold, 2× the A/A noise floor); B/A is the Hodges–Lehmann ratio."]
+    lines += explained_section(document)
     if any(r.concurrency is not UNSET for r in document.comparisons):
         lines += ["", CONCURRENCY_NOTE]
     return "\n".join(lines) + "\n"
+
+
+EXPLAINED_HEADER = ["case", "policy", "what", "phase", "name", "A", "B", "B - A"]
+_KIND_WORDS = {"distribution": "imports of", "module": "module", "program": "JAX program", "frame": "compiled frame",
+               "first_call_part": "first-call part"}  # fmt: skip
+
+
+EXPLAINED_TITLE = "What changed in the explained cold starts (--explain)"
+EXPLAINED_INTRO = (f"One diagnostic process per arm, case and cold policy, so no interval: a row is shown where "
+                   f"{EXPLAIN_THRESHOLD} (at most ten per case and policy, largest first).")  # fmt: skip
+EXPLAINED_NONE = "Nothing changed beyond it."
+
+
+def explained_rows(document: Comparison) -> list[list[str]]:
+    """The rows as the comparison holds them (both reports render these)."""
+    return [[code(c.case), c.policy.split("/")[-1], _KIND_WORDS[c.kind], c.phase or "—", code(c.name),
+             fmt_seconds(c.a_s), fmt_seconds(c.b_s), ("+" if c.change_s >= 0 else "−") + fmt_seconds(abs(c.change_s))]
+            for c in document.explained or []]  # fmt: skip
+
+
+def explained_section(document: Comparison) -> list[str]:
+    """Both arms ran --explain: what changed most between their diagnostic processes, under the stated threshold."""
+    if document.explained is UNSET:
+        return []
+    lines = ["", f"### {EXPLAINED_TITLE}", "", EXPLAINED_INTRO]
+    if not document.explained:
+        return [*lines, "", EXPLAINED_NONE]
+    return [*lines, "", *table(EXPLAINED_HEADER, explained_rows(document))]

@@ -11,6 +11,7 @@ import shlex
 
 
 from ttfr.artifacts.reader import VerifiedResult
+from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.measure import catalog
@@ -240,4 +241,8 @@ def render_comparison(document: Comparison) -> str:
     sections = [
         _section("B against A", [_figure(plot) if plot else "", _table(header, [[c.strip("`") for c in r] for r in rows])]),
     ]
+    if document.explained is not UNSET:  # both arms ran --explain: the same rows as comparison.md
+        changed = [[c.strip("`") for c in r] for r in comparison_md.explained_rows(document)]
+        body = _table(comparison_md.EXPLAINED_HEADER, changed) if changed else f"<p>{_e(comparison_md.EXPLAINED_NONE)}</p>"
+        sections.append(_section(comparison_md.EXPLAINED_TITLE, [body], comparison_md.EXPLAINED_INTRO))
     return _page("ttfr comparison: B vs A", meta, sections)
