@@ -63,6 +63,7 @@ def test_the_build_hook_is_set_as_its_module_loads_and_each_run_is_told_apart_by
     assert (check_build(), _precompile_header(), fake_builder._run_compile_cmd("g++ kernel", "/tmp")) == (
         "g++ probe", "g++ header", "g++ kernel")  # fmt: skip
     assert [r["kind"] for r in explainer.runs] == ["isa_probe", "header", "kernel"]
+    assert "_run_compile_cmd" in fake_builder.__loader__.get_source("fake_builder")  # the module's own loader answers
     assert all(r["s"] >= 0 for r in explainer.runs)
     sys.modules.pop("fake_builder")
 
@@ -403,3 +404,25 @@ def test_compare_lists_what_changed_between_two_explained_runs_beyond_its_stated
     assert explain_changes.EXPLAIN_THRESHOLD in text
     page = (out / "comparison.html").read_text()  # the same rows in the page
     assert "<td>matmul</td><td>317 ms</td><td>117 ms</td><td>−200 ms</td>" in page.replace("\n", "")
+
+
+def test_a_jax_first_call_names_its_wrap_programs_and_execution_and_never_counts_a_program_twice():
+    """JAX's stage split of the diagnostic process's own first call (wrap, trace, lower, compile, execute) with its
+    programs' events: a program compiled while the first execution ran is in the programs' seconds, not again in
+    the execution's."""
+    from ttfr.model.record import ProgramCounts
+
+    programs = [explain.CompiledProgram(name="f", traces=1, executables=1, trace_s=0.01, lower_s=0.02, compile_s=0.05,
+                                        persistent_cache="written", default_settings_skip=True),
+                explain.CompiledProgram(name="inner", traces=1, executables=1, trace_s=0.0, lower_s=0.0, compile_s=0.03,
+                                        persistent_cache="written", default_settings_skip=True)]  # fmt: skip
+    stages = {"wrap_s": 0.001, "trace_s": 0.01, "lower_s": 0.02, "compile_s": 0.05, "first_execute_s": 0.1}
+    record = fake_record(stages=stages)
+    record["cache"] = {"first": {"programs": {p.name: msgspec.structs.asdict(ProgramCounts(
+        traces=1, compiles=1, trace_s=p.trace_s, lower_s=p.lower_s, backend_s=p.compile_s)) for p in programs}},
+        "end": None}  # fmt: skip
+    entry = msgspec.structs.replace(_entry(EVIDENCE), record=fake_result(record).record)
+    parts = {p.part: p.s for p in explain.explain(entry, _policy([0.1]))[0].first_call.parts}
+    assert list(parts) == ["jax.jit(fn)", "trace", "lower", "compile", "first execution", "unattributed"]
+    assert parts["compile"] == pytest.approx(0.08) and parts["first execution"] == pytest.approx(0.07)  # 0.1 less 0.03
+    assert sum(parts.values()) == pytest.approx(0.2)  # the fake's first call

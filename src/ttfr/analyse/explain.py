@@ -147,9 +147,8 @@ def _first_call(
             parts.append(FirstCallPart(part="imports, first execution", s=outside, runs=None))
         stage, kernels = TORCH_STAGE, torch.kernels
     elif present(programs) and programs:
-        parts = [FirstCallPart(part=name, s=sum(getattr(p, f"{name}_s") for p in programs), runs=None)
-                 for name in ("trace", "lower", "compile")]  # fmt: skip
-        stage, stage_traced, kernels = JAX_STAGE, parts[-1].s, None
+        parts = _jax_parts(entry, programs)
+        stage, stage_traced, kernels = JAX_STAGE, next(p.s for p in parts if p.part == "compile"), None
     else:
         return UNSET
     named_s = sum(p.s for p in parts)
@@ -160,6 +159,21 @@ def _first_call(
                               imports_s=imports_s, kernels=kernels, stage=stage if measured else None,
                               stage_traced_s=stage_traced,
                               stage_measured_s=statistics.median(measured) if measured else None)  # fmt: skip
+
+
+def _jax_parts(entry: JournalEntry, programs) -> list[FirstCallPart]:
+    """JAX's first call: `jax.jit(fn)` (the wrap stage), its programs' trace, lower and compile seconds (JAX's
+    events), and the first execution (the execute stage, less any program compiled while it ran: those are in
+    the programs' seconds already)."""
+    stages = entry.record.stages_s if present(entry.record.stages_s) else {}
+    parts = [FirstCallPart(part="jax.jit(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
+    parts += [FirstCallPart(part=name, s=sum(getattr(p, f"{name}_s") for p in programs), runs=None)
+              for name in ("trace", "lower", "compile")]  # fmt: skip
+    if "first_execute_s" in stages:
+        staged = sum(stages.get(name, 0.0) for name in ("trace_s", "lower_s", "compile_s"))
+        during = max(0.0, sum(p.s for p in parts[-3:]) - staged)  # compiled inside the execution
+        parts.append(FirstCallPart(part="first execution", s=max(0.0, stages["first_execute_s"] - during), runs=None))
+    return parts
 
 
 def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list[FirstCallPart], float]:

@@ -61,6 +61,9 @@ class _PatchingLoader(importlib.abc.Loader):
         self.loader.exec_module(module)
         self.patch(module)
 
+    def __getattr__(self, name):  # get_source, get_data, resource readers: the module's own loader's
+        return getattr(self.loader, name)
+
 
 class _PatchOnLoad(importlib.abc.MetaPathFinder):
     """Runs `patch(module)` right after the named module executes, wherever it is first imported."""

@@ -176,7 +176,8 @@ class FirstCallPart(Artifact):
     `inductor`, a kind of compiler run inside the compile (`compiler: kernel`, `compiler: isa_probe`,
     `compiler: isa_load_probe`, `compiler: header`) or after it (`compiler: isa_load_probe, after the compile`),
     `imports, first execution` (the first call's imports outside torch.compile(fn) and dynamo's compiles); JAX's
-    `trace`, `lower`, `compile`; or `unattributed`, what no counter names (execution, dispatch)."""
+    `jax.jit(fn)` (its wrap stage), its programs' `trace`, `lower`, `compile` and its `first execution` (the execute
+    stage); or `unattributed`, what no counter names (execution, dispatch)."""
     s: Seconds
     """Its seconds."""
     runs: Count | None
