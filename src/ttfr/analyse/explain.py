@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 
+from ttfr.analyse import runs
 from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.explanation import (
@@ -63,12 +64,13 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
     if imported and imported.imports_s > 0:
         owned = sum(d.self_s for d in imported.distributions if d.distribution == UNATTRIBUTED)
         unattributed = min(1.0, owned / imported.imports_s)
-    traced_ttfr = _traced_ttfr_s(entry)
+    spans = runs.run_metrics(entry.spawn_ns, entry.reaped_ns, entry.record)  # the diagnostic process's own phases
+    traced_ttfr = spans.ttfr_s
     programs = _programs(entry)
     torch = entry.record.torch_compile if entry.record and present(entry.record.torch_compile) else None
     first_imports = next((p.imports_s for p in phases if p.phase == "first_call"), 0.0)
-    first_call = _first_call(entry, programs, torch, first_imports, policy)
-    explanation = Explanation(outcome="ok", reason=None, phases=phases, traced_import_s=_traced_import_s(entry),
+    first_call = _first_call(entry, spans.first_call_s, programs, torch, first_imports, policy)
+    explanation = Explanation(outcome="ok", reason=None, phases=phases, traced_import_s=spans.import_s,
                               traced_ttfr_s=traced_ttfr, import_ratio=ratio, unattributed_fraction=unattributed,
                               programs=programs, first_call=first_call,
                               frames=[_frame(f) for f in torch.frames] if torch else UNSET,
@@ -78,10 +80,10 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
     if ratio is not None and abs(ratio - 1.0) > AGREEMENT:
         flags.append(ExplanationDisagrees(phase="import", traced_s=imported.imports_s, measured_s=imported.measured_s))
     ttfr = policy.figure("ttfr_s")
-    if traced_ttfr is not None and ttfr and not _within_range(traced_ttfr, ttfr):
+    if traced_ttfr is not None and ttfr and not _within_range(traced_ttfr, ttfr.min, ttfr.max):
         flags.append(ExplanationDisagrees(phase="ttfr", traced_s=traced_ttfr, measured_s=ttfr.median))
     measured = _stage_runs(policy, first_call.stage) if present(first_call) and first_call.stage else []
-    if measured and first_call.stage_traced_s is not None and not _within_range(first_call.stage_traced_s, measured):
+    if measured and not _within_range(first_call.stage_traced_s, min(measured), max(measured)):
         flags.append(ExplanationDisagrees(phase=first_call.stage, traced_s=first_call.stage_traced_s,
                                           measured_s=first_call.stage_measured_s))  # fmt: skip
     return explanation, flags
@@ -102,9 +104,8 @@ def _stage_runs(policy: ColdPolicy, stage: str) -> list[float]:
     return values
 
 
-def _within_range(traced_s: float, measured) -> bool:
-    """Inside the measured runs' range widened by 25% (`measured`: a Summary, or the runs' values)."""
-    low, high = (min(measured), max(measured)) if isinstance(measured, list) else (measured.min, measured.max)
+def _within_range(traced_s: float, low: float, high: float) -> bool:
+    """Inside the measured runs' range [low, high] widened by 25%."""
     return (1 - RANGE_WIDENING) * low <= traced_s <= (1 + RANGE_WIDENING) * high
 
 
@@ -128,16 +129,13 @@ def _frame(frame: TorchFrame) -> CompiledFrame:
                          recompile_reason=frame.recompile_reason)  # fmt: skip
 
 
-def _first_call(
-    entry: JournalEntry, programs, torch: TorchCompileEvidence | None, imports_s: float, policy: ColdPolicy
-) -> FirstCallExplained | UnsetType:
+def _first_call(entry: JournalEntry, traced: float | None, programs, torch: TorchCompileEvidence | None, imports_s: float,
+                policy: ColdPolicy) -> FirstCallExplained | UnsetType:  # fmt: skip
     """The diagnostic process's first call split by the runtime's counters: JAX's programs (trace, lower, compile),
     torch.compile's wrap, dynamo and AOTAutograd, Inductor, and each kind of compiler run inside Inductor; the rest
-    unattributed. Nothing compiled (NumPy, eager torch): UNSET."""
-    marks = entry.record.marks_ns if entry.record else UNSET
-    if not present(marks) or not present(marks.setup) or not present(marks.first):
+    unattributed. Nothing compiled (NumPy, eager torch), or no first call marked (`traced` None): UNSET."""
+    if traced is None:
         return UNSET
-    traced = max(0.0, (marks.first - marks.setup) / 1e9)
     if torch is not None and torch.frames:
         parts, stage_traced = _torch_parts(entry, torch)
         traced_imports = entry.imports.imports if present(entry.imports) else []
@@ -240,20 +238,6 @@ def _programs(entry: JournalEntry) -> list[CompiledProgram] | UnsetType:
                             default_settings_skip=None if p.hits else p.backend_s < JAX_DEFAULT_MIN_COMPILE_S)
             for name, p in programs.items() if p.compiles or p.traces]  # fmt: skip
     return sorted(rows, key=lambda r: -(r.trace_s + r.lower_s + r.compile_s))
-
-
-def _traced_ttfr_s(entry: JournalEntry) -> float | None:
-    marks = entry.record.marks_ns if entry.record else UNSET
-    if not present(marks) or not present(marks.first) or not entry.spawn_ns:
-        return None
-    return max(0.0, (marks.first - entry.spawn_ns) / 1e9)
-
-
-def _traced_import_s(entry: JournalEntry) -> float | None:
-    marks = entry.record.marks_ns if entry.record else UNSET
-    if not present(marks) or not present(marks.main) or not present(marks.imported):
-        return None
-    return max(0.0, (marks.imported - marks.main) / 1e9)
 
 
 def _distribution(module: str, trace: ImportTrace) -> tuple[str, str | None]:
