@@ -245,3 +245,15 @@ def test_an_explanation_within_20_percent_is_not_said_to_disagree(verified):
     assert part["headline"].startswith("Import ratio 0.98; unattributed 27%")
     assert "explanation_disagrees" not in _markdown_section(text).split("### ", 1)[1]
     assert "⚠" not in _html_section(page)
+
+
+def test_a_ttfr_disagreement_is_not_said_to_be_the_import_ratios(verified):
+    """Only the import phase's flag puts the ⚠ on the import ratio: a TTFR (or compile stage) flag is said under Flags."""
+    agreeing = {**EXPLANATION, "import_ratio": 0.98}
+    ttfr_flag = {"flag": "explanation_disagrees", "phase": "ttfr", "traced_s": 0.9, "measured_s": 0.435}
+    case = make_case(CASE, policies={COLD_CACHE: _policy(agreeing, [ttfr_flag]), WARM_CACHE: _policy(None)},
+                     flags=[{**ttfr_flag, "policy": COLD_CACHE}])  # fmt: skip
+    text, _page = _rendered(verified, case)
+    (part,) = _markdown_parts(_markdown_section(text)).values()
+    assert part["headline"].startswith("Import ratio 0.98; unattributed")
+    assert "reached its first result in 900 ms" in text  # the flag's own sentence, under Flags

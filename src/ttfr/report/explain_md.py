@@ -114,7 +114,8 @@ def headline(explanation: Explanation, block: ColdPolicy, mark: Callable[[str], 
     if explanation.outcome != "ok":
         reason = f": {one_line(explanation.reason)}" if explanation.reason else ""
         return f"The diagnostic process ended {mark(explanation.outcome)}{reason}; no phase is explained."
-    flagged = any(isinstance(f, ExplanationDisagrees) for f in block.flags)
+    # the import phase's own flag (the TTFR and compile-stage checks raise theirs, said under Flags)
+    flagged = any(isinstance(f, ExplanationDisagrees) and f.phase == "import" for f in block.flags)
     ratio = f"Import ratio {fmt_ratio(explanation.import_ratio)}"
     if flagged:
         ratio += f" (⚠ beyond ±20%: flagged {mark('explanation_disagrees')}, see Flags)"
