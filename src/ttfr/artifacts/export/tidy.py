@@ -128,13 +128,17 @@ def _process_rows(where: dict, proc: RunFigures):
         yield _row(where, proc, "warm_process", name, value, _RESOURCES[name])
 
 
+def _explanation(block):
+    """A cold policy's explanation (None: no --explain, or a warm policy, which has none)."""
+    explanation = getattr(block, "explanation", UNSET)
+    return explanation if present(explanation) else None
+
+
 def explained_distributions(block):
     """(phase, distribution row) of a cold policy's explanation (none without --explain, or where its
     diagnostic process failed): the largest six and `other`, as the case result holds them."""
-    explanation = getattr(block, "explanation", UNSET)
-    if not present(explanation):
-        return
-    for phase in explanation.phases:
+    explanation = _explanation(block)
+    for phase in explanation.phases if explanation else []:
         for row in phase.distributions:
             yield phase.phase, row
 
@@ -144,8 +148,8 @@ def _explanation_rows(where: dict, policy: str, block):
     `<phase>.<figure>`), each distribution row's seconds (kind `explain_distribution`, metric
     `<phase>.<distribution>`), each costliest module's cumulative seconds (kind `explain_module`, metric
     `<phase>.<module>`)."""
-    explanation = getattr(block, "explanation", UNSET)
-    if not present(explanation):
+    explanation = _explanation(block)
+    if explanation is None:
         return
     for phase in explanation.phases:
         for name, value, unit in (("measured_s", phase.measured_s, "s"), ("imports_s", phase.imports_s, "s"),
@@ -163,8 +167,8 @@ def _explanation_rows(where: dict, policy: str, block):
 
 def explained_first_call(block):
     """A cold policy's explained first-call parts, as the case result holds them (none where nothing compiled)."""
-    explanation = getattr(block, "explanation", UNSET)
-    if present(explanation) and present(explanation.first_call):
+    explanation = _explanation(block)
+    if explanation and present(explanation.first_call):
         yield from explanation.first_call.parts
 
 
