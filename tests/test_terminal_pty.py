@@ -28,6 +28,10 @@ from conftest import ok_unless_busy
 
 from ttfr.artifacts.reader import load_finished, validate_dir
 from ttfr.measure import catalog
+from ttfr.measure.plan import EXPLAIN, build_plan
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.base import present
+from ttfr.model.policies import COLD_CACHE
 from ttfr.report import terminal
 
 pytestmark = [pytest.mark.terminal, pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")]
@@ -186,6 +190,26 @@ def test_groups_on_slurm_run_on_a_terminal_beside_the_live_bar(tmp_path):
     assert validate_dir(root) == []
     (case,) = load_finished(root).cases
     assert all(m.node for g in case.concurrency.groups for m in g.members)
+
+
+def test_explain_runs_on_a_terminal_with_its_diagnostic_processes_in_the_live_bar(tmp_path):
+    """--explain (fake executors): the live bar counts the diagnostic processes among the tasks and reaches the
+    end, the summary fits the width, and every case file holds its explanation."""
+    argv = [*FAKED, "run", "--out", str(tmp_path), "--cases", "numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32",
+            "--cache-policy", "cold-cache", "--cold-runs", "2", "--explain"]  # fmt: skip
+    status, raw = run_on_a_pty(argv, RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text, text[-4000:]
+    assert status == 0 and "ETA" in text and "\x1b[?25l" in raw, text[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    request = RunRequest(cases="numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32", policies="cold-cache", cold_runs=2,
+                         explain=True)  # fmt: skip
+    tasks = build_plan(build_spec(request)).tasks
+    assert sum(t.kind == EXPLAIN for t in tasks) == 2
+    assert f"{len(tasks)}/{len(tasks)}" in text, text[-4000:]  # the diagnostic processes counted, and the count ends
+    assert max(len(line) for line in text.splitlines()) <= COLUMNS, text[-4000:]
+    assert validate_dir(root) == []
+    assert all(present(c.policies.get(COLD_CACHE).explanation) for c in load_finished(root).cases)
 
 
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
