@@ -12,7 +12,7 @@ import textwrap
 import msgspec
 import pytest
 from conftest import have
-from support.fakes import FAKE_DISTRIBUTIONS, FAKE_IMPORTTIME, FakeExecutor, explained_programs, run_suite
+from support.fakes import FAKE_DISTRIBUTIONS, FAKE_IMPORTTIME, FakeExecutor, explain_entry, explained_programs, run_suite
 
 from ttfr.analyse import explain
 from ttfr.artifacts.reader import load_finished, validate_dir
@@ -57,16 +57,9 @@ def _policy(import_median=0.1):
 
 
 def _entry(trace: ImportTrace, outcome="ok"):
-    from conftest import fake_record, fake_result
+    from conftest import fake_record
 
-    from ttfr.model.journal import CacheDir, JournalEntry
-
-    result = fake_result(fake_record(), outcome=outcome, reason=None if outcome == "ok" else "it crashed")
-    return JournalEntry(task="x", case="numpy_matmul_64_f32", kind=EXPLAIN, policy=COLD_CACHE, index=0, round=9,
-                        measured=False, makes_template=False, host=None, output_tail=None, imports=trace,
-                        cache_dir=CacheDir(entries_before=0, entries_after=0, restored_template=False, by_directory={}),
-                        **{k: getattr(result, k) for k in ("outcome", "reason", "record", "spawn_ns", "reaped_ns",
-                                                           "exit_code", "rusage")})  # fmt: skip
+    return explain_entry(fake_record(), trace, outcome=outcome)
 
 
 def test_each_phase_is_explained_by_distribution_and_module_and_its_rows_add_up():

@@ -12,14 +12,13 @@ import textwrap
 import msgspec
 import pytest
 from conftest import fake_record, fake_result, have
+from support.fakes import explain_entry
 
 from ttfr.analyse import explain
 from ttfr.child import torch_explain
 from ttfr.child.job import Job
 from ttfr.measure import spawn
-from ttfr.measure.plan import EXPLAIN
 from ttfr.model.explanation import ImportTrace
-from ttfr.model.journal import CacheDir, JournalEntry
 from ttfr.model.policies import COLD_CACHE
 from ttfr.report import explain_md, flag_text
 
@@ -96,13 +95,7 @@ EVIDENCE = {
 def _entry(evidence, stages=None):
     record = fake_record(stages=stages or {"wrap_s": 0.02})  # its first call: 200 ms
     record["torch_compile"] = evidence
-    result = fake_result(record)
-    return JournalEntry(task="x", case="torch_compile_cpu_mlp_train_step_8_f32", kind=EXPLAIN, policy=COLD_CACHE,
-                        index=0, round=9, measured=False, makes_template=False, host=None, output_tail=None,
-                        imports=ImportTrace(imports=[]),
-                        cache_dir=CacheDir(entries_before=0, entries_after=0, restored_template=False, by_directory={}),
-                        **{k: getattr(result, k) for k in ("outcome", "reason", "record", "spawn_ns", "reaped_ns",
-                                                           "exit_code", "rusage")})  # fmt: skip
+    return explain_entry(record, ImportTrace(imports=[]), case="torch_compile_cpu_mlp_train_step_8_f32")
 
 
 def _policy(compile_s):

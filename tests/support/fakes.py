@@ -119,3 +119,18 @@ def explained_programs(backend_s: float):
         return dataclasses.replace(result, record=msgspec.structs.replace(result.record, cache=cache))
 
     return with_programs
+
+
+def explain_entry(record: dict, imports, *, case="numpy_matmul_64_f32", outcome="ok"):
+    """The journal entry of a cold-cache --explain diagnostic process whose worker wrote `record` (a dict, as
+    the worker writes it) and whose stderr gave the import trace `imports`; `outcome` other than ok: it crashed."""
+    from ttfr.measure.plan import EXPLAIN
+    from ttfr.model.journal import CacheDir, JournalEntry
+    from ttfr.model.policies import COLD_CACHE
+
+    result = fake_result(record, outcome=outcome, reason=None if outcome == "ok" else "it crashed")
+    return JournalEntry(task="x", case=case, kind=EXPLAIN, policy=COLD_CACHE, index=0, round=9, measured=False,
+                        makes_template=False, host=None, output_tail=None, imports=imports,
+                        cache_dir=CacheDir(entries_before=0, entries_after=0, restored_template=False, by_directory={}),
+                        **{k: getattr(result, k) for k in ("outcome", "reason", "record", "spawn_ns", "reaped_ns",
+                                                           "exit_code", "rusage")})  # fmt: skip
