@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from typing import NamedTuple
 
 from ttfr.analyse import runs
 from ttfr.model.base import UNSET, UnsetType, present
@@ -129,6 +130,14 @@ def _frame(frame: TorchFrame) -> CompiledFrame:
                          recompile_reason=frame.recompile_reason)  # fmt: skip
 
 
+class _Part(NamedTuple):
+    """A first-call part while its share is not yet known."""
+
+    part: str
+    s: float
+    runs: int | None
+
+
 def _first_call(entry: JournalEntry, traced: float | None, programs, torch: TorchCompileEvidence | None, imports_s: float,
                 policy: ColdPolicy) -> FirstCallExplained | UnsetType:  # fmt: skip
     """The diagnostic process's first call split by the runtime's counters: JAX's programs (trace, lower, compile),
@@ -142,7 +151,7 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
         if any(i.span for i in traced_imports):  # the trace marks torch.compile's spans: the rest is the execution's
             outside = sum(i.cumulative_s for i in traced_imports
                           if i.phase == "first_call" and i.depth == 0 and i.span is None)  # fmt: skip
-            parts.append(FirstCallPart(part="imports, first execution", s=outside, runs=None))
+            parts.append(_Part(part="imports, first execution", s=outside, runs=None))
         stage, kernels = TORCH_STAGE, torch.kernels
     elif present(programs) and programs:
         parts = _jax_parts(entry, programs)
@@ -150,31 +159,33 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
     else:
         return UNSET
     named_s = sum(p.s for p in parts)
-    parts.append(FirstCallPart(part=UNATTRIBUTED, s=max(0.0, traced - named_s), runs=None))
+    parts.append(_Part(part=UNATTRIBUTED, s=max(0.0, traced - named_s), runs=None))
     measured = _stage_runs(policy, stage)
-    return FirstCallExplained(traced_s=traced, parts=parts,
+    shown = [FirstCallPart(part=p.part, s=p.s, share=min(1.0, p.s / traced) if traced > 0 else 0.0, runs=p.runs)
+             for p in parts]  # fmt: skip
+    return FirstCallExplained(traced_s=traced, parts=shown,
                               attributed_fraction=min(1.0, named_s / traced) if traced > 0 else 0.0,
                               imports_s=imports_s, kernels=kernels, stage=stage if measured else None,
                               stage_traced_s=stage_traced,
                               stage_measured_s=statistics.median(measured) if measured else None)  # fmt: skip
 
 
-def _jax_parts(entry: JournalEntry, programs) -> list[FirstCallPart]:
+def _jax_parts(entry: JournalEntry, programs) -> list[_Part]:
     """JAX's first call: `jax.jit(fn)` (the wrap stage), its programs' trace, lower and compile seconds (JAX's
     events), and the first execution (the execute stage, less any program compiled while it ran: those are in
     the programs' seconds already)."""
     stages = entry.record.stages_s if present(entry.record.stages_s) else {}
-    parts = [FirstCallPart(part="jax.jit(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
-    parts += [FirstCallPart(part=name, s=sum(getattr(p, f"{name}_s") for p in programs), runs=None)
+    parts = [_Part(part="jax.jit(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
+    parts += [_Part(part=name, s=sum(getattr(p, f"{name}_s") for p in programs), runs=None)
               for name in ("trace", "lower", "compile")]  # fmt: skip
     if "first_execute_s" in stages:
         staged = sum(stages.get(name, 0.0) for name in ("trace_s", "lower_s", "compile_s"))
         during = max(0.0, sum(p.s for p in parts[-3:]) - staged)  # compiled inside the execution
-        parts.append(FirstCallPart(part="first execution", s=max(0.0, stages["first_execute_s"] - during), runs=None))
+        parts.append(_Part(part="first execution", s=max(0.0, stages["first_execute_s"] - during), runs=None))
     return parts
 
 
-def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list[FirstCallPart], float]:
+def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list[_Part], float]:
     """torch.compile's first call: `torch.compile(fn)` (the wrap stage), dynamo and AOTAutograd (the frames' compile
     less Inductor's), Inductor's own seconds (less the compiler runs made inside its frame's span), each kind of
     compiler run made inside a frame's span, and each kind made after the compile. Runs are wall time: where they
@@ -190,14 +201,14 @@ def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list
         own_inductor = frame.inductor_s or 0.0
         inductor += max(0.0, own_inductor - covered)
         dynamo_aot += max(0.0, (frame.compile_s or 0.0) - own_inductor - max(0.0, covered - own_inductor))
-    parts = [FirstCallPart(part="torch.compile(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
-    parts += [FirstCallPart(part="dynamo and AOTAutograd", s=dynamo_aot, runs=None),
-              FirstCallPart(part="inductor", s=inductor, runs=None)]  # fmt: skip
+    parts = [_Part(part="torch.compile(fn)", s=stages["wrap_s"], runs=None)] if "wrap_s" in stages else []
+    parts += [_Part(part="dynamo and AOTAutograd", s=dynamo_aot, runs=None),
+              _Part(part="inductor", s=inductor, runs=None)]  # fmt: skip
     for inside, suffix in ((True, ""), (False, ", after the compile")):
         mine = [r for r, o in zip(runs, owners) if (o is not None) == inside]
         for kind, seconds in _by_kind(mine).items():
             count = sum(1 for r in mine if r.kind == kind)
-            parts.append(FirstCallPart(part=f"compiler: {kind}{suffix}", s=seconds, runs=count))
+            parts.append(_Part(part=f"compiler: {kind}{suffix}", s=seconds, runs=count))
     return parts, sum(f.compile_s or 0.0 for f in torch.frames)
 
 

@@ -180,6 +180,8 @@ class FirstCallPart(Artifact):
     stage); or `unattributed`, what no counter names (execution, dispatch)."""
     s: Seconds
     """Its seconds."""
+    share: Fraction
+    """s as a fraction of the first call's traced seconds (0-1; 0 for a first call of no measurable length)."""
     runs: Count | None
     """For a compiler run kind, how many runs (a count); null for the others."""
 

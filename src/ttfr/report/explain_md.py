@@ -164,9 +164,8 @@ def first_call_intro(explanation: Explanation) -> str:
 
 
 def first_call_rows(explanation: Explanation) -> list[list[str]]:
-    first = explanation.first_call
-    return [[part.part, fmt_seconds(part.s), fmt_percent(part.s / first.traced_s if first.traced_s else None),
-             DASH if part.runs is None else str(part.runs)] for part in first.parts]  # fmt: skip
+    return [[part.part, fmt_seconds(part.s), fmt_percent(part.share), DASH if part.runs is None else str(part.runs)]
+            for part in explanation.first_call.parts]  # fmt: skip
 
 
 def frame_rows(explanation: Explanation) -> list[list[str]]:
