@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from conftest import have
 
@@ -18,7 +20,7 @@ from ttfr.child.job import Job
 from ttfr.child.workloads import convert
 from ttfr.measure import catalog, spawn
 from ttfr.model.base import UNSET, decode
-from ttfr.model.conversion_evidence import ConversionEvidence
+from ttfr.model.conversion_evidence import ConversionEvidence, ConversionLayout
 from ttfr.model.record import RunRecord
 
 pytestmark = pytest.mark.skipif(not (have("torch") and have("jax")), reason="needs torch and jax")
@@ -218,3 +220,71 @@ def test_bf16_on_a_workload_that_has_none_names_the_dtypes_not_the_backends():
     with pytest.raises(UsageError, match=r"^no chosen workload is offered in --dtypes bf16 \(bf16: the conversion "
                        r"routes only\); dtypes offered: matmul: f32, f64$"):  # fmt: skip
         build_spec(RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", dtypes="bf16"))
+
+
+# ------------------------------------------------------------------ what the first GPU lease found (2026-11-28, H200)
+def test_the_same_buffer_seen_from_host_and_device_is_shared_memory():
+    """Under CUDA's unified addressing host and device pointers share one address space: JAX's import of a
+    torch pinned tensor sat on the GPU over the tensor's own bytes (a write showed through), and a check that
+    called host and device memory disjoint by their spaces gave no copy verdict."""
+    assert convert.shares_memory(("host", 0x1000, 0x2000), ("device", 0x1000, 0x2000)) is True
+    assert convert.shares_memory(("host", 0x1000, 0x2000), ("device", 0x2000, 0x3000)) is False
+    assert convert.shares_memory(None, ("device", 0, 1)) is None
+
+
+def test_a_gpu_array_in_host_memory_is_placed_in_host_memory():
+    class PinnedJaxArray:  # the surface extent() reads of a jax.Array
+        dtype, shape = np.dtype("float32"), (4, 4)
+        sharding = SimpleNamespace(memory_kind="pinned_host")
+
+        def unsafe_buffer_pointer(self):
+            return 0x4000
+
+        def devices(self):
+            return [SimpleNamespace(platform="gpu")]
+
+    rt = SimpleNamespace(torch=None)
+    assert convert.extent(rt, PinnedJaxArray()) == ("host", 0x4000, 0x4000 + 64)
+    PinnedJaxArray.sharding = SimpleNamespace(memory_kind="device")
+    assert convert.extent(rt, PinnedJaxArray())[0] == "device"
+
+
+def test_a_conversion_whose_result_fails_when_used_is_unusable_in_the_librarys_words(monkeypatch):
+    """JAX took a misaligned torch CUDA view through DLPack without a word, then refused to compute on it:
+    the layout row says so (it crashed the whole evidence before)."""
+
+    class BrokenArray:
+        def __array__(self, *args, **kwargs):
+            raise RuntimeError("INTERNAL: Address of buffer 0 must be a multiple of 10, but was 0x7fa71a800004\nmore")
+
+    monkeypatch.setattr(convert, "converter", lambda _rt, _route, _source: lambda _s: BrokenArray())
+    rt = SimpleNamespace(torch=None, jax=None)
+    values = convert.make_inputs(SIZE, "float32", 3)[0]
+    got = convert.layout_row(rt, ROUTES["numpy_copy"], values, "misaligned", lambda _x: None, source=values.copy())
+    assert got["outcome"] == "unusable" and got["copied"] is None and got["call_s"] is None
+    assert got["reason"] == "RuntimeError: INTERNAL: Address of buffer 0 must be a multiple of 10, but was 0x7fa71a800004"
+    layout = decode({**got, "layout": "misaligned"}, ConversionLayout)  # the typed evidence holds it
+    assert layout.outcome == "unusable"
+
+
+def test_a_disagreement_between_addresses_and_a_write_says_both(monkeypatch):
+    rt = runtime("numpy_to_torch_from_numpy")
+    values = convert.make_inputs(SIZE, "float32", 3)[0]
+    monkeypatch.setattr(convert, "shares_memory", lambda _a, _b: False)  # the addresses miss what the write sees
+    got = convert.layout_row(rt, rt.route, values, "contiguous", lambda _x: None)
+    assert got["copied"] is None and got["write_through"] is True
+    assert got["reason"].startswith("the addresses (host 0x") and got["reason"].endswith("a write through the source showed")
+
+
+def test_jax_device_arrays_are_converted_afresh_each_call():
+    """np.asarray of a JAX device array keeps the host copy on the array: timing the same array twice timed a
+    lookup (762 GB/s on an H200). The route converts a fresh device copy each call, so its source's own
+    buffer is never what comes back (on CPU, np.asarray(x) alone is a view of it)."""
+    rt = runtime("jax_gpu_to_numpy")
+    values = convert.make_inputs(SIZE, "float32", 3)[0]
+    source = convert.make_source(rt, "jax", values, "contiguous")
+    call = convert.converter(rt, rt.route, source)
+    first, second = call(source), call(source)
+    assert np.array_equal(first, values) and first is not second
+    assert not convert.shares_memory(convert.extent(rt, source), convert.extent(rt, first))
+    assert convert.shares_memory(convert.extent(rt, source), convert.extent(rt, np.asarray(source)))  # the control

@@ -15,23 +15,25 @@ NonNegative = Annotated[float, Meta(ge=0)]
 
 
 class ConversionLayout(Open):
-    """A conversion route on one layout of its source (child/workloads/convert.py): refused (the
+    """A conversion route on one layout of its source (child/workloads/convert.py): refused or unusable (the
     library's words), not applicable, or converted: copied or not (the buffers' address ranges and, where
     the source is writable, a write through it; null where the two disagree), its values, its time."""
 
     layout: str
     """The source's layout: contiguous (the timed calls' own source), transposed, misaligned (one element into its
     buffer) or readonly."""
-    outcome: Literal["ok", "refused", "not_applicable"]
-    """ok (converted), refused (the library raised) or not_applicable (the source's kind has no such layout)."""
+    outcome: Literal["ok", "refused", "unusable", "not_applicable"]
+    """ok (converted), refused (the library raised), unusable (converted, then the library raised when the result was
+    read) or not_applicable (the source's kind has no such layout)."""
     reason: str | None
-    """A refusal's exception in the library's words, or why the layout does not apply; null when converted."""
+    """A refusal's or an unusable result's exception in the library's words, why the layout does not apply, or, for a
+    converted one without a copy verdict, how its addresses and its write disagree; else null."""
     copied: bool | None
     """Whether the conversion copied, measured: from shares_memory and write_through; null where they disagree or
     neither could tell."""
     shares_memory: bool | None
-    """Whether the destination's buffer overlaps the source's address range (false between host and device memory);
-    null where an address is unknown."""
+    """Whether the destination's buffer overlaps the source's address range (one address space for host and device
+    memory under CUDA's unified addressing); null where an address is unknown."""
     write_through: bool | None
     """Whether a write into the source showed in the destination; null: the source cannot be written (read-only,
     immutable)."""

@@ -70,8 +70,8 @@ def memcpy_cell(conversion: Conversion) -> str:
 def layout_cell(row: ConversionLayout | None, loud: Callable[[str], str]) -> str:
     if row is None:
         return DASH
-    if row.outcome == "refused":
-        return f"refused: {one_line(row.reason or '')}"
+    if row.outcome in ("refused", "unusable"):
+        return f"{row.outcome}: {one_line(row.reason or '')}"
     if row.outcome == "not_applicable":
         return "n/a"
     text = "? no verdict" if row.copied is None else "✗ copy" if row.copied else "✓ view"

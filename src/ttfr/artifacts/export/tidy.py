@@ -206,6 +206,7 @@ def _conversion_rows(where: dict, conversion: Conversion):
         converted = layout.outcome == "ok"
         for metric, value in (("copied", _bit(layout.copied) if converted else None),
                               ("refused", int(layout.outcome == "refused")),
+                              ("unusable", int(layout.outcome == "unusable")),
                               ("values_ok", _bit(layout.values_ok) if converted else None)):  # fmt: skip
             yield _case_row(where, "conversion_layout", f"layout_{layout.layout}_{metric}", value, "bool", layout.outcome)
 

@@ -157,7 +157,11 @@ def converter(runtime, route, source):
         "torch_pinned_to_cuda": lambda t: t.to(runtime.device, non_blocking=True),
         "torch_cuda_to_numpy": lambda t: t.cpu().numpy(),
         "numpy_to_jax_gpu": lambda a: jax.device_put(a, runtime.jax_device),
-        "jax_gpu_to_numpy": lambda x: np_.asarray(x),
+        # JAX keeps a device array's host copy on the array: a second np.asarray(x) of the same array is a
+        # lookup, not a transfer (an H200 timed it at 762 GB/s). A user converts a fresh result each time,
+        # so each call converts a fresh device copy (x.copy(): a device-to-device copy, a small part of the
+        # transfer it stands before)
+        "jax_gpu_to_numpy": lambda x: np_.asarray(x.copy()),
         "torch_cuda_to_jax_gpu_dlpack": lambda t: jnp.from_dlpack(t),
         "torch_pinned_to_jax_dlpack": lambda t: jnp.from_dlpack(t),
     }
@@ -196,7 +200,9 @@ def extent(runtime, array):
             return None
         itemsize = array.dtype.itemsize
         shape, strides = array.shape, None
-        space = "device" if next(iter(array.devices())).platform != "cpu" else "host"
+        on_gpu = next(iter(array.devices())).platform != "cpu"
+        memory_kind = getattr(getattr(array, "sharding", None), "memory_kind", None) or ""
+        space = "device" if on_gpu and not memory_kind.endswith("host") else "host"
     else:
         return None
     if strides is None:
@@ -207,10 +213,13 @@ def extent(runtime, array):
 
 
 def shares_memory(source_extent, destination_extent):
+    """Whether two buffers' address ranges overlap. Host and device addresses are compared as they
+    are: CUDA's unified addressing gives host and device memory one address space, and an array a
+    library imports from pinned host memory may sit on the GPU while its bytes stay where they were
+    (on an H200, JAX's import of a torch pinned tensor showed a write through it while the memory
+    spaces said host and device), so the spaces alone cannot tell."""
     if source_extent is None or destination_extent is None:
         return None
-    if source_extent[0] != destination_extent[0]:
-        return False  # host and device memory: a transfer is a copy
     return source_extent[1] < destination_extent[2] and destination_extent[1] < source_extent[2]
 
 
@@ -335,16 +344,29 @@ def layout_row(runtime, route, values, layout, sync, source=None):
     except Exception as exc:  # noqa: BLE001 - a refusal is the library's answer, kept as its words
         return dict(row, outcome="refused", reason=f"{type(exc).__name__}: {first_line(exc)}")
     expected = np.asarray(values, dtype=np.float64)
-    # the values before the write-through probe: a route that ignored strides gives the wrong ones
-    row["values_ok"] = bool(np.array_equal(to_float64(runtime, destination), expected))
-    shared = shares_memory(where, extent(runtime, destination))
-    through = write_through(runtime, source, destination, sync)
+    landed = extent(runtime, destination)
+    try:
+        # the values before the write-through probe: a route that ignored strides gives the wrong ones
+        row["values_ok"] = bool(np.array_equal(to_float64(runtime, destination), expected))
+        through = write_through(runtime, source, destination, sync)
+    except Exception as exc:  # noqa: BLE001 - accepted, then failed when used: the library's words
+        # (on an H200, JAX imported a misaligned torch CUDA view, then refused to compute on it)
+        return dict(row, outcome="unusable", reason=f"{type(exc).__name__}: {first_line(exc)}")
+    shared = shares_memory(where, landed)
     row["shares_memory"], row["write_through"] = shared, through
-    # copied: measured; where the pointers and the write disagree, no verdict (the row says both)
+    # copied: measured; where the pointers and the write disagree, no verdict, and the row says why
     if through is None or shared is None or through == shared:
         row["copied"] = (not shared) if shared is not None else (not through if through is not None else None)
+    else:
+        row["reason"] = (f"the addresses ({_where(where)} and {_where(landed)}) say {'' if shared else 'no '}shared "
+                         f"memory; a write through the source {'showed' if through else 'did not show'}")  # fmt: skip
     row["call_s"] = _median_call_s(call, source, sync)
     return row
+
+
+def _where(found) -> str:
+    space, low, high = found
+    return f"{space} {low:#x}+{high - low}"
 
 
 def conversion_evidence(runtime, inputs, host_inputs, job):
