@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -41,6 +42,7 @@ from ttfr.measure import catalog
 from ttfr.measure.plan import CHECK, WARM, Task, build_plan
 from ttfr.measure.spec import build_spec
 from ttfr.model.base import decode, encode
+from ttfr.model.policies import COLD_CACHE
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, REASON_CHARS, GpuCheckSummary
 
 # the compute backends (the conversion backend has its own run: host <-> device routes)
@@ -74,30 +76,33 @@ QUICK = {
 COMMON = {"quick": ["--cold-runs", "1", "--warm-procs", "1", "--seed", "1", "--no-html"],
           "full": ["--cold-runs", "2", "--warm-procs", "2", "--seed", "1", "--no-html"]}  # fmt: skip
 RUN_TIMEOUT_S = 1800
-# Seconds per process on one H100-class GPU (16 cores), the estimate printed before the check. How:
-# the CPU figures of this machine kind (../shared/reference/RUNTIME-FACTS.md: `import jax` ~1.2 s and
-# `import torch` ~2.4 s of process wall on 2 busy cores, a warm process's calibration and samples
-# ~1.5 s, a cold torch.compile of a small step ~10 s before its C++ compiler) plus CUDA's start-up:
-# loading the CUDA libraries with the import (~1 s), a context and, for JAX, its memory pool (~0.5 s),
-# an XLA GPU compile of a small program (~0.5 s), and for torch.compile the Triton kernels' build in
-# place of g++ (~5 s cold; read from the cache when warm). To be replaced by the first GPU run's own
-# figures: its summary records the estimate beside the wall time it took.
+# Seconds per process, read on the first GPU lease (2026-11-28, one H200 on Firecracker, 16 cores, torch
+# 2.11.0+cu130, jax 0.11.2; docs/gpu/2026-11-28-h200.md): each process's wall from spawn to reap in the
+# runs' journals. A JAX process ~4 s (its first cold-cache compile on a fresh machine ~11 s: XLA's GPU
+# compile of a 512 matmul took 5.5 s), torch eager ~5 s, a conversion ~6 s, torch.compile ~21 s cold and
+# ~24 s on a warm cache (importing Inductor inside torch.compile(fn) took 8.6 s, cache or not), and the
+# AOT sweep's cold-cache process 57 s (every program compiled). The first check had guessed 5 min from
+# CPU figures; it took 8.4 min.
 GPU_PROCESS_S = {
-    "jax": 3.5,
-    "torch": 4.0,
-    "torch_compile_cold": 15.0,
-    "torch_compile_warm_cache": 7.0,
-    "interop_gpu": 5.0,
+    "jax": 4.5,
+    "torch": 5.5,
+    "torch_compile_cold": 22.0,
+    "torch_compile_warm_cache": 24.0,
+    "interop_gpu": 6.5,
+    "aot_loop_cold": 55.0,
 }
-WARM_EXTRA_S = 1.5  # a warm-regime process's calibration and samples
-RUN_OVERHEAD_S = 3.0  # one `ttfr run`: its imports, analysis and writes
-PYTEST_S = 15.0
+WARM_EXTRA_S = 0.5  # a warm-regime process's calibration and samples
+RUN_OVERHEAD_S = 3.5  # one `ttfr run`: its imports, analysis and writes
+PYTEST_S = 25.0
+PYTEST = "pytest"  # the check's last run: `pytest -m gpu`
 
 
 def process_seconds(task: Task) -> float:
     backend = task.case.backend_info
     if backend.framework == "interop_gpu":
         base = GPU_PROCESS_S["interop_gpu"]
+    elif task.case.workload.endswith("_aot") and task.policy == COLD_CACHE and not task.uses_template:
+        base = GPU_PROCESS_S["aot_loop_cold"]  # the loop's every program compiled
     elif backend.framework == "torch" and backend.compiles:
         # a process on the case's warmed cache (warm-cache, warm-process) reads the kernels the first one built
         base = GPU_PROCESS_S["torch_compile_warm_cache" if task.uses_template else "torch_compile_cold"]
@@ -128,7 +133,7 @@ def estimate_s(plans: dict[str, list[Task]]) -> float:
 def plan_lines(mode: str, plans: dict[str, list[Task]]) -> list[str]:
     total = sum(map(len, plans.values()))
     lines = [f"gpu-check {mode}: {total} processes in {len(plans)} `ttfr run`s, then `pytest -m gpu`; estimated "
-             f"{estimate_s(plans) / 60:.1f} min on one H100-class GPU (per process: {_priors()})"]  # fmt: skip
+             f"{estimate_s(plans) / 60:.1f} min on one H100/H200-class GPU (per process: {_priors()})"]  # fmt: skip
     for label, tasks in plans.items():
         cases = len({t.case.id for t in tasks})
         lines.append(f"  {label:<12} {cases:>3} cases {len(tasks):>4} processes ~{sum(map(process_seconds, tasks)):5.0f} s")
@@ -295,9 +300,14 @@ def main(argv=None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick", help="every GPU row once (default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full", help="the whole check (~300 processes)")
+    ap.add_argument("--runs", type=run_names, default=None, metavar="NAMES",
+                    help=f"only these of the check's runs, comma-separated: {', '.join([*QUICK, PYTEST])} (e.g. the "
+                         "ones a short GPU lease did not reach)")  # fmt: skip
     args = ap.parse_args(argv)
     args.mode = args.mode or "quick"
     runs, common = (QUICK if args.mode == "quick" else FULL), COMMON[args.mode]
+    chosen = args.runs or [*runs, PYTEST]
+    runs = {label: options for label, options in runs.items() if label in chosen}
     plans = planned(runs, common, args.work)
     print("\n".join(plan_lines(args.mode, plans)), flush=True)
     if not catalog.gpu_present():
@@ -306,6 +316,9 @@ def main(argv=None) -> int:
         return 1
     began = time.monotonic()
     done_runs, rows, problems, manifest = [], [], [], {}
+    # a lease's or a scheduler's time limit (SIGTERM) ends the check as Ctrl-C does: what finished is summarised
+    signal.signal(signal.SIGTERM, _interrupted)
+    interrupted = False
     try:
         for label, options in runs.items():
             run, run_rows, run_problems, run_manifest = run_ttfr(label, options, common, args.work, len(plans[label]))
@@ -313,13 +326,16 @@ def main(argv=None) -> int:
             rows += run_rows
             problems += [p for p in run_problems if p not in problems]  # the manifest's, once rather than per run
             manifest = run_manifest or manifest
-        run, row = run_pytest()
+        if PYTEST in chosen:
+            run, row = run_pytest()
+            done_runs.append(run)
+            rows.append(row)
     except KeyboardInterrupt:
-        print(f"gpu-check: interrupted after {len(done_runs)} of {len(runs)} runs; their results are under {args.work}",
-              file=sys.stderr)  # fmt: skip
-        return 130
-    done_runs.append(run)
-    rows.append(row)
+        interrupted = True
+        left = [label for label in [*runs, PYTEST] if label in chosen and label not in {r["run"] for r in done_runs}]
+        problems.append(f"interrupted: {len(done_runs)} of {len(runs) + (PYTEST in chosen)} runs finished; not run: "
+                        f"{', '.join(left)} (their results, if any, are under {args.work})")  # fmt: skip
+        print(f"gpu-check: {problems[-1]}", file=sys.stderr)
     gpu = manifest.get("gpu") or {}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     summary = decode({
@@ -336,7 +352,21 @@ def main(argv=None) -> int:
     text = render(summary, f"{command} (benchmarks/gpu_check.py {shlex.join(sys.argv[1:] if argv is None else argv)})")
     (args.out / f"gpu-check-{stamp}.md").write_text(text)
     print(text)
-    return 1 if summary.verdict == "fail" else 0
+    return 130 if interrupted else 1 if summary.verdict == "fail" else 0
+
+
+def _interrupted(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def run_names(text: str) -> list[str]:
+    """--runs: the check's run names, each known (argparse's error, exit 2, names the valid ones)."""
+    valid = [*QUICK, PYTEST]
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in valid]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown run {', '.join(unknown) or '(none given)'}; valid: {', '.join(valid)}")
+    return names
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """`make gpu-check` (benchmarks/gpu_check.py), tested where CI runs: without a GPU it fails (never a
 warning), and its judgement of a GPU case's file holds the GPU rows' promises (issue 27)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,37 @@ def test_gpu_check_judges_each_promise_of_a_gpu_case():
     assert gpu_check.case_problems(transfer) == [f"{transfer['case']}: no copy verdict (the evidence disagrees)"]
     assert gpu_check.manifest_problems({"gpu": {"driver_version": "550", "cuda_version": "12.4", "ptxas": None}}) == [
         "manifest: no ptxas recorded"]  # fmt: skip
+
+
+def test_runs_names_only_the_checks_own_runs_before_anything_runs(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--runs", "conversions,bogus", "--out", str(tmp_path / "docs")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown run bogus; valid: arrays, tf32, conversions, histfactory, loops, pytest" in done.stderr
+    assert not (tmp_path / "docs").exists()
+
+
+def test_a_check_cut_short_by_its_lease_still_writes_what_finished(tmp_path, monkeypatch):
+    """A GPU lease's time limit (SIGTERM, as Ctrl-C) mid-check: the first lease lost every finished row
+    that way. The summary keeps the finished runs' rows, names the runs not reached, and fails."""
+    monkeypatch.setattr(gpu_check.catalog, "gpu_present", lambda: True)
+    started = []
+
+    def fake_run(label, options, common, work, planned_count):
+        started.append(label)
+        if label == "conversions":
+            raise KeyboardInterrupt  # the lease ends during the second run
+        run = {"run": label, "command": f"ttfr run {label}", "exit_code": 0, "wall_s": 1.0,
+               "processes_planned": planned_count}  # fmt: skip
+        return run, [{"run": label, "row": f"{label}_case", "verdict": "pass", "reasons": []}], [], {}
+
+    monkeypatch.setattr(gpu_check, "run_ttfr", fake_run)
+    monkeypatch.setattr(gpu_check, "run_pytest", lambda: pytest.fail("pytest ran after the interrupt"))
+    code = gpu_check.main(["--runs", "tf32,conversions,loops,pytest", "--out", str(tmp_path), "--work", str(tmp_path / "w")])
+    assert code == 130 and started == ["tf32", "conversions"]
+    [written] = tmp_path.glob("gpu-check-*.json")
+    summary = json.loads(written.read_text())
+    assert summary["verdict"] == "fail" and [r["row"] for r in summary["rows"]] == ["tf32_case"]
+    assert summary["problems"] == [f"interrupted: 1 of 4 runs finished; not run: conversions, loops, pytest (their "
+                                   f"results, if any, are under {tmp_path / 'w'})"]  # fmt: skip
+    assert "interrupted: 1 of 4 runs finished" in next(tmp_path.glob("gpu-check-*.md")).read_text()
