@@ -208,6 +208,9 @@ class CompileExplainer:
         if self.dropped_runs:
             unavailable["compiler_runs"] = f"only the first {MAX_ROWS} runs are kept: {self.dropped_runs} more ran"
         if on_gpu:  # C++ kernels build on Inductor's threads (timed here); Triton's in its worker processes
+            # the CPU ISA probe is a CPU kernel's: a CUDA case never runs it, so its hook is no part missing
+            # (torch 2.11 on an H200 has no VecISA._probe_load)
+            unavailable.pop(_VEC_ISA, None)
             unavailable["triton_compiler_runs"] = ("Triton kernels are built in Inductor's worker processes, not timed "
                                                    "one by one here: their time is in the frames' inductor_s")  # fmt: skip
         return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs,
