@@ -257,3 +257,60 @@ def test_a_ttfr_disagreement_is_not_said_to_be_the_import_ratios(verified):
     (part,) = _markdown_parts(_markdown_section(text)).values()
     assert part["headline"].startswith("Import ratio 0.98; unattributed")
     assert "reached its first result in 900 ms" in text  # the flag's own sentence, under Flags
+
+
+# ------------------------------------------------------------------ report.html's picture of the whole cold start
+FIRST_CALL_PARTS = {"traced_s": 0.04, "attributed_fraction": 0.9, "imports_s": 0.010272, "kernels": None,
+                    "stage": "compile_s", "stage_traced_s": 0.02, "stage_measured_s": 0.021, "parts": [
+                        {"part": "trace", "s": 0.004, "share": 0.1, "runs": None},
+                        {"part": "compile", "s": 0.02, "share": 0.5, "runs": None},
+                        {"part": "first execution", "s": 0.012, "share": 0.3, "runs": None},
+                        {"part": "unattributed", "s": 0.004, "share": 0.1, "runs": None}]}  # fmt: skip
+PROGRAMS = [{"name": name, "traces": 1, "executables": 1, "trace_s": 0.001, "lower_s": 0.001, "compile_s": seconds,
+             "persistent_cache": "written", "default_settings_skip": True}
+            for name, seconds in (("step", 0.015), ("loss", 0.005))]  # fmt: skip
+
+
+def _icicle_case():
+    return explained_case(cold={**EXPLANATION, "first_call": FIRST_CALL_PARTS, "programs": PROGRAMS})
+
+
+def test_the_picture_of_a_cold_start_fills_each_measured_phase_with_what_the_explanation_found():
+    from ttfr.report import icicle
+
+    block = _icicle_case().policies.get(COLD_CACHE)
+    found = icicle.boxes(block, block.explanation)
+    phases = [b for b in found if b.row == 0]
+    # the top row is the measured medians, end to end
+    assert [(b.label, b.seconds) for b in phases] == [("interpreter", 0.00948632), ("import", 0.389187162),
+                                                      ("setup", 0.001563713), ("first call", 0.034664272)]  # fmt: skip
+    assert all(abs(a.start + a.width - b.start) < 1e-12 for a, b in zip(phases, phases[1:]))
+    for parent in [b for b in found if b.row < 2]:
+        children = [b for b in found if b.row == parent.row + 1 and b.parent == parent.label]
+        if children:  # a row fills its parent exactly, in the order the explanation lists the parts
+            assert abs(sum(c.width for c in children) - parent.width) < 1e-12, parent.label
+            assert children[0].start == parent.start
+    imports = {b.label: b.seconds for b in found if b.parent == "import"}
+    # the distributions at their traced seconds, then the import phase's time spent not importing
+    assert imports["jax 0.10.2"] == 0.185216 and imports["unattributed"] == 0.136403 and "not importing" not in imports
+    assert [b.label for b in found if b.parent == "first call"] == ["trace", "compile", "first execution", "unattributed"]
+    assert [(b.label, b.seconds) for b in found if b.parent == "compile"] == [("step", 0.015), ("loss", 0.005)]
+    # past `most` parts under one parent: the largest, then one `other` holding the rest
+    capped = [b for b in icicle.boxes(block, block.explanation, most=3) if b.parent == "import"]
+    assert [b.label for b in capped] == ["jax 0.10.2", "unattributed", "other"]
+    assert abs(sum(b.seconds for b in capped) - IMPORT["imports_s"]) < 1e-9
+
+
+def test_report_html_draws_each_explained_case_once_with_every_box_in_its_table(verified):
+    _md, page = _rendered(verified, _icicle_case())
+    section = _html_section(page)
+    assert section.count("<figcaption>Where the cold start of") == 1  # one explained case, its two panels in one figure
+    figure = section.split(f"<figcaption>Where the cold start of {CASE} goes</figcaption>", 1)[1].split("</figure>", 1)[0]
+    assert "<svg" in figure
+    rows = [[_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", figure.split("<tbody>", 1)[1])]  # fmt: skip
+    # phases, import's parts, the first call's parts, the programs under compile; the warm cache's process failed
+    assert len(rows) == 4 + 7 + 4 + 2 and {row[0] for row in rows} == {"cold cache"}
+    assert rows[-2] == ["cold cache", "programs, graphs", "compile", "step", "15 ms", "75%"]
+    _md, plain = _rendered(verified)
+    assert "Where the cold start of" not in plain  # no explanation, no picture

@@ -166,10 +166,11 @@ def _concurrency(cases: list[CaseResult], plots) -> list[str]:
     return [f"<p>{_e(concurrency_md.FAN_OUT_INTRO)}</p>", *parts]
 
 
-def _explain(cases: list[CaseResult]) -> list[str]:
-    """report.md's --explain tables and advice (the same rows, without Markdown's marks), per case and
-    cold policy; nothing when no case has an explanation. (The issue's icicle chart is still to come.)"""
-    parts = []
+def _explain(cases: list[CaseResult], plots) -> list[str]:
+    """Each explained case's picture of its whole cold start (plots.cold_start), then report.md's --explain
+    tables and advice (the same rows, without Markdown's marks), per case and cold policy; nothing when no
+    case has an explanation."""
+    parts = [_figure(plot) for plot in plots.cold_start(cases)]
     for part in explain_md.policy_tables(cases, mark=str):
         parts.append(f"<h3>{_e(part.title)}</h3><p>{_e(part.headline)}</p>")
         for item in part.tables:
@@ -218,7 +219,7 @@ def render(result: VerifiedResult) -> str:
         _section(concurrency_md.TITLE, _concurrency(cases, plots), concurrency_md.INTRO),
         _section("Commands", [_commands(cases)]),
         # as in report.md: after every measured figure, just before the Flags that hold explanation_disagrees
-        _section(explain_md.TITLE, _explain(cases), explain_md.INTRO.replace("`", "")),
+        _section(explain_md.TITLE, _explain(cases, plots), explain_md.INTRO.replace("`", "")),
         _section("Flags", [_flags(cases)]),
         _section("Limitations", [_list(markdown.limitations(manifest, cases))]),
     ]

@@ -21,10 +21,12 @@ from ttfr.model.flags import FirstRunOutlier
 from ttfr.model.policy_figures import named
 from ttfr.model.run_figures import COMPONENT_LABELS, RunFigures
 from ttfr.model.comparison import Comparison
+from ttfr.model.explanation import UNATTRIBUTED
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
 from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
+from ttfr.report import icicle
 from ttfr.report.formatting import (
     copied_verdict,
     first_call_stages,
@@ -691,3 +693,78 @@ def forest(document: Comparison) -> Plot | None:
     _left_for(fig, labels)
     _legend_below(fig, ax)
     return Plot("B against A", _svg(fig), ["case", "policy", "B/A", "CI (level)", "δ", "verdict"], table)
+
+
+# ------------------------------------------------------------------ --explain: the whole cold start
+_ICICLE_ROWS = ("measured phases", "where they went", "programs, graphs")
+_ICICLE_GREY = {icicle.NOT_IMPORTING: "#d9d9d9", icicle.OTHER: "#bdbdbd", UNATTRIBUTED: "#969696"}
+_ICICLE_LABELLED = 10  # labelled boxes a row at most (the largest): the rest are in the table
+_ICICLE_AXES_PT = 0.84 * _WIDTH * 72  # the axes' width in points (subplots_adjust below)
+_ICICLE_CHAR_PT = 0.6 * 7  # a 7 pt character's width, about
+
+
+def cold_start(cases: list[CaseResult]) -> list[Plot]:
+    """One icicle chart per explained case (report/icicle.py: which boxes; here: how they look), a panel per
+    cold policy with an explanation: the measured phases on top, where the diagnostic process found they went
+    below, each part a share of its phase. Labels fit their box (cut with … or left off; at most ten a row);
+    the table under the figure holds every box."""
+    plots, figures = [], None
+    for case in cases:
+        panels = [(policy, block) for policy in COLD_POLICIES if (block := case.policies.get(policy))
+                  and present(block.explanation) and block.explanation.outcome == "ok"]  # fmt: skip
+        drawn = [(policy, block, icicle.boxes(block, block.explanation)) for policy, block in panels]
+        drawn = [(policy, block, found) for policy, block, found in drawn if found]
+        if not drawn:
+            continue
+        figures = figures or _figures()
+        fig, axes = figures.subplots(len(drawn), 1, figsize=(_WIDTH, 1.55 * len(drawn) + 0.4), squeeze=False)
+        fig.subplots_adjust(left=0.14, right=0.98, hspace=0.75)
+        table = []
+        for ax, (policy, _block, found) in zip([row[0] for row in axes], drawn):
+            _icicle_panel(ax, found, _POLICY_LABEL[policy])
+            for box in found:
+                parent = next((b for b in found if b.row == box.row - 1 and b.label == box.parent), None)
+                share = box.width / parent.width if parent and parent.width else None
+                table.append([_POLICY_LABEL[policy], _ICICLE_ROWS[box.row], box.parent or "—", box.label,
+                              fmt_seconds(box.seconds), fmt_percent(share) if share is not None else "—"])  # fmt: skip
+        plots.append(Plot(f"Where the cold start of {case.case} goes", _svg(fig),
+                          ["policy", "row", "part of", "box", "seconds", "share of its parent"], table,
+                          "Top row: the measured medians. Below: the diagnostic process's own seconds (--explain), "
+                          "drawn as shares of the phase above them, so each row fills its parent."))  # fmt: skip
+    return plots
+
+
+def _icicle_panel(ax, found: list, title: str) -> None:
+    end = max(box.start + box.width for box in found)
+    phase_colour = {label: _COLOURS[key] for key, label in COMPONENT_LABELS.items() if key in _COLOURS}
+    for row in range(len(_ICICLE_ROWS)):
+        boxes = [b for b in found if b.row == row]
+        labelled = sorted(boxes, key=lambda b: -b.width)[:_ICICLE_LABELLED]
+        siblings: dict[str | None, int] = {}
+        for box in boxes:
+            index = siblings[box.parent] = siblings.get(box.parent, -1) + 1
+            colour = (phase_colour.get(box.label, "#7f7f7f") if row == 0
+                      else _ICICLE_GREY.get(box.label.split(" ")[0], f"C{(index + row) % 10}"))  # fmt: skip
+            ax.barh(row, box.width, left=box.start, height=0.92, color=colour, edgecolor="white", linewidth=0.6)
+            if box in labelled:
+                text = _fit(box.label, fmt_seconds(box.seconds), box.width / end * _ICICLE_AXES_PT)
+                if text:
+                    ax.text(box.start + box.width / 2, row, text, ha="center", va="center", fontsize=7, clip_on=True,
+                            color="white" if row == 0 else "black")  # fmt: skip
+    ax.set_xlim(0, end)
+    ax.set_ylim(len(_ICICLE_ROWS) - 0.5, -0.5)
+    ax.set_yticks(range(len(_ICICLE_ROWS)), _ICICLE_ROWS)
+    ax.set_title(f"{title}: {fmt_seconds(sum(b.width for b in found if b.row == 0))} to the first result", fontsize=9)
+    ax.set_xlabel("seconds", fontsize=_SMALL_PT)
+
+
+def _fit(label: str, seconds: str, box_pt: float) -> str:
+    """A box's label as a box `box_pt` wide holds it: with its seconds, else the label alone, else the label cut
+    (…); empty below four characters."""
+    room = int(box_pt / _ICICLE_CHAR_PT) - 1
+    if room < 4:
+        return ""
+    for text in (f"{label} {seconds}", label):
+        if len(text) <= room:
+            return text
+    return label[: room - 1] + "…"
