@@ -11,7 +11,7 @@ import pytest
 from conftest import PASSED_CHECK, fake_record, fake_result, fake_warm
 
 from ttfr.measure.executors import Executors
-from ttfr.model.base import decode
+from ttfr.model.base import UNSET, decode
 from ttfr.model.comparison import Comparison
 from ttfr.model.journal import CacheDir, Host, JournalEntry, Rusage
 from ttfr.analyse import diagnostics
@@ -300,3 +300,27 @@ def test_ab_on_real_processes_detects_real_extra_work(tmp_path):
     (record,) = document.comparisons
     assert record.verdict == "regression" and record.effect.ratio > 1.3
     assert "🔴 regression" in (tmp_path / "pr.md").read_text()
+
+
+def test_ab_explain_runs_each_arms_diagnostic_processes_after_the_last_round_and_compares_them(tmp_path):
+    """`ttfr ab --explain` (issue 38): a diagnostic process per arm, case and cold policy, after the rounds (a
+    precision stop included), never between measured runs; the comparison lists what changed between the arms."""
+    from support.fakes import FakeExecutor
+
+    run = build_spec(RunRequest(backends="numpy", workloads="matmul,fused_chain", sizes="64", policies="cold-cache,warm",
+                                seed=5, explain=True))  # fmt: skip
+    arms = (ab.Arm("A", sys.executable), ab.Arm("B", sys.executable, (("TTFR_SPIN_EXTRA", "0.2"),)))
+    fake = FakeExecutor()
+    outcome = ab.execute(ab.AbSpec(run, arms, 3, 6, None, None), tmp_path, executors=Executors(worker=fake))
+    explained = [i for i, call in enumerate(fake.calls) if call["job"].explain]
+    assert explained == list(range(len(fake.calls) - 4, len(fake.calls)))  # after every measured run
+    arm_of = ["B" if fake.calls[i]["env"].get("TTFR_SPIN_EXTRA") else "A" for i in explained]
+    assert Counter(arm_of) == {"A": 2, "B": 2}  # two cases, one cold policy, each arm
+    assert outcome.comparison.explained is not UNSET and validate_dir(outcome.root / "B") == []
+    for arm in "AB":
+        cases = [json.loads(p.read_text()) for p in (outcome.root / arm / "cases").glob("*.json")]
+        assert [c["policies"]["cold-process/cold-cache"]["explanation"]["outcome"] for c in cases] == ["ok", "ok"]
+    # interrupted before the last round: no diagnostic process at all (the arms' runs are what they are)
+    stopped = FakeExecutor(interrupt_at=6)
+    ab.execute(ab.AbSpec(run, arms, 3, 6, None, None), tmp_path / "stopped", executors=Executors(worker=stopped))
+    assert not any(call["job"].explain for call in stopped.calls)

@@ -35,6 +35,9 @@ def add_parser(commands):
     ab.add_argument("--precision", type=float, metavar="REL", help="stop once every CI half-width is <= REL (e.g. 0.05)")
     ab.add_argument("--budget", metavar="DURATION", help="stop adding rounds after this long, e.g. 600, 10m")
     gate_args(ab)
+    ab.add_argument("--explain", action="store_true",
+                    help="after the rounds, one unmeasured diagnostic process per arm, case and cold policy (as `ttfr "
+                         "run --explain`); the comparison lists the modules and programs whose time changed most")  # fmt: skip
     ab.add_argument("--deterministic", action="store_true", help="seed 0: the same data and round order every time")
     ab.add_argument("--seed", type=int, help="input-data and round-order seed (default: a random one, recorded)")
     ab.add_argument("--timeout", type=float, metavar="S", help=f"per-run timeout in seconds ({by_profile('timeout_s', ' s')})")
@@ -62,7 +65,7 @@ def handle(args, console: Console) -> int:
     if own[0]:  # the case of the two programs, under A's program until each arm brings its own
         options.update(commands=[shlex.join(own[0].argv)], command_names=[own[0].name])
     run_spec = build_spec(RunRequest(profile=args.profile, timeout=args.timeout, deterministic=args.deterministic,
-                                     seed=args.seed, **selection_request(args), **options))  # fmt: skip
+                                     seed=args.seed, explain=args.explain, **selection_request(args), **options))  # fmt: skip
     if own[0]:
         run_spec = replace(run_spec, commands=())  # each arm brings its own program
     measured = bool(run_spec.commands or own[0])

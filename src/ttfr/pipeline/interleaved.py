@@ -37,7 +37,7 @@ from ttfr.exit_codes import EXIT_INTERRUPTED
 from ttfr.measure import user_commands
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import GROUP, PRIME, build_plan
+from ttfr.measure.plan import EXPLAIN, GROUP, PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec
@@ -188,7 +188,8 @@ def _rounds(plan, seed: int) -> list[list]:
     a case that fails it stops before any group of it runs."""
     by_index: dict[int, list] = {}
     for task in plan.tasks:
-        by_index.setdefault(task.index, []).append(task)
+        if task.kind != EXPLAIN:  # after the rounds, however many ran (_explain)
+            by_index.setdefault(task.index, []).append(task)
     rounds = []
     for index in sorted(by_index):
         tasks = sorted(by_index[index], key=lambda t: t.key)
@@ -291,9 +292,20 @@ def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, exec
                 if ab.budget_s is not None and time.monotonic() - started > ab.budget_s:
                     stop_reason = "budget"
                     break
+        elapsed_s = time.monotonic() - started  # the rounds' time: the diagnostic processes after them are not rounds
+        _explain(plan, arms)
     except KeyboardInterrupt:
         interrupted, stop_reason = True, "interrupted"
-    return AbOutcome(root, _finish(ab, arms, completed, stop_reason, session, time.monotonic() - started), interrupted)
+        elapsed_s = time.monotonic() - started
+    return AbOutcome(root, _finish(ab, arms, completed, stop_reason, session, elapsed_s), interrupted)
+
+
+def _explain(plan, arms) -> None:
+    """--explain: each case's diagnostic processes, after the last round that ran (whichever stopped them), in
+    each arm (A, then B: unmeasured, so no order to balance), never beside a measured run."""
+    for task in (t for t in plan.tasks if t.kind == EXPLAIN):
+        for arm in arms:
+            arm.scheduler.run_task(task)
 
 
 def _sync_stops(arms, case_id: str) -> None:
