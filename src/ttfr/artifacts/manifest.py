@@ -24,6 +24,8 @@ from ttfr.child import hostinfo
 from ttfr.measure import cache, catalog
 from ttfr.child.backends.compat import gpu_stack_versions, jax_cuda_directory
 from ttfr.measure.workerenv import TOOLKIT_REQUEST, toolkit_ptxas
+from ttfr.model.base import decode
+from ttfr.model.manifest import Manifest
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 # Every package a backend requires, plus the harness's own runtime dependencies.
@@ -192,3 +194,23 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
         "environment": allowed_environment(),
         "limitations": list(cache.LIMITATIONS),
     }
+
+
+def differences(recorded: Manifest) -> list[str]:
+    """What differs between the machine and versions a result directory recorded and this one's, in words
+    (empty: the same): what `ttfr explain DIR` refuses, since its diagnostic processes would explain
+    another machine's cold start than the figures beside them."""
+    now = decode(collect(worker_python=recorded.python.worker_executable), Manifest)
+    checks = [
+        ("machine", recorded.machine_id, now.machine_id),
+        ("CPU", recorded.cpu.model, now.cpu.model),
+        ("usable cores", recorded.cpu.usable_cores, now.cpu.usable_cores),
+        ("OS kernel", recorded.os.release, now.os.release),
+        ("Python", recorded.python.version, now.python.version),
+        ("ttfr", recorded.ttfr.version, now.ttfr.version),
+        ("GPU driver", recorded.gpu.driver_version, now.gpu.driver_version),
+        ("GPUs", [d.name for d in recorded.gpu.devices], [d.name for d in now.gpu.devices]),
+    ]
+    checks += [(name, recorded.runtimes.get(name), now.runtimes.get(name))
+               for name in sorted(set(recorded.runtimes) | set(now.runtimes))]  # fmt: skip
+    return [f"{what}: {was} there, {is_} here" for what, was, is_ in checks if was != is_]

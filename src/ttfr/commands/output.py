@@ -51,3 +51,20 @@ def show_comparison(console: Console, document: Comparison, root: Path, markdown
                   f"the table is in {root / 'comparison.md'}", file=sys.stderr)  # fmt: skip
     console.print(f"comparison: {root / 'comparison.json'}", markup=False, highlight=False)
     return exit_code
+
+
+def run_summary(console: Console, progress, spec):
+    """What `ttfr run` and `ttfr explain` show once the results are written (before report.html): the live
+    display stopped, the warnings, the summary table, and how to finish an interrupted run."""
+    from ttfr.report import terminal
+
+    def show(outcome) -> None:
+        progress.stop()
+        for warning in outcome.warnings:
+            print(f"ttfr: warning: {warning}", file=sys.stderr)
+        terminal.print_summary(console, outcome.suite, outcome.cases, outcome.result_dir.root)
+        if outcome.interrupted:
+            console.print(f"interrupted: finish with `{spec.resume_command(outcome.result_dir.root)}`", markup=False,
+                          highlight=False)  # fmt: skip
+
+    return show

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ttfr import startup
+from ttfr.commands.output import run_summary
 from ttfr.commands.options import by_profile, command_args, command_request, selection_args, selection_request
 from ttfr.errors import UsageError
 from ttfr.measure.profiles import PROFILES
@@ -131,7 +132,7 @@ def handle(args, console: Console) -> int:
         from ttfr.measure.executors import placing_groups, release_groups
         from ttfr.measure.slurm_client import SlurmOptions
         from ttfr.pipeline import suite  # the run's modules, once the input is known good (analysis: later)
-        from ttfr.report import terminal
+        from ttfr.report import terminal  # noqa: F401 - its import timed here, not in the summary's
     # checked (and its directory made) before the result directory is: a bad one leaves nothing half-written
     executors = placing_groups(args.executors, args.concurrency_executor, args.concurrency_cache_dir,
                                SlurmOptions(args.slurm_partition, args.slurm_time, args.slurm_account,
@@ -139,12 +140,12 @@ def handle(args, console: Console) -> int:
                                start_patience_s=args.slurm_start_patience,
                                say=lambda text: console.print(text, markup=False, highlight=False))  # fmt: skip
     try:
-        return _execute(args, spec, executors, costs, console, suite, terminal)
+        return _execute(args, spec, executors, costs, console, suite)
     finally:
         release_groups(executors)
 
 
-def _execute(args, spec, executors, costs, console: Console, suite, terminal) -> int:
+def _execute(args, spec, executors, costs, console: Console, suite) -> int:
     if args.resume:
         named = Named(python=args.python, case_files=tuple(args.case_file), commands=tuple(args.command),
                       prepare=tuple(args.prepare))  # fmt: skip
@@ -157,16 +158,7 @@ def _execute(args, spec, executors, costs, console: Console, suite, terminal) ->
     from ttfr.report.progress import ProgressDisplay
 
     progress = ProgressDisplay(console)
-
-    def show(outcome) -> None:  # the results are written; report.html comes after this
-        progress.stop()
-        for warning in outcome.warnings:
-            print(f"ttfr: warning: {warning}", file=sys.stderr)
-        terminal.print_summary(console, outcome.suite, outcome.cases, outcome.result_dir.root)
-        if outcome.interrupted:
-            console.print(f"interrupted: finish with `{spec.resume_command(outcome.result_dir.root)}`", markup=False,
-                          highlight=False)  # fmt: skip
-
+    show = run_summary(console, progress, spec)  # the results are written; report.html comes after this
     try:
         outcome = suite.execute(result_dir, spec, executors=executors, progress=progress, html=not args.no_html,
                                 costs=costs, shown=show)  # fmt: skip

@@ -1,0 +1,50 @@
+"""`ttfr explain DIR`: --explain added to a finished result directory. Its diagnostic processes are
+the only work left once the stored plan asks for them, so the directory is resumed like an
+interrupted run (suite.execute), with the plan's `explain` set: each cold policy's process runs on
+its policy's cache (a warm cache's template, gone with the finished run's scratch area, is primed
+again), and the results are written again with the explanations beside the unchanged figures.
+
+Refused (exit 2, before anything runs or is written): a directory that is not finished, one already
+explained, one measured on another machine or with other versions (its explanation would be of
+another cold start than its figures), and, as for --resume, one that names a program (an
+interpreter, a case file, a command) the user did not name on this command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import msgspec
+
+from ttfr.artifacts import manifest, reader
+from ttfr.artifacts.result_dir import ResultDir
+from ttfr.artifacts.store import PLAN_SCHEMA, write_json
+from ttfr.errors import UsageError
+from ttfr.measure.resume import Named
+from ttfr.measure.spec import RunSpec
+from ttfr.pipeline import suite
+
+
+def reopen_to_explain(root: Path, named: Named) -> tuple[ResultDir, RunSpec]:
+    """The finished directory, locked, and its spec with --explain, recorded in its plan.json."""
+    result_dir, spec = suite.reopen(root, named)
+    try:
+        recorded = reader.load_finished(result_dir.root)  # verified, as every reader of a result directory
+        if recorded.suite.state != "complete":
+            raise UsageError(f"{result_dir.root}: the run is not finished ({recorded.suite.summary.n_pending} cases "
+                             f"pending): finish it with `{spec.resume_command(result_dir.root)}` first")  # fmt: skip
+        if spec.explain:
+            raise UsageError(f"{result_dir.root}: already explained (it ran with --explain)")
+        differ = manifest.differences(recorded.manifest)
+        if differ:
+            raise UsageError(f"{result_dir.root} was measured on another machine or with other versions than this "
+                             f"one's ({'; '.join(differ)}): an explanation made here would explain another cold start "
+                             "than its figures; run `ttfr run --explain` here instead")  # fmt: skip
+        spec = replace(spec, explain=True)
+        plan = msgspec.structs.replace(reader.read_plan(result_dir.root), spec=spec.recorded())
+        write_json(result_dir.plan, plan, PLAN_SCHEMA)  # what runs next is what the plan says: a resume finds it
+        return result_dir, spec
+    except BaseException:
+        result_dir.unlock()
+        raise
