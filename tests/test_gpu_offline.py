@@ -250,8 +250,9 @@ def test_the_quick_check_runs_every_gpu_row_at_least_once(quick_plans):
     assert max(t.index for t in tasks) == 0  # one process per policy
 
 
-def test_the_quick_check_is_estimated_within_five_minutes_and_the_full_one_is_not(quick_plans, tmp_path):
-    assert gpu_check.estimate_s(quick_plans) <= 300
+def test_the_quick_check_fits_one_gpu_lease_command_and_the_full_one_does_not(quick_plans, tmp_path):
+    # a lease runs one command for at most 10 minutes; the estimate is the H200's own process times (8.4 min taken)
+    assert 420 <= gpu_check.estimate_s(quick_plans) <= 540
     full = gpu_check.planned(gpu_check.FULL, gpu_check.COMMON["full"], tmp_path)
     assert sum(map(len, full.values())) > 4 * sum(map(len, quick_plans.values()))
     lines = gpu_check.plan_lines("quick", quick_plans)
