@@ -378,3 +378,70 @@ def test_the_progress_line_names_a_diagnostic_process_as_one_not_as_a_measured_r
     labels = {task_label(t) for t in plan.tasks if t.case.id == "numpy_matmul_64_f32"}
     assert f"explain {COLD_CACHE}" in labels and f"{COLD_CACHE} #1" in labels and f"{COLD_CACHE} #2" in labels
     assert not any(label.startswith("explain") and "#" in label for label in labels)
+
+
+# ------------------------------------------------------------------ a --command's imports (PYTHONPROFILEIMPORTTIME)
+def test_a_commands_output_keeps_its_import_lines_and_where_its_first_result_came(tmp_path):
+    import os
+    import threading
+
+    from ttfr.measure.command_run import _OutputWatch
+
+    watch = _OutputWatch("^ready", imports=True)
+    read_fd, write_fd = os.pipe()
+    reader = threading.Thread(target=watch.read, args=(read_fd,))
+    reader.start()
+    os.write(write_fd, b"import time: 10 | 10 | json\nimport time: 5 | 5 | decimal\nready to go\nimport time: 7 | 7 | fra")
+    os.write(write_fd, b"ctions\nimport time: 1 | 1 | ready_not_a_result\n")  # a line split across writes, whole again
+    os.close(write_fd)
+    reader.join(timeout=10)
+    assert watch.line == "ready to go" and watch.imports_before_first == 2
+    assert [line.rsplit("| ", 1)[1] for line in watch.imports] == ["json", "decimal", "fractions", "ready_not_a_result"]
+
+
+def test_a_commands_trace_splits_at_its_first_result_and_asks_its_own_interpreter_for_distributions(tmp_path):
+    import os
+
+    from ttfr.measure import command_imports
+
+    lines = ["import time:       900 |        900 | numpy", "import time:       100 |        100 | json",
+             "import time:        50 |         50 | decimal"]  # fmt: skip
+    env = {"PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    found = command_imports.trace(lines, 2, ["python", "train.py"], env)
+    assert [(i.module, i.phase) for i in found.imports] == [("numpy", "import"), ("json", "import"), ("decimal", "after")]
+    assert found.distributions["numpy"][0] == "numpy" and found.distributions["json"][0] == "python"
+    # a shell wrapper names no interpreter: the modules stay unattributed rather than guessed from ttfr's own
+    assert command_imports.trace(lines, None, ["bash", "-c", "python train.py"], env).distributions is msgspec.UNSET
+    assert {i.phase for i in command_imports.trace(lines, None, ["bash"], env).imports} == {"import"}  # the exit
+    assert command_imports.trace([], None, ["python"], env) is None
+
+
+def test_a_command_that_is_no_python_program_has_imports_not_applicable():
+    from conftest import fake_record
+
+    record = fake_record()
+    record["first_result"] = {"by": "exit", "line": None, "stopped": False}
+    explanation, flags = explain.explain(explain_entry(record, msgspec.UNSET), _policy())
+    assert (explanation.outcome, flags) == ("not_applicable", [])
+    assert explanation.reason.startswith("imports n/a: the program printed no import line")
+    worker, _ = explain.explain(explain_entry(fake_record(), msgspec.UNSET), _policy())
+    assert (worker.outcome, worker.reason) == ("error", "the diagnostic process returned no import trace")
+
+
+@pytest.mark.integration
+def test_a_python_command_is_explained_up_to_its_first_result(tmp_path):
+    out = tmp_path / "out"
+    program = "import fractions; print('ready', flush=True); import colorsys"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--command", f"{sys.executable} -c \"{program}\"",
+                           "--first-result", "^ready", "--cold-runs", "2", "--cache-policy", "cold-cache", "--explain",
+                           "--no-html", "--out", str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = out.iterdir()
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    explanation = case["policies"][COLD_CACHE]["explanation"]
+    assert explanation["outcome"] == "ok", explanation
+    phases = {p["phase"]: p for p in explanation["phases"]}
+    assert "fractions" in [m["module"] for m in phases["import"]["top_modules"]]
+    assert "colorsys" in [m["module"] for m in phases["after"]["top_modules"]]
+    assert {d["distribution"] for d in phases["import"]["distributions"]} >= {"python"}
+    assert phases["import"]["measured_s"] is None and explanation["import_ratio"] is None  # no measured import phase

@@ -46,6 +46,9 @@ RANGE_WIDENING = 0.25  # the diagnostic process's TTFR within the measured runs'
 TOP_DISTRIBUTIONS = 6
 TOP_MODULES = 8
 OTHER = "other"
+NO_TRACE = "the diagnostic process returned no import trace"
+NO_PYTHON_IMPORTS = ("imports n/a: the program printed no import line (not a Python program, or one that does not read "
+                     "PYTHONPROFILEIMPORTTIME)")  # fmt: skip
 
 
 def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation | UnsetType, list]:
@@ -53,8 +56,11 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
     if entry is None:
         return UNSET, []
     if entry.outcome != "ok" or entry.imports is UNSET:
-        reason = entry.reason or "the diagnostic process returned no import trace"
-        return Explanation(outcome=entry.outcome if entry.outcome != "ok" else "error", reason=reason, phases=[],
+        outcome, reason = entry.outcome, entry.reason
+        if outcome == "ok":  # it ran, and reported no import: a --command that is no Python program has none
+            command = entry.record is not None and present(entry.record.first_result)
+            outcome, reason = ("not_applicable", NO_PYTHON_IMPORTS) if command else ("error", NO_TRACE)
+        return Explanation(outcome=outcome, reason=reason or NO_TRACE, phases=[],
                            traced_import_s=None, traced_ttfr_s=None, import_ratio=None,
                            unattributed_fraction=None), []  # fmt: skip
     phases = [_phase(name, imports, entry.imports, policy) for name in PHASES

@@ -13,9 +13,16 @@ STDLIB = "python"
 
 def imported_distributions() -> dict:
     """{top-level module: [distribution, version]} for every package in sys.modules."""
+    return distributions_of({name.partition(".")[0] for name in list(sys.modules)})
+
+
+def distributions_of(tops) -> dict:
+    """{top-level module: [distribution, version]} for these top-level names, in this interpreter. Standard
+    library only, and the module runs as a script too (a --command's interpreter, where ttfr is not installed:
+    measure/command_imports.py sends the names on stdin)."""
     from importlib import metadata
 
-    tops = {name.partition(".")[0] for name in list(sys.modules)}
+    tops = set(tops)
     python = ".".join(str(part) for part in sys.version_info[:3])
     found = {top: [STDLIB, python] for top in tops if top in sys.stdlib_module_names or top in sys.builtin_module_names}
     try:
@@ -35,3 +42,9 @@ def imported_distributions() -> dict:
                 versions[name] = None
         found[top] = [name, versions[name]]
     return found
+
+
+if __name__ == "__main__":
+    import json
+
+    json.dump(distributions_of(json.load(sys.stdin)), sys.stdout)

@@ -26,6 +26,7 @@ import ttfr_mark
 from ttfr.model.base import UNSET, UnsetType
 from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord, Sched
 from ttfr.measure.spawn import ERROR, ESCAPED, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note, classify
+from ttfr.measure import command_imports, import_trace
 from ttfr.measure.supervisor import READER_GRACE_S, supervise
 from ttfr.measure.user_commands import UserCommand, changed_files
 from ttfr.redaction import argv_secrets, redact_text
@@ -36,6 +37,7 @@ _MARK_BYTES = 64 * 1024  # of the mark descriptor read (a program writing garbag
 _LINE_SHOWN = 200  # characters of the matching line kept in the record
 _LINE_BREAK = re.compile(rb"[\r\n]")  # progress bars rewrite their line with \r
 INVALID = "invalid-measurement"
+_IMPORT_LINE = import_trace.PREFIX.encode()
 
 _OWN_SHARE = 0.5  # the leader's main thread did at least this share of its tree's CPU time
 
@@ -46,7 +48,7 @@ class _OutputWatch:
     is not matched (a print's pieces arrive apart without a buffer): only at the end of the
     output is the last one, timed when its last piece arrived."""
 
-    def __init__(self, pattern: str | None, on_first=None):
+    def __init__(self, pattern: str | None, on_first=None, imports: bool = False):
         self.regex = re.compile(pattern) if pattern is not None else None
         self.on_first = on_first  # called once the line is found (--stop-at-first-result)
         self.matched_ns: int | None = None
@@ -54,6 +56,11 @@ class _OutputWatch:
         self.tail = bytearray()
         self._partial = b""
         self._partial_ns = 0
+        # --explain's diagnostic process (command_imports.py): its import lines, and how many came before the
+        # first result's line
+        self.imports: list[str] | None = [] if imports else None
+        self.imports_before_first: int | None = None
+        self._import_bytes = 0
 
     def read(self, fd: int) -> None:
         with os.fdopen(fd, "rb", buffering=0) as pipe:
@@ -61,17 +68,32 @@ class _OutputWatch:
                 now = time.monotonic_ns()
                 self.tail += chunk
                 del self.tail[:-_TAIL_BYTES]
-                if self.regex is not None and self.matched_ns is None:
+                if self.imports is not None or (self.regex is not None and self.matched_ns is None):
                     self._scan(chunk, now)
-        if self.regex is not None and self.matched_ns is None and self._partial:
-            self._match(self._partial, self._partial_ns)
+        if self._partial:
+            self._line(self._partial, self._partial_ns)
 
     def _scan(self, chunk: bytes, now: int) -> None:
         lines = _LINE_BREAK.split(self._partial + chunk)
         self._partial, self._partial_ns = lines.pop()[-4 * _MAX_LINE :], now
         for raw in lines:
-            if self._match(raw, now):
+            if self._line(raw, now) and self.imports is None:
                 return
+
+    def _line(self, raw: bytes, when: int) -> bool:
+        """A complete line: an import line kept (a diagnostic process), else matched. True: the first result."""
+        if self.imports is not None and raw.startswith(_IMPORT_LINE):
+            if self._import_bytes < import_trace.MAX_BYTES:
+                self.imports.append(raw.decode("utf-8", "replace"))
+                self._import_bytes += len(raw)
+            return False
+        if self.regex is None or self.matched_ns is not None:
+            return False
+        if self._match(raw, when):
+            if self.imports is not None:
+                self.imports_before_first = len(self.imports)
+            return True
+        return False
 
     def _match(self, raw: bytes, when: int) -> bool:
         line = raw[: 4 * _MAX_LINE].decode("utf-8", "replace")[:_MAX_LINE]
@@ -98,10 +120,12 @@ class _MarkReader:
     """The first `first_result <ns>` line the program wrote to its mark descriptor, parsed as
     it arrives (its first _MARK_BYTES; the rest is drained)."""
 
-    def __init__(self, on_first=None):
+    def __init__(self, on_first=None, imports_read=None):
         self.on_first = on_first
         self.mark_ns: int | None = None
         self.malformed: str | None = None
+        self.imports_read = imports_read  # how many import lines the output's reader had when the mark came
+        self.imports_before_first: int | None = None
 
     def read(self, fd: int) -> None:
         pending, seen = b"", 0
@@ -121,6 +145,8 @@ class _MarkReader:
         word, _, value = line.partition(" ")
         if word == "first_result" and value.strip().isdigit():
             self.mark_ns = int(value)
+            if self.imports_read:
+                self.imports_before_first = self.imports_read()
             if self.on_first:
                 self.on_first()
             return True
@@ -161,15 +187,16 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     pass_fds, readers = [], []
     stop = threading.Event() if command.stop_at_first_result else None
     on_first = stop.set if stop else None
-    marks = _MarkReader(on_first) if command.mark else None
+    traced = command_imports.asked(env)  # --explain's diagnostic process
+    # Output always goes through a pipe: its tail is kept in memory, and a process that escaped
+    # the group kill still holding it is seen in every mode.
+    watch = _OutputWatch(command.first_result, on_first if command.first_result is not None else None, imports=traced)
+    marks = _MarkReader(on_first, imports_read=lambda: len(watch.imports or ())) if command.mark else None
     if marks:
         read_fd, write_fd = os.pipe()
         env[ttfr_mark.FD_VARIABLE] = str(write_fd)
         pass_fds.append(write_fd)
         readers.append((read_fd, marks.read))
-    # Output always goes through a pipe: its tail is kept in memory, and a process that escaped
-    # the group kill still holding it is seen in every mode.
-    watch = _OutputWatch(command.first_result, on_first if command.first_result is not None else None)
     read_fd, output = os.pipe()
     readers.append((read_fd, watch.read))
     ended = supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop)
@@ -189,7 +216,16 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         exit_code=ended.exit_code,
         rusage=ended.rusage,
         output_tail=None if outcome == "ok" else redact_text(watch.text(), hidden),
+        imports=_imports(command, watch, marks, env) if traced else None,
     )
+
+
+def _imports(command: UserCommand, watch: _OutputWatch, marks, env: dict):
+    """The diagnostic process's import trace, its `import` phase ending at the first result."""
+    first_at = watch.imports_before_first if command.first_result_by == "output" else None
+    if command.first_result_by == "mark" and marks is not None:
+        first_at = marks.imports_before_first
+    return command_imports.trace(watch.imports or [], first_at, list(command.argv), env, command.cwd)
 
 
 def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple[str, str | None, RunRecord | None]:

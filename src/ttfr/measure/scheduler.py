@@ -15,7 +15,8 @@ from msgspec import structs
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.host_window import host_fields, host_reading
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
+from ttfr.measure import command_imports
+from ttfr.measure.plan import EXPLAIN, GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
@@ -169,6 +170,8 @@ class Scheduler:
         spec = self.plan.spec
         env = self._env(task, cache)
         if not task.case.backend_info.in_process:
+            if task.kind == EXPLAIN:  # a Python program reports its imports as -X importtime would
+                env = {**env, command_imports.VARIABLE: "1"}
             return self.executors.command(spec.command(task.case.workload), env, timeout_s)
         return self.executors.worker(build_job(task, spec, self._dataset(task)), env, timeout_s, spec.python)
 

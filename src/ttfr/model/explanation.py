@@ -218,9 +218,10 @@ class Explanation(Artifact):
     with `-X importtime` on the policy's cache."""
 
     outcome: str
-    """How the diagnostic process ended (`ok`, or its failure: then no phase is explained)."""
+    """How the diagnostic process ended (`ok`, or its failure: then no phase is explained), or `not_applicable`: a
+    --command that is no Python program reports no import."""
     reason: str | None
-    """Why it failed; null when ok."""
+    """Why it failed, or why imports do not apply; null when ok."""
     phases: list[PhaseImports]
     """Each phase that imported anything, in the order of a process's life (empty when the process failed)."""
     traced_import_s: Seconds | None

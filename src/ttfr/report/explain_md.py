@@ -111,6 +111,8 @@ def fmt_ratio(value: float | None) -> str:
 def headline(explanation: Explanation, block: ColdPolicy, mark: Callable[[str], str] = code) -> str:
     """One line: the import ratio (flagged or not), the unattributed share and the traced process's own
     import phase; or how the diagnostic process failed."""
+    if explanation.outcome == "not_applicable":
+        return f"No import is explained: {one_line(explanation.reason or '')}"
     if explanation.outcome != "ok":
         reason = f": {one_line(explanation.reason)}" if explanation.reason else ""
         return f"The diagnostic process ended {mark(explanation.outcome)}{reason}; no phase is explained."
