@@ -73,3 +73,22 @@ def test_the_merged_manifest_records_the_merge_command_line_redacted(tmp_path):
     root = merge.merge(shards, tmp_path / "m", ["ttfr", "merge", "--api-token", "s3cr3tvalue", *map(str, shards)])
     manifest = (root / "manifest.json").read_text()
     assert "s3cr3tvalue" not in manifest and json.loads(manifest)["command_line"][3] == "<redacted>"
+
+
+def test_shards_run_with_explain_merge_with_every_cases_explanation(tmp_path):
+    """--explain on shards (issue 38): each shard explains its own cases after its measured runs, and the merge
+    keeps each explanation where a single machine's run would have it."""
+    shards = [_run(tmp_path, f"s{k}", shard=f"{k}/2", explain=True, policies="cold-cache,warm-cache") for k in (1, 2)]
+    whole = _run(tmp_path, "whole", explain=True, policies="cold-cache,warm-cache")
+    assert cli.main(["merge", *map(str, shards), "--out", str(tmp_path / "merged")]) == 0
+    (merged,) = (tmp_path / "merged").iterdir()
+    assert validate_dir(merged) == []
+    mine, single = _cases(merged), _cases(whole)
+    assert sorted(mine) == sorted(single)
+    for case_id, case in mine.items():
+        for policy in ("cold-process/cold-cache", "cold-process/warm-cache"):
+            explained, alone = case["policies"][policy]["explanation"], single[case_id]["policies"][policy]["explanation"]
+            assert explained["outcome"] == alone["outcome"] == "ok", (case_id, policy)
+            assert [p["phase"] for p in explained["phases"]] == [p["phase"] for p in alone["phases"]]
+    assert json.loads((merged / "plan.json").read_text())["spec"]["explain"] is True
+    assert "Where the cold start goes" in (merged / "report.md").read_text()
