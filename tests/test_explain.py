@@ -259,6 +259,36 @@ def test_a_real_jax_program_is_named_with_its_cache_outcome_and_jaxs_default_rul
     jax_rows = [d for p in case["policies"][COLD_CACHE]["explanation"]["phases"] if p["phase"] == "import"
                 for d in p["distributions"] if d["distribution"] in ("jax", "jaxlib")]  # fmt: skip
     assert {d["distribution"] for d in jax_rows} == {"jax", "jaxlib"}
+    # JAX's own words on its caches in the first call, verbatim: the miss, and the program written
+    said = case["policies"][COLD_CACHE]["explanation"]["cache_log"]
+    assert any(m.startswith("PERSISTENT COMPILATION CACHE MISS for 'jit_matmul'") for m in said), said
+    assert any(m.startswith("Writing jit_matmul to persistent compilation cache") for m in said), said
+    assert "What JAX said of its caches" in (root / "report.md").read_text()
+
+
+def test_jaxs_cache_messages_are_kept_during_the_first_call_only_and_bounded():
+    import logging
+    from types import SimpleNamespace
+
+    from ttfr.child.jax_cache_log import CacheLog
+
+    asked = {}
+    log = CacheLog(SimpleNamespace(config=SimpleNamespace(update=asked.__setitem__)))
+    compiler = logging.getLogger("jax._src.compiler")
+    try:
+        compiler.warning("PERSISTENT COMPILATION CACHE MISS for 'jit_setup'")  # setup's, before the first call
+        log.start()
+        compiler.warning("PERSISTENT COMPILATION CACHE MISS for 'jit_%s' with key %r", "step", "k1")
+        compiler.warning("an unrelated warning")  # not about its caches
+        for i in range(CacheLog.MOST + 5):
+            compiler.warning("Not writing persistent cache entry for 'jit_%d' because it uses host callbacks", i)
+        log.stop()
+        compiler.warning("TRACING CACHE MISS after the first call")
+    finally:
+        logging.getLogger("jax").removeHandler(log)
+    assert asked == {"jax_explain_cache_misses": True}
+    assert log.messages[0] == "PERSISTENT COMPILATION CACHE MISS for 'jit_step' with key 'k1'"
+    assert len(log.messages) == CacheLog.MOST and all("setup" not in m and "after" not in m for m in log.messages)
 
 
 def _case_policies(cold_ttfr, warm_ttfr, explanation):

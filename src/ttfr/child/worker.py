@@ -108,6 +108,8 @@ def _run_phases(job, marks, record):
         record["cache"] = {"first": runtime.cache_counters()}
         if job.explain and getattr(runtime, "explain_compile", None):  # torch.compile's frames, breaks, compiler runs
             record["torch_compile"] = runtime.explain_compile()
+        if job.explain and getattr(runtime, "explain_cache", None):  # JAX's words on its caches in the first call
+            record["cache_log"] = runtime.explain_cache()
 
         # The check needs the first call's result before a second (possibly in-place) step.
         checking = job.mode == WARM and job.check

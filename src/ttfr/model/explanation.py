@@ -248,6 +248,9 @@ class Explanation(Artifact):
     compiler runs), the rest unattributed; absent where nothing was compiled."""
     unavailable: dict[str, str] | UnsetType = UNSET
     """Parts the runtime did not expose here, with why (e.g. Triton's kernels, built in worker processes)."""
+    cache_log: list[str] | UnsetType = UNSET
+    """The runtime's own words about its caches in the first call, verbatim (JAX's `jax_explain_cache_misses`: a
+    tracing cache miss and why, a persistent-cache miss or hit, a program written or not and why)."""
 
 
 class Advice(Artifact):

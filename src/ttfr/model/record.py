@@ -342,6 +342,10 @@ class RunRecord(Open):
     torch_compile: TorchCompileEvidence | None | UnsetType = UNSET
     """--explain's diagnostic process, torch.compile: the first call's compiled frames, graph breaks and compiler
     runs (null: nothing was compiled)."""
+    cache_log: list[str] | UnsetType = UNSET
+    """--explain's diagnostic process, JAX: what the runtime said of its caches during the first call
+    (`jax_explain_cache_misses`: why it traced, whether the persistent cache had the program and whether it stored it),
+    verbatim, redacted like every recorded text; at most 40 messages of at most 2,000 characters."""
     rusage_self: OwnRusage | UnsetType = UNSET
     """The worker's own resource use: its peak resident memory."""
     sched: Sched | None | UnsetType = UNSET

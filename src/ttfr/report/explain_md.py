@@ -221,6 +221,8 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
                 tables.append(Table(first_call_intro(explanation), FIRST_CALL_HEADER, first_call_rows(explanation)))
             tables.append(Table(FRAMES_INTRO, FRAME_HEADER, frame_rows(explanation)))
             tables.append(Table(BREAKS_INTRO, BREAK_HEADER, break_rows(explanation)))
+            if present(explanation.cache_log):
+                tables.append(Table(CACHE_LOG_INTRO, ["message"], [[one_line(m)] for m in explanation.cache_log]))
             if present(explanation.unavailable):
                 tables.append(Table("Not available here:", ["part", "why"],
                                     [[k, one_line(v)] for k, v in explanation.unavailable.items()]))  # fmt: skip
@@ -234,6 +236,10 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
     return parts
 
 
+CACHE_LOG_INTRO = (
+    "What JAX said of its caches in the first call (`jax_explain_cache_misses`, verbatim; the case file "
+    "keeps each message whole):"
+)
 MODULES_INTRO = "Costliest modules (import and first call, the five largest each; the warm cache imports the same):"
 
 

@@ -35,6 +35,11 @@ class Runtime:
         # a GPU's context and memory pool are made in a timed phase of their own (the worker's device_init)
         self.init_device = self._init_gpu if self.on_gpu else None
         self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
+        self.cache_log = None
+
+    def explain_cache(self):
+        """--explain: what JAX said of its caches in the first call (None: not asked)."""
+        return self.cache_log.messages if self.cache_log else None
 
     def import_stack(self):
         import jax
@@ -48,6 +53,10 @@ class Runtime:
         if self.job.inline_cpu and not self.on_gpu:  # before the CPU client exists
             jax.config.update("jax_cpu_enable_async_dispatch", False)
         self.counter.register(jax)
+        if self.job.explain:  # --explain's process: JAX's own words on its caches (read in the first call)
+            from ttfr.child.jax_cache_log import CacheLog  # only here: every measured process pays the module
+
+            self.cache_log = CacheLog(jax)
         self.sync = jax.block_until_ready
         self.ready = self._ready
         if not self.on_gpu:  # the CPU client is part of the stack's import, as it always was
@@ -85,6 +94,8 @@ class Runtime:
         return self.jax.block_until_ready(arrays)
 
     def first_call(self, workload, inputs):
+        if self.cache_log:
+            self.cache_log.start()
         clock = time.perf_counter_ns
         t0 = clock()
         # A workload may build its function from its inputs (and call it with other arguments).
@@ -102,6 +113,8 @@ class Runtime:
         output = self.jax.block_until_ready(compiled(*inputs))
         t5 = clock()
         self.call, self.args, self.compiled = jitted, tuple(inputs), compiled
+        if self.cache_log:
+            self.cache_log.stop()
         stages = {
             "wrap_s": (t1 - t0) / 1e9,
             "trace_s": (t2 - t1) / 1e9,
