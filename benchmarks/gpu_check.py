@@ -126,14 +126,15 @@ def planned(runs: dict, common: list[str], work: Path) -> dict[str, list[Task]]:
     return plans
 
 
-def estimate_s(plans: dict[str, list[Task]]) -> float:
-    return sum(sum(map(process_seconds, tasks)) + RUN_OVERHEAD_S for tasks in plans.values()) + PYTEST_S
+def estimate_s(plans: dict[str, list[Task]], with_pytest: bool = True) -> float:
+    return sum(sum(map(process_seconds, tasks)) + RUN_OVERHEAD_S for tasks in plans.values()) + PYTEST_S * with_pytest
 
 
-def plan_lines(mode: str, plans: dict[str, list[Task]]) -> list[str]:
+def plan_lines(mode: str, plans: dict[str, list[Task]], with_pytest: bool = True) -> list[str]:
     total = sum(map(len, plans.values()))
-    lines = [f"gpu-check {mode}: {total} processes in {len(plans)} `ttfr run`s, then `pytest -m gpu`; estimated "
-             f"{estimate_s(plans) / 60:.1f} min on one H100/H200-class GPU (per process: {_priors()})"]  # fmt: skip
+    then = ", then `pytest -m gpu`" if with_pytest else ""
+    lines = [f"gpu-check {mode}: {total} processes in {len(plans)} `ttfr run`s{then}; estimated "
+             f"{estimate_s(plans, with_pytest) / 60:.1f} min on one H100/H200-class GPU (per process: {_priors()})"]  # fmt: skip
     for label, tasks in plans.items():
         cases = len({t.case.id for t in tasks})
         lines.append(f"  {label:<12} {cases:>3} cases {len(tasks):>4} processes ~{sum(map(process_seconds, tasks)):5.0f} s")
@@ -234,7 +235,16 @@ def run_child(argv: list[str], timeout_s: float, cwd: Path | None = None) -> tup
             out, err = child.communicate()
         return None, out, f"timed out after {timeout_s:g} s; {err}"
     except KeyboardInterrupt:
-        child.communicate()
+        # Ctrl-C reached the child too and it is writing what it measured; a SIGTERM sent to this process alone
+        # did not: after a moment it is asked as well, then killed if it will not stop
+        for ask in (None, child.terminate, child.kill):
+            if ask:
+                ask()
+            try:
+                child.communicate(timeout=5 if ask is None else 60)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         raise
 
 
@@ -309,7 +319,7 @@ def main(argv=None) -> int:
     chosen = args.runs or [*runs, PYTEST]
     runs = {label: options for label, options in runs.items() if label in chosen}
     plans = planned(runs, common, args.work)
-    print("\n".join(plan_lines(args.mode, plans)), flush=True)
+    print("\n".join(plan_lines(args.mode, plans, PYTEST in chosen)), flush=True)
     if not catalog.gpu_present():
         print("gpu-check: no GPU here (no /dev/nvidia* and no nvidia-smi): nothing to check, and that is a failure",
               file=sys.stderr)  # fmt: skip
@@ -317,7 +327,7 @@ def main(argv=None) -> int:
     began = time.monotonic()
     done_runs, rows, problems, manifest = [], [], [], {}
     # a lease's or a scheduler's time limit (SIGTERM) ends the check as Ctrl-C does: what finished is summarised
-    signal.signal(signal.SIGTERM, _interrupted)
+    previous = signal.signal(signal.SIGTERM, _interrupted)
     interrupted = False
     try:
         for label, options in runs.items():
@@ -333,9 +343,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         interrupted = True
         left = [label for label in [*runs, PYTEST] if label in chosen and label not in {r["run"] for r in done_runs}]
-        problems.append(f"interrupted: {len(done_runs)} of {len(runs) + (PYTEST in chosen)} runs finished; not run: "
-                        f"{', '.join(left)} (their results, if any, are under {args.work})")  # fmt: skip
-        print(f"gpu-check: {problems[-1]}", file=sys.stderr)
+        problems.insert(0, f"interrupted: {len(done_runs)} of {len(runs) + (PYTEST in chosen)} runs finished; not "
+                           f"run: {', '.join(left)} (their results, if any, are under {args.work})")  # fmt: skip
+        print(f"gpu-check: {problems[0]}", file=sys.stderr)
+    # the summary is written whatever comes now (a second SIGTERM, a lease ending): it takes a moment
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        return _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, interrupted, argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, interrupted, argv) -> int:
     gpu = manifest.get("gpu") or {}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     summary = decode({
@@ -343,7 +362,8 @@ def main(argv=None) -> int:
         "verdict": "fail" if problems or any(r["verdict"] == "fail" for r in rows) else "pass",
         "gpu": next((d.get("name") for d in gpu.get("devices") or []), None), "driver": gpu.get("driver_version"),
         "versions": _versions(manifest), "processes_planned": sum(map(len, plans.values())),
-        "estimated_s": estimate_s(plans), "wall_s": time.monotonic() - began, "runs": done_runs, "rows": rows,
+        "estimated_s": estimate_s(plans, PYTEST in chosen), "wall_s": time.monotonic() - began, "runs": done_runs,
+        "rows": rows,
         "problems": first_reasons(problems, 4 * SUMMARY_REASONS),
     }, GpuCheckSummary)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)

@@ -288,3 +288,12 @@ def test_jax_device_arrays_are_converted_afresh_each_call():
     assert np.array_equal(first, values) and first is not second
     assert not convert.shares_memory(convert.extent(rt, source), convert.extent(rt, first))
     assert convert.shares_memory(convert.extent(rt, source), convert.extent(rt, np.asarray(source)))  # the control
+
+
+def test_a_source_the_probe_cannot_write_gives_no_write_verdict_not_an_unusable_route():
+    rt = runtime("torch_to_numpy_numpy")
+    import torch
+
+    leaf = torch.ones((2, 2), requires_grad=True)  # an in-place write into it raises: the probe's, not the route's
+    assert convert.write_through(rt, leaf, leaf.detach().numpy().copy(), lambda _x: None) is None
+    assert leaf[0, 0].item() == 1.0  # and it was left as it was

@@ -273,7 +273,7 @@ def test_jaxs_cache_messages_are_kept_during_the_first_call_only_and_bounded():
     from ttfr.child.jax_cache_log import CacheLog
 
     asked = {}
-    log = CacheLog(SimpleNamespace(config=SimpleNamespace(update=asked.__setitem__)))
+    log = CacheLog.start_for(SimpleNamespace(config=SimpleNamespace(update=asked.__setitem__)))
     compiler = logging.getLogger("jax._src.compiler")
     try:
         compiler.warning("PERSISTENT COMPILATION CACHE MISS for 'jit_setup'")  # setup's, before the first call
@@ -289,6 +289,11 @@ def test_jaxs_cache_messages_are_kept_during_the_first_call_only_and_bounded():
     assert asked == {"jax_explain_cache_misses": True}
     assert log.messages[0] == "PERSISTENT COMPILATION CACHE MISS for 'jit_step' with key 'k1'"
     assert len(log.messages) == CacheLog.MOST and all("setup" not in m and "after" not in m for m in log.messages)
+
+    def no_such_option(name, _value):
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+    assert CacheLog.start_for(SimpleNamespace(config=SimpleNamespace(update=no_such_option))) is None  # an older JAX
 
 
 def _case_policies(cold_ttfr, warm_ttfr, explanation):
@@ -475,3 +480,18 @@ def test_a_python_command_is_explained_up_to_its_first_result(tmp_path):
     assert "colorsys" in [m["module"] for m in phases["after"]["top_modules"]]
     assert {d["distribution"] for d in phases["import"]["distributions"]} >= {"python"}
     assert phases["import"]["measured_s"] is None and explanation["import_ratio"] is None  # no measured import phase
+
+
+def test_a_commands_import_lines_pass_the_one_redaction():
+    """A program may print a line shaped like an import line, with a secret in it: the trace is redacted like the
+    worker's stderr is."""
+    from types import SimpleNamespace
+
+    from ttfr.measure.command_run import _imports, _OutputWatch
+
+    watch = _OutputWatch(None, imports=True)
+    watch.imports = ["import time:       10 |         10 | json", "import time:        5 |          5 | tok_s3cr3t_value"]
+    command = SimpleNamespace(first_result_by="exit", argv=["bash", "-c", "run"], cwd=None)
+    found = _imports(command, watch, {}, {"API_TOKEN": "tok_s3cr3t_value"})
+    assert [i.module for i in found.imports][0] == "json"
+    assert all("s3cr3t" not in i.module for i in found.imports)

@@ -72,3 +72,20 @@ def test_explain_refuses_what_it_cannot_explain_and_leaves_the_directory_as_it_w
     assert cli.main(["explain", str(explained)]) == 2
     assert "already explained" in capsys.readouterr().err and _files(explained) == files
     assert cli.main(["explain", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_crash_before_the_diagnostic_processes_ran_is_no_explanation_and_precision_runs_are_refused(tmp_path, capsys):
+    root = _finished(tmp_path / "crashed")
+    result_dir, _spec = explain_after.reopen_to_explain(root, NOTHING_NAMED)
+    result_dir.unlock()  # kill -9 here: plan.json says --explain, the journal holds no diagnostic process
+    again, spec = explain_after.reopen_to_explain(root, NOTHING_NAMED)  # not "already explained"
+    fake = FakeExecutor()
+    suite_run.execute(again, spec, Executors(worker=fake))
+    assert sum(c["job"].explain for c in fake.calls) == len(CASES) * 2
+    assert cli.main(["explain", str(root)]) == 2 and "already explained" in capsys.readouterr().err
+    # --precision: a resumed directory buys runs for it, so the figures would not stay
+    precise = run_suite(tmp_path / "precise", RunRequest(cases=CASES[0], cold_runs=3, seed=3, precision=0.5,
+                                                         budget="60")).result_dir.root  # fmt: skip
+    files = _files(precise)
+    assert cli.main(["explain", str(precise)]) == 2
+    assert "ran with --precision" in capsys.readouterr().err and _files(precise) == files

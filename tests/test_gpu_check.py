@@ -2,6 +2,8 @@
 warning), and its judgement of a GPU case's file holds the GPU rows' promises (issue 27)."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -89,16 +91,19 @@ def test_a_check_cut_short_by_its_lease_still_writes_what_finished(tmp_path, mon
 
     def fake_run(label, options, common, work, planned_count):
         started.append(label)
-        if label == "conversions":
-            raise KeyboardInterrupt  # the lease ends during the second run
+        if label == "conversions":  # the lease ends during the second run: its SIGTERM, to this process alone
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises at once (a signal to oneself arrives before
+            pytest.fail("SIGTERM did not interrupt the check")  # the next statement)
         run = {"run": label, "command": f"ttfr run {label}", "exit_code": 0, "wall_s": 1.0,
                "processes_planned": planned_count}  # fmt: skip
         return run, [{"run": label, "row": f"{label}_case", "verdict": "pass", "reasons": []}], [], {}
 
     monkeypatch.setattr(gpu_check, "run_ttfr", fake_run)
     monkeypatch.setattr(gpu_check, "run_pytest", lambda: pytest.fail("pytest ran after the interrupt"))
+    before = signal.getsignal(signal.SIGTERM)
     code = gpu_check.main(["--runs", "tf32,conversions,loops,pytest", "--out", str(tmp_path), "--work", str(tmp_path / "w")])
     assert code == 130 and started == ["tf32", "conversions"]
+    assert signal.getsignal(signal.SIGTERM) is before  # the check's handler is gone with it
     [written] = tmp_path.glob("gpu-check-*.json")
     summary = json.loads(written.read_text())
     assert summary["verdict"] == "fail" and [r["row"] for r in summary["rows"]] == ["tf32_case"]

@@ -199,7 +199,8 @@ def collect(command_line: list[str] | None = None, worker_python: str | None = N
 def differences(recorded: Manifest) -> list[str]:
     """What differs between the machine and versions a result directory recorded and this one's, in words
     (empty: the same): what `ttfr explain DIR` refuses, since its diagnostic processes would explain
-    another machine's cold start than the figures beside them."""
+    another machine's cold start than the figures beside them. The runtimes compared are those ttfr's own
+    interpreter imports (as the manifest records them), not a --python worker's."""
     now = decode(collect(worker_python=recorded.python.worker_executable), Manifest)
     checks = [
         ("machine", recorded.machine_id, now.machine_id),
@@ -213,4 +214,7 @@ def differences(recorded: Manifest) -> list[str]:
     ]
     checks += [(name, recorded.runtimes.get(name), now.runtimes.get(name))
                for name in sorted(set(recorded.runtimes) | set(now.runtimes))]  # fmt: skip
+    # a merged directory: every shard's machine (the manifest's own is the first shard's)
+    checks += [(f"shard {shard.shard}'s machine", shard.machine_id, now.machine_id)
+               for shard in (recorded.shards or [])]  # fmt: skip
     return [f"{what}: {was} there, {is_} here" for what, was, is_ in checks if was != is_]

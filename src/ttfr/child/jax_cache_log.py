@@ -11,12 +11,21 @@ class CacheLog(logging.Handler):
     MOST, CHARACTERS = 40, 2000
     SAID = ("TRACING CACHE MISS", "PERSISTENT COMPILATION CACHE", "Writing ", "Not writing", "Persistent compilation cache hit")
 
-    def __init__(self, jax):
+    def __init__(self):
         super().__init__(logging.WARNING)
-        jax.config.update("jax_explain_cache_misses", True)
         self.messages: list[str] = []
         self.listening = False
-        logging.getLogger("jax").addHandler(self)
+
+    @classmethod
+    def start_for(cls, jax):
+        """The log, listening on JAX's loggers once asked (None: this JAX has no jax_explain_cache_misses)."""
+        try:
+            jax.config.update("jax_explain_cache_misses", True)
+        except Exception:  # noqa: BLE001 - another JAX than this was written for: no words from it
+            return None
+        log = cls()
+        logging.getLogger("jax").addHandler(log)
+        return log
 
     def start(self):
         self.listening = True

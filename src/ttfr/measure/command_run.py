@@ -87,6 +87,10 @@ class _OutputWatch:
                 self.imports.append(raw.decode("utf-8", "replace"))
                 self._import_bytes += len(raw)
             return False
+        if self.imports is not None and raw.strip() == ttfr_mark.FIRST_RESULT_LINE:  # the mark, in the stream's order
+            if self.imports_before_first is None:
+                self.imports_before_first = len(self.imports)
+            return False
         if self.regex is None or self.matched_ns is not None:
             return False
         if self._match(raw, when):
@@ -120,12 +124,10 @@ class _MarkReader:
     """The first `first_result <ns>` line the program wrote to its mark descriptor, parsed as
     it arrives (its first _MARK_BYTES; the rest is drained)."""
 
-    def __init__(self, on_first=None, imports_read=None):
+    def __init__(self, on_first=None):
         self.on_first = on_first
         self.mark_ns: int | None = None
         self.malformed: str | None = None
-        self.imports_read = imports_read  # how many import lines the output's reader had when the mark came
-        self.imports_before_first: int | None = None
 
     def read(self, fd: int) -> None:
         pending, seen = b"", 0
@@ -145,8 +147,6 @@ class _MarkReader:
         word, _, value = line.partition(" ")
         if word == "first_result" and value.strip().isdigit():
             self.mark_ns = int(value)
-            if self.imports_read:
-                self.imports_before_first = self.imports_read()
             if self.on_first:
                 self.on_first()
             return True
@@ -191,7 +191,7 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
     # Output always goes through a pipe: its tail is kept in memory, and a process that escaped
     # the group kill still holding it is seen in every mode.
     watch = _OutputWatch(command.first_result, on_first if command.first_result is not None else None, imports=traced)
-    marks = _MarkReader(on_first, imports_read=lambda: len(watch.imports or ())) if command.mark else None
+    marks = _MarkReader(on_first) if command.mark else None
     if marks:
         read_fd, write_fd = os.pipe()
         env[ttfr_mark.FD_VARIABLE] = str(write_fd)
@@ -216,16 +216,17 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         exit_code=ended.exit_code,
         rusage=ended.rusage,
         output_tail=None if outcome == "ok" else redact_text(watch.text(), hidden),
-        imports=_imports(command, watch, marks, env) if traced else None,
+        imports=_imports(command, watch, env, hidden) if traced else None,
     )
 
 
-def _imports(command: UserCommand, watch: _OutputWatch, marks, env: dict):
-    """The diagnostic process's import trace, its `import` phase ending at the first result."""
-    first_at = watch.imports_before_first if command.first_result_by == "output" else None
-    if command.first_result_by == "mark" and marks is not None:
-        first_at = marks.imports_before_first
-    return command_imports.trace(watch.imports or [], first_at, list(command.argv), env, command.cwd)
+def _imports(command: UserCommand, watch: _OutputWatch, env: dict, hidden: dict):
+    """The diagnostic process's import trace, its `import` phase ending at the first result (the matching line,
+    or ttfr_mark's line among the import lines; the exit: every import), through the one redaction (a program
+    may print a line shaped like an import line, with anything in it)."""
+    first_at = watch.imports_before_first if command.first_result_by in ("output", "mark") else None
+    lines = [redact_text(line, hidden) for line in watch.imports or []]
+    return command_imports.trace(lines, first_at, list(command.argv), env, command.cwd)
 
 
 def _judge(command: UserCommand, ended, marks, watch, timeout_s: float) -> tuple[str, str | None, RunRecord | None]:

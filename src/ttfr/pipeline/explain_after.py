@@ -5,9 +5,11 @@ its policy's cache (a warm cache's template, gone with the finished run's scratc
 again), and the results are written again with the explanations beside the unchanged figures.
 
 Refused (exit 2, before anything runs or is written): a directory that is not finished, one already
-explained, one measured on another machine or with other versions (its explanation would be of
-another cold start than its figures), and, as for --resume, one that names a program (an
-interpreter, a case file, a command) the user did not name on this command line.
+explained (its diagnostic processes in the journal: one stopped before they all ran is finished), one
+run with --precision (a resume would buy it more runs), one measured on another machine or with other
+versions (its explanation would be of another cold start than its figures), and, as for --resume, one
+that names a program (an interpreter, a case file, a command) the user did not name on this command
+line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ttfr.artifacts import manifest, reader
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.artifacts.store import PLAN_SCHEMA, write_json
 from ttfr.errors import UsageError
+from ttfr.measure.journal import Journal
+from ttfr.measure.plan import EXPLAIN, build_plan
 from ttfr.measure.resume import Named
 from ttfr.measure.spec import RunSpec
 from ttfr.pipeline import suite
@@ -34,8 +38,13 @@ def reopen_to_explain(root: Path, named: Named) -> tuple[ResultDir, RunSpec]:
         if recorded.suite.state != "complete":
             raise UsageError(f"{result_dir.root}: the run is not finished ({recorded.suite.summary.n_pending} cases "
                              f"pending): finish it with `{spec.resume_command(result_dir.root)}` first")  # fmt: skip
-        if spec.explain:
-            raise UsageError(f"{result_dir.root}: already explained (it ran with --explain)")
+        if spec.precision:  # a resume would buy runs for it again: the figures would not stay
+            raise UsageError(f"{result_dir.root} ran with --precision, whose runs a resumed directory adds to: explain "
+                             "it with `ttfr run --precision ... --explain` instead")  # fmt: skip
+        explained = [e for e in Journal(result_dir.journal).entries() if e.kind == EXPLAIN]
+        planned = [t for t in build_plan(replace(spec, explain=True)).tasks if t.kind == EXPLAIN]
+        if spec.explain and len(explained) >= len(planned):  # (a crash before they all ran: they run now)
+            raise UsageError(f"{result_dir.root}: already explained (its diagnostic processes ran)")
         differ = manifest.differences(recorded.manifest)
         if differ:
             raise UsageError(f"{result_dir.root} was measured on another machine or with other versions than this "

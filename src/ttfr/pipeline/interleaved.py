@@ -292,11 +292,14 @@ def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, exec
                 if ab.budget_s is not None and time.monotonic() - started > ab.budget_s:
                     stop_reason = "budget"
                     break
-        elapsed_s = time.monotonic() - started  # the rounds' time: the diagnostic processes after them are not rounds
-        _explain(plan, arms)
     except KeyboardInterrupt:
         interrupted, stop_reason = True, "interrupted"
-        elapsed_s = time.monotonic() - started
+    elapsed_s = time.monotonic() - started  # the rounds' time: the diagnostic processes after them are not rounds
+    if not interrupted:
+        try:
+            _explain(plan, arms)
+        except KeyboardInterrupt:  # the rounds ended as they did: their stop reason and time stand
+            interrupted = True
     return AbOutcome(root, _finish(ab, arms, completed, stop_reason, session, elapsed_s), interrupted)
 
 

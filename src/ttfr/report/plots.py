@@ -720,8 +720,8 @@ def cold_start(cases: list[CaseResult]) -> list[Plot]:
         fig, axes = figures.subplots(len(drawn), 1, figsize=(_WIDTH, 1.55 * len(drawn) + 0.4), squeeze=False)
         fig.subplots_adjust(left=0.14, right=0.98, hspace=0.75)
         table = []
-        for ax, (policy, _block, found) in zip([row[0] for row in axes], drawn):
-            _icicle_panel(ax, found, _POLICY_LABEL[policy])
+        for ax, (policy, block, found) in zip([row[0] for row in axes], drawn):
+            _icicle_panel(ax, found, _POLICY_LABEL[policy], named(block.summary, "ttfr_s"))
             for box in found:
                 parent = next((b for b in found if b.row == box.row - 1 and b.label == box.parent), None)
                 share = box.width / parent.width if parent and parent.width else None
@@ -734,7 +734,7 @@ def cold_start(cases: list[CaseResult]) -> list[Plot]:
     return plots
 
 
-def _icicle_panel(ax, found: list, title: str) -> None:
+def _icicle_panel(ax, found: list, title: str, ttfr: Summary | None) -> None:
     end = max(box.start + box.width for box in found)
     phase_colour = {label: _COLOURS[key] for key, label in COMPONENT_LABELS.items() if key in _COLOURS}
     for row in range(len(_ICICLE_ROWS)):
@@ -744,7 +744,7 @@ def _icicle_panel(ax, found: list, title: str) -> None:
         for box in boxes:
             index = siblings[box.parent] = siblings.get(box.parent, -1) + 1
             colour = (phase_colour.get(box.label, "#7f7f7f") if row == 0
-                      else _ICICLE_GREY.get(box.label.split(" ")[0], f"C{(index + row) % 10}"))  # fmt: skip
+                      else _ICICLE_GREY.get(box.label, f"C{(index + row) % 10}"))  # fmt: skip
             ax.barh(row, box.width, left=box.start, height=0.92, color=colour, edgecolor="white", linewidth=0.6)
             if box in labelled:
                 text = _fit(box.label, fmt_seconds(box.seconds), box.width / end * _ICICLE_AXES_PT)
@@ -754,7 +754,7 @@ def _icicle_panel(ax, found: list, title: str) -> None:
     ax.set_xlim(0, end)
     ax.set_ylim(len(_ICICLE_ROWS) - 0.5, -0.5)
     ax.set_yticks(range(len(_ICICLE_ROWS)), _ICICLE_ROWS)
-    ax.set_title(f"{title}: {fmt_seconds(sum(b.width for b in found if b.row == 0))} to the first result", fontsize=9)
+    ax.set_title(f"{title}: TTFR {_fmt(ttfr)} (median)", fontsize=9)
     ax.set_xlabel("seconds", fontsize=_SMALL_PT)
 
 

@@ -56,7 +56,7 @@ class Runtime:
         if self.job.explain:  # --explain's process: JAX's own words on its caches (read in the first call)
             from ttfr.child.jax_cache_log import CacheLog  # only here: every measured process pays the module
 
-            self.cache_log = CacheLog(jax)
+            self.cache_log = CacheLog.start_for(jax)
         self.sync = jax.block_until_ready
         self.ready = self._ready
         if not self.on_gpu:  # the CPU client is part of the stack's import, as it always was
@@ -94,8 +94,15 @@ class Runtime:
         return self.jax.block_until_ready(arrays)
 
     def first_call(self, workload, inputs):
-        if self.cache_log:
-            self.cache_log.start()
+        if not self.cache_log:
+            return self._first_call(workload, inputs)
+        self.cache_log.start()
+        try:
+            return self._first_call(workload, inputs)
+        finally:  # a first call that raised keeps what JAX said up to it
+            self.cache_log.stop()
+
+    def _first_call(self, workload, inputs):
         clock = time.perf_counter_ns
         t0 = clock()
         # A workload may build its function from its inputs (and call it with other arguments).
@@ -113,8 +120,6 @@ class Runtime:
         output = self.jax.block_until_ready(compiled(*inputs))
         t5 = clock()
         self.call, self.args, self.compiled = jitted, tuple(inputs), compiled
-        if self.cache_log:
-            self.cache_log.stop()
         stages = {
             "wrap_s": (t1 - t0) / 1e9,
             "trace_s": (t2 - t1) / 1e9,

@@ -234,9 +234,12 @@ def write_through(runtime, source, destination, sync):
     """Does a write to the source show in the destination? None where the source cannot be written."""
     if not _writable(runtime, source):
         return None
-    first = _first_element(source)
-    source[0, 0] = _SENTINEL
     try:
+        first = _first_element(source)
+        source[0, 0] = _SENTINEL
+    except Exception:  # noqa: BLE001 - this source takes no write (a tensor that requires grad): no verdict
+        return None
+    try:  # a destination that fails when read raises on: the layout row calls it unusable
         sync(destination)
         seen = _first_element(destination) == _SENTINEL
     finally:
