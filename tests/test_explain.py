@@ -174,16 +174,7 @@ def test_a_real_run_attributes_numpy_to_its_distribution_and_a_lazy_import_to_th
             return half
     """)
     )
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--case-file", str(case_file), "--backends", "numpy",
-                           "--cold-runs", "2", "--cache-policy", "cold-cache", "--explain", "--no-html", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (root,) = out.iterdir()
-    case = json.loads(next((root / "cases").glob("*.json")).read_text())
-    explanation = case["policies"][COLD_CACHE]["explanation"]
-    assert explanation["outcome"] == "ok", explanation
-    phases = {p["phase"]: p for p in explanation["phases"]}
+    explanation, phases = _explained_cold_cache(tmp_path, "--case-file", str(case_file), "--backends", "numpy")
     first_call = [m["module"] for m in phases["first_call"]["top_modules"]]
     assert "fractions" in first_call and all(
         m != "fractions"
@@ -192,6 +183,20 @@ def test_a_real_run_attributes_numpy_to_its_distribution_and_a_lazy_import_to_th
     )
     numpy_row = next(d for p in phases.values() for d in p["distributions"] if d["distribution"] == "numpy")
     assert numpy_row["version"] == np.__version__
+
+
+def _explained_cold_cache(tmp_path, *options) -> tuple[dict, dict]:
+    """A real `ttfr run ... --explain` of one case on the cold cache: its explanation (ok) and its phases by name."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", *options, "--cold-runs", "2", "--cache-policy",
+                           "cold-cache", "--explain", "--no-html", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = out.iterdir()
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    explanation = case["policies"][COLD_CACHE]["explanation"]
+    assert explanation["outcome"] == "ok", explanation
+    return explanation, {p["phase"]: p for p in explanation["phases"]}
 
 
 def test_a_run_stopped_before_its_diagnostic_processes_explains_them_on_resume(tmp_path):
@@ -465,17 +470,9 @@ def test_a_command_that_is_no_python_program_has_imports_not_applicable():
 
 @pytest.mark.integration
 def test_a_python_command_is_explained_up_to_its_first_result(tmp_path):
-    out = tmp_path / "out"
     program = "import fractions; print('ready', flush=True); import colorsys"
-    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--command", f"{sys.executable} -c \"{program}\"",
-                           "--first-result", "^ready", "--cold-runs", "2", "--cache-policy", "cold-cache", "--explain",
-                           "--no-html", "--out", str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (root,) = out.iterdir()
-    case = json.loads(next((root / "cases").glob("*.json")).read_text())
-    explanation = case["policies"][COLD_CACHE]["explanation"]
-    assert explanation["outcome"] == "ok", explanation
-    phases = {p["phase"]: p for p in explanation["phases"]}
+    explanation, phases = _explained_cold_cache(tmp_path, "--command", f"{sys.executable} -c \"{program}\"",
+                                                "--first-result", "^ready")  # fmt: skip
     assert "fractions" in [m["module"] for m in phases["import"]["top_modules"]]
     assert "colorsys" in [m["module"] for m in phases["after"]["top_modules"]]
     assert {d["distribution"] for d in phases["import"]["distributions"]} >= {"python"}

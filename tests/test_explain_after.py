@@ -89,3 +89,23 @@ def test_a_crash_before_the_diagnostic_processes_ran_is_no_explanation_and_preci
     files = _files(precise)
     assert cli.main(["explain", str(precise)]) == 2
     assert "ran with --precision" in capsys.readouterr().err and _files(precise) == files
+
+
+def test_an_interrupted_explain_is_finished_by_resume_and_a_tampered_directory_is_refused(tmp_path, capsys):
+    root = _finished(tmp_path / "stopped")
+    result_dir, spec = explain_after.reopen_to_explain(root, NOTHING_NAMED)
+    stopped = suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor(interrupt_at=2)))  # Ctrl-C
+    assert stopped.interrupted and validate_dir(root) == []
+    assert cli.main(["explain", str(root)]) == 2  # unfinished now: `ttfr run --resume` finishes it
+    assert f"finish it with `ttfr run --resume {root}`" in capsys.readouterr().err
+    again, spec = suite_run.reopen(root)
+    rest = FakeExecutor()
+    suite_run.execute(again, spec, Executors(worker=rest))
+    assert rest.calls and all(c["job"].explain or c["case"] == CASES[1] for c in rest.calls)  # diagnostics (+ a prime)
+    assert all(p.explanation.outcome == "ok" for c in load_finished(root).cases for _n, p in c.policies.cold())
+    tampered = _finished(tmp_path / "tampered")
+    case_file = next((tampered / "cases").glob("*.json"))
+    case_file.write_text(case_file.read_text().replace('"ok"', '"warn"', 1))
+    files = _files(tampered)
+    assert cli.main(["explain", str(tampered)]) == 2
+    assert "sha256" in capsys.readouterr().err and _files(tampered) == files

@@ -120,7 +120,8 @@ class ResultDir:
         return result_dir
 
     def remove_page(self, name: str) -> None:
-        """Remove a rendering (report.html) that no longer describes the artifacts."""
+        """Remove a rendering (report.html) that no longer describes the artifacts, or a case file of a case that is
+        pending again (`cases/<id>.json`: `ttfr explain DIR` interrupted before its diagnostic processes ran)."""
         try:
             (self.root / name).unlink()
         except FileNotFoundError:

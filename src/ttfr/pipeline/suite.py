@@ -278,6 +278,8 @@ def _write(result_dir: ResultDir, plan: Plan, entries: list[JournalEntry], bough
 
     pending = pending_cases(plan, entries)
     cases = case_result.case_results(plan, entries, skip=pending)
+    for case_id in pending:  # finished once, pending again (`ttfr explain DIR` interrupted): its old file goes
+        result_dir.remove_page(f"cases/{case_id}.json")
     refs = []
     for result in cases:
         case_id = result.case
