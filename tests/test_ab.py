@@ -324,3 +324,22 @@ def test_ab_explain_runs_each_arms_diagnostic_processes_after_the_last_round_and
     stopped = FakeExecutor(interrupt_at=6)
     ab.execute(ab.AbSpec(run, arms, 3, 6, None, None), tmp_path / "stopped", executors=Executors(worker=stopped))
     assert not any(call["job"].explain for call in stopped.calls)
+
+
+def test_a_selftest_whose_workers_all_fail_says_so_instead_of_crashing(monkeypatch, capsys):
+    """Every round's workers failed (a broken interpreter): no paired runs, so no ratio to judge; and a truth
+    process that hangs is no truth. Both were tracebacks."""
+    import subprocess as sp
+
+    from ttfr.commands import cli
+
+    monkeypatch.setattr(selftest, "paired_series", lambda regime, extra, rounds, python, phase: ([], []))
+    monkeypatch.setattr(selftest, "ensure_worker_bytecode", lambda: None)
+    assert cli.main(["selftest"]) == 1
+    assert "every A/A cold comparison lacked paired runs" in capsys.readouterr().err
+
+    def hangs(*_args, **kwargs):
+        raise sp.TimeoutExpired("python", kwargs.get("timeout"))
+
+    monkeypatch.setattr(selftest.subprocess, "run", hangs)
+    assert selftest.measured_ratio_fresh(0.1, sys.executable) is None

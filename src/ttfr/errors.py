@@ -1,14 +1,21 @@
-"""Errors a user can fix: they name the valid choices and map to exit code 2."""
+"""Errors a user can fix: they name the valid choices and map to exit code 2; and a measurement that
+produced nothing at all (exit 1)."""
 
 import difflib
 
-from ttfr.exit_codes import EXIT_USAGE
+from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_USAGE
 
 
 class UsageError(Exception):
     """Bad input, found before anything runs. The message says what to use instead."""
 
     exit_code = EXIT_USAGE
+
+
+class MeasurementFailed(Exception):
+    """Nothing could be measured (every worker failed): the command says why, exit 1, no traceback."""
+
+    exit_code = EXIT_CASE_FAILED
 
 
 class UnknownChoice(UsageError):

@@ -18,7 +18,7 @@ from ttfr.commands import (ab, compare, env, explain, export, list_cases, merge,
                            selftest, validate)  # fmt: skip
 from ttfr.commands.options import Parser
 from ttfr.commands.output import PipeConsole
-from ttfr.errors import UsageError
+from ttfr.errors import MeasurementFailed, UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
 
@@ -59,7 +59,7 @@ def _main(args, argv, executors) -> int:
     console = PipeConsole() if sys.stdout.isatty() else PipeConsole(width=200)
     try:
         return args.handler(args, console)
-    except UsageError as exc:
+    except (UsageError, MeasurementFailed) as exc:
         print(f"ttfr: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except ArtifactError as exc:

@@ -31,6 +31,7 @@ import msgspec
 from scipy import stats as sps
 
 from ttfr.analyse import comparison_stats as comparison
+from ttfr.errors import MeasurementFailed
 from ttfr.model.base import decode
 from ttfr.model.comparison import REGRESSION, Effect
 from ttfr.model.selftest import (
@@ -124,10 +125,10 @@ def measured_ratio_fresh(extra: float, python: str) -> float | None:
     """`spin.measured_ratio` in a fresh process of the arms' interpreter: the truth is sampled
     across processes and across the run's time, like the comparisons it is checked against."""
     code = f"from ttfr.child.workloads import spin; print(repr(spin.measured_ratio({SPIN_SIZE}, {extra!r})))"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
         return float(done.stdout.strip()) if done.returncode == 0 else None
-    except ValueError:
+    except (subprocess.TimeoutExpired, OSError, ValueError):  # a process that hung or could not say: no truth from it
         return None
 
 
@@ -142,6 +143,15 @@ def rate(count: int, total: int) -> Rate:
 def _judge(a, b, regime: str) -> Effect:
     effect = comparison.paired([math.log(v) for v in a], [math.log(v) for v in b])
     return comparison.judge([effect], [comparison.delta_for(regime)], correction="none")[0]
+
+
+def _measured(judged: list[Effect], what: str, python: str) -> list[Effect]:
+    """The comparisons that had paired runs to judge; none at all is a failed self-test, said so."""
+    measured = [j for j in judged if j.ratio is not None]
+    if not measured:
+        raise MeasurementFailed(f"every {what} comparison lacked paired runs: the workers of {python} failed or timed "
+                                "out in each round, so there is nothing to calibrate")  # fmt: skip
+    return measured
 
 
 def _aa_summary(judged: list[Effect]) -> IdenticalArms:
@@ -187,7 +197,7 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
         for i in range(aa):
             say(f"A/A {regime} {i + 1}/{aa}")
             judged.append(_judge(*paired_series(regime, 0.0, rounds, python, i % 4), regime))
-        identical[regime] = _aa_summary(judged)
+        identical[regime] = _aa_summary(_measured(judged, f"A/A {regime}", python))
     injected = []
     for level in LEVELS:
         judged, truths = [], []
@@ -197,8 +207,8 @@ def run(aa: int = 40, per_level: int = 20, rounds: int = 20, python: str | None 
             judged.append(_judge(*paired_series("warm", level, rounds, python, i % 4), "warm"))
         truths = [t for t in truths if t is not None]
         if not truths:
-            raise RuntimeError(f"could not measure the injected +{level:.0%} in a fresh process of {python}")
-        injected.append(_injected(level, judged, truths))
+            raise MeasurementFailed(f"could not measure the injected +{level:.0%} in a fresh process of {python}")
+        injected.append(_injected(level, _measured(judged, f"+{level:.0%}", python), truths))
     alpha = comparison.GATE_ALPHA_CASE
     return SelfTest(
         schema=SCHEMA, created_at=created_at, machine_id=manifest.machine_id(), rounds=rounds, alpha=alpha,
