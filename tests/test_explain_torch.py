@@ -88,6 +88,7 @@ EVIDENCE = {
     "compiler_runs": [_run("isa_probe", 0.04, 1_010_000), _run("header", 0.005, 1_060_000),
                       _run("kernel", 0.015, 2_000_500), _run("isa_load_probe", 0.005, 5_000_000)],
     "kernels": 2,
+    "build_guards_s": 0.004,
 }  # fmt: skip
 
 
@@ -127,6 +128,8 @@ def test_the_first_call_is_split_into_parts_that_add_up_to_it_with_the_compiler_
     assert parts["dynamo and AOTAutograd"].s == pytest.approx(0.042) and parts["inductor"].s == pytest.approx(0.06)
     assert parts["compiler: isa_probe"].runs == 1 and parts["unattributed"].s == pytest.approx(0.013)
     assert first.attributed_fraction == pytest.approx(0.935) and first.kernels == 2
+    assert (first.guards, first.build_guards_s) == (15, 0.004)  # three graphs of five guards, built inside dynamo's part
+    assert "; dynamo built 15 guards in 4 ms. Its " in explain_md.first_call_intro(explanation)
     assert (first.stage, first.stage_traced_s, first.stage_measured_s) == (explain.TORCH_STAGE, pytest.approx(0.162),
                                                                           pytest.approx(0.16))  # fmt: skip
     assert flags == []  # within the measured runs' range
@@ -248,6 +251,7 @@ def test_a_real_graph_break_is_named_at_its_line_and_the_compiler_runs_are_told_
     kinds = {r.kind for r in evidence.compiler_runs}
     assert {"kernel", "isa_probe", "header"} <= kinds  # an empty cache: the ISA probes are built too
     assert evidence.kernels and evidence.kernels >= 1
+    assert evidence.build_guards_s is not None and evidence.build_guards_s >= 0  # dynamo's compile_times row, read
     # the hooks imported nothing themselves: Inductor's builder is charged to where torch.compile imports it (the
     # case's setup calls torch.compile), never to the runtime's import phase where the hooks were set
     phases = {i.module: i.phase for i in result.imports.imports}

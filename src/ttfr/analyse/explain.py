@@ -160,9 +160,12 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
                           if i.phase == "first_call" and i.depth == 0 and i.span is None)  # fmt: skip
             parts.append(_Part(part="imports, first execution", s=outside, runs=None))
         stage, kernels = TORCH_STAGE, torch.kernels
+        counted = [f.guards for f in torch.frames if f.guards is not None]
+        guards, build_guards_s = (sum(counted) if counted else None), torch.build_guards_s
     elif present(programs) and programs:
         parts = _jax_parts(entry, programs)
         stage, stage_traced, kernels = JAX_STAGE, next(p.s for p in parts if p.part == "compile"), None
+        guards = build_guards_s = None
     else:
         return UNSET
     named_s = sum(p.s for p in parts)
@@ -172,7 +175,8 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
              for p in parts]  # fmt: skip
     return FirstCallExplained(traced_s=traced, parts=shown,
                               attributed_fraction=min(1.0, named_s / traced) if traced > 0 else 0.0,
-                              imports_s=imports_s, kernels=kernels, stage=stage if measured else None,
+                              imports_s=imports_s, kernels=kernels, guards=guards, build_guards_s=build_guards_s,
+                              stage=stage if measured else None,
                               stage_traced_s=stage_traced,
                               stage_measured_s=statistics.median(measured) if measured else None)  # fmt: skip
 

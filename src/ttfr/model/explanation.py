@@ -211,6 +211,11 @@ class FirstCallExplained(Artifact):
     stage_measured_s: Seconds | None
     """The stage's median over the policy's runs; outside their range widened by 25% the explanation is flagged
     `explanation_disagrees`."""
+    guards: Count | None = None
+    """Guards dynamo built for the graphs of the first call (the frames' guard counts summed; torch.compile); null
+    elsewhere."""
+    build_guards_s: Seconds | None = None
+    """Seconds dynamo spent building them (inside dynamo's part; torch.compile); null where not reported."""
 
 
 class Explanation(Artifact):

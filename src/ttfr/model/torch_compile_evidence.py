@@ -89,6 +89,9 @@ class TorchCompileEvidence(Open):
     """Every graph break dynamo logged, in order."""
     compiler_runs: list[CompilerRun] = []
     """Every compiler run and ISA load probe in this process, in order."""
+    build_guards_s: float | None = None
+    """Seconds dynamo spent building its guards up to the end of the first call (`compile_times`' `build_guards` row);
+    null where the table has none."""
     kernels: Count | None = None
     """Kernels Inductor generated (`torch._inductor.metrics.generated_kernel_count`); null where it was not loaded."""
     unavailable: dict[str, str] | UnsetType = UNSET

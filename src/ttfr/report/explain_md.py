@@ -159,6 +159,9 @@ def first_call_intro(explanation: Explanation) -> str:
             "of imports happened inside it")  # fmt: skip
     if first.kernels is not None:
         line += f"; Inductor generated {first.kernels} kernel{'s' if first.kernels != 1 else ''}"
+    if first.guards is not None:
+        built = f" in {fmt_seconds(first.build_guards_s)}" if first.build_guards_s is not None else ""
+        line += f"; dynamo built {first.guards} guard{'s' if first.guards != 1 else ''}{built}"
     if first.stage and first.stage_measured_s is not None:
         line += (f". Its {first.stage} by the counters: {fmt_seconds(first.stage_traced_s)}, against a measured "
                  f"median of {fmt_seconds(first.stage_measured_s)}")  # fmt: skip

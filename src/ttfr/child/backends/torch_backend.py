@@ -162,7 +162,11 @@ class Runtime:
     def explain_compile(self):
         """--explain: the first call's compiled frames, graph breaks and compiler runs, read after its mark (None: not
         compiled)."""
-        return self.explainer.evidence(self.on_gpu) if self.explainer else None
+        if not self.explainer:
+            return None
+        evidence = self.explainer.evidence(self.on_gpu)
+        evidence["build_guards_s"] = (self.compile_table or {}).get("build_guards")  # inside dynamo's time
+        return evidence
 
     def compile_counts(self, _functions):
         """Graphs dynamo compiled, frames it traced, persistent-cache (FX graph / AOT
