@@ -190,14 +190,18 @@ def test_a_break_logged_again_is_advice_once_and_a_recompiled_resume_is_not_char
     assert sorted(kinds) == [("graph_break", 0.03), ("recompile", 0.05)]
 
 
-def test_the_report_shows_the_first_call_the_frames_and_the_breaks_from_the_explanation(tmp_path):
+def _case_with(explanation):
+    """A torch.compile case whose cold cache holds `explanation`."""
     from conftest import make_case
 
-    explanation, _ = explain.explain(_entry(EVIDENCE), _policy([0.15, 0.16, 0.17]))
     case = make_case("torch_compile_cpu_mlp_train_step_8_f32", cold_runs=[])
     policy = msgspec.structs.replace(case.policies.get(COLD_CACHE), explanation=explanation)
-    case = msgspec.structs.replace(case, policies=msgspec.structs.replace(case.policies, cold_cache=policy))
-    text = "\n".join(explain_md.section([case]))
+    return msgspec.structs.replace(case, policies=msgspec.structs.replace(case.policies, cold_cache=policy))
+
+
+def test_the_report_shows_the_first_call_the_frames_and_the_breaks_from_the_explanation(tmp_path):
+    explanation, _ = explain.explain(_entry(EVIDENCE), _policy([0.15, 0.16, 0.17]))
+    text = "\n".join(explain_md.section([_case_with(explanation)]))
     assert "first call, 200 ms, by the runtime's own counters: 94% named" in text
     assert "| compiler: isa_probe | 40 ms | 20% | 1 |" in text
     assert "| /home/me/model.py:41 | Dynamo does not know how to trace builtin operator" in text
@@ -429,3 +433,28 @@ def test_a_jax_first_call_names_its_wrap_programs_and_execution_and_never_counts
     assert list(parts) == ["jax.jit(fn)", "trace", "lower", "compile", "first execution", "unattributed"]
     assert parts["compile"] == pytest.approx(0.08) and parts["first execution"] == pytest.approx(0.07)  # 0.1 less 0.03
     assert sum(parts.values()) == pytest.approx(0.2)  # the fake's first call
+
+
+def test_why_a_cache_was_bypassed_is_kept_in_torchs_words_and_shown():
+    import logging
+
+    logs = torch_explain._Logs()
+    for name in torch_explain.CACHE_LOGGERS:
+        logs.handle(logging.LogRecord(name, logging.INFO, __file__, 1, "AOTAutograd cache miss for key %s", ("k",), None))
+    logs.handle(
+        logging.LogRecord(
+            torch_explain.CACHE_LOGGERS[0],
+            logging.INFO,
+            __file__,
+            1,
+            "Bypassing FX Graph Cache because '%s'",
+            ("Can't cache HigherOrderOperators",),
+            None,
+        )
+    )
+    assert logs.bypasses == ["Bypassing FX Graph Cache because 'Can't cache HigherOrderOperators'"]
+    explanation, _flags = explain.explain(_entry({**EVIDENCE, "cache_bypasses": logs.bypasses}), _policy([0.16]))
+    assert explanation.cache_bypasses == logs.bypasses
+    (table,) = [t for part in explain_md.policy_tables([_case_with(explanation)]) for t in part.tables
+                if t.intro.startswith("Why torch.compile's caches were bypassed")]  # fmt: skip
+    assert table.rows == [["Bypassing FX Graph Cache because 'Can't cache HigherOrderOperators'"]]

@@ -83,6 +83,7 @@ def explain(entry: JournalEntry | None, policy: ColdPolicy) -> tuple[Explanation
                               frames=[_frame(f) for f in torch.frames] if torch else UNSET,
                               graph_breaks=[_graph_break(b) for b in torch.graph_breaks] if torch else UNSET,
                               unavailable=torch.unavailable if torch and torch.unavailable else UNSET,
+                              cache_bypasses=torch.cache_bypasses if torch and torch.cache_bypasses else UNSET,
                               cache_log=entry.record.cache_log if entry.record and entry.record.cache_log else UNSET)  # fmt: skip
     flags = []
     if ratio is not None and abs(ratio - 1.0) > AGREEMENT:

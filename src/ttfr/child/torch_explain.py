@@ -36,16 +36,26 @@ MAX_REASON = 2000  # characters of one reason kept (a break's hints can run long
 MAX_ROWS = 200  # frames, breaks or compiler runs kept: a model recompiling in a loop makes thousands
 
 
+# The loggers that say why the FX graph cache or the AOTAutograd cache was bypassed (at INFO: "Bypassing FX Graph
+# Cache because '...'", "Bypassing autograd cache due to: ...")
+CACHE_LOGGERS = ("torch._inductor.codecache", "torch._functorch._aot_autograd.autograd_cache")
+
+
 class _Logs(logging.Handler):
-    """Keeps the messages of dynamo's graph-break log."""
+    """Keeps the messages of dynamo's graph-break log, and the caches' bypass reasons."""
 
     def __init__(self):
         super().__init__(logging.DEBUG)
         self.breaks = []
+        self.bypasses = []
 
     def emit(self, record):
         if record.name.endswith("__graph_breaks") and len(self.breaks) < MAX_ROWS:
             self.breaks.append(record.getMessage())
+        elif record.name in CACHE_LOGGERS and len(self.bypasses) < MAX_ROWS:
+            text = record.getMessage()
+            if text.startswith("Bypassing"):
+                self.bypasses.append(text[:MAX_REASON])
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -131,6 +141,11 @@ class CompileExplainer:
             logging.getLogger("torch._dynamo").addHandler(self.logs)
         except Exception as error:
             self.unavailable["graph_breaks"] = f"dynamo's graph-break log could not be read ({error})"[:300]
+        for name in CACHE_LOGGERS:  # their INFO records reach this handler (an unmeasured process: its stderr may show them)
+            cache_log = logging.getLogger(name)
+            cache_log.addHandler(self.logs)
+            if cache_log.getEffectiveLevel() > logging.INFO:
+                cache_log.setLevel(logging.INFO)
 
     def first_call_starts(self):
         self.first_call_us = time.time_ns() // 1000
@@ -203,7 +218,8 @@ class CompileExplainer:
         frames = [f for f in frames if since is None or f["start_us"] is None or f["start_us"] >= since][:MAX_ROWS]
         runs = [r for r in self.runs if since is None or r["start_us"] >= since]
         breaks = [b for b in (_graph_break(text) for text in self.logs.breaks) if b]
-        logging.getLogger("torch._dynamo").removeHandler(self.logs)
+        for name in ("torch._dynamo", *CACHE_LOGGERS):
+            logging.getLogger(name).removeHandler(self.logs)
         metrics = sys.modules.get("torch._inductor.metrics")
         if self.dropped_runs:
             unavailable["compiler_runs"] = f"only the first {MAX_ROWS} runs are kept: {self.dropped_runs} more ran"
@@ -213,7 +229,7 @@ class CompileExplainer:
             unavailable.pop(_VEC_ISA, None)
             unavailable["triton_compiler_runs"] = ("Triton kernels are built in Inductor's worker processes, not timed "
                                                    "one by one here: their time is in the frames' inductor_s")  # fmt: skip
-        return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs,
+        return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs, "cache_bypasses": list(self.logs.bypasses),
                 "kernels": getattr(metrics, "generated_kernel_count", None) if metrics else None,
                 "unavailable": unavailable}  # fmt: skip
 

@@ -253,6 +253,9 @@ class Explanation(Artifact):
     compiler runs), the rest unattributed; absent where nothing was compiled."""
     unavailable: dict[str, str] | UnsetType = UNSET
     """Parts the runtime did not expose here, with why (e.g. Triton's kernels, built in worker processes)."""
+    cache_bypasses: list[str] | UnsetType = UNSET
+    """torch.compile: why the FX graph cache or the AOTAutograd cache was bypassed in the first call, in torch's
+    words; absent where neither was."""
     cache_log: list[str] | UnsetType = UNSET
     """The runtime's own words about its caches in the first call, verbatim (JAX's `jax_explain_cache_misses`: a
     tracing cache miss and why, a persistent-cache miss or hit, a program written or not and why)."""

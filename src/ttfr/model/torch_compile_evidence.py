@@ -89,6 +89,9 @@ class TorchCompileEvidence(Open):
     """Every graph break dynamo logged, in order."""
     compiler_runs: list[CompilerRun] = []
     """Every compiler run and ISA load probe in this process, in order."""
+    cache_bypasses: list[str] = []
+    """Why the FX graph cache or the AOTAutograd cache was bypassed, in torch's words ("Bypassing FX Graph Cache
+    because '...'"), in order; empty where neither was."""
     build_guards_s: float | None = None
     """Seconds dynamo spent building its guards up to the end of the first call (`compile_times`' `build_guards` row);
     null where the table has none."""

@@ -224,6 +224,9 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
                 tables.append(Table(first_call_intro(explanation), FIRST_CALL_HEADER, first_call_rows(explanation)))
             tables.append(Table(FRAMES_INTRO, FRAME_HEADER, frame_rows(explanation)))
             tables.append(Table(BREAKS_INTRO, BREAK_HEADER, break_rows(explanation)))
+            if present(explanation.cache_bypasses):
+                tables.append(Table("Why torch.compile's caches were bypassed (torch's words):", ["message"],
+                                    [[one_line(m)] for m in explanation.cache_bypasses]))  # fmt: skip
             if present(explanation.cache_log):
                 tables.append(Table(CACHE_LOG_INTRO, ["message"], [[one_line(m)] for m in explanation.cache_log]))
             if present(explanation.unavailable):
