@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from conftest import machine_has_gpu, SHARED_SCHEMAS, have, ok_unless_busy
-from support.determinism import deterministic_view, journal_view, suite_view
+from support.determinism import deterministic_view, differing_paths, journal_view, suite_view
 
 from ttfr.artifacts.reader import validate_dir
 
@@ -161,7 +161,8 @@ def test_deterministic_runs_are_byte_stable_apart_from_timings(small_suite, tmp_
     assert suite_view(first_suite) == suite_view(second_suite)
     assert list(first) == list(second)
     for case_id in first:
-        assert deterministic_view(first[case_id]) == deterministic_view(second[case_id]), case_id
+        mine, theirs = deterministic_view(first[case_id]), deterministic_view(second[case_id])
+        assert mine == theirs, (case_id, differing_paths(mine, theirs))
     # The order of runs, their outcomes and the digests of their results are fixed too.
     assert journal_view(root) == journal_view(other)
 

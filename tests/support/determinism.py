@@ -99,3 +99,18 @@ def suite_view(suite):
         # which case is slowest is a timing, and how many are ok or warn is contention's
         "counts": {k: v for k, v in suite["summary"].items() if k in ("n_cases", "n_failed", "n_pending", "failed")},
     }
+
+
+def differing_paths(a, b, path: str = "") -> list[str]:
+    """Where two views differ, as `policies.warm-process.procs[0].flags: [...] != [...]` lines (what a failed
+    determinism check shows: the whole dicts are too large for pytest's diff to say)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b), key=str)
+        return [
+            line
+            for key in keys
+            for line in differing_paths(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}.{key}".lstrip("."))
+        ]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [line for i, (x, y) in enumerate(zip(a, b)) for line in differing_paths(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {str(a)[:300]} != {str(b)[:300]}"]
