@@ -18,6 +18,7 @@ import time
 __all__ = ["first_result"]
 
 FD_VARIABLE = "TTFR_MARK_FD"
+TRACE_VARIABLE = "PYTHONPROFILEIMPORTTIME"  # set in ttfr's --explain diagnostic run of a command
 FIRST_RESULT_LINE = b"ttfr-phase imported"  # --explain of a command: its imports before the mark are its import phase
 _sent = False
 
@@ -35,7 +36,7 @@ def first_result() -> bool:
         os.write(int(fd), b"first_result %d\n" % now)
     except OSError:  # not a descriptor ttfr passed (the variable leaked into another program)
         return False
-    if os.environ.get("PYTHONPROFILEIMPORTTIME") == "1":  # ttfr's --explain: the mark among the import lines
+    if os.environ.get(TRACE_VARIABLE) == "1":  # ttfr's --explain: the mark among the import lines
         try:
             os.write(2, b"\n" + FIRST_RESULT_LINE + b"\n")
         except OSError:

@@ -437,6 +437,17 @@ def test_a_commands_output_keeps_its_import_lines_and_where_its_first_result_cam
     reader.join(timeout=10)
     assert watch.line == "ready to go" and watch.imports_before_first == 2
     assert [line.rsplit("| ", 1)[1] for line in watch.imports] == ["json", "decimal", "fractions", "ready_not_a_result"]
+    # ttfr_mark's first result arrives on its own descriptor: its line among the import lines places it in order
+    import ttfr_mark
+
+    marked = _OutputWatch(None, imports=True)
+    read_fd, write_fd = os.pipe()
+    reader = threading.Thread(target=marked.read, args=(read_fd,))
+    reader.start()
+    os.write(write_fd, b"import time: 10 | 10 | json\n\n" + ttfr_mark.FIRST_RESULT_LINE + b"\nimport time: 5 | 5 | csv\n")
+    os.close(write_fd)
+    reader.join(timeout=10)
+    assert marked.imports_before_first == 1 and len(marked.imports) == 2
 
 
 def test_a_commands_trace_splits_at_its_first_result_and_asks_its_own_interpreter_for_distributions(tmp_path):
@@ -454,6 +465,11 @@ def test_a_commands_trace_splits_at_its_first_result_and_asks_its_own_interprete
     assert command_imports.trace(lines, None, ["bash", "-c", "python train.py"], env).distributions is msgspec.UNSET
     assert {i.phase for i in command_imports.trace(lines, None, ["bash"], env).imports} == {"import"}  # the exit
     assert command_imports.trace([], None, ["python"], env) is None
+    # ttfr_mark (standard library only, in the user's program) writes the worker's own mark ending the import phase
+    import ttfr_mark
+    from ttfr.child.worker import PHASE_MARKER
+
+    assert ttfr_mark.FIRST_RESULT_LINE == PHASE_MARKER + b"imported" and import_trace.ENDED_BY["imported"] == "import"
 
 
 def test_a_command_that_is_no_python_program_has_imports_not_applicable():

@@ -19,12 +19,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgspec
+
+import ttfr_mark
 from ttfr.child import distributions as distributions_module
 from ttfr.measure import import_trace
 from ttfr.model.explanation import ImportTrace
 
-VARIABLE = "PYTHONPROFILEIMPORTTIME"
-FIRST_RESULT_MARK = f"{import_trace.MARKER} imported"  # closes the `import` phase where the first result came
+VARIABLE = ttfr_mark.TRACE_VARIABLE  # Python reads it as -X importtime
+# closes the `import` phase where the first result came: ttfr_mark's own line (it writes it in a diagnostic run)
+FIRST_RESULT_MARK = ttfr_mark.FIRST_RESULT_LINE.decode()
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 _DISTRIBUTIONS_TIMEOUT_S = 60.0
 
@@ -40,11 +44,9 @@ def trace(lines: list[str], first_at: int | None, argv: list[str], env: dict, cw
     if not lines:
         return None
     at = len(lines) if first_at is None else first_at
-    text = "\n".join([*lines[:at], FIRST_RESULT_MARK, *lines[at:]])
-    parsed = import_trace.parse(text)
-    tops = sorted({i.module.partition(".")[0] for i in parsed.imports})
-    owners = _distributions(argv, env, tops, cwd)
-    return import_trace.parse(text, owners) if owners else parsed
+    parsed = import_trace.parse("\n".join([*lines[:at], FIRST_RESULT_MARK, *lines[at:]]))
+    owners = _distributions(argv, env, sorted({i.module.partition(".")[0] for i in parsed.imports}), cwd)
+    return msgspec.structs.replace(parsed, distributions=owners) if owners else parsed
 
 
 def _distributions(argv: list[str], env: dict, tops: list[str], cwd: str | None = None) -> dict | None:
