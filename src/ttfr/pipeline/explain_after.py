@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import msgspec
 
 from ttfr.artifacts import manifest, reader
 from ttfr.artifacts.result_dir import ResultDir
-from ttfr.artifacts.store import PLAN_SCHEMA, write_json
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import EXPLAIN, build_plan
@@ -51,8 +49,7 @@ def reopen_to_explain(root: Path, named: Named) -> tuple[ResultDir, RunSpec]:
                              f"one's ({'; '.join(differ)}): an explanation made here would explain another cold start "
                              "than its figures; run `ttfr run --explain` here instead")  # fmt: skip
         spec = replace(spec, explain=True)
-        plan = msgspec.structs.replace(reader.read_plan(result_dir.root), spec=spec.recorded())
-        write_json(result_dir.plan, plan, PLAN_SCHEMA)  # what runs next is what the plan says: a resume finds it
+        suite.record_spec(result_dir, spec)
         return result_dir, spec
     except BaseException:
         result_dir.unlock()

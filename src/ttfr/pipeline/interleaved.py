@@ -25,13 +25,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import msgspec
 
 from ttfr import cases as cases_api
 from ttfr.analyse.case_result import case_results
-from ttfr.artifacts.reader import read_plan
 from ttfr.artifacts.result_dir import snapshot_id
-from ttfr.artifacts.store import PLAN_SCHEMA, new_directory, write_json
+from ttfr.artifacts.store import new_directory
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_INTERRUPTED
 from ttfr.measure import user_commands
@@ -49,7 +47,7 @@ from ttfr.model.comparison import Comparison, Record, RecordedArm, Rounds
 from ttfr.model.journal import JournalEntry
 from ttfr.model.manifest import Arm as ArmRecord
 from ttfr.pipeline import comparison
-from ttfr.pipeline.suite import dataset_fields, start, write_results
+from ttfr.pipeline.suite import dataset_fields, record_spec, start, write_results
 from ttfr.redaction import redact_argv, redact_env
 
 
@@ -330,8 +328,7 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseRes
         all_entries += journal_entries
         entries = [e for e in journal_entries if e.index < completed]
         if write:
-            plan_now = msgspec.structs.replace(read_plan(arm.dir.root), spec=spec.recorded())
-            write_json(arm.dir.plan, plan_now, PLAN_SCHEMA)
+            record_spec(arm.dir, spec)
             _suite, cases = write_results(arm.dir, plan, entries)
         else:
             cases = case_results(plan, entries)

@@ -160,6 +160,13 @@ def reopen(root: Path, named: Named = NOTHING_NAMED) -> tuple[ResultDir, RunSpec
         raise
 
 
+def record_spec(result_dir: ResultDir, spec: RunSpec) -> None:
+    """Write `spec` into the directory's plan.json (the rest of the plan as it is): what runs next, or what ran, is
+    what its plan says (`ttfr ab`'s rounds that ran; `ttfr explain`'s diagnostic processes, which a resume finds)."""
+    write_json(result_dir.plan, msgspec.structs.replace(reader.read_plan(result_dir.root), spec=spec.recorded()),
+               PLAN_SCHEMA)  # fmt: skip
+
+
 def _resumable_spec(result_dir: ResultDir, named: Named) -> RunSpec:
     plan, problems = reader.inspect(result_dir.root, "plan.json", PLAN_SCHEMA)
     if problems:
