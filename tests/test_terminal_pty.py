@@ -212,6 +212,28 @@ def test_explain_runs_on_a_terminal_with_its_diagnostic_processes_in_the_live_ba
     assert all(present(c.policies.get(COLD_CACHE).explanation) for c in load_finished(root).cases)
 
 
+def test_explain_of_a_finished_directory_runs_on_a_terminal(tmp_path):
+    """`ttfr explain DIR` (fake executors): the live bar starts from what the directory ran and ends at the whole
+    plan with the diagnostic processes, then the summary; the refusal of a second one is one line, no traceback."""
+    cases = "numpy_matmul_64_f32,jax_jit_cpu_matmul_64_f32"
+    status, raw = run_on_a_pty([*FAKED, "run", "--out", str(tmp_path), "--cases", cases, "--cache-policy", "cold-cache",
+                                "--cold-runs", "2", "--no-html"], RUN_TIMEOUT_S)  # fmt: skip
+    assert status == 0, raw[-4000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    status, raw = run_on_a_pty([*FAKED, "explain", str(root), "--no-html"], RUN_TIMEOUT_S)
+    text = re.sub(r"\r*\n\r*", "\n", _ANSI.sub("", raw)).replace("\r", "\n")
+    assert "Traceback" not in text and status == 0, text[-4000:]
+    tasks = build_plan(build_spec(RunRequest(cases=cases, policies="cold-cache", cold_runs=2, explain=True))).tasks
+    assert f"{len(tasks)}/{len(tasks)}" in text and "\x1b[?25l" in raw, text[-4000:]  # the live bar, to its end
+    assert "2 ok, 0 warn, 0 failed" in text and max(len(line) for line in text.splitlines()) <= COLUMNS
+    assert validate_dir(root) == []
+    explained = [c.policies.get(COLD_CACHE).explanation for c in load_finished(root).cases]
+    versions = {(d.distribution, d.version) for e in explained for phase in e.phases for d in phase.distributions}
+    assert ("numpy", "2.0.0") in versions  # the fakes' trace: the command's own executors ran them, no real worker
+    status, raw = run_on_a_pty([*FAKED, "explain", str(root)], RUN_TIMEOUT_S)
+    assert status == 2 and "already explained" in raw and "Traceback" not in raw, raw[-4000:]
+
+
 def test_a_loop_family_runs_on_a_terminal_and_ends_with_its_strategies_line(tmp_path):
     """Loop workloads (every strategy of sweep_mlp on JAX, K = 2): the live bar, and the
     summary's line per loop (the strategy with the lowest total against naive's)."""

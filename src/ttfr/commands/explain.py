@@ -35,7 +35,8 @@ def handle(args, console: Console) -> int:
     progress = ProgressDisplay(console)
     show = run_summary(console, progress, spec)
     try:
-        outcome = suite.execute(result_dir, spec, progress=progress, html=not args.no_html, shown=show)
+        outcome = suite.execute(result_dir, spec, executors=args.executors, progress=progress, html=not args.no_html,
+                                shown=show)  # fmt: skip
     finally:
         progress.stop()
     return outcome.exit_code
