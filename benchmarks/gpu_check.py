@@ -349,12 +349,14 @@ def main(argv=None) -> int:
     # the summary is written whatever comes now (a second SIGTERM, a lease ending): it takes a moment
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        return _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, interrupted, argv)
+        summary = write_summary(args, plans, chosen, done_runs, rows, problems, manifest, time.monotonic() - began, argv)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    return 130 if interrupted else 1 if summary.verdict == "fail" else 0
 
 
-def _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, interrupted, argv) -> int:
+def write_summary(args, plans, chosen, done_runs, rows, problems, manifest, wall_s, argv) -> GpuCheckSummary:
+    """The summary (--out/gpu-check-<stamp>.json) and its report (.md, printed too) of what ran."""
     gpu = manifest.get("gpu") or {}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     summary = decode({
@@ -362,7 +364,7 @@ def _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, 
         "verdict": "fail" if problems or any(r["verdict"] == "fail" for r in rows) else "pass",
         "gpu": next((d.get("name") for d in gpu.get("devices") or []), None), "driver": gpu.get("driver_version"),
         "versions": _versions(manifest), "processes_planned": sum(map(len, plans.values())),
-        "estimated_s": estimate_s(plans, PYTEST in chosen), "wall_s": time.monotonic() - began, "runs": done_runs,
+        "estimated_s": estimate_s(plans, PYTEST in chosen), "wall_s": wall_s, "runs": done_runs,
         "rows": rows,
         "problems": first_reasons(problems, 4 * SUMMARY_REASONS),
     }, GpuCheckSummary)  # fmt: skip
@@ -372,7 +374,7 @@ def _summarise(args, plans, chosen, done_runs, rows, problems, manifest, began, 
     text = render(summary, f"{command} (benchmarks/gpu_check.py {shlex.join(sys.argv[1:] if argv is None else argv)})")
     (args.out / f"gpu-check-{stamp}.md").write_text(text)
     print(text)
-    return 130 if interrupted else 1 if summary.verdict == "fail" else 0
+    return summary
 
 
 def _interrupted(_signum, _frame):
