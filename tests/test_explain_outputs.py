@@ -289,6 +289,7 @@ def test_the_picture_of_a_cold_start_fills_each_measured_phase_with_what_the_exp
         children = [b for b in found if b.row == parent.row + 1 and b.parent == parent.label]
         if children:  # a row fills its parent exactly, in the order the explanation lists the parts
             assert abs(sum(c.width for c in children) - parent.width) < 1e-12, parent.label
+            assert abs(sum(c.share for c in children) - 1.0) < 1e-12  # the table's shares, the drawing's widths
             assert children[0].start == parent.start
     imports = {b.label: b.seconds for b in found if b.parent == "import"}
     # the distributions at their traced seconds, then the import phase's time spent not importing

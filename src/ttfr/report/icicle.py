@@ -30,6 +30,7 @@ class Box(NamedTuple):
     start: float  # seconds on the axis
     width: float  # seconds on the axis
     seconds: float  # the part's own seconds (the measured median for a phase, else the diagnostic process's)
+    share: float | None  # its share of the parent box (None: a phase), decided here once: its width and its table cell
 
 
 def boxes(block: ColdPolicy, explanation: Explanation, most: int = 8) -> list[Box]:
@@ -39,7 +40,7 @@ def boxes(block: ColdPolicy, explanation: Explanation, most: int = 8) -> list[Bo
         figure = named(block.summary, key)
         if figure is None or figure.median is None or figure.median <= 0:
             continue
-        phases.append(Box(0, None, label, left, figure.median, figure.median))
+        phases.append(Box(0, None, label, left, figure.median, figure.median, None))
         left += figure.median
     out = list(phases)
     for phase in phases:
@@ -96,7 +97,7 @@ def _fill(row: int, parent: Box, parts: list[tuple[str, float]]) -> list[Box]:
         return []
     out, left = [], parent.start
     for label, seconds in parts:
-        width = parent.width * seconds / total
-        out.append(Box(row, parent.label, label, left, width, seconds))
-        left += width
+        share = seconds / total
+        out.append(Box(row, parent.label, label, left, parent.width * share, seconds, share))
+        left += parent.width * share
     return out

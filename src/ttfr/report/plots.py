@@ -722,11 +722,8 @@ def cold_start(cases: list[CaseResult]) -> list[Plot]:
         table = []
         for ax, (policy, block, found) in zip([row[0] for row in axes], drawn):
             _icicle_panel(ax, found, _POLICY_LABEL[policy], named(block.summary, "ttfr_s"))
-            for box in found:
-                parent = next((b for b in found if b.row == box.row - 1 and b.label == box.parent), None)
-                share = box.width / parent.width if parent and parent.width else None
-                table.append([_POLICY_LABEL[policy], _ICICLE_ROWS[box.row], box.parent or "—", box.label,
-                              fmt_seconds(box.seconds), fmt_percent(share) if share is not None else "—"])  # fmt: skip
+            table += [[_POLICY_LABEL[policy], _ICICLE_ROWS[box.row], box.parent or "—", box.label, fmt_seconds(box.seconds),
+                       fmt_percent(box.share) if box.share is not None else "—"] for box in found]  # fmt: skip
         plots.append(Plot(f"Where the cold start of {case.case} goes", _svg(fig),
                           ["policy", "row", "part of", "box", "seconds", "share of its parent"], table,
                           "Top row: the measured medians. Below: the diagnostic process's own seconds (--explain), "
