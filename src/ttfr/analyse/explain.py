@@ -18,6 +18,7 @@ from ttfr.analyse import runs
 from ttfr.model.base import UNSET, UnsetType, present
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.explanation import (
+    TritonKernelBuilt,
     PHASES,
     Advice,
     CompiledFrame,
@@ -163,10 +164,12 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
         stage, kernels = TORCH_STAGE, torch.kernels
         counted = [f.guards for f in torch.frames if f.guards is not None]
         guards, build_guards_s = (sum(counted) if counted else None), torch.build_guards_s
+        triton, triton_s = _triton_kernels(torch)
     elif present(programs) and programs:
         parts = _jax_parts(entry, programs)
         stage, stage_traced, kernels = JAX_STAGE, next(p.s for p in parts if p.part == "compile"), None
-        guards = build_guards_s = None
+        guards = build_guards_s = triton_s = None
+        triton = []
     else:
         return UNSET
     named_s = sum(p.s for p in parts)
@@ -179,7 +182,8 @@ def _first_call(entry: JournalEntry, traced: float | None, programs, torch: Torc
                               imports_s=imports_s, kernels=kernels, guards=guards, build_guards_s=build_guards_s,
                               stage=stage if measured else None,
                               stage_traced_s=stage_traced,
-                              stage_measured_s=statistics.median(measured) if measured else None)  # fmt: skip
+                              stage_measured_s=statistics.median(measured) if measured else None,
+                              triton_kernels=triton, triton_compile_s=triton_s)  # fmt: skip
 
 
 def _jax_parts(entry: JournalEntry, programs) -> list[_Part]:
@@ -222,6 +226,32 @@ def _torch_parts(entry: JournalEntry, torch: TorchCompileEvidence) -> tuple[list
             count = sum(1 for r in mine if r.kind == kind)
             parts.append(_Part(part=f"compiler: {kind}{suffix}", s=seconds, runs=count))
     return parts, sum(f.compile_s or 0.0 for f in torch.frames)
+
+
+TOP_TRITON_KERNELS = 10
+
+
+def _triton_kernels(torch: TorchCompileEvidence) -> tuple[list[TritonKernelBuilt], float | None]:
+    """Each Triton kernel with the ptxas runs that built it (a run names the kernel its PTX defines), costliest
+    first, the rest as one `other` row; and all their compile seconds."""
+    ptxas: dict[str, list[float]] = {}
+    for run in torch.compiler_runs:
+        if run.kind == "ptxas" and run.built:
+            ptxas.setdefault(run.built.partition(" (")[0], []).append(run.s)
+    rows = [TritonKernelBuilt(kernel=k.name, kernels=1, compile_s=k.compile_s,
+                              ptxas_s=sum(ptxas[k.name]) if k.name in ptxas else None,
+                              ptxas_runs=len(ptxas.get(k.name, ())))
+            for k in torch.triton_kernels]  # fmt: skip
+    rows.sort(key=lambda r: -(r.compile_s or 0.0))
+    if len(rows) > TOP_TRITON_KERNELS + 1:
+        rest = rows[TOP_TRITON_KERNELS:]
+        ptxas_rest = [r.ptxas_s for r in rest if r.ptxas_s is not None]
+        compiled_rest = [r.compile_s for r in rest if r.compile_s is not None]
+        rows = rows[:TOP_TRITON_KERNELS] + [TritonKernelBuilt(
+            kernel=OTHER, kernels=len(rest), compile_s=sum(compiled_rest) if compiled_rest else None,
+            ptxas_s=sum(ptxas_rest) if ptxas_rest else None, ptxas_runs=sum(r.ptxas_runs for r in rest))]  # fmt: skip
+    figures = [k.compile_s for k in torch.triton_kernels if k.compile_s is not None]
+    return rows, (sum(figures) if figures else None)
 
 
 def _owner(run, frames):

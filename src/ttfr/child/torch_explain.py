@@ -14,6 +14,9 @@
   subprocess (`VecISA._probe_load`). The hooks are set as Inductor's modules load (an import
   hook), so no module is imported earlier than the run would import it. Kernels build on
   Inductor's compile threads, so their runs can overlap.
+- On a GPU, Triton's kernels: each kernel's compile in Inductor's worker processes as the runtime itself
+  counts it (`async_compile._add_triton_kernel_info`, its `compile_time_us`), and each run of ptxas within it,
+  timed by a wrapper the workers run (child/ptxas_timing.py).
 
 Standard library only at import: the worker imports this before torch.
 """
@@ -29,6 +32,7 @@ import time
 _BUILDER = "torch._inductor.cpp_builder"
 _VEC_ISA = "torch._inductor.cpu_vec_isa"
 _CALLBACKS = "torch._dynamo.callback"
+_ASYNC_COMPILE = "torch._inductor.async_compile"
 SPAN_MARKER = b"ttfr-span "  # as measure/import_trace.py reads it
 _BREAK = re.compile(r"Graph break (?:\([^)]*\) )?in user code at (?P<file>.+?):(?P<line>\d+)\n"
                     r"Graph Break Reason: (?P<reason>.*?)(?:\nUser code traceback:|\Z)", re.S)  # fmt: skip
@@ -107,8 +111,11 @@ class CompileExplainer:
     """Collects the evidence above from before torch is imported until the first call has returned. Nothing here
     may fail the process: a hook that cannot be set, or evidence that cannot be read, is `unavailable` with why."""
 
-    def __init__(self):
+    def __init__(self, on_gpu=False):
+        self.on_gpu = on_gpu
         self.runs = []
+        self.triton_kernels = []
+        self.ptxas = None
         self.dropped_runs = 0
         self.logs = _Logs()
         self.unavailable = {}
@@ -117,6 +124,12 @@ class CompileExplainer:
 
     def install(self):
         patches = {_BUILDER: self._hook_builder, _VEC_ISA: self._hook_isa, _CALLBACKS: self._hook_callbacks}
+        if self.on_gpu:  # Triton's kernels: the runtime's per-kernel figure, and ptxas's runs in its workers
+            patches[_ASYNC_COMPILE] = self._hook_triton_kernels
+            from ttfr.child.ptxas_timing import PtxasTimer
+
+            self.ptxas = PtxasTimer()
+            self.ptxas.install()
         patches = {name: self._guarded(name, hook) for name, hook in patches.items()}
         for name in list(patches):
             if name in sys.modules:
@@ -176,6 +189,20 @@ class CompileExplainer:
 
         module._run_compile_cmd = timed
 
+    def _hook_triton_kernels(self, module):
+        """Each Triton kernel's compile as Inductor counts it (`compile_time_us`: in a worker process, or in this one
+        with one compile thread), when its result reaches this process."""
+        add = module._add_triton_kernel_info
+
+        def counted(kernel_name, info):
+            if len(self.triton_kernels) < MAX_ROWS:
+                us = info.get("compile_time_us") if isinstance(info, dict) else None
+                self.triton_kernels.append({"name": str(kernel_name)[:200], "compile_s": _microseconds(us),
+                                            "at_us": time.time_ns() // 1000})  # fmt: skip
+            return add(kernel_name, info)
+
+        module._add_triton_kernel_info = counted
+
     def _hook_isa(self, module):
         probe = module.VecISA._probe_load
         explainer = self
@@ -223,15 +250,29 @@ class CompileExplainer:
         metrics = sys.modules.get("torch._inductor.metrics")
         if self.dropped_runs:
             unavailable["compiler_runs"] = f"only the first {MAX_ROWS} runs are kept: {self.dropped_runs} more ran"
-        if on_gpu:  # C++ kernels build on Inductor's threads (timed here); Triton's in its worker processes
+        triton = [k for k in self.triton_kernels if since is None or k["at_us"] >= since]
+        if on_gpu:
             # the CPU ISA probe is a CPU kernel's: a CUDA case never runs it, so its hook is no part missing
             # (torch 2.11 on an H200 has no VecISA._probe_load)
             unavailable.pop(_VEC_ISA, None)
-            unavailable["triton_compiler_runs"] = ("Triton kernels are built in Inductor's worker processes, not timed "
-                                                   "one by one here: their time is in the frames' inductor_s")  # fmt: skip
+            runs += self._ptxas_runs(since, triton, unavailable)
         return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs, "cache_bypasses": list(self.logs.bypasses),
                 "kernels": getattr(metrics, "generated_kernel_count", None) if metrics else None,
+                "triton_kernels": [{"name": k["name"], "compile_s": k["compile_s"]} for k in triton],
                 "unavailable": unavailable}  # fmt: skip
+
+    def _ptxas_runs(self, since, triton, unavailable):
+        """ptxas's runs from the first call on; where none reached the wrapper although Triton compiled kernels, why
+        that may be (never a zero taken for a figure)."""
+        if self.ptxas is None or self.ptxas.unavailable:
+            unavailable["ptxas_runs"] = self.ptxas.unavailable if self.ptxas else "not set up"
+            return []
+        runs = self.ptxas.runs(since)[: MAX_ROWS - len(self.runs)]
+        if triton and not any(r["kind"] == "ptxas" for r in runs):
+            unavailable["ptxas_runs"] = (f"no ptxas run reached the wrapper at {', '.join(self.ptxas.wrapped)} while "
+                                         f"Triton compiled {len(triton)} kernels: they came from Triton's cache, or "
+                                         "Triton ran another ptxas")  # fmt: skip
+        return runs
 
 
 def _asker(frame):

@@ -186,6 +186,24 @@ class FirstCallPart(Artifact):
     """For a compiler run kind, how many runs (a count); null for the others."""
 
 
+class TritonKernelBuilt(Artifact):
+    """One Triton kernel the first call compiled (a GPU), with the ptxas runs that built it."""
+
+    kernel: str
+    """Inductor's name for it, or `other` for the kernels past the costliest (their figures summed)."""
+    kernels: Count
+    """How many kernels the row holds (1, or the `other` row's count)."""
+    compile_s: Seconds | None
+    """Seconds its compile took in Inductor's worker process (Triton's whole pipeline, ptxas included), by
+    Inductor's own count; the workers compile in parallel, inside the frames' Inductor seconds. Null where torch
+    gave none."""
+    ptxas_s: Seconds | None
+    """Seconds of the ptxas runs that built it (timed one by one); null where no ptxas run named it (a kernel
+    from Triton's cache, or ptxas not timed: see `unavailable`)."""
+    ptxas_runs: Count
+    """How many ptxas runs built it."""
+
+
 class FirstCallExplained(Artifact):
     """The diagnostic process's first call, split by the runtime's own counters into parts that add up to it."""
 
@@ -216,6 +234,12 @@ class FirstCallExplained(Artifact):
     elsewhere."""
     build_guards_s: Seconds | None = None
     """Seconds dynamo spent building them (inside dynamo's part; torch.compile); null where not reported."""
+    triton_kernels: list[TritonKernelBuilt] = []
+    """The Triton kernels compiled in the first call (torch.compile on a GPU), costliest first, at most ten and an
+    `other` row; empty where none was."""
+    triton_compile_s: Seconds | None = None
+    """All of their compile seconds, worker time summed (more than the wall time where workers ran in parallel);
+    null where no kernel had a figure."""
 
 
 class Explanation(Artifact):

@@ -1,6 +1,7 @@
 """What torch.compile did in --explain's diagnostic process's first call, as its worker read it
 (child/torch_explain.py): the compiled frames, dynamo's graph breaks with the user's file:line, and
-each run of the C++ compiler. Part of the worker's record; analysis makes the explanation of it."""
+each run of the C++ compiler (on a GPU: Triton's kernels and each run of ptxas).
+Part of the worker's record; analysis makes the explanation of it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Literal
 
 from ttfr.model.base import UNSET, Count, Open, Seconds, UnsetType
 
-COMPILER_RUN_KINDS = ("kernel", "isa_probe", "isa_load_probe", "header")
+# in the order an overlap is charged: a moment two kinds of run share counts once, for the first
+COMPILER_RUN_KINDS = ("kernel", "ptxas", "isa_probe", "isa_load_probe", "header", "ptxas_version")
 CompilerRunKind = Literal[COMPILER_RUN_KINDS]  # type: ignore[valid-type]
 
 
@@ -67,17 +69,34 @@ class TorchGraphBreak(Open):
 
 
 class CompilerRun(Open):
-    """One run of the C++ compiler (or an ISA probe's load), timed at Inductor's build hook."""
+    """One run of the C++ compiler (or an ISA probe's load), timed at Inductor's build hook; or one run of ptxas
+    in Inductor's worker processes, timed by the wrapper at `TRITON_PTXAS_PATH` (child/ptxas_timing.py)."""
 
     kind: CompilerRunKind
     """What asked for it: `kernel` (the user's graph), `isa_probe` (a test build for a vector instruction set),
-    `isa_load_probe` (loading that build in a subprocess) or `header` (the precompiled header)."""
+    `isa_load_probe` (loading that build in a subprocess) or `header` (the precompiled header); `ptxas` (a Triton
+    kernel's PTX to machine code) or `ptxas_version` (Triton asking ptxas its version)."""
     s: Seconds
     """Its seconds."""
+    built: str | None = None
+    """What it built, where the run says: for ptxas, the kernel (the PTX's `.entry`) and its target
+    (`triton_poi_fused_add_0 (sm_90a)`); null for the C++ compiler's runs."""
+    failed: bool = False
+    """True where the run exited non-zero (ptxas)."""
     start_us: Count | None = None
     """When it started, on the wall clock dynamo stamps frames with (microseconds since the epoch)."""
     end_us: Count | None = None
     """When it ended, on the same clock."""
+
+
+class TritonKernel(Open):
+    """One Triton kernel Inductor compiled, as Inductor counts it (`async_compile._add_triton_kernel_info`)."""
+
+    name: str
+    """Inductor's name for it (`triton_poi_fused_add_0`), the `.entry` ptxas builds."""
+    compile_s: Seconds | None = None
+    """Seconds its compile took where it ran (a worker process: Triton's whole pipeline, ptxas included, or a
+    load from Triton's cache), by Inductor's own `compile_time_us`; null where torch gave none."""
 
 
 class TorchCompileEvidence(Open):
@@ -95,6 +114,8 @@ class TorchCompileEvidence(Open):
     build_guards_s: float | None = None
     """Seconds dynamo spent building its guards up to the end of the first call (`compile_times`' `build_guards` row);
     null where the table has none."""
+    triton_kernels: list[TritonKernel] = []
+    """Every Triton kernel compiled in the first call (a GPU), in the order their results arrived."""
     kernels: Count | None = None
     """Kernels Inductor generated (`torch._inductor.metrics.generated_kernel_count`); null where it was not loaded."""
     unavailable: dict[str, str] | UnsetType = UNSET

@@ -145,6 +145,7 @@ FIRST_CALL_HEADER = ["part", "seconds", "share", "runs"]
 FRAME_HEADER = ["compile id", "frame", "at", "compile", "inductor", "FX graph cache", "AOTAutograd cache",
                 "recompiled because"]  # fmt: skip
 BREAK_HEADER = ["graph break at", "dynamo's reason"]
+TRITON_HEADER = ["Triton kernel", "kernels", "compile (worker)", "ptxas", "ptxas runs"]
 FRAMES_INTRO = "Graphs torch.compile compiled in the first call (a backward graph: at the first backward pass):"
 BREAKS_INTRO = "Graph breaks (dynamo's own words; the full reason is in the case file):"
 BACKWARD = "backward graph"
@@ -179,6 +180,18 @@ def frame_rows(explanation: Explanation) -> list[list[str]]:
              fmt_seconds(f.inductor_s), f.fx_graph_cache or DASH, f.autograd_cache or DASH,
              one_line(f.recompile_reason) if f.recompile_reason else DASH]
             for f in explanation.frames or []]  # fmt: skip
+
+
+def triton_intro(explanation: Explanation) -> str:
+    first = explanation.first_call
+    total = f", {fmt_seconds(first.triton_compile_s)} of worker time in all" if first.triton_compile_s else ""
+    return (f"Triton kernels the first call compiled in Inductor's worker processes{total} (workers run in parallel, "
+            "inside the frames' Inductor time; ptxas: each run timed, part of the kernel's compile):")  # fmt: skip
+
+
+def triton_rows(explanation: Explanation) -> list[list[str]]:
+    return [[k.kernel, str(k.kernels), fmt_seconds(k.compile_s), fmt_seconds(k.ptxas_s), str(k.ptxas_runs)]
+            for k in explanation.first_call.triton_kernels]  # fmt: skip
 
 
 def break_rows(explanation: Explanation) -> list[list[str]]:
@@ -222,6 +235,7 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
             tables.append(Table(PROGRAMS_INTRO, PROGRAM_HEADER, program_rows(explanation)))
             if present(explanation.first_call):
                 tables.append(Table(first_call_intro(explanation), FIRST_CALL_HEADER, first_call_rows(explanation)))
+                tables.append(Table(triton_intro(explanation), TRITON_HEADER, triton_rows(explanation)))
             tables.append(Table(FRAMES_INTRO, FRAME_HEADER, frame_rows(explanation)))
             tables.append(Table(BREAKS_INTRO, BREAK_HEADER, break_rows(explanation)))
             if present(explanation.cache_bypasses):

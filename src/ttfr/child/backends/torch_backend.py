@@ -69,7 +69,7 @@ class Runtime:
         if job.explain and job.compile:
             from ttfr.child.torch_explain import CompileExplainer
 
-            self.explainer = CompileExplainer()
+            self.explainer = CompileExplainer(self.on_gpu)
 
     def import_stack(self):
         if self.explainer:  # before torch: Inductor's build hooks are set as its modules load
