@@ -156,8 +156,10 @@ def case_problems(case: dict) -> list[str]:
         problems.append(f"{name}: result check not passed ({check.get('detail') or check.get('passed')})")
     policies = case.get("policies", {})
     for proc in (policies.get("warm-process") or {}).get("procs", []):
-        if (proc.get("sync_check") or {}).get("unsynchronised"):
-            problems.append(f"{name}: warm process {proc['index']} unsynchronised")
+        sync = proc.get("sync_check") or {}
+        if sync.get("unsynchronised"):  # with the check's own words: which trigger fired, and its figures
+            why = "; ".join(sync.get("problems") or []) or "no reason recorded"
+            problems.append(f"{name}: warm process {proc['index']} unsynchronised: {why}")
     cold, warm = policies.get("cold-process/cold-cache"), policies.get("cold-process/warm-cache")
     compiles = catalog.BACKENDS[case["backend"]].compiles
     if compiles and cold:

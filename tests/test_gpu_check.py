@@ -59,8 +59,13 @@ def test_gpu_check_judges_each_promise_of_a_gpu_case():
     hits["policies"]["cold-process/cold-cache"]["cache_verification"]["hits_total"] = 3
     assert "cold cache verified with 3 hits" in gpu_check.case_problems(hits)[0]
     unsynced = _case()
-    unsynced["policies"]["warm-process"]["procs"][0]["sync_check"]["unsynchronised"] = True
-    assert "unsynchronised" in gpu_check.case_problems(unsynced)[0]
+    unsynced["policies"]["warm-process"]["procs"][0]["sync_check"].update(
+        unsynchronised=True, problems=["calls as timed ran 0.70x the time of the same calls each waited on"]
+    )
+    # the summary alone says which of the sync check's triggers fired (an H200's row failed without it)
+    assert gpu_check.case_problems(unsynced)[0].endswith(
+        "warm process 0 unsynchronised: calls as timed ran 0.70x the time of the same calls each waited on"
+    )
     stages = _case()
     stages["policies"]["cold-process/cold-cache"]["stages_summary"]["compile_s"]["median"] = 2.0
     assert "stages sum to" in gpu_check.case_problems(stages)[0]
