@@ -40,6 +40,11 @@ FIELDS = (
     ("case_source", str, ""),  # a user's case: its file (or `module:<name>`), loaded in its own timed phase
     ("case_name", str, ""),
     ("case_sha256", str, ""),  # what the case file held when the run was planned (checked after timing)
+    # A precompiled policy (issue 39): the mechanism (child/precompiled.py), its artifact file, and whether this
+    # process makes it (after its timed phases) or loads it (in a timed phase of its own, after setup)
+    ("precompiled", str, ""),
+    ("artifact", str, ""),
+    ("artifact_action", str, ""),
     ("fd", int, -1),  # the pipe the record is written to (set by the parent when it spawns)
 )
 _TYPES = {name: kind for name, kind, _default in FIELDS}

@@ -54,6 +54,9 @@ class ColdSummary(Artifact):
     """Summary (seconds) of the headline runs' import of a user's case; null: none; absent where no run recorded it."""
     device_init_s: Summary | None | UnsetType = UNSET
     """Summary (seconds) of the headline runs' GPU device initialisation; null: none; absent where no run recorded it."""
+    artifact_load_s: Summary | None | UnsetType = UNSET
+    """Summary (seconds) of the headline runs' artifact load (a precompiled policy); null: none; absent where no run
+    recorded it."""
 
 
 StagesSummary = per_stage(

@@ -40,6 +40,9 @@ class Marks(Open):
     setup: Stamp | UnsetType = UNSET
     """When setup was done: the inputs made or loaded and put on the device, before the first call (CLOCK_MONOTONIC
     nanoseconds)."""
+    artifact_loaded: Stamp | UnsetType = UNSET
+    """A precompiled policy's run: when its artifact was loaded, after setup and before the first call
+    (CLOCK_MONOTONIC nanoseconds)."""
     first: Stamp | UnsetType = UNSET
     """When the first call's result was ready (a loop: the whole first loop; a command: its first result)
     (CLOCK_MONOTONIC nanoseconds)."""
@@ -296,6 +299,18 @@ class FirstResult(Open):
     """Whether ttfr ended the command at its first result (`--stop-at-first-result`)."""
 
 
+class ArtifactMade(Open):
+    """A precompiled policy's artifact, as the priming process that made it wrote it (child/precompiled.py)."""
+
+    mechanism: str
+    """The mechanism that made it (`jax_serialized`, ...)."""
+    bytes: Count
+    """The artifact file's size in bytes."""
+    make_s: Seconds
+    """Seconds the runtime took to turn the first call's compiled code into the artifact's bytes (after the
+    compile itself, which is the priming process's first call)."""
+
+
 class RunRecord(Open):
     outcome: str
     """How the worker's run ended: ok, unavailable (a missing dependency or device), error, oom or invalid-measurement
@@ -305,7 +320,7 @@ class RunRecord(Open):
     protocol: int | UnsetType = UNSET
     """The record format's version number (1)."""
     phase: str | UnsetType = UNSET
-    """The phase that failed: import, device_init, user_import, setup, first_call, second_call, after_second_call,
+    """The phase that failed: import, device_init, user_import, setup, artifact_load, first_call, second_call, after_second_call,
     warm, check or conversion_evidence."""
     traceback: str | UnsetType = UNSET
     """The failure's traceback (its last 4,000 characters; a user's case: its own frames); absent when ok or
@@ -342,6 +357,8 @@ class RunRecord(Open):
     torch_compile: TorchCompileEvidence | None | UnsetType = UNSET
     """--explain's diagnostic process, torch.compile: the first call's compiled frames, graph breaks and compiler
     runs (null: nothing was compiled)."""
+    artifact: ArtifactMade | UnsetType = UNSET
+    """A precompiled policy's priming process: the artifact it made; absent in every other process."""
     cache_log: list[str] | UnsetType = UNSET
     """--explain's diagnostic process, JAX: what the runtime said of its caches during the first call
     (`jax_explain_cache_misses`: why it traced, whether the persistent cache had the program and whether it stored it),

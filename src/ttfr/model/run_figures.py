@@ -23,11 +23,16 @@ Seconds = Annotated[float, Meta(ge=0)] | None
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
 DEVICE_INIT = "device_init_s"  # a GPU case: the device's context, allocator and math library handles
 USER_IMPORT = "user_import_s"
-# Phases only some cases have, in the order of a process's life (after import, before setup).
-OPTIONAL_METRICS = (DEVICE_INIT, USER_IMPORT)
+ARTIFACT_LOAD = "artifact_load_s"  # a precompiled policy's run: loading its artifact (after setup)
+# Phases only some cases have, in the order of a process's life: after import and before setup, or after setup
+# and before the first call.
+BEFORE_SETUP_METRICS = (DEVICE_INIT, USER_IMPORT)
+AFTER_SETUP_METRICS = (ARTIFACT_LOAD,)
+OPTIONAL_METRICS = (*BEFORE_SETUP_METRICS, *AFTER_SETUP_METRICS)
 # The spans a cold start is drawn as (bars, stacked plots, the components table), with their labels.
 COMPONENT_LABELS = {"interpreter_s": "interpreter", "import_s": "import", DEVICE_INIT: "device init",
-                    USER_IMPORT: "your import", "setup_s": "setup", "first_call_s": "first call"}  # fmt: skip
+                    USER_IMPORT: "your import", "setup_s": "setup", ARTIFACT_LOAD: "artifact load",
+                    "first_call_s": "first call"}  # fmt: skip
 # The first call's stages, where the runtime splits it (JAX AOT; torch.compile's phases), in the
 # order of the call, with the label every rendering uses: one list, so every output shows the same.
 STAGE_LABELS = {
@@ -55,8 +60,9 @@ class Metrics(Artifact):
     """From the previous phase's end (import, device init or the user's import) to the inputs on the device,
     synchronised: the workload's module imported, its inputs made or read and moved."""
     first_call_s: Seconds
-    """From setup's end to the first result ready (synchronised): building, compiling and running the function once; a
-    loop workload's whole loop. Split by stage in `stages`."""
+    """From setup's end (a precompiled policy's run: its artifact's load) to the first result ready
+    (synchronised): building, compiling and running the function once; a loop workload's whole loop. Split by stage
+    in `stages`."""
     second_call_s: Seconds
     """The second call on the same inputs, synchronised, right after the first: the call once compiled. Null for a
     command."""
@@ -72,6 +78,9 @@ class Metrics(Artifact):
     device_init_s: Seconds | UnsetType = field(default=UNSET)
     """A GPU case: creating the device's context, its memory pool (JAX's preallocation) and math library handles
     (torch's cuBLAS), after the import; absent on a CPU."""
+    artifact_load_s: Seconds | UnsetType = field(default=UNSET)
+    """A precompiled policy's run: reading its artifact file and the runtime loading the compiled code from it,
+    after setup; absent in other runs."""
 
 
 # What each stage of the first call holds, as the runtimes split it (child/backends).

@@ -46,10 +46,11 @@ _VERDICT_COLOUR = {"regression": "#c0392b", "improvement": "#1e8449", "equivalen
 _COMPONENTS = tuple(COMPONENT_LABELS.items())
 # One colour per component and stage (none repeats within a bar).
 _COLOURS = dict(zip(
-    ("interpreter_s", "import_s", "device_init_s", "user_import_s", "setup_s", "first_call_s", "wrap_s", "trace_s",
-     "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s", "autotune_s", "first_execute_s"),
-    ("#7f7f7f", "#1f77b4", "#393b79", "#9467bd", "#17becf", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78", "#d62728",
-     "#2ca02c", "#98df8a", "#e377c2", "#f7b6d2", "#8c564b"),
+    ("interpreter_s", "import_s", "device_init_s", "user_import_s", "setup_s", "artifact_load_s", "first_call_s",
+     "wrap_s", "trace_s", "lower_s", "compile_s", "dynamo_s", "aot_autograd_s", "inductor_s", "autotune_s",
+     "first_execute_s"),
+    ("#7f7f7f", "#1f77b4", "#393b79", "#9467bd", "#17becf", "#843c39", "#bcbd22", "#c5b0d5", "#ff7f0e", "#ffbb78",
+     "#d62728", "#2ca02c", "#98df8a", "#e377c2", "#f7b6d2", "#8c564b"),
 ))  # fmt: skip
 # The widest figure, in inches: 691 CSS px (SVG sizes are in pt, 4/3 px each), so an 800 px window
 # (752 px of content) shows it unshrunk and its smallest text (8 pt) at 10.7 px. A figure with long

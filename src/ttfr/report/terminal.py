@@ -300,7 +300,7 @@ def _rounds_text(need: RoundsForPower) -> str:
 
 
 _BAR_COLOURS = {"interpreter_s": "grey50", "import_s": "blue", "device_init_s": "green", "user_import_s": "magenta",
-                "setup_s": "cyan", "first_call_s": "yellow"}  # fmt: skip
+                "setup_s": "cyan", "artifact_load_s": "bright_red", "first_call_s": "yellow"}  # fmt: skip
 _BAR_PARTS = tuple((key, label, _BAR_COLOURS[key]) for key, label in COMPONENT_LABELS.items())
 _BAR_WIDTH = 32
 
