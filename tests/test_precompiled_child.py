@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.contention_safe,  # records a
               pytest.mark.skipif(not have("jax"), reason="jax not installed")]  # fmt: skip
 
 
-def _job(artifact, action, **extra):
+def _job(artifact, action, mechanism="jax_serialized", **extra):
     return Job(mode="cold", adapter="jax_backend", workload="matmul", size=64, dtype="float32", seed=1,
-               precompiled="jax_serialized", artifact=str(artifact), artifact_action=action, **extra)  # fmt: skip
+               precompiled=mechanism, artifact=str(artifact), artifact_action=action, **extra)  # fmt: skip
 
 
 def _run(job, tmp_path):
@@ -88,3 +88,20 @@ def test_a_corrupted_or_foreign_artifact_fails_its_run_in_the_load_with_the_runt
     assert "is not an artifact ttfr wrote" in result.reason
     missing = _run(_job(tmp_path / "absent", precompiled.LOAD), tmp_path)
     assert (missing.outcome, missing.record.phase) == ("error", "artifact_load") and "No such file" in missing.reason
+
+
+def test_an_exported_function_is_compiled_once_through_its_wrapper_and_never_traced_again(tmp_path):
+    """jax.export's claim: the user's function is neither traced nor lowered in the loading process; JAX compiles
+    the small wrapper `Exported.call` makes (`call_exported`) once, and the second call compiles nothing."""
+    artifact = tmp_path / "matmul.jax_export"
+    maker = _run(_job(artifact, precompiled.MAKE, mechanism="jax_export"), tmp_path)
+    assert maker.outcome == "ok", maker.output_tail
+    assert maker.record.artifact.mechanism == "jax_export" and maker.record.artifact.bytes == artifact.stat().st_size
+    users = set(maker.record.cache.first.programs)  # the function the compiling run traced
+    loader = _run(_job(artifact, precompiled.LOAD, mechanism="jax_export"), tmp_path)
+    assert loader.outcome == "ok", loader.output_tail
+    programs = loader.record.cache.first.programs
+    assert set(programs) == {"call_exported"} and not users & set(programs), programs
+    assert (programs["call_exported"].traces, programs["call_exported"].compiles) == (1, 1)
+    assert loader.record.cache.end.programs == programs  # the second call: nothing more
+    assert loader.record.digest == maker.record.digest

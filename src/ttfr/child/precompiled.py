@@ -9,6 +9,10 @@ Mechanisms, by runtime:
 - `jax_serialized`: the compiled executable (`jax.experimental.serialize_executable.serialize`, with its
   argument and result trees), loaded by `deserialize_and_load` onto the run's device. Claims to skip tracing,
   lowering and compiling.
+- `jax_export`: the function exported as StableHLO (`jax.export.export(jitted)(*args).serialize()`), loaded
+  by `jax.export.deserialize` and run through `Exported.call`, which traces and lowers only its own small
+  wrapper (`call_exported`) and compiles that once. Claims to skip tracing and lowering the user's function;
+  one backend compile expected.
 
 Standard library only at import: the worker imports this before the runtime, only in a precompiled run.
 """
@@ -56,7 +60,17 @@ class JaxSerialized(Mechanism):
                                                          execution_devices=[runtime.device])  # fmt: skip
 
 
-MECHANISMS = {m.name: m for m in (JaxSerialized(),)}
+class JaxExport(Mechanism):
+    name = "jax_export"
+
+    def make(self, runtime):
+        return bytes(runtime.jax.export.export(runtime.call)(*runtime.args).serialize())
+
+    def load(self, runtime, payload, inputs):
+        return runtime.jax.export.deserialize(bytearray(payload)).call
+
+
+MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport())}
 
 
 def write(job, runtime):

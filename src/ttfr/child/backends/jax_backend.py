@@ -116,7 +116,9 @@ class Runtime:
         if self.loaded is not None:  # nothing to trace, lower or compile: what was loaded runs, and every later call
             t1 = clock()
             output = self.jax.block_until_ready(self.loaded(*inputs))
-            self.call, self.args, self.compiled = self.loaded, tuple(inputs), self.loaded
+            self.call, self.args = self.loaded, tuple(inputs)
+            if hasattr(self.loaded, "memory_analysis"):  # a loaded executable (an exported function has none)
+                self.compiled = self.loaded
             return output, {"wrap_s": (t1 - t0) / 1e9, "first_execute_s": (clock() - t1) / 1e9}
         # A user's case may hand over a function it jitted itself (its own jit options).
         jitted = function if hasattr(function, "trace") and hasattr(function, "lower") else self.jax.jit(function)
