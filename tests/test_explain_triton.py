@@ -41,6 +41,8 @@ def fake_ptxas(tmp_path, monkeypatch):
     real.chmod(0o755)
     monkeypatch.setenv("TRITON_PTXAS_PATH", str(real))
     monkeypatch.setenv("TRITON_PTXAS_BLACKWELL_PATH", str(real))
+    # (setenv, not delenv: monkeypatch restores only what it saw set, and install sets it)
+    monkeypatch.setenv("TRITON_PTXAS-BLACKWELL_PATH", str(real))
     timer = ptxas_timing.PtxasTimer()
     timer.install()
     yield timer, real
@@ -50,6 +52,8 @@ def test_the_wrapper_runs_the_real_ptxas_and_logs_each_run_with_the_kernel_it_bu
     timer, real = fake_ptxas
     assert timer.unavailable is None and timer.wrapped == {v: str(real) for v in ("TRITON_PTXAS_PATH",
                                                                                  "TRITON_PTXAS_BLACKWELL_PATH")}  # fmt: skip
+    # Triton 3.3-3.5 read the Blackwell one by its binary's name, with a hyphen
+    assert os.environ["TRITON_PTXAS-BLACKWELL_PATH"] == os.environ["TRITON_PTXAS_BLACKWELL_PATH"]
     wrapper = os.environ["TRITON_PTXAS_PATH"]
     assert wrapper != str(real) and os.access(wrapper, os.X_OK)  # Inductor's workers inherit the wrapper
     version = subprocess.run([wrapper, "--version"], capture_output=True, text=True)
@@ -84,30 +88,58 @@ def test_a_line_the_wrapper_did_not_write_is_not_a_run():
     assert ptxas_timing.parse_line("1700000000.250000\t1700000000.500000\t0\tkernel\tk\tsm_90a\n")["s"] == 0.25
     assert ptxas_timing.parse_line("1700000000,250000\t1700000000,500000\t0\tkernel\tk\t\n")["built"] == "k"  # a locale's mark
     assert ptxas_timing.parse_line("1700000000.123456789\t1700000001.0\t0\tkernel\tk\t\n")["start_us"] == 1700000000123456
-    for bad in ("garbage\n", "1\t2\t0\tkernel\tk\n", "x\t2\t0\tkernel\tk\t\n", "5.0\t4.0\t0\tkernel\tk\t\n"):
+    for bad in (
+        "garbage\n",
+        "1\t2\t0\tkernel\tk\n",
+        "x\t2\t0\tkernel\tk\t\n",
+        "5.0\t4.0\t0\tkernel\tk\t\n",
+        "1\u00b2.5\t3.0\t0\tkernel\tk\t\n",
+    ):  # "²" is a digit to str.isdigit, not to int()
         assert ptxas_timing.parse_line(bad) is None, bad
 
 
-def test_the_ptxas_a_run_would_use_is_the_users_then_torchs_then_tritons(tmp_path, monkeypatch):
-    """Inductor's workers point Triton at torch's own ptxas when the user set none; the Blackwell one is Triton's."""
-    for package, parts in (("torch", ("bin",)), ("triton", ("backends", "nvidia", "bin"))):
-        folder = tmp_path.joinpath(package, *parts)
+TORCH_SOURCES = {
+    "parents2": 'def _set_triton_ptxas_path() -> None:\n    ptxas = Path(__file__).absolute().parents[2] / "bin" / "ptxas"\n',
+    "parents1": 'def _set_triton_ptxas_path() -> None:\n    ptxas = Path(__file__).absolute().parents[1] / "bin" / "ptxas"\n',
+    "unknown": "def _set_triton_ptxas_path() -> None:\n    ptxas = find_it()\n",
+}
+
+
+@pytest.mark.parametrize("torch_says", sorted(TORCH_SOURCES))
+def test_a_ptxas_is_wrapped_only_where_triton_here_and_torchs_workers_run_the_same_one(tmp_path, monkeypatch, torch_says):
+    """torch's workers run the ptxas its own `_set_triton_ptxas_path` names (its source, read: versions differ),
+    Triton here its bundled one: one wrapper for both would change which ptxas one of them runs."""
+    for folder in (tmp_path / "torch/bin", tmp_path / "torch/_inductor/runtime", tmp_path / "triton/backends/nvidia/bin"):
         folder.mkdir(parents=True)
-        for name in ("ptxas", "ptxas-blackwell"):
-            (folder / name).write_text("#!/bin/sh\n")
-            (folder / name).chmod(0o755)
+    for path in (tmp_path / "torch/bin/ptxas", tmp_path / "triton/backends/nvidia/bin/ptxas"):
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    (tmp_path / "torch/_inductor/runtime/compile_tasks.py").write_text(TORCH_SOURCES[torch_says])
     specs = {name: types.SimpleNamespace(submodule_search_locations=[str(tmp_path / name)]) for name in ("torch", "triton")}
     monkeypatch.setattr(ptxas_timing.importlib.util, "find_spec", specs.get)
-    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
-    assert ptxas_timing.real_ptxas("TRITON_PTXAS_PATH", "ptxas", True) == str(tmp_path / "torch/bin/ptxas")
-    assert ptxas_timing.real_ptxas("X", "ptxas-blackwell", False) == str(tmp_path / "triton/backends/nvidia/bin/ptxas-blackwell")
-    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/cuda/bin/ptxas")
-    assert ptxas_timing.real_ptxas("TRITON_PTXAS_PATH", "ptxas", True) == "/opt/cuda/bin/ptxas"
-    (tmp_path / "torch/bin/ptxas").chmod(0o644)  # not executable: torch would not use it either
-    monkeypatch.delenv("TRITON_PTXAS_PATH")
-    assert ptxas_timing.real_ptxas("TRITON_PTXAS_PATH", "ptxas", True) == str(tmp_path / "triton/backends/nvidia/bin/ptxas")
+    for variable in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "TRITON_PTXAS-BLACKWELL_PATH"):
+        monkeypatch.setenv(variable, "")  # restored after the test whatever install sets
+        monkeypatch.delenv(variable)
+    bundled = str(tmp_path / "triton/backends/nvidia/bin/ptxas")
+    if torch_says == "parents1":  # torch/_inductor/bin/ptxas: none there, so its workers use Triton's too
+        assert ptxas_timing.real_ptxas(("TRITON_PTXAS_PATH",), "ptxas", True) == bundled
+    else:
+        with pytest.raises(LookupError, match="one wrapper would change" if torch_says == "parents2" else "does not read"):
+            ptxas_timing.real_ptxas(("TRITON_PTXAS_PATH",), "ptxas", True)
+    assert ptxas_timing.real_ptxas(("X",), "ptxas", False) == bundled  # Blackwell's: torch names none
+    monkeypatch.setenv("TRITON_PTXAS_PATH", bundled)  # the user's own, where both run it
+    assert ptxas_timing.real_ptxas(("TRITON_PTXAS_PATH",), "ptxas", True) == bundled
+    monkeypatch.setenv("TRITON_PTXAS_PATH", str(tmp_path / "missing"))  # Triton falls back: wrapping would hide it
+    with pytest.raises(LookupError, match="no executable file"):
+        ptxas_timing.real_ptxas(("TRITON_PTXAS_PATH",), "ptxas", True)
     monkeypatch.setattr(ptxas_timing.importlib.util, "find_spec", lambda name: None)
-    assert ptxas_timing.real_ptxas("TRITON_PTXAS_PATH", "ptxas", True) is None
+    monkeypatch.delenv("TRITON_PTXAS_PATH")
+    with pytest.raises(LookupError, match="no ptxas in Triton's package"):
+        ptxas_timing.real_ptxas(("TRITON_PTXAS_PATH",), "ptxas", True)
+    timer = ptxas_timing.PtxasTimer()
+    timer.install()
+    assert timer.unavailable and timer.unavailable.startswith("ptxas not wrapped: no ptxas in Triton"), timer.wrapped
+    assert "TRITON_PTXAS_PATH" not in os.environ  # nothing wrapped: the run's own ptxas, untouched
 
 
 def test_each_triton_kernel_is_counted_as_inductor_counts_it_and_its_record_still_reaches_inductor(monkeypatch):
@@ -117,7 +149,7 @@ def test_each_triton_kernel_is_counted_as_inductor_counts_it_and_its_record_stil
     explainer = torch_explain.CompileExplainer(on_gpu=True)
     explainer._hook_triton_kernels(module)
     module._add_triton_kernel_info("triton_poi_warmup_0", {"compile_time_us": 5})  # before the first call
-    explainer.first_call_starts()
+    explainer.first_call_us = explainer.triton_kernels[0]["at_us"] + 1  # its start, after that (no clock race)
     module._add_triton_kernel_info("triton_poi_fused_add_0", {"compile_time_us": 250_000, "autotune": "x"})
     module._add_triton_kernel_info("triton_red_fused_sum_1", {})
     assert kept["triton_poi_fused_add_0"] == {"compile_time_us": 250_000, "autotune": "x"}  # Inductor keeps its record
@@ -177,6 +209,31 @@ def test_ptxas_runs_are_a_part_of_the_compile_and_each_kernel_has_its_own_ptxas_
     assert "| triton_poi_fused_add_0 | 1 | 30 ms | 7 ms | 2 |" in text
     assert "| triton_poi_fused_mul_2 | 1 | 10 ms | — | 0 |" in text
     assert "| compiler: ptxas | 10 ms |" in text
+
+
+def test_kernels_of_one_name_in_two_graphs_are_one_row_and_no_ptxas_run_counts_twice():
+    """Inductor numbers kernels per graph: the forward's and the backward's `triton_poi_fused_add_0` are two."""
+    kernels = [{"name": "triton_poi_fused_add_0", "compile_s": 0.03}, {"name": "triton_poi_fused_add_0", "compile_s": 0.02}]
+    runs = [{**_run("ptxas", 0.004, 1_020_000 + i * 10_000), "built": "triton_poi_fused_add_0 (sm_90a)"} for i in (0, 1)]
+    first = explain.explain(_entry({**TRITON_EVIDENCE, "triton_kernels": kernels, "compiler_runs": runs}),
+                            _policy([0.1]))[0].first_call  # fmt: skip
+    ((name, count, compiled, ptxas_s, ptxas_runs),) = [(k.kernel, k.kernels, k.compile_s, k.ptxas_s, k.ptxas_runs)
+                                                       for k in first.triton_kernels]  # fmt: skip
+    assert (name, count, ptxas_runs) == ("triton_poi_fused_add_0", 2, 2)
+    assert compiled == pytest.approx(0.05) and ptxas_s == pytest.approx(0.008) and first.triton_compile_s == pytest.approx(0.05)
+
+
+def test_ptxas_runs_past_the_kept_are_said_not_dropped_silently(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", types.SimpleNamespace(get_compilation_metrics=lambda: []))
+    explainer = torch_explain.CompileExplainer(on_gpu=True)
+    explainer.ptxas = types.SimpleNamespace(unavailable=None, wrapped={"TRITON_PTXAS_PATH": "/p"},
+                                            runs=lambda since: [_run("ptxas", 0.001, 10 + i) for i in range(250)])  # fmt: skip
+    evidence = explainer.evidence(on_gpu=True)
+    assert len(evidence["compiler_runs"]) == torch_explain.MAX_ROWS
+    assert evidence["unavailable"]["ptxas_runs"] == f"only the first {torch_explain.MAX_ROWS} runs are kept: 50 more ran"
+    explainer.ptxas = types.SimpleNamespace(unavailable=None, wrapped={}, runs=lambda since: (_ for _ in ()).throw(
+        PermissionError("denied")))  # fmt: skip
+    assert "could not be read (PermissionError: denied)" in explainer.evidence(on_gpu=True)["unavailable"]["ptxas_runs"]
 
 
 def test_kernels_past_the_costliest_are_one_other_row_that_keeps_their_sums():

@@ -232,26 +232,33 @@ TOP_TRITON_KERNELS = 10
 
 
 def _triton_kernels(torch: TorchCompileEvidence) -> tuple[list[TritonKernelBuilt], float | None]:
-    """Each Triton kernel with the ptxas runs that built it (a run names the kernel its PTX defines), costliest
-    first, the rest as one `other` row; and all their compile seconds."""
+    """Each Triton kernel name with the ptxas runs that built it (a run names the kernel its PTX defines), costliest
+    first, the rest as one `other` row; and all their compile seconds. Inductor numbers kernels per graph, so a
+    forward and a backward graph (or a graph after a break) can each have a `triton_poi_fused_add_0`: one row per
+    name, counting its kernels, so no run is charged twice."""
     ptxas: dict[str, list[float]] = {}
     for run in torch.compiler_runs:
         if run.kind == "ptxas" and run.built:
             ptxas.setdefault(run.built.partition(" (")[0], []).append(run.s)
-    rows = [TritonKernelBuilt(kernel=k.name, kernels=1, compile_s=k.compile_s,
-                              ptxas_s=sum(ptxas[k.name]) if k.name in ptxas else None,
-                              ptxas_runs=len(ptxas.get(k.name, ())))
-            for k in torch.triton_kernels]  # fmt: skip
+    named: dict[str, list] = {}
+    for kernel in torch.triton_kernels:
+        named.setdefault(kernel.name, []).append(kernel.compile_s)
+    rows = [TritonKernelBuilt(kernel=name, kernels=len(figures), compile_s=_sum_known(figures),
+                              ptxas_s=_sum_known(ptxas.get(name, [None])), ptxas_runs=len(ptxas.get(name, ())))
+            for name, figures in named.items()]  # fmt: skip
     rows.sort(key=lambda r: -(r.compile_s or 0.0))
     if len(rows) > TOP_TRITON_KERNELS + 1:
         rest = rows[TOP_TRITON_KERNELS:]
-        ptxas_rest = [r.ptxas_s for r in rest if r.ptxas_s is not None]
-        compiled_rest = [r.compile_s for r in rest if r.compile_s is not None]
         rows = rows[:TOP_TRITON_KERNELS] + [TritonKernelBuilt(
-            kernel=OTHER, kernels=len(rest), compile_s=sum(compiled_rest) if compiled_rest else None,
-            ptxas_s=sum(ptxas_rest) if ptxas_rest else None, ptxas_runs=sum(r.ptxas_runs for r in rest))]  # fmt: skip
-    figures = [k.compile_s for k in torch.triton_kernels if k.compile_s is not None]
-    return rows, (sum(figures) if figures else None)
+            kernel=OTHER, kernels=sum(r.kernels for r in rest), compile_s=_sum_known([r.compile_s for r in rest]),
+            ptxas_s=_sum_known([r.ptxas_s for r in rest]), ptxas_runs=sum(r.ptxas_runs for r in rest))]  # fmt: skip
+    return rows, _sum_known([k.compile_s for k in torch.triton_kernels])
+
+
+def _sum_known(values) -> float | None:
+    """The sum of the figures there are; None where there is none (never a 0 standing for no figure)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _owner(run, frames):

@@ -117,6 +117,7 @@ class CompileExplainer:
         self.triton_kernels = []
         self.ptxas = None
         self.dropped_runs = 0
+        self.dropped_kernels = 0
         self.logs = _Logs()
         self.unavailable = {}
         self.finder = None
@@ -199,6 +200,8 @@ class CompileExplainer:
                 us = info.get("compile_time_us") if isinstance(info, dict) else None
                 self.triton_kernels.append({"name": str(kernel_name)[:200], "compile_s": _microseconds(us),
                                             "at_us": time.time_ns() // 1000})  # fmt: skip
+            else:
+                self.dropped_kernels += 1
             return add(kernel_name, info)
 
         module._add_triton_kernel_info = counted
@@ -251,6 +254,8 @@ class CompileExplainer:
         if self.dropped_runs:
             unavailable["compiler_runs"] = f"only the first {MAX_ROWS} runs are kept: {self.dropped_runs} more ran"
         triton = [k for k in self.triton_kernels if since is None or k["at_us"] >= since]
+        if self.dropped_kernels:
+            unavailable["triton_kernels"] = f"only the first {MAX_ROWS} kernels are kept: {self.dropped_kernels} more"
         if on_gpu:
             # the CPU ISA probe is a CPU kernel's: a CUDA case never runs it, so its hook is no part missing
             # (torch 2.11 on an H200 has no VecISA._probe_load)
@@ -267,7 +272,15 @@ class CompileExplainer:
         if self.ptxas is None or self.ptxas.unavailable:
             unavailable["ptxas_runs"] = self.ptxas.unavailable if self.ptxas else "not set up"
             return []
-        runs = self.ptxas.runs(since)[: MAX_ROWS - len(self.runs)]
+        try:
+            runs = self.ptxas.runs(since)
+        except Exception as error:  # noqa: BLE001 - an unreadable log is a part missing, not a failed process
+            unavailable["ptxas_runs"] = f"the wrapper's log could not be read ({type(error).__name__}: {error})"[:300]
+            return []
+        room = max(0, MAX_ROWS - len(self.runs))
+        if len(runs) > room:  # kept are counted; the rest said, never a lower figure without a word
+            unavailable["ptxas_runs"] = f"only the first {room} runs are kept: {len(runs) - room} more ran"
+            return runs[:room]
         if triton and not any(r["kind"] == "ptxas" for r in runs):
             unavailable["ptxas_runs"] = (f"no ptxas run reached the wrapper at {', '.join(self.ptxas.wrapped)} while "
                                          f"Triton compiled {len(triton)} kernels: they came from Triton's cache, or "
