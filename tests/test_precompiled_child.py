@@ -13,8 +13,9 @@ from conftest import have
 
 from ttfr.analyse import runs
 from ttfr.child import precompiled
-from ttfr.child.job import Job
+from ttfr.child.job import ARTIFACT_LOAD, ARTIFACT_MAKE, Job
 from ttfr.measure import spawn
+from ttfr.model.base import UNSET
 
 pytestmark = [pytest.mark.integration, pytest.mark.contention_safe,  # records and counts, no figure judged
               pytest.mark.skipif(not have("jax"), reason="jax not installed")]  # fmt: skip
@@ -35,7 +36,7 @@ def _run(job, tmp_path):
 def made(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("made")
     artifact = tmp_path / "matmul.jax_serialized"
-    return artifact, _run(_job(artifact, precompiled.MAKE), tmp_path)
+    return artifact, _run(_job(artifact, ARTIFACT_MAKE), tmp_path)
 
 
 def test_the_priming_process_writes_the_artifact_whole_after_its_timed_phases(made):
@@ -45,18 +46,12 @@ def test_the_priming_process_writes_the_artifact_whole_after_its_timed_phases(ma
     assert made_record.mechanism == "jax_serialized" and made_record.bytes == artifact.stat().st_size > 1000
     assert made_record.make_s > 0 and artifact.read_bytes().startswith(precompiled.FORMAT)
     assert not artifact.with_name(artifact.name + ".partial").exists()
-    assert result.record.marks_ns.artifact_loaded is msgspec_unset()  # the maker loads nothing
-
-
-def msgspec_unset():
-    from ttfr.model.base import UNSET
-
-    return UNSET
+    assert result.record.marks_ns.artifact_loaded is UNSET  # the maker loads nothing
 
 
 def test_a_loaded_executable_compiles_nothing_and_gives_the_compiling_runs_result(made, tmp_path):
     artifact, maker = made
-    result = _run(_job(artifact, precompiled.LOAD), tmp_path)
+    result = _run(_job(artifact, ARTIFACT_LOAD), tmp_path)
     assert result.outcome == "ok", result.output_tail
     counters = result.record.cache.first
     assert maker.record.cache.first.programs  # the same counters name the program the compiling run built
@@ -78,15 +73,15 @@ def test_a_corrupted_or_foreign_artifact_fails_its_run_in_the_load_with_the_runt
     artifact, _maker = made
     truncated = tmp_path / "truncated"
     truncated.write_bytes(artifact.read_bytes()[: artifact.stat().st_size // 2])
-    result = _run(_job(truncated, precompiled.LOAD), tmp_path)
+    result = _run(_job(truncated, ARTIFACT_LOAD), tmp_path)
     assert (result.outcome, result.record.phase) == ("error", "artifact_load")
     assert "pickle" in result.reason.lower() or "truncated" in result.reason.lower(), result.reason
     foreign = tmp_path / "foreign"
     foreign.write_bytes(b"\x80\x04not ttfr's")
-    result = _run(_job(foreign, precompiled.LOAD), tmp_path)
+    result = _run(_job(foreign, ARTIFACT_LOAD), tmp_path)
     assert (result.outcome, result.record.phase) == ("error", "artifact_load")
     assert "is not an artifact ttfr wrote" in result.reason
-    missing = _run(_job(tmp_path / "absent", precompiled.LOAD), tmp_path)
+    missing = _run(_job(tmp_path / "absent", ARTIFACT_LOAD), tmp_path)
     assert (missing.outcome, missing.record.phase) == ("error", "artifact_load") and "No such file" in missing.reason
 
 
@@ -94,11 +89,11 @@ def test_an_exported_function_is_compiled_once_through_its_wrapper_and_never_tra
     """jax.export's claim: the user's function is neither traced nor lowered in the loading process; JAX compiles
     the small wrapper `Exported.call` makes (`call_exported`) once, and the second call compiles nothing."""
     artifact = tmp_path / "matmul.jax_export"
-    maker = _run(_job(artifact, precompiled.MAKE, mechanism="jax_export"), tmp_path)
+    maker = _run(_job(artifact, ARTIFACT_MAKE, mechanism="jax_export"), tmp_path)
     assert maker.outcome == "ok", maker.output_tail
     assert maker.record.artifact.mechanism == "jax_export" and maker.record.artifact.bytes == artifact.stat().st_size
     users = set(maker.record.cache.first.programs)  # the function the compiling run traced
-    loader = _run(_job(artifact, precompiled.LOAD, mechanism="jax_export"), tmp_path)
+    loader = _run(_job(artifact, ARTIFACT_LOAD, mechanism="jax_export"), tmp_path)
     assert loader.outcome == "ok", loader.output_tail
     programs = loader.record.cache.first.programs
     assert set(programs) == {"call_exported"} and not users & set(programs), programs

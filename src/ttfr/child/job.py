@@ -6,6 +6,7 @@ measured start): the worker parses its job after its first timing mark.
 """
 
 COLD, WARM = "cold", "warm"  # a cold-start run, or a warm-regime process (samples, check)
+ARTIFACT_MAKE, ARTIFACT_LOAD = "make", "load"  # a precompiled policy's process: makes its artifact, or loads it
 
 _BOOL_WORDS = {"1": True, "0": False}
 

@@ -17,9 +17,9 @@ Mechanisms, by runtime:
 Standard library only at import: the worker imports this before the runtime, only in a precompiled run.
 """
 
+import os
 import time
 
-MAKE, LOAD = "make", "load"
 FORMAT = b"ttfr-precompiled-1\n"  # the file's first line: what wrote it (a file from elsewhere is refused)
 
 
@@ -32,9 +32,9 @@ class Mechanism:
         """The artifact's bytes, from the runtime's first call (it compiled as usual)."""
         raise NotImplementedError
 
-    def load(self, runtime, payload, inputs):
-        """A callable that runs the case's call on `inputs` from `payload`, without compiling what the mechanism
-        claims to skip."""
+    def load(self, runtime, payload):
+        """A callable that runs the case's call from `payload`, without compiling what the mechanism claims to
+        skip."""
         raise NotImplementedError
 
 
@@ -49,7 +49,7 @@ class JaxSerialized(Mechanism):
         payload, in_tree, out_tree = serialize_executable.serialize(runtime.compiled)
         return pickle.dumps((payload, in_tree, out_tree), protocol=pickle.HIGHEST_PROTOCOL)
 
-    def load(self, runtime, payload, inputs):
+    def load(self, runtime, payload):
         import pickle
 
         from jax.experimental import serialize_executable
@@ -66,7 +66,7 @@ class JaxExport(Mechanism):
     def make(self, runtime):
         return bytes(runtime.jax.export.export(runtime.call)(*runtime.args).serialize())
 
-    def load(self, runtime, payload, inputs):
+    def load(self, runtime, payload):
         return runtime.jax.export.deserialize(bytearray(payload)).call
 
 
@@ -74,10 +74,8 @@ MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport())}
 
 
 def write(job, runtime):
-    """The priming process's artifact: made from its first call, written whole or not at all. Its size, the
-    seconds making it took, and what it is bound to."""
-    import os
-
+    """The priming process's artifact: made from its first call, written whole or not at all. Its size and the
+    seconds making it took (what it is bound to, versions and device, is the same record's)."""
     mechanism = MECHANISMS[job.precompiled]
     start = time.perf_counter_ns()
     payload = mechanism.make(runtime)
@@ -89,10 +87,10 @@ def write(job, runtime):
     return {"mechanism": mechanism.name, "bytes": len(FORMAT) + len(payload), "make_s": made_s}
 
 
-def read(job, runtime, inputs):
+def read(job, runtime):
     """The measured process's load: the file read and the runtime's loader run (the timed `artifact_load`)."""
     with open(job.artifact, "rb") as handle:
         data = handle.read()
     if not data.startswith(FORMAT):
         raise ValueError(f"{job.artifact} is not an artifact ttfr wrote (its first line is not {FORMAT[:-1]!r})")
-    return MECHANISMS[job.precompiled].load(runtime, data[len(FORMAT) :], inputs)
+    return MECHANISMS[job.precompiled].load(runtime, data[len(FORMAT) :])

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from ttfr.child.job import WARM, Job, JobError
+from ttfr.child.job import ARTIFACT_LOAD, ARTIFACT_MAKE, WARM, Job, JobError
 
 _now = time.monotonic_ns
 
@@ -91,11 +91,11 @@ def _run_phases(job, marks, record):
         _marked(job, marks, "setup")
         peaks = {"setup": device_peak()}  # after the mark: reading (and resetting) it is not setup's time
 
-        if job.artifact_action == "load":  # a precompiled policy's run: the first call runs what this loads
+        if job.artifact_action == ARTIFACT_LOAD:  # a precompiled policy's run: the first call runs what this loads
             phase = "artifact_load"
             from ttfr.child import precompiled
 
-            runtime.load_precompiled(precompiled.read(job, runtime, inputs))
+            runtime.load_precompiled(precompiled.read(job, runtime))
             _marked(job, marks, "artifact_loaded")
 
         phase = "first_call"
@@ -134,7 +134,7 @@ def _run_phases(job, marks, record):
         phase = "after_second_call"
         record["cache"]["end"] = runtime.cache_counters()
         record["digest"] = _digest(runtime.to_host(output))
-        if job.artifact_action == "make":  # the priming process of a precompiled policy: its artifact, whole
+        if job.artifact_action == ARTIFACT_MAKE:  # the priming process of a precompiled policy: its artifact, whole
             phase = "artifact_make"
             from ttfr.child import precompiled
 

@@ -320,8 +320,8 @@ class RunRecord(Open):
     protocol: int | UnsetType = UNSET
     """The record format's version number (1)."""
     phase: str | UnsetType = UNSET
-    """The phase that failed: import, device_init, user_import, setup, artifact_load, first_call, second_call, after_second_call,
-    warm, check or conversion_evidence."""
+    """The phase that failed: import, device_init, user_import, setup, artifact_load, first_call, second_call,
+    after_second_call, artifact_make, warm, check or conversion_evidence."""
     traceback: str | UnsetType = UNSET
     """The failure's traceback (its last 4,000 characters; a user's case: its own frames); absent when ok or
     unavailable."""
