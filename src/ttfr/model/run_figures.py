@@ -24,12 +24,10 @@ COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_
 DEVICE_INIT = "device_init_s"  # a GPU case: the device's context, allocator and math library handles
 USER_IMPORT = "user_import_s"
 ARTIFACT_LOAD = "artifact_load_s"  # a precompiled policy's run: loading its artifact (after setup)
-# Phases only some cases have, in the order of a process's life: after import and before setup, or after setup
-# and before the first call.
-BEFORE_SETUP_METRICS = (DEVICE_INIT, USER_IMPORT)
-AFTER_SETUP_METRICS = (ARTIFACT_LOAD,)
-OPTIONAL_METRICS = (*BEFORE_SETUP_METRICS, *AFTER_SETUP_METRICS)
-# The spans a cold start is drawn as (bars, stacked plots, the components table), with their labels.
+# Phases only some cases have (where they fall in a process's life: COMPONENT_LABELS' order).
+OPTIONAL_METRICS = (DEVICE_INIT, USER_IMPORT, ARTIFACT_LOAD)
+# The spans a cold start is drawn as (bars, stacked plots, the components table), with their labels, in the
+# order of a process's life.
 COMPONENT_LABELS = {"interpreter_s": "interpreter", "import_s": "import", DEVICE_INIT: "device init",
                     USER_IMPORT: "your import", "setup_s": "setup", ARTIFACT_LOAD: "artifact load",
                     "first_call_s": "first call"}  # fmt: skip

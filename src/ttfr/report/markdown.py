@@ -8,7 +8,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import CaseResult
 from ttfr.model.policy_figures import named
-from ttfr.model.run_figures import BEFORE_SETUP_METRICS, COMPONENT_LABELS, OPTIONAL_METRICS
+from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.manifest import Manifest
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
@@ -60,10 +60,9 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
     # stack): a column each when any case has it (null included).
     blocks = [block for c in cases if (block := c.policies.get(policy))]
     present = [m for m in OPTIONAL_METRICS if any(getattr(block.summary, m) is not UNSET for block in blocks)]
-    before = [m for m in present if m in BEFORE_SETUP_METRICS]
-    after = [m for m in present if m not in BEFORE_SETUP_METRICS]
-    components = ("interpreter_s", "import_s", *before, "setup_s", *after, "first_call_s", "second_call_s", "ttfr_s",
-                  "process_s")  # fmt: skip
+    # in the order of a process's life, as COMPONENT_LABELS lists the phases
+    phases = [m for m in COMPONENT_LABELS if m not in OPTIONAL_METRICS or m in present]
+    components = (*phases, "second_call_s", "ttfr_s", "process_s")
     rows = []
     for case in cases:
         block = case.policies.get(policy)
