@@ -244,7 +244,7 @@ def _triton_kernels(torch: TorchCompileEvidence) -> tuple[list[TritonKernelBuilt
     for kernel in torch.triton_kernels:
         named.setdefault(kernel.name, []).append(kernel.compile_s)
     rows = [TritonKernelBuilt(kernel=name, kernels=len(figures), compile_s=_sum_known(figures),
-                              ptxas_s=_sum_known(ptxas.get(name, [None])), ptxas_runs=len(ptxas.get(name, ())))
+                              ptxas_s=_sum_known(ptxas.get(name, ())), ptxas_runs=len(ptxas.get(name, ())))
             for name, figures in named.items()]  # fmt: skip
     rows.sort(key=lambda r: -(r.compile_s or 0.0))
     if len(rows) > TOP_TRITON_KERNELS + 1:

@@ -260,13 +260,13 @@ class CompileExplainer:
             # the CPU ISA probe is a CPU kernel's: a CUDA case never runs it, so its hook is no part missing
             # (torch 2.11 on an H200 has no VecISA._probe_load)
             unavailable.pop(_VEC_ISA, None)
-            runs += self._ptxas_runs(since, triton, unavailable)
+            runs += self._ptxas_runs(since, triton, unavailable, room=max(0, MAX_ROWS - len(runs)))
         return {"frames": frames, "graph_breaks": breaks, "compiler_runs": runs, "cache_bypasses": list(self.logs.bypasses),
                 "kernels": getattr(metrics, "generated_kernel_count", None) if metrics else None,
                 "triton_kernels": [{"name": k["name"], "compile_s": k["compile_s"]} for k in triton],
                 "unavailable": unavailable}  # fmt: skip
 
-    def _ptxas_runs(self, since, triton, unavailable):
+    def _ptxas_runs(self, since, triton, unavailable, room):
         """ptxas's runs from the first call on; where none reached the wrapper although Triton compiled kernels, why
         that may be (never a zero taken for a figure)."""
         if self.ptxas is None or self.ptxas.unavailable:
@@ -277,7 +277,6 @@ class CompileExplainer:
         except Exception as error:  # noqa: BLE001 - an unreadable log is a part missing, not a failed process
             unavailable["ptxas_runs"] = f"the wrapper's log could not be read ({type(error).__name__}: {error})"[:300]
             return []
-        room = max(0, MAX_ROWS - len(self.runs))
         if len(runs) > room:  # kept are counted; the rest said, never a lower figure without a word
             unavailable["ptxas_runs"] = f"only the first {room} runs are kept: {len(runs) - room} more ran"
             return runs[:room]
