@@ -49,9 +49,14 @@ from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, REASON_CHARS, GpuCheckSummary
 GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and not b.opt_in
                 and b.framework != "interop_gpu"]  # fmt: skip
 TF32_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and b.opt_in]
+STANDARD = "cold-cache,warm-cache,warm-process"  # `all` would add the precompiled policies (their own run below)
+PRECOMPILED_GPU = sorted({m for name in GPU_BACKENDS for m in catalog.BACKENDS[name].precompiled})
 FULL = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,fused_chain,mlp_train_step", "--sizes",
-               "512", "--dtypes", "f32,f64", "--cache-policy", "all"],
+               "512", "--dtypes", "f32,f64", "--cache-policy", STANDARD],
+    # precompiled artifacts (issue 39): every mechanism a GPU backend offers, on an empty and on a warm cache
+    "precompiled": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,mlp_train_step", "--sizes", "512",
+                    "--dtypes", "f32", "--cache-policy", "cold-cache,warm-cache,precompiled"],
     # the declared TF32 variants: float32 only (float64 has no TF32), their check at TF32's tolerance
     "tf32": ["--backends", ",".join(TF32_BACKENDS), "--workloads", "matmul,mlp_train_step", "--sizes", "512", "--dtypes",
              "f32"],
@@ -64,14 +69,17 @@ FULL = {
 # Every row at least once, one process per policy: ~45 processes, estimated under 5 minutes.
 QUICK = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul", "--sizes", "512", "--dtypes", "f32,f64",
-               "--cache-policy", "all"],
+               "--cache-policy", STANDARD],
+    # each mechanism's artifact made on the GPU and loaded on an empty cache (its claim checked there)
+    "precompiled": ["--backends", "jax_jit_gpu", "--workloads", "matmul", "--sizes", "512", "--dtypes", "f32",
+                    "--cache-policy", ",".join(f"precompiled/{m}/cold-cache" for m in PRECOMPILED_GPU)],
     "tf32": ["--backends", ",".join(TF32_BACKENDS), "--workloads", "matmul", "--sizes", "512", "--dtypes", "f32",
              "--cache-policy", "warm-process"],
     "conversions": ["--backends", "interop_gpu", "--workloads", "convert", "--sizes", "4194304",
                     "--cache-policy", "warm-process"],
     "histfactory": ["--backends", "jax_jit_gpu,torch_eager_cuda", "--workloads", "hf_nll_grad,hf_profiled_q0,hf_train_loop",
                     "--workspace-preset", "simple", "--cache-policy", "cold-cache"],
-    "loops": ["--backends", "jax_jit_gpu", "--workloads", "sweep_mlp_aot", "--cache-policy", "all"],
+    "loops": ["--backends", "jax_jit_gpu", "--workloads", "sweep_mlp_aot", "--cache-policy", STANDARD],
 }  # fmt: skip
 COMMON = {"quick": ["--cold-runs", "1", "--warm-procs", "1", "--seed", "1", "--no-html"],
           "full": ["--cold-runs", "2", "--warm-procs", "2", "--seed", "1", "--no-html"]}  # fmt: skip

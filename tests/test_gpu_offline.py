@@ -256,7 +256,7 @@ def test_the_quick_check_fits_one_gpu_lease_command_and_the_full_one_does_not(qu
     full = gpu_check.planned(gpu_check.FULL, gpu_check.COMMON["full"], tmp_path)
     assert sum(map(len, full.values())) > 4 * sum(map(len, quick_plans.values()))
     lines = gpu_check.plan_lines("quick", quick_plans)
-    assert re.match(r"gpu-check quick: \d+ processes in 5 `ttfr run`s, then `pytest -m gpu`; estimated \d\.\d min", lines[0])
+    assert re.match(r"gpu-check quick: \d+ processes in 6 `ttfr run`s, then `pytest -m gpu`; estimated \d\.\d min", lines[0])
 
 
 def _summary(rows, problems=()):
@@ -400,7 +400,7 @@ def test_make_gpu_check_offline_reaches_its_no_gpu_exit_on_an_image_like_stack(t
                           capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
     assert "gpu-check: no GPU here" in done.stderr and "[Makefile" in done.stderr and "Error 1" in done.stderr
     assert re.search(r"msgspec\s+0\.22\.0\s+carried", done.stdout) and re.search(r"torch\s+2\.\d+\.\d+\S*\s+image", done.stdout)
-    assert re.search(r"gpu-check quick: \d+ processes in 5 `ttfr run`s.*estimated \d\.\d min", done.stdout)
+    assert re.search(r"gpu-check quick: \d+ processes in 6 `ttfr run`s.*estimated \d\.\d min", done.stdout)
     assert not (tmp_path / "work").exists() and not (tmp_path / "docs").exists()  # nothing ran
     # and ttfr itself runs from the checkout on that stack, offline: a real worker process
     target = tmp_path / "target"

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ttfr.analyse import concurrency, contention, conversions, explain, loops, runs, stats
+from ttfr.analyse import concurrency, contention, conversions, explain, loops, precompiled, runs, stats
 from ttfr.measure import cache, catalog, datasets
-from ttfr.measure.plan import EXPLAIN, GROUP_KINDS, Plan, runs_check
+from ttfr.measure.plan import EXPLAIN, GROUP_KINDS, MAKE, Plan, case_policies, maker_policy, runs_check
 from ttfr.model.base import UNSET, UnsetType, copied
 from ttfr.model.case import CASE_SCHEMA, CaseMemory, CaseResult, CommandInfo, Config, Dataset, UnmeasuredRun
 from ttfr.model.flags import (
@@ -39,6 +39,8 @@ from ttfr.model.policy_figures import (
     figure_runs,
     keeps_contended,
     Policies,
+    policies_of,
+    PrecompiledPolicy,
     StagesSummary,
     WarmPolicy,
     WarmSummary,
@@ -46,7 +48,7 @@ from ttfr.model.policy_figures import (
 from ttfr.model.run_figures import COLD_METRICS, OPTIONAL_METRICS, RunFigures, STAGE_METRICS
 from ttfr.model.journal import JournalEntry
 from ttfr.model.result_check import Check
-from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, WARM_SHARED, precompiled_parts
 
 __all__ = ["CASE_SCHEMA", "build_case_result", "case_results", "cold_summaries", "headline_runs", "summaries_disagree",
            "warm_summary"]  # fmt: skip
@@ -177,6 +179,8 @@ def summaries_disagree(result: CaseResult) -> list[str]:
                 problems.append(f"{name}: summary is not what its processes give")
         elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs, policy.keeps_contended):
             problems.append(f"{name}: summary is not what its runs give")
+        elif isinstance(policy, PrecompiledPolicy) and policy != precompiled.recomputed(policy):
+            problems.append(f"{name}: what it still compiled is not what its runs' claim checks give")
     if result.conversion is not UNSET:
         again, _flags = conversions.case_conversion(result.conversion.evidence, result.policies)
         if again != result.conversion:
@@ -199,13 +203,14 @@ def _null_summaries(policy: ColdPolicy | WarmPolicy) -> ColdPolicy | WarmPolicy:
         summary = WarmSummary(call_s=None, samples_per_process=None)
         return msgspec.structs.replace(policy, summary=summary)
     nulls = {name: None for name in policy.summary.__struct_fields__ if getattr(policy.summary, name) is not UNSET}
-    return msgspec.structs.replace(policy, summary=ColdSummary(**nulls), stages_summary=StagesSummary(),
-                                   loop_summary=UNSET if policy.loop_summary is UNSET else None)  # fmt: skip
+    nulled = msgspec.structs.replace(policy, summary=ColdSummary(**nulls), stages_summary=StagesSummary(),
+                                     loop_summary=UNSET if policy.loop_summary is UNSET else None)  # fmt: skip
+    return msgspec.structs.replace(nulled, still_compiled=None) if isinstance(nulled, PrecompiledPolicy) else nulled
 
 
 def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | None, cross_check: str | None = None):
-    for entry in entries:
-        if entry.outcome == "unavailable":
+    for entry in entries:  # (a priming process's: its mechanism cannot take the workload, the policy says so)
+        if entry.outcome == "unavailable" and entry.kind != MAKE:
             return "warn", entry.reason
     if check is not None and check.passed is False:
         error = check.max_normalised_error
@@ -228,6 +233,9 @@ def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | N
             first = bad[0]
             return "failed", f"every {name} run failed; first: {first.outcome}: {first.reason}"
         failed_runs.extend(f"{name}#{r.index} {r.outcome}" for r in bad)
+    for name, policy in policies.items():  # an artifact that failed to be made (one a mechanism cannot take: data)
+        if isinstance(policy, PrecompiledPolicy) and policy.artifact.state == "failed":
+            warnings.append(f"{name}: its artifact was not made ({policy.artifact.reason})")
     if failed_runs:
         warnings.append(f"{len(failed_runs)} run(s) failed and are excluded from the figures: " + "; ".join(failed_runs))
     # a policy whose runs were measured but whose figures are withheld is no ok result
@@ -306,7 +314,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
     # a diagnostic process that failed leaves its explanation saying so, not the case failed
     stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries
-                    if not e.measured and e.outcome != "ok" and e.kind != EXPLAIN), None)  # fmt: skip
+                    if not e.measured and e.outcome != "ok" and e.kind not in (EXPLAIN, MAKE)), None)  # fmt: skip
     status, reason = _status(entries, policies, check, stopped,
                              disagreement.why if disagreement and not disagreement.fails else None)  # fmt: skip
 
@@ -329,7 +337,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
         status=status,
         reason=reason,
         dataset=Dataset(id=dataset_id, sha256=sha256 or None),
-        policies=Policies(**{field: policies[name] for name, field in _FIELDS.items() if name in policies}),
+        policies=policies_of(policies),
         memory=CaseMemory(**memory),
         flags=flags,
         unmeasured_runs=unmeasured,
@@ -380,15 +388,16 @@ def _policies(case: catalog.Case, spec, entries: list[JournalEntry], reference_d
     uncached = bool(case.workload_info.command and ran) and not any(
         e.cache_dir.entries_before or e.cache_dir.entries_after for e in ran)  # fmt: skip
     policies = {}
-    for policy in POLICIES:
-        if policy not in spec.policies:
-            continue
+    for policy in case_policies(case, spec):
         measured = [e for e in entries if e.measured and e.policy == policy]
         if policy == WARM_PROCESS:
             policies[policy] = _warm_policy([runs.warm_view(e, case, reference_digest) for e in measured], spec.keep_contended)
-        else:
-            views = [runs.run_view(e, case, reference_digest, uncached) for e in measured]
-            policies[policy] = _cold_policy(views, spec.keep_contended)
+            continue
+        views = [runs.run_view(e, case, reference_digest, uncached) for e in measured]
+        policies[policy] = _cold_policy(views, spec.keep_contended)
+        if parts := precompiled_parts(policy):  # with its artifact, from the (last) process that made it
+            maker = [e for e in entries if e.kind == MAKE and e.policy == maker_policy(parts[0])]
+            policies[policy] = precompiled.precompiled_policy(policy, policies[policy], maker[-1] if maker else None)
     return policies
 
 
@@ -439,9 +448,6 @@ def _threadpools(entries: list[JournalEntry]):
     recorded = [e.record.threadpools for e in entries
                 if runs_check(e.kind, e.index) and e.record and e.record.threadpools is not UNSET]  # fmt: skip
     return recorded[0] if recorded else UNSET
-
-
-_FIELDS = {COLD_CACHE: "cold_cache", WARM_CACHE: "warm_cache", WARM_PROCESS: "warm_process"}
 
 
 def case_results(plan: Plan, entries: list[JournalEntry], skip=()) -> list[CaseResult]:

@@ -10,12 +10,13 @@ import msgspec
 
 from ttfr.analyse import contention, loops, sync_check
 from ttfr.child.workloads.user_case import USERS_FRAMES
-from ttfr.measure import cache, catalog
+from ttfr.measure import cache, catalog, precompiled
 from ttfr.model.base import UNSET
 from ttfr.model.run_figures import COLD_METRICS, Metrics, OPTIONAL_METRICS, Resources, RunFigures, STAGE_METRICS, Stages, Warmup
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Marks, OwnRusage, RunRecord
 from ttfr.model.result_check import Digest
+from ttfr.model.policies import precompiled_parts
 
 __all__ = ["COLD_METRICS", "OPTIONAL_METRICS", "STAGE_METRICS", "run_metrics", "run_view", "warm_view"]
 _DIGEST_RTOL = {"float32": 1e-3, "float64": 1e-8, "bfloat16": 1e-2}
@@ -105,9 +106,7 @@ def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest |
         metrics=metrics,
         stages=Stages(**{k: v for k, v in stages.items() if k in STAGE_METRICS}),
         resources=_resources(entry),
-        cache=cache.verify(entry.policy, backend.compiles, counts, entry.cache_dir.entries_before,
-                           entry.cache_dir.entries_after, backend.cache_counters, entry.cache_dir.by_directory or None,
-                           uncached=uncached),
+        cache=_cache_check(entry, backend, counts, uncached),
         host=entry.host,
         exit_code=entry.exit_code,
         loop=loops.run_loop(record.loop if record else None) or UNSET,
@@ -115,6 +114,16 @@ def run_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest |
         output_tail=UNSET if ok else entry.output_tail,
         traceback=record.traceback if record and not ok and _users(record.traceback) else UNSET,
     )  # fmt: skip
+
+
+def _cache_check(entry: JournalEntry, backend: catalog.Backend, counts, uncached: bool):
+    """What the run's cache was against its policy (a precompiled policy's: and its mechanism's claim)."""
+    before, after = entry.cache_dir.entries_before, entry.cache_dir.entries_after
+    if precompiled_parts(entry.policy):
+        first = entry.record.cache.first if entry.record and entry.record.cache else None
+        return precompiled.verify(entry.policy, counts, before, after, first or None)
+    return cache.verify(entry.policy, backend.compiles, counts, before, after, backend.cache_counters,
+                        entry.cache_dir.by_directory or None, uncached=uncached)  # fmt: skip
 
 
 def warm_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None) -> RunFigures:

@@ -91,6 +91,11 @@ def _run_phases(job, marks, record):
         _marked(job, marks, "setup")
         peaks = {"setup": device_peak()}  # after the mark: reading (and resetting) it is not setup's time
 
+        if job.artifact_action and is_loop:  # its iterations compile as they go: no one artifact stands for them
+            from ttfr.child.backends import Unavailable
+
+            raise Unavailable(f"{job.precompiled} makes one function's artifact; a loop workload compiles in its "
+                              "iterations, each a compile of its own")  # fmt: skip
         if job.artifact_action == ARTIFACT_LOAD:  # a precompiled policy's run: the first call runs what this loads
             phase = "artifact_load"
             from ttfr.child import precompiled

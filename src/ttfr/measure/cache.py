@@ -65,6 +65,16 @@ class CacheDirs:
     def __init__(self, scratch: Path, case_id: str):
         self.root = scratch / "cache" / case_id
         self.template = scratch / "templates" / case_id
+        self.artifacts = scratch / "artifacts" / case_id  # precompiled artifacts: outside the directory runs empty
+
+    def artifact(self, mechanism: str) -> Path:
+        """The file the case's artifact of `mechanism` is written to and loaded from."""
+        return self.artifacts / f"{mechanism}.artifact"
+
+    def ready_artifact(self, mechanism: str) -> None:
+        """Its directory made, and no artifact of an earlier try left to be mistaken for a new one."""
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.artifact(mechanism).unlink(missing_ok=True)
 
     def env(self) -> dict:
         env = {var: str(self.root / sub) for var, sub in CACHE_SUBDIRS.items()}

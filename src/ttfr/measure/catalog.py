@@ -19,6 +19,7 @@ from types import MappingProxyType
 from ttfr.child import hostinfo
 from ttfr.child.conversion_routes import ROUTES
 from ttfr.errors import UsageError, unknown_choice
+from ttfr.measure.precompiled import JAX_EXPORT, JAX_SERIALIZED
 
 DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16"}  # bfloat16: conversion routes only
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
@@ -85,6 +86,9 @@ class Backend:
     # (workload, note): how that workload's timed calls run on this backend beyond its sync policy (what
     # bounds the figures, how reproducible the results are); written into those cases' sync_policy.
     workload_notes: tuple[tuple[str, str], ...] = ()
+    # Precompiled artifacts its adapter makes and loads (measure/precompiled.py MECHANISMS): each one's policies
+    # (`precompiled/<mechanism>/<setting>`) apply to its cases; empty: none.
+    precompiled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,7 @@ _JAX = dict(
     barrier=True,
     cache_counters=JAX_MONITORING,
     cost_prior_s=(3.0, 3.0),
+    precompiled=(JAX_SERIALIZED.name, JAX_EXPORT.name),
 )
 # Keep a CPU case on a GPU machine from initialising CUDA. GPU cases keep jax's own platform
 # choice: JAX_PLATFORMS=cuda without a CUDA plugin dies in an assert.

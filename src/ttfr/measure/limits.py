@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ttfr.errors import UsageError
-from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS
+from ttfr.model.policies import CONCURRENCY_MODES, WARM_PROCESS, is_cold
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
 # is refused before anything starts rather than queueing years of processes.
@@ -52,7 +52,7 @@ def _within(value, what: str, minimum, maximum, shown: str):
 
 def check_process_count(n_cases: int, policies, cold_runs: int, warm_procs: int) -> None:
     """At most MAX_WORKER_PROCESSES measured worker processes in one run."""
-    per_case = sum(cold_runs for p in policies if p in COLD_POLICIES) + (warm_procs if WARM_PROCESS in policies else 0)
+    per_case = sum(cold_runs for p in policies if is_cold(p)) + (warm_procs if WARM_PROCESS in policies else 0)
     total = n_cases * per_case
     if total > MAX_WORKER_PROCESSES:
         raise UsageError(

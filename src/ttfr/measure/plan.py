@@ -6,6 +6,9 @@ Ordering, so that drift on a shared machine hits every case alike:
   the template that warm-cache runs and warm processes start from.
 - round 1 holds each case's first warm process, or an unmeasured check process when
   warm-process is not selected: the result check gates the rest of the case early.
+- round 0 also holds a priming process per precompiled mechanism a case runs (issue 39): on an empty cache it
+  compiles the case's function and writes the artifact its policies' runs load (unmeasured; where it cannot,
+  those policies are unsupported, the case goes on).
 - rounds 2.. interleave the remaining runs: round r holds the next run of every
   (case, policy) stream, in an order shuffled per round from the spec's seed.
 Backends without a persistent compile cache (NumPy, eager torch) need no template.
@@ -18,7 +21,17 @@ from dataclasses import dataclass
 
 from ttfr.measure import catalog
 from ttfr.model.journal import JournalEntry
-from ttfr.model.policies import COLD_CACHE, COLD_PRIVATE, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS, WARM_SHARED
+from ttfr.model.policies import (
+    COLD_CACHE,
+    COLD_PRIVATE,
+    CONCURRENCY_MODES,
+    PRECOMPILED,
+    WARM_CACHE,
+    WARM_PROCESS,
+    WARM_SHARED,
+    cache_state,
+    precompiled_parts,
+)
 from ttfr.measure.spec import RunSpec
 
 # Task kinds: what the worker is asked to do and whether its figures are published.
@@ -29,6 +42,7 @@ CHECK = "check"  # result check only (unmeasured)
 GROUP = "group"  # N cold processes released at once (--concurrency; measured, one journal entry each)
 GROUP_CHECK = "group_check"  # a fresh process after a group, on the cache it left (unmeasured): is it whole?
 EXPLAIN = "explain"  # --explain: a cold policy's diagnostic process, -X importtime on its cache (unmeasured)
+MAKE = "make"  # a precompiled mechanism's priming process: compiles and writes the artifact (unmeasured)
 GROUP_KINDS = (GROUP, GROUP_CHECK)
 
 
@@ -68,7 +82,15 @@ class Task:
         """Its policy is measured on a primed cache: a missing template is made again. The check
         takes one only where the plan made it: priming one for it would be a whole extra process
         compiling what the check compiles anyway."""
-        return self.policy in (WARM_CACHE, WARM_PROCESS, WARM_SHARED)
+        return cache_state(self.policy) in (WARM_CACHE, WARM_PROCESS) or self.policy == WARM_SHARED
+
+    @property
+    def mechanism(self) -> str | None:
+        """The precompiled mechanism whose artifact it makes (MAKE) or loads (a precompiled policy's run)."""
+        if self.kind == MAKE:
+            return self.policy.split("/", 1)[1]
+        parts = precompiled_parts(self.policy)
+        return parts[0] if parts else None
 
     @property
     def runs_check(self) -> bool:
@@ -93,11 +115,23 @@ class Plan:
         return [t for t in self.tasks if t.case.id == case_id]
 
 
-def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task | None, list[list[Task]]]:
-    """(template producer, gate, remaining streams) of one case, rounds not yet assigned (a
-    command's spec has no warm-process policy: measure/spec.py refuses it)."""
+def maker_policy(mechanism: str) -> str:
+    """A MAKE task's `policy` (its journal entry's): `precompiled/<mechanism>`."""
+    return f"{PRECOMPILED}/{mechanism}"
+
+
+def case_policies(case: catalog.Case, spec: RunSpec) -> list[str]:
+    """The spec's policies that apply to the case: a precompiled one only where its backend offers the mechanism."""
+    return [p for p in spec.policies if not (parts := precompiled_parts(p)) or parts[0] in case.backend_info.precompiled]
+
+
+def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[list[Task], Task | None, list[list[Task]]]:
+    """(round 0's tasks: template producer and artifact makers, gate, remaining streams) of one case, rounds not yet
+    assigned (a command's spec has no warm-process policy: measure/spec.py refuses it)."""
+    policies = case_policies(case, spec)
+    shipped = [p for p in policies if precompiled_parts(p)]
     needs_template = case.backend_info.compiles and (
-        any(p in spec.policies for p in (WARM_CACHE, WARM_PROCESS)) or bool(spec.concurrency)
+        any(cache_state(p) in (WARM_CACHE, WARM_PROCESS) for p in policies) or bool(spec.concurrency)
     )  # warm-shared groups start from it
     producer = None
     streams = []
@@ -109,14 +143,17 @@ def _case_streams(case: catalog.Case, spec: RunSpec) -> tuple[Task | None, Task 
         producer = Task(PRIME, case, None, 0, 0, makes_template=True)
     if WARM_CACHE in spec.policies:
         streams.append([Task(COLD, case, WARM_CACHE, i, -1) for i in range(spec.cold_runs)])
+    makers = [Task(MAKE, case, maker_policy(m), 0, 0) for m in dict.fromkeys(precompiled_parts(p)[0] for p in shipped)]
+    streams += [[Task(COLD, case, policy, i, -1) for i in range(spec.cold_runs)] for policy in shipped]
+    first = [producer] if producer else []
     if not case.backend_info.in_process:  # a command: nothing to call in a warm process, no result to check
-        return producer, None, streams
+        return first + makers, None, streams
     if WARM_PROCESS in spec.policies:
         warm = [Task(WARM, case, WARM_PROCESS, i, -1) for i in range(spec.warm_procs)]
         gate, streams = warm[0], streams + [warm[1:]]
     else:
         gate = Task(CHECK, case, None, 0, 1)
-    return producer, gate, streams
+    return first + makers, gate, streams
 
 
 def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
@@ -127,9 +164,8 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
         if reason:
             unavailable[case.id] = reason
             continue
-        producer, gate, case_streams = _case_streams(case, spec)
-        if producer:
-            producers.append(producer)
+        first, gate, case_streams = _case_streams(case, spec)
+        producers.extend(first)
         if gate:
             gates.append(gate)
         streams.extend(s for s in case_streams if s)
@@ -140,8 +176,8 @@ def build_plan(spec: RunSpec, availability=catalog.availability) -> Plan:
         rounds.append([s[position] for s in streams if position < len(s)])
     available = [c for c in spec.cases if c.id not in unavailable]
     if spec.explain:  # after every measured run of the round-robin, never beside one
-        rounds.append([Task(EXPLAIN, case, policy, 0, -1) for case in available for policy in spec.policies
-                       if policy in (COLD_CACHE, WARM_CACHE)])  # fmt: skip
+        rounds.append([Task(EXPLAIN, case, policy, 0, -1) for case in available for policy in case_policies(case, spec)
+                       if policy != WARM_PROCESS])  # fmt: skip
     rounds += _group_rounds(spec, available)
 
     ordered = []
@@ -176,6 +212,8 @@ def gate_failure(entry: JournalEntry) -> str | None:
     Unavailable anywhere ends the case (`warn`); so does any failure of the template
     producer or of the gate (first warm process or check), and a failed result check.
     """
+    if entry.kind == MAKE:  # an artifact not made: its policies are unsupported or failed, the case goes on
+        return None
     if entry.outcome == "unavailable":
         return entry.reason
     if is_gate(entry.kind, entry.index, entry.makes_template) and entry.outcome != "ok":
@@ -191,6 +229,7 @@ def replay(plan: Plan, entries: list[JournalEntry]) -> tuple[list[Task], dict[st
     stopped (case id -> why). Resuming runs the first; analysing treats both as unfinished."""
     done, stopped = set(), {}
     grouped: dict[str, set] = {}
+    unmade = unmade_artifacts(entries)
     for entry in entries:
         if entry.kind in GROUP_KINDS:  # a group is done when each member and its check are journaled
             if entry.kind == GROUP and entry.member == 0:
@@ -203,7 +242,21 @@ def replay(plan: Plan, entries: list[JournalEntry]) -> tuple[list[Task], dict[st
         reason = gate_failure(entry)
         if reason:
             stopped.setdefault(entry.case, reason)
-    return [t for t in plan.tasks if t.key not in done], stopped
+    # a precompiled policy's runs whose artifact was not made are done: there is nothing for them to load
+    return [t for t in plan.tasks if t.key not in done and (t.case.id, t.mechanism) not in unmade], stopped
+
+
+def unmade_artifacts(entries: list[JournalEntry]) -> dict[tuple[str, str], str]:
+    """(case id, mechanism) -> why, for each artifact whose priming process failed (its last try)."""
+    unmade = {}
+    for entry in entries:
+        if entry.kind == MAKE:
+            key = (entry.case, entry.policy.split("/", 1)[1])
+            if entry.outcome == "ok":
+                unmade.pop(key, None)
+            else:
+                unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
+    return unmade
 
 
 def pending_cases(plan: Plan, entries: list[JournalEntry]) -> list[str]:

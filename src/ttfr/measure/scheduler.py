@@ -16,7 +16,19 @@ from ttfr.measure.cache import CacheDirs
 from ttfr.measure.host_window import host_fields, host_reading
 from ttfr.measure.journal import Journal
 from ttfr.measure import command_imports
-from ttfr.measure.plan import EXPLAIN, GROUP, GROUP_CHECK, PRIME, Plan, Task, gate_failure, replay
+from ttfr.measure.plan import (
+    EXPLAIN,
+    GROUP,
+    GROUP_CHECK,
+    MAKE,
+    PRIME,
+    Plan,
+    Task,
+    gate_failure,
+    maker_policy,
+    replay,
+    unmade_artifacts,
+)
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
@@ -53,6 +65,8 @@ class Scheduler:
         self.base_env = base_env
         self.dataset_fields = dataset_fields or {}
         self.stopped: dict[str, str] = {}
+        # (case id, mechanism) -> why its artifact was not made: its policies' runs have nothing to load
+        self.unmade: dict[tuple[str, str], str] = {}
         self.lives_ns: list[int] = []  # spawn to exit of each worker it ran (journaled or re-priming)
         # Work of ttfr's own (importing what the analysis needs) started with the first unmeasured
         # process, so its wall time hides behind those processes'; joined before a measured one.
@@ -70,14 +84,16 @@ class Scheduler:
 
     def pending(self) -> list[Task]:
         """Tasks the journal does not hold yet (replaying it to know which cases stopped)."""
-        remaining, stopped = replay(self.plan, self.journal.entries())
+        entries = self.journal.entries()
+        remaining, stopped = replay(self.plan, entries)
+        self.unmade.update(unmade_artifacts(entries))
         for case_id, reason in stopped.items():
             self._note(case_id, reason)
         return remaining
 
     def run_task(self, task: Task) -> JournalEntry | None:
         """Run one task and journal it; None when its case has stopped."""
-        if task.case.id in self.stopped:
+        if task.case.id in self.stopped or self._unmade(task):
             self.progress.task_finished(task, None)
             return None
         if task.measured:
@@ -91,9 +107,38 @@ class Scheduler:
             if entry.reaped_ns is not None:
                 self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
         entry = entries[0]
+        if task.kind == MAKE and entry.outcome != "ok":
+            self.unmade[(task.case.id, task.mechanism)] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
         self._note(task.case.id, gate_failure(entry))
         self.progress.task_finished(task, entry)
         return entry
+
+    def _unmade(self, task: Task) -> bool:
+        """A precompiled policy's run whose artifact could not be made (nor made again, where it went missing)."""
+        if task.kind == MAKE or not task.mechanism:
+            return False
+        key = (task.case.id, task.mechanism)
+        if key not in self.unmade and not self.artifact(task).is_file():  # e.g. resuming after the scratch area went
+            why = self._make_artifact(task)
+            if why:
+                self.unmade[key] = why
+        return key in self.unmade
+
+    def artifact(self, task: Task) -> Path:
+        return CacheDirs(self.scratch, task.case.id).artifact(task.mechanism)
+
+    def _make_artifact(self, task: Task) -> str | None:
+        """One unmeasured priming process that writes the artifact again; why it failed, or None."""
+        maker = Task(MAKE, task.case, maker_policy(task.mechanism), 0, task.round)
+        cache = CacheDirs(self.scratch, task.case.id)
+        cache.make_empty()
+        cache.ready_artifact(maker.mechanism)
+        result = self._spawn(maker, cache, self._timeout(maker))
+        if result.reaped_ns is not None:
+            self.lives_ns.append(result.reaped_ns - result.spawn_ns)
+        if result.outcome == "ok":
+            return None
+        return f"{result.outcome}: {result.reason}" if result.reason else result.outcome
 
     def _start_alongside(self) -> None:
         work, self.alongside = self.alongside, None
@@ -173,7 +218,8 @@ class Scheduler:
             if task.kind == EXPLAIN:  # a Python program reports its imports as -X importtime would
                 env = {**env, command_imports.VARIABLE: "1"}
             return self.executors.command(spec.command(task.case.workload), env, timeout_s)
-        return self.executors.worker(build_job(task, spec, self._dataset(task)), env, timeout_s, spec.python)
+        artifact = self.artifact(task) if task.mechanism else None
+        return self.executors.worker(build_job(task, spec, self._dataset(task), artifact), env, timeout_s, spec.python)
 
     def _group_caches(self, task: Task) -> list[CacheDirs]:
         """The group's cache directories, one shared or one per member: under the run's directory in
@@ -272,6 +318,8 @@ class Scheduler:
     def _execute(self, task: Task) -> JournalEntry:
         cache = CacheDirs(self.scratch, task.case.id)
         restored = self._prepare_cache(task, cache)
+        if task.kind == MAKE:
+            cache.ready_artifact(task.mechanism)
         timeout_s = self._timeout(task)
         unprepared = self._prepare_failure(task, cache, timeout_s)
         before, by_directory = cache.count_entries(), cache.count_by_directory()

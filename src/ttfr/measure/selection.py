@@ -7,10 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttfr.errors import UnknownChoice, UsageError, unknown_choice
-from ttfr.measure import catalog, user_cases, user_commands
+from ttfr.measure import catalog, precompiled, user_cases, user_commands
 from ttfr.measure.limits import MAX_CONCURRENCY
 from ttfr.measure.profiles import Profile
-from ttfr.model.policies import COLD_POLICIES, POLICIES, POLICY_ALIASES, WARM_PROCESS
+from ttfr.model.policies import (
+    COLD_POLICIES,
+    POLICIES,
+    POLICY_ALIASES,
+    PRECOMPILED,
+    PRECOMPILED_SETTINGS,
+    WARM_PROCESS,
+    policy_order,
+    precompiled_parts,
+    precompiled_policy,
+)
 
 
 def with_installed_cases(known: catalog.Catalog, workloads, case_ids) -> catalog.Catalog:
@@ -40,18 +50,63 @@ def split_values(values, option: str | None = None, choices=()):
     return out
 
 
+def policy_choices() -> list[str]:
+    """Every name --cache-policy takes, as an error lists them."""
+    shipped = [f"{PRECOMPILED}/{m}[/{'|'.join(PRECOMPILED_SETTINGS)}]" for m in precompiled.MECHANISMS]
+    return [*POLICIES, *POLICY_ALIASES, PRECOMPILED, *shipped, "all"]
+
+
+def _precompiled_named(name: str) -> list[str] | None:
+    """The precompiled policies a name stands for (`precompiled`: every mechanism's; `precompiled/<mechanism>`, or
+    the mechanism's bare name: both its settings); None: not a precompiled name."""
+    if name == PRECOMPILED:
+        return [precompiled_policy(m, s) for m in precompiled.MECHANISMS for s in PRECOMPILED_SETTINGS]
+    parts = name.split("/")
+    if parts[0] == PRECOMPILED and len(parts) in (2, 3) or len(parts) == 1 and name in precompiled.MECHANISMS:
+        mechanism = parts[1] if parts[0] == PRECOMPILED else name
+        settings = parts[2:] or list(PRECOMPILED_SETTINGS)
+        if mechanism not in precompiled.MECHANISMS or settings[0] not in PRECOMPILED_SETTINGS:
+            raise unknown_choice("cache policy", name, policy_choices())
+        return [precompiled_policy(mechanism, s) for s in settings]
+    return None
+
+
 def parse_policies(values) -> tuple[str, ...]:
-    names = split_values(values, "--cache-policy", [*POLICIES, *POLICY_ALIASES, "all"])
-    if not names or names == ["all"]:
+    """The policies --cache-policy names, in the order of a process's life. None given: the standard three
+    (the default suite never ships artifacts); `all`: those and every precompiled one (spec.py keeps a
+    precompiled policy only where a chosen backend offers its mechanism)."""
+    names = split_values(values, "--cache-policy", policy_choices())
+    if not names:
         return POLICIES
     chosen = []
     for name in names:
-        policy = POLICY_ALIASES.get(name, name)
-        if policy not in POLICIES:
-            raise unknown_choice("cache policy", name, list(POLICIES) + list(POLICY_ALIASES) + ["all"])
-        if policy not in chosen:
-            chosen.append(policy)
-    return tuple(p for p in POLICIES if p in chosen)
+        if name == "all":
+            found = [*POLICIES, *_precompiled_named(PRECOMPILED)]
+        else:
+            found = _precompiled_named(name) or [POLICY_ALIASES.get(name, name)]
+            if found[0] not in POLICIES and not precompiled_parts(found[0]):
+                raise unknown_choice("cache policy", name, policy_choices())
+        chosen.extend(p for p in found if p not in chosen)
+    return tuple(sorted(chosen, key=policy_order))
+
+
+def named_mechanisms(values) -> set[str]:
+    """The mechanisms --cache-policy names on their own (not through `all`): a run that has no backend offering
+    one is refused, where `all` quietly keeps them to the backends that do."""
+    return {precompiled_parts(p)[0] for name in split_values(values) if name != "all"
+            for p in (_precompiled_named(name) or ())}  # fmt: skip
+
+
+def offered_policies(policies, cases, values) -> tuple[str, ...]:
+    """The policies a run measures: a precompiled one only where a chosen case's backend offers its mechanism;
+    one named on its own that none offers is exit 2, naming the backends that do."""
+    offered = {m for case in cases for m in case.backend_info.precompiled}
+    for mechanism in sorted(named_mechanisms(values) - offered):
+        have = [name for name, b in catalog.BACKENDS.items() if mechanism in b.precompiled]
+        chosen = ", ".join(sorted({case.backend for case in cases}))
+        raise UsageError(f"--cache-policy: no chosen backend ({chosen}) makes {mechanism} artifacts; backends that do: "
+                         f"{', '.join(have)}")  # fmt: skip
+    return tuple(p for p in policies if not (parts := precompiled_parts(p)) or parts[0] in offered)
 
 
 def parse_int(text, what):

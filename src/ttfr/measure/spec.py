@@ -34,6 +34,7 @@ from ttfr.measure.resume import Named, check_runnable_again, interpreter_path, r
 from ttfr.measure.selection import (
     parse_concurrency,
     command_selection,
+    offered_policies,
     parse_policies,
     parse_shard,
     select_cases,
@@ -223,7 +224,8 @@ def build_spec(request: RunRequest) -> RunSpec:
     warm_procs = prof.warm_procs if r.warm_procs is None else whole(r.warm_procs, "--warm-procs", 1, MAX_WARM_PROCS)
     warm_samples = (prof.warm_samples if r.warm_samples is None
                     else whole(r.warm_samples, "--warm-samples", 3, MAX_WARM_SAMPLES))  # fmt: skip
-    chosen_policies = parse_policies(selected.policies)
+    # a precompiled policy where a chosen backend offers its mechanism (one named that none offers: exit 2)
+    chosen_policies = offered_policies(parse_policies(selected.policies), selected.unsharded, r.policies)
     precision, budget_s = _precision_and_budget(r)
     check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
     # the whole plan's cases, not this shard's: every shard of one plan is planned alike (ttfr merge checks)

@@ -13,7 +13,7 @@ from ttfr.child import job as child_job
 from ttfr.child.job import Job
 from ttfr.measure import catalog
 from ttfr.measure.cache import JAX_CACHE_SETTINGS
-from ttfr.measure.plan import CHECK, EXPLAIN, WARM, Task
+from ttfr.measure.plan import CHECK, EXPLAIN, MAKE, WARM, Task
 from ttfr.measure.spec import RunSpec
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -68,8 +68,9 @@ def build_env(case: catalog.Case, spec: RunSpec, cache_env: dict, base=None) -> 
     return env
 
 
-def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
-    """The worker's job for a task; `dataset`: the HistFactory files of its size (Job fields)."""
+def build_job(task: Task, spec: RunSpec, dataset: dict | None = None, artifact: Path | None = None) -> Job:
+    """The worker's job for a task; `dataset`: the HistFactory files of its size (Job fields); `artifact`: the file
+    a precompiled mechanism's priming process writes (MAKE) or its policy's runs load."""
     case = task.case
     backend = case.backend_info
     job = Job(
@@ -92,6 +93,9 @@ def build_job(task: Task, spec: RunSpec, dataset: dict | None = None) -> Job:
     source = case.workload_info.source
     if source:
         job = job.replace(case_source=source, case_name=case.workload, case_sha256=dict(spec.case_files).get(source, ""))
+    if task.mechanism:
+        action = child_job.ARTIFACT_MAKE if task.kind == MAKE else child_job.ARTIFACT_LOAD
+        job = job.replace(precompiled=task.mechanism, artifact=str(artifact), artifact_action=action)
     if task.kind == WARM:
         job = job.replace(samples=spec.warm_samples, min_sample_s=spec.min_sample_s, max_warmup_s=spec.max_warmup_s)
     return job

@@ -12,8 +12,7 @@ from msgspec import Meta
 
 from ttfr.model.concurrency import point_label
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
-from ttfr.model.run_figures import PolicyName
-from ttfr.model.concurrency import Mode
+from ttfr.model.run_figures import PolicyName, PolicyOrMode
 from ttfr.model.policies import CONCURRENCY_MODES
 from ttfr.model.summary import Outlier, Summary
 
@@ -144,7 +143,7 @@ class Record(Artifact):
 
     case: str
     """The case's id, the same in both arms."""
-    policy: PolicyName | Mode
+    policy: PolicyOrMode
     """The cache policy compared, or a concurrency point's sharing mode (cold-shared, warm-shared, cold-private)."""
     regime: Literal["cold", "warm"]
     """cold for the cold-process policies and the concurrency points, warm for warm-process: which minimum delta and

@@ -69,6 +69,11 @@ class KernelCacheGrew(Flag, tag="kernel_cache_grew"):
     """An eager GPU run stored kernels in the CUDA driver's JIT cache."""
 
 
+class ArtifactRecompiled(Flag, tag="artifact_recompiled"):
+    """A precompiled policy's run compiled what its mechanism claims the artifact's load skips (each run's `claim`
+    says what): its figure is shown, unverified."""
+
+
 class ContendedRun(Artifact):
     """One contended run's (or warm process's) evidence, as the run records it."""
 
@@ -231,9 +236,9 @@ class ExplanationDisagrees(Flag, tag="explanation_disagrees"):
 
 CACHE_FLAGS = {cls.__struct_config__.tag: cls for cls in (ColdCacheNotEmpty, ColdCacheHits, CacheNotWritten, WarmCacheEmpty,
                                                          WarmCacheNoHits, WarmCachePartialHits, WarmCacheGrew,
-                                                         KernelCacheGrew)}  # fmt: skip
+                                                         KernelCacheGrew, ArtifactRecompiled)}  # fmt: skip
 AnyFlag = (FirstRunOutlier | ColdCacheNotEmpty | ColdCacheHits | CacheNotWritten | WarmCacheEmpty | WarmCacheNoHits
-           | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | Contended | CouldNotMeasureCleanly | ContendedKept
-           | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
+           | WarmCachePartialHits | WarmCacheGrew | KernelCacheGrew | ArtifactRecompiled | Contended | CouldNotMeasureCleanly
+           | ContendedKept | CompileCountMismatch | Unsynchronised | WarmupUnstable | ProcessDisagreement | TickQuantised
            | InvalidMeasurement | ConversionLeak | ConversionWrongValues | CopyEvidenceDisagrees
            | SharedCacheNotWhole | WarmSharedCompiled | ExplanationDisagrees)  # fmt: skip

@@ -4,16 +4,17 @@ Written before anything runs (pipeline/suite.py); fields added in later releases
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Sha256, UnsetType
 from ttfr.model.manifest import Arm
+from ttfr.model.run_figures import PolicyName
 
 PLAN_SCHEMA = "ttfr.plan.v1"
 CaseId = Annotated[str, Meta(pattern=r"^[a-z0-9]+(?:_[a-z0-9]+)*_[0-9]+_(?:f32|f64|bf16)$")]
-Policy = Literal["cold-process/cold-cache", "cold-process/warm-cache", "warm-process"]
+Policy = PolicyName
 Text = Annotated[str, Meta(min_length=1)]
 WorkspaceFile = Annotated[str, Meta(pattern=r"^workspaces/[^/]+\.json$")]  # inside the result directory
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ttfr.model.base import UNSET, Artifact, Count, UnsetType, field
+from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType, field
 from ttfr.model.explanation import Explanation
 from ttfr.model.flags import AnyFlag, ContendedKept, CouldNotMeasureCleanly
 from ttfr.model.loops import LoopSummary
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import (
+    COLD_CACHE,
+    PRECOMPILED_SETTINGS,
+    WARM_CACHE,
+    WARM_PROCESS,
+    policy_order,
+    precompiled_parts,
+    precompiled_policy,
+)
 from ttfr.model.run_figures import RunFigures, per_stage
 from ttfr.model.summary import Summary
 
@@ -129,6 +137,63 @@ class ColdPolicy(Artifact, _Policy):
         return named(self.summary, metric)
 
 
+class ArtifactInfo(Artifact):
+    """A precompiled policy's artifact, as the priming process that made it reported it."""
+
+    mechanism: str
+    """How it was made and is loaded (`jax_serialized`, `jax_export`, ...; `ttfr list` says what each claims)."""
+    claims: str
+    """What the mechanism claims the load skips, in words."""
+    state: Literal["made", "unsupported", "failed"]
+    """`made`; `unsupported`: the mechanism cannot take this workload (the runtime said so: data, not a failure);
+    `failed`: its priming process failed otherwise. Either way `reason` says why and the policy has no runs."""
+    bytes: Count | None
+    """The artifact file's size in bytes; null: not made."""
+    make_s: Seconds | None
+    """Seconds the runtime took to turn the compiled code into the artifact's bytes; null: not made."""
+    bound_to: dict[str, str]
+    """What the artifact is bound to, as the priming process found it: the runtime packages' versions, the
+    interpreter, the platform and the device. A process whose differ cannot be assumed to load it."""
+    reason: str | UnsetType = UNSET
+    """Why it was not made, in the runtime's words; absent where it was made."""
+
+
+class StillCompiled(Artifact):
+    """What a precompiled policy's headline runs still compiled in their first call (each run's claim check), beside
+    the figure: what the artifact did not save."""
+
+    runs_compiling: Count
+    """Number of headline runs whose first call compiled anything (allowed compiles included)."""
+    runs_beyond_claim: Count
+    """Number of headline runs that compiled beyond what the mechanism allows (their claim did not hold)."""
+    compiles: Summary | None
+    """Summary (count) of the compiles per run; null: no headline run."""
+    compile_s: Summary | None
+    """Summary (seconds) of those compiles' time per run, by the runtime's count; null: none reported."""
+    share_of_ttfr: Fraction | None
+    """The compile time's median over the TTFR's median, a fraction (0..1): how much of the figure is still
+    compiling; null: either is missing."""
+    what: list[str]
+    """Every program or compiler the headline runs compiled, each once, sorted."""
+
+
+class PrecompiledPolicy(ColdPolicy, kw_only=True):
+    """A precompiled policy's figures (`precompiled/<mechanism>/<setting>`): a cold policy whose runs load an artifact
+    in a timed component of their own (`artifact_load_s`), with the artifact and what still compiled."""
+
+    setting: Literal[PRECOMPILED_SETTINGS]  # type: ignore[valid-type]
+    """The cache directory the runs started from: `cold-cache` emptied (a new machine), `warm-cache` the case's
+    template (a second job on the same machine)."""
+    artifact: ArtifactInfo
+    """The artifact its runs loaded."""
+    still_compiled: StillCompiled | None
+    """What the headline runs still compiled; null: no headline run (unsupported, withheld or failed)."""
+
+    @property
+    def unsupported(self) -> bool:
+        return self.artifact.state == "unsupported"
+
+
 class WarmSummary(Artifact):
     call_s: Summary | None
     """Summary (seconds per call) of the headline warm processes' medians (the clean ok ones; every ok one with
@@ -165,14 +230,26 @@ class Policies(Artifact):
     """`warm-process`: steady-state calls sampled after a warm-up, in fresh processes started from the template; absent:
     not run."""
 
+    precompiled: dict[str, PrecompiledPolicy] | UnsetType = UNSET
+    """The precompiled policies, keyed `<mechanism>/<setting>` (`jax_export/cold-cache`): each run a fresh process
+    that loads the artifact a priming process made, on an emptied cache directory or on the case's template; absent:
+    none run."""
+
     def get(self, name: str) -> ColdPolicy | WarmPolicy | None:
-        """The policy named as artifacts name it (`cold-process/cold-cache`, ...); None: not run."""
-        value = getattr(self, _POLICY_FIELDS[name])
+        """The policy named as artifacts name it (`cold-process/cold-cache`, `precompiled/jax_export/warm-cache`,
+        ...); None: not run."""
+        parts = precompiled_parts(name)
+        if parts:
+            return None if self.precompiled is UNSET else self.precompiled.get("/".join(parts))
+        field_name = _POLICY_FIELDS.get(name)
+        value = getattr(self, field_name) if field_name else UNSET
         return None if value is UNSET else value
 
     def items(self) -> list[tuple[str, ColdPolicy | WarmPolicy]]:
-        """The policies the case ran, in the order of a process's life (cold, warm cache, warm process)."""
-        return [(name, policy) for name in _POLICY_FIELDS if (policy := self.get(name)) is not None]
+        """The policies the case ran, in the order of a process's life (cold, warm cache, the precompiled ones,
+        warm process)."""
+        names = [*_POLICY_FIELDS, *(precompiled_policy(*key.split("/")) for key in self.precompiled or {})]
+        return [(name, policy) for name in sorted(names, key=policy_order) if (policy := self.get(name)) is not None]
 
     def cold(self) -> list[tuple[str, ColdPolicy]]:
         return [(name, policy) for name, policy in self.items() if name != WARM_PROCESS]
@@ -183,6 +260,13 @@ class Policies(Artifact):
 
 
 _POLICY_FIELDS = {COLD_CACHE: "cold_cache", WARM_CACHE: "warm_cache", WARM_PROCESS: "warm_process"}
+
+
+def policies_of(by_name: dict) -> Policies:
+    """The Policies of a {policy name: its figures} mapping (any order)."""
+    standard = {field_name: by_name[name] for name, field_name in _POLICY_FIELDS.items() if name in by_name}
+    shipped = {"/".join(parts): policy for name, policy in by_name.items() if (parts := precompiled_parts(name))}
+    return Policies(**standard, **({"precompiled": shipped} if shipped else {}))
 
 
 def named(struct, name: str):

@@ -13,11 +13,14 @@ from msgspec import Meta
 from ttfr.model.base import UNSET, Artifact, Count, UnsetType, field
 from ttfr.model.journal import Host
 from ttfr.model.loops import RunLoop
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import CONCURRENCY_MODES, POLICY_NAME_PATTERN
 from ttfr.model.record import OUTCOMES, ThreadPool
 
 Outcome = Literal[OUTCOMES]  # type: ignore[valid-type]
-PolicyName = Literal[COLD_CACHE, WARM_CACHE, WARM_PROCESS]  # type: ignore[valid-type]
+# A cache policy as artifacts name it: the standard three, or a precompiled one (`precompiled/<mechanism>/<setting>`).
+PolicyName = Annotated[str, Meta(pattern=POLICY_NAME_PATTERN)]
+# A policy, or a --concurrency point's sharing mode (one string type: msgspec takes one per union).
+PolicyOrMode = Annotated[str, Meta(pattern=POLICY_NAME_PATTERN[:-2] + "|" + "|".join(CONCURRENCY_MODES) + ")$")]
 Seconds = Annotated[float, Meta(ge=0)] | None
 # The cold-start components, in the order of a process's life; a user's case also times its import.
 COLD_METRICS = ("interpreter_s", "import_s", "setup_s", "first_call_s", "second_call_s", "ttfr_s", "process_s")
@@ -155,6 +158,26 @@ class HitMiss(Artifact):
     """torch only: the number of distinct graphs TorchDynamo captured over the run (its stats' unique_graphs counter)."""
 
 
+class ClaimCheck(Artifact):
+    """A precompiled policy's run: what its mechanism claims the artifact's load skips, against what the runtime still
+    compiled (measure/precompiled.py)."""
+
+    mechanism: str
+    """The mechanism whose artifact the run loaded (`jax_serialized`, `jax_export`, ...)."""
+    held: bool | None
+    """Whether the run compiled nothing beyond what the mechanism allows; null: the runtime reported nothing to judge
+    it by."""
+    compiled: dict[str, Count]
+    """What still compiled in the first call, beyond what the mechanism allows: each compiled program or compiler
+    (JAX's functions by name, a compiler's runs) and how many times; empty when nothing did."""
+    allowed: dict[str, Count]
+    """What the mechanism expects to compile (`jax_export`: its call wrapper, once) and how many times it did."""
+    compiles: Count
+    """Number of compiles the first call ran, allowed ones included (count)."""
+    compile_s: Seconds
+    """Seconds those compiles took by the runtime's own count; null: it reports no durations."""
+
+
 class CacheCheck(Artifact):
     """What the run's compilation cache really was, against its policy."""
 
@@ -184,6 +207,9 @@ class CacheCheck(Artifact):
     written: int | UnsetType = UNSET
     """Number of files the run added to the cache directories: a command's (read from its directories), or the kernel
     files an eager GPU run's JIT cache gained."""
+    claim: ClaimCheck | UnsetType = UNSET
+    """A precompiled policy's run: its mechanism's claim checked against what still compiled; absent in every other
+    run."""
     by_directory: dict[str, list[Count]] | UnsetType = UNSET
     """A command's or a non-compiling runtime's files per cache variable's directory (`jax`, `inductor`, `cuda`, ...) as
     a [before, after] count; only directories holding any."""

@@ -127,6 +127,8 @@ _FIXED = {
     model.KernelCacheGrew: "an eager GPU run stored kernels in the CUDA driver's JIT cache (PTX compiled for this GPU "
                            "at load): its figures include that compile, which a later process on this machine finds "
                            "cached",
+    model.ArtifactRecompiled: "a precompiled policy's run compiled what its artifact's mechanism claims to skip "
+                              "(each run's claim check names what): its figure is unverified",
     model.InvalidMeasurement: "a run's result differed from the checked run's, or a warm process returned no samples: "
                               "it is left out of the figures",
 }  # fmt: skip

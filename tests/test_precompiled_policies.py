@@ -1,0 +1,197 @@
+"""Precompiled artifacts as cache policies (issue 39): named on the command line (never in the default suite),
+planned as a priming process that makes the artifact and cold runs that load it on an empty or a warm cache,
+each run's load checked against what its mechanism claims to skip, and a mechanism that cannot take a workload
+unsupported, not a failure. Fakes answer the workers here; tests/test_precompiled_run.py runs real JAX."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import fake_record, fake_result
+from support.fakes import FakeExecutor, run_suite
+
+from ttfr.analyse.case_result import summaries_disagree
+from ttfr.errors import UsageError
+from ttfr.measure import precompiled
+from ttfr.measure.plan import MAKE, PRIME, build_plan, gate_failure, replay
+from ttfr.measure.selection import parse_policies
+from ttfr.measure.spec import RunRequest, build_spec
+from ttfr.model.base import decode
+from ttfr.model.journal import JournalEntry
+from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_PROCESS, precompiled_policy
+from ttfr.model.record import RuntimeCounters
+
+SERIALIZED_COLD = precompiled_policy("jax_serialized", "cold-cache")
+EXPORT_WARM = precompiled_policy("jax_export", "warm-cache")
+
+
+def _spec(**kwargs):
+    kwargs.setdefault("backends", "jax_jit_cpu")
+    kwargs.setdefault("workloads", "matmul")
+    kwargs.setdefault("sizes", "64")
+    kwargs.setdefault("cold_runs", 2)
+    kwargs.setdefault("seed", 3)
+    return build_spec(RunRequest(**kwargs))
+
+
+def test_the_default_suite_ships_no_artifact_and_all_or_a_name_does():
+    assert parse_policies([]) == POLICIES
+    every = parse_policies(["all"])
+    assert every[0] == COLD_CACHE and every[-1] == WARM_PROCESS
+    assert {p for p in every if p.startswith("precompiled/")} == {
+        precompiled_policy(m, s) for m in precompiled.MECHANISMS for s in ("cold-cache", "warm-cache")
+    }
+    # a mechanism's bare name, or precompiled/<mechanism>: both settings; a whole name: that one
+    assert (
+        parse_policies(["jax_export"])
+        == parse_policies(["precompiled/jax_export"])
+        == (precompiled_policy("jax_export", "cold-cache"), EXPORT_WARM)
+    )
+    assert parse_policies([EXPORT_WARM, "cold"]) == (COLD_CACHE, EXPORT_WARM)
+
+
+@pytest.mark.parametrize("bad", ["precompiled/nope", "precompiled/jax_export/hot", "precompiled/jax_export/cold-cache/x"])
+def test_an_unknown_mechanism_or_setting_names_the_valid_ones(bad):
+    with pytest.raises(UsageError) as caught:
+        parse_policies([bad])
+    assert "precompiled/jax_serialized[/cold-cache|warm-cache]" in str(caught.value), caught.value
+
+
+def test_a_mechanism_named_for_backends_that_have_none_is_refused_naming_those_that_do():
+    with pytest.raises(UsageError, match=r"no chosen backend \(numpy\) makes jax_export artifacts; backends that do: "
+                                         r"jax_jit_cpu, jax_jit_gpu"):  # fmt: skip
+        _spec(backends="numpy", policies="jax_export")
+    # `all` keeps them to the backends that offer them: nothing to refuse
+    assert _spec(backends="numpy", policies="all").policies == POLICIES
+
+
+def test_the_plan_makes_each_artifact_once_before_any_measured_run_and_loads_it_in_every_run():
+    spec = _spec(backends="numpy,jax_jit_cpu", policies=f"{SERIALIZED_COLD},{EXPORT_WARM}")
+    plan = build_plan(spec, lambda _b, _w=None: None)
+    jax = plan.tasks_for("jax_jit_cpu_matmul_64_f32")
+    makers = [t for t in jax if t.kind == MAKE]
+    assert sorted(t.mechanism for t in makers) == ["jax_export", "jax_serialized"] and {t.round for t in makers} == {0}
+    assert [t.kind for t in jax if t.makes_template] == [PRIME]  # the warm-cache setting starts from the template
+    for policy, warm in ((SERIALIZED_COLD, False), (EXPORT_WARM, True)):
+        runs = [t for t in jax if t.policy == policy]
+        assert len(runs) == 2 and all(t.measured and t.requires_template == warm for t in runs), runs
+        assert min(t.round for t in runs) > 0
+    # NumPy has no mechanism: none of its tasks makes or loads anything
+    assert not any(t.mechanism for t in plan.tasks_for("numpy_matmul_64_f32"))
+
+
+def _counters(programs):
+    return decode({"events": {}, "durations_s": {}, "programs": programs}, RuntimeCounters)
+
+
+def _program(compiles, backend_s=0.01):
+    return {"traces": compiles, "compiles": compiles, "hits": 0, "trace_s": 0.0, "lower_s": 0.0, "backend_s": backend_s}
+
+
+def test_a_load_is_verified_only_when_it_compiled_nothing_its_mechanism_claims_to_skip():
+    nothing = precompiled.verify(SERIALIZED_COLD, None, 0, 0, _counters({}))
+    assert (nothing.verdict, nothing.flags, nothing.claim.held) == ("verified", [], True)
+    redone = precompiled.verify(SERIALIZED_COLD, None, 0, 1, _counters({"matmul": _program(1, 0.2)}))
+    assert redone.verdict == "unverified" and redone.flags == ["artifact_recompiled"]
+    assert redone.claim.compiled == {"matmul": 1} and redone.claim.compile_s == pytest.approx(0.2)
+    assert "matmul x1" in redone.note
+    # jax_export: its call wrapper once is what it claims; twice, or the user's function, is not
+    once = precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"call_exported": _program(1)}))
+    assert once.verdict == "verified" and once.claim.allowed == {"call_exported": 1} and once.written == 1
+    twice = precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"call_exported": _program(2)}))
+    assert twice.verdict == "unverified" and twice.claim.compiled == {"call_exported": 2}
+    # the cache directory's state is the setting's, as for the standard policies
+    assert precompiled.verify(SERIALIZED_COLD, None, 2, 2, _counters({})).flags == ["cold_cache_not_empty"]
+    assert precompiled.verify(EXPORT_WARM, None, 0, 1, _counters({"call_exported": _program(1)})).verdict == "flagged"
+    # no counters: nothing to judge the claim by
+    assert precompiled.verify(SERIALIZED_COLD, None, 0, 0, None).verdict == "unverified"
+
+
+class ShippingExecutor(FakeExecutor):
+    """A priming process writes its artifact and records it; a loading run's first call compiles `loaded_programs`
+    (nothing by default); `unsupported`: the priming process says the mechanism cannot take the workload."""
+
+    def __init__(self, loaded_programs=None, unsupported=None):
+        super().__init__()
+        self.loaded_programs = loaded_programs or {}
+        self.unsupported = unsupported
+
+    def __call__(self, job, env, timeout_s, python=None):
+        if job.artifact_action == "make" and job.precompiled == self.unsupported:
+            self.calls.append({"job": job, "case": "", "entries_seen": [], "env": env})
+            return fake_result(None, outcome="unavailable", reason="this mechanism cannot take that function")
+        return super().__call__(job, env, timeout_s, python)
+
+    def answer(self, job, call, entries, jax_dir):
+        if job.artifact_action != "load":
+            record, life = super().answer(job, call, entries, jax_dir)
+            if job.artifact_action == "make":
+                with open(job.artifact, "wb") as handle:
+                    handle.write(b"ttfr-precompiled-1\n" + b"x" * 100)
+                record["artifact"] = {"mechanism": job.precompiled, "bytes": 119, "make_s": 0.004}
+            return record, life
+        first = {"events": {}, "durations_s": {}, "programs": self.loaded_programs}
+        record = fake_record(cache={"first": first, "end": first})
+        record["marks_ns"]["artifact_loaded"] = record["marks_ns"]["setup"] + 5_000_000
+        return record, 300_000_000
+
+
+def test_a_suite_holds_each_precompiled_policy_with_its_artifact_and_what_still_compiled(tmp_path):
+    executor = ShippingExecutor()
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=f"cold-cache,{SERIALIZED_COLD},{EXPORT_WARM}"),
+                        executor)  # fmt: skip
+    (case,) = outcome.cases
+    assert case.status == "ok", case.reason
+    assert [name for name, _p in case.policies.items()] == [COLD_CACHE, EXPORT_WARM, SERIALIZED_COLD]
+    shipped = case.policies.get(SERIALIZED_COLD)
+    assert shipped.artifact.state == "made" and shipped.artifact.bytes == 119
+    assert shipped.artifact.bound_to == {"numpy": "0", "device": "cpu: test cpu"}
+    assert shipped.cache_verification.verdict == "verified"
+    assert shipped.figure("artifact_load_s").median == pytest.approx(0.005)
+    assert shipped.still_compiled.runs_compiling == 0 and shipped.still_compiled.share_of_ttfr == 0.0
+    # every loading run was handed the artifact its mechanism's priming process wrote
+    loads = [c["job"] for c in executor.calls if c["job"].artifact_action == "load"]
+    assert len(loads) == 4 and all(j.artifact.endswith(f"/{j.precompiled}.artifact") for j in loads)
+    # the figures a reader recomputes are the ones written
+    assert summaries_disagree(case) == []
+
+
+def test_a_load_that_recompiled_is_unverified_with_what_compiled_in_the_case_flags(tmp_path):
+    executor = ShippingExecutor(loaded_programs={"matmul": _program(1, 0.1)})
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=SERIALIZED_COLD), executor)  # fmt: skip
+    (case,) = outcome.cases
+    policy = case.policies.get(SERIALIZED_COLD)
+    assert policy.cache_verification.verdict == "unverified"
+    assert policy.still_compiled.runs_beyond_claim == 2 and policy.still_compiled.what == ["matmul"]
+    assert policy.still_compiled.compile_s.median == pytest.approx(0.1)
+    assert [(f.name, f.policy) for f in case.flags] == [("artifact_recompiled", SERIALIZED_COLD)]
+
+
+def test_a_mechanism_that_cannot_take_the_workload_is_unsupported_and_the_case_goes_on(tmp_path):
+    executor = ShippingExecutor(unsupported="jax_export")
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=f"cold-cache,{EXPORT_WARM},{SERIALIZED_COLD}"),
+                        executor)  # fmt: skip
+    (case,) = outcome.cases
+    assert case.status == "ok", case.reason  # data, not a failure
+    export = case.policies.get(EXPORT_WARM)
+    assert export.unsupported and export.artifact.reason == "this mechanism cannot take that function"
+    assert export.runs == [] and export.figure("ttfr_s") is None
+    assert case.policies.get(SERIALIZED_COLD).figure("ttfr_s") is not None
+    # its runs were never started: nothing to load
+    assert not [c for c in executor.calls if c["job"].precompiled == "jax_export" and c["job"].artifact_action == "load"]
+
+
+def test_a_failed_priming_process_stops_no_case_and_leaves_no_run_pending():
+    spec = _spec(policies=SERIALIZED_COLD)
+    plan = build_plan(spec, lambda _b, _w=None: None)
+    (maker,) = [t for t in plan.tasks if t.kind == MAKE]
+    entry = decode({"task": maker.key, "case": maker.case.id, "kind": MAKE, "policy": maker.policy, "index": 0,
+                    "round": 0, "measured": False, "makes_template": False, "timeout_s": 60.0,
+                    "cache_dir": {"entries_before": 0, "entries_after": 0, "restored_template": False},
+                    "host": None, "outcome": "error", "reason": "boom", "record": None, "spawn_ns": 1, "reaped_ns": 2,
+                    "exit_code": 1, "rusage": None, "output_tail": None}, JournalEntry)  # fmt: skip
+    assert gate_failure(entry) is None
+    remaining, stopped = replay(plan, [entry])
+    assert stopped == {} and not [t for t in remaining if t.mechanism == "jax_serialized"]
