@@ -84,7 +84,7 @@ def test_runs_names_only_the_checks_own_runs_before_anything_runs(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--runs", "conversions,bogus", "--out", str(tmp_path / "docs")],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2
-    assert "unknown run bogus; valid: arrays, tf32, conversions, histfactory, loops, pytest" in done.stderr
+    assert "unknown run bogus; valid: arrays, precompiled, tf32, conversions, histfactory, loops, pytest" in done.stderr
     assert not (tmp_path / "docs").exists()
 
 

@@ -152,6 +152,9 @@ def test_a_suite_holds_each_precompiled_policy_with_its_artifact_and_what_still_
     # every loading run was handed the artifact its mechanism's priming process wrote
     loads = [c["job"] for c in executor.calls if c["job"].artifact_action == "load"]
     assert len(loads) == 4 and all(j.artifact.endswith(f"/{j.precompiled}.artifact") for j in loads)
+    # against the standard cold policy measured beside it (warm-cache was not): a ratio with its interval, judged
+    (against,) = shipped.versus.items()
+    assert against[0] == COLD_CACHE and against[1].n == 2 and against[1].ci is not None
     # the figures a reader recomputes are the ones written
     assert summaries_disagree(case) == []
 

@@ -179,8 +179,8 @@ def summaries_disagree(result: CaseResult) -> list[str]:
                 problems.append(f"{name}: summary is not what its processes give")
         elif (policy.summary, policy.stages_summary, policy.loop_summary) != cold_summaries(policy.runs, policy.keeps_contended):
             problems.append(f"{name}: summary is not what its runs give")
-        elif isinstance(policy, PrecompiledPolicy) and policy != precompiled.recomputed(policy):
-            problems.append(f"{name}: what it still compiled is not what its runs' claim checks give")
+        elif isinstance(policy, PrecompiledPolicy) and policy != precompiled.recomputed(policy, dict(result.policies.items())):
+            problems.append(f"{name}: what it still compiled, or its comparisons, are not what the runs give")
     if result.conversion is not UNSET:
         again, _flags = conversions.case_conversion(result.conversion.evidence, result.policies)
         if again != result.conversion:
@@ -205,7 +205,9 @@ def _null_summaries(policy: ColdPolicy | WarmPolicy) -> ColdPolicy | WarmPolicy:
     nulls = {name: None for name in policy.summary.__struct_fields__ if getattr(policy.summary, name) is not UNSET}
     nulled = msgspec.structs.replace(policy, summary=ColdSummary(**nulls), stages_summary=StagesSummary(),
                                      loop_summary=UNSET if policy.loop_summary is UNSET else None)  # fmt: skip
-    return msgspec.structs.replace(nulled, still_compiled=None) if isinstance(nulled, PrecompiledPolicy) else nulled
+    if isinstance(nulled, PrecompiledPolicy):
+        return msgspec.structs.replace(nulled, still_compiled=None, versus={})
+    return nulled
 
 
 def _status(entries: list[JournalEntry], policies: dict, check, stopped: str | None, cross_check: str | None = None):
@@ -310,7 +312,7 @@ def build_case_result(case: catalog.Case, plan: Plan, entries: list[JournalEntry
     check, reference_digest = _result_check(checked, entries, disagreement)
     base["correctness"] = check
     memory = _memory_and_device(entries, base)
-    policies = _explained(_policies(case, spec, entries, reference_digest), entries)
+    policies = precompiled.with_versus(_explained(_policies(case, spec, entries, reference_digest), entries))
     unmeasured = [UnmeasuredRun(kind=e.kind, outcome=e.outcome, reason=e.reason) for e in entries if not e.measured]
     # a diagnostic process that failed leaves its explanation saying so, not the case failed
     stopped = next((f"{e.kind} run {e.outcome}: {e.reason}" for e in entries

@@ -13,7 +13,6 @@ from __future__ import annotations
 from ttfr.model.base import present
 from ttfr.model.comparison import ExplanationChange
 from ttfr.model.explanation import Explanation
-from ttfr.model.policies import COLD_POLICIES
 
 RELATIVE = 0.20  # of the larger side
 FLOOR_S = 0.002  # -X importtime's and a timer's resolution, and a busy machine's jitter, in one process
@@ -27,7 +26,7 @@ def changes(cases_a, cases_b) -> list[ExplanationChange] | None:
     found, explained = [], False
     for case_a in cases_a:
         case_b = by_id.get(case_a.case)
-        for policy in COLD_POLICIES:
+        for policy, _block in case_a.policies.cold():  # the precompiled ones too, where both arms ran them
             a, b = (_explanation(c, policy) for c in (case_a, case_b))
             if a is None or b is None:
                 continue

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import msgspec
 
-from ttfr.analyse import stats
+import math
+
+from ttfr.analyse import comparison_stats, stats
 from ttfr.measure.precompiled import MECHANISMS
 from ttfr.model.base import UNSET, present
 from ttfr.model.journal import JournalEntry
-from ttfr.model.policies import precompiled_parts
+from ttfr.model.comparison import Effect
+from ttfr.model.policies import COLD_POLICIES, precompiled_parts
 from ttfr.model.policy_figures import ArtifactInfo, ColdPolicy, PrecompiledPolicy, StillCompiled
 
 
@@ -66,9 +69,31 @@ def precompiled_policy(name: str, cold: ColdPolicy, maker: JournalEntry | None) 
     mechanism, setting = precompiled_parts(name)
     fields = {f: getattr(cold, f) for f in cold.__struct_fields__}
     return PrecompiledPolicy(**fields, setting=setting, artifact=artifact_info(mechanism, maker),
-                             still_compiled=still_compiled(cold))  # fmt: skip
+                             still_compiled=still_compiled(cold), versus={})  # fmt: skip
 
 
-def recomputed(policy: PrecompiledPolicy) -> PrecompiledPolicy:
-    """The policy with its `still_compiled` recomputed from its runs (a reader's check of an edited figure)."""
-    return msgspec.structs.replace(policy, still_compiled=still_compiled(policy))
+def versus(policy: ColdPolicy, policies: dict) -> dict[str, Effect]:
+    """The precompiled policy's TTFR against each standard cold policy measured: precompiled / standard over their
+    headline runs, unpaired (their runs share rounds but not one process each), judged per comparison."""
+    mine = _log_ttfr(policy)
+    compared = {name: _log_ttfr(policies[name]) for name in COLD_POLICIES if name in policies}
+    compared = {name: logs for name, logs in compared.items() if logs and mine}
+    effects = [comparison_stats.unpaired(logs, mine) for logs in compared.values()]
+    judged = comparison_stats.judge(effects, [comparison_stats.delta_for("cold")] * len(effects), correction="none")
+    return dict(zip(compared, judged))
+
+
+def _log_ttfr(policy: ColdPolicy) -> list[float]:
+    return [math.log(r.metrics.ttfr_s) for r in policy.figure_runs() if r.metrics.ttfr_s]
+
+
+def with_versus(policies: dict) -> dict:
+    """Every precompiled policy with its comparisons against the standard cold policies beside it."""
+    return {name: msgspec.structs.replace(p, versus=versus(p, policies)) if isinstance(p, PrecompiledPolicy) else p
+            for name, p in policies.items()}  # fmt: skip
+
+
+def recomputed(policy: PrecompiledPolicy, policies: dict) -> PrecompiledPolicy:
+    """The policy with what it still compiled and its comparisons recomputed from the runs (a reader's check of an
+    edited figure); `policies`: the case's, by name."""
+    return msgspec.structs.replace(policy, still_compiled=still_compiled(policy), versus=versus(policy, policies))

@@ -20,7 +20,10 @@ def add_parser(commands):
     export.add_argument("--format", required=True, choices=tuple(EXPORTERS),
                         help="; ".join(f"{e.name}: {e.description}" for e in EXPORTERS.values()))  # fmt: skip
     export.add_argument(
-        "--cold-policy", default=COLD_POLICIES[0], choices=COLD_POLICIES, help="nextstat-v1: the cold policy a case carries"
+        "--cold-policy",
+        default=COLD_POLICIES[0],
+        help=f"nextstat-v1: the cold policy a case carries ({', '.join(COLD_POLICIES)}, or a precompiled one the run "
+        "measured: precompiled/MECHANISM/SETTING; default: %(default)s)",
     )
     export.add_argument("dir", type=Path, metavar="DIR", help="a finished result directory")
     export.add_argument(

@@ -59,3 +59,19 @@ def policy_order(name: str) -> tuple:
     if parts:
         return (2, parts[0], PRECOMPILED_SETTINGS.index(parts[1]))
     return ({COLD_CACHE: 0, WARM_CACHE: 1, WARM_PROCESS: 3}.get(name, 4), name, 0)
+
+
+def policy_label(name: str) -> str:
+    """A policy's short name where the column says it is one: `cold-cache`, `warm-process`,
+    `jax_export/warm-cache`."""
+    parts = precompiled_parts(name)
+    return "/".join(parts) if parts else name.split("/")[-1]
+
+
+def policy_words(name: str) -> str:
+    """A policy as a figure's title says it: `cold cache`, `warm process`, `jax_export artifact, warm cache` (any
+    other name, a concurrency point's mode, as it is)."""
+    parts = precompiled_parts(name)
+    if parts:
+        return f"{parts[0]} artifact, {parts[1].replace('-', ' ')}"
+    return {COLD_CACHE: "cold cache", WARM_CACHE: "warm cache", WARM_PROCESS: "warm process"}.get(name, name)

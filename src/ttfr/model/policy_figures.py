@@ -20,7 +20,8 @@ from ttfr.model.policies import (
     precompiled_parts,
     precompiled_policy,
 )
-from ttfr.model.run_figures import RunFigures, per_stage
+from ttfr.model.comparison import Effect
+from ttfr.model.run_figures import PolicyName, RunFigures, per_stage
 from ttfr.model.summary import Summary
 
 
@@ -188,6 +189,11 @@ class PrecompiledPolicy(ColdPolicy, kw_only=True):
     """The artifact its runs loaded."""
     still_compiled: StillCompiled | None
     """What the headline runs still compiled; null: no headline run (unsupported, withheld or failed)."""
+    versus: dict[PolicyName, Effect]
+    """Its TTFR against each standard cold policy the case measured (`cold-process/cold-cache`: a new machine
+    compiling; `cold-process/warm-cache`: a second job on a warm cache): the ratio precompiled / standard of the
+    headline runs (two-sample Hodges-Lehmann on log times, its 95% interval, the verdict at 1% per comparison);
+    empty where either has no headline run."""
 
     @property
     def unsupported(self) -> bool:

@@ -39,7 +39,7 @@ from ttfr.model.comparison import (
     RecordedArm,
 )
 from ttfr.model.concurrency import point_label
-from ttfr.model.policies import WARM_PROCESS
+from ttfr.model.policies import WARM_PROCESS, precompiled_parts
 
 CROSS_SESSION_WARNING = (
     "CROSS-SESSION COMPARISON: A and B were not measured interleaved in one session. On a shared "
@@ -85,6 +85,8 @@ def _streams(case_a: CaseResult, case_b: CaseResult, paired: bool) -> list[tuple
     either arm ran (in A's order; the values of an arm that did not run the point are None)."""
     streams = []
     for policy in case_a.config.policies:
+        if precompiled_parts(policy) and not (case_a.policies.get(policy) or case_b.policies.get(policy)):
+            continue  # a mechanism this case's backend does not offer (the run's other backends did)
         regime = "warm" if policy == WARM_PROCESS else "cold"
         head = dict(case=case_a.case, policy=policy, regime=regime, metric="call_s" if regime == "warm" else "ttfr_s",
                     paired=paired)  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ttfr.analyse.explain_changes import EXPLAIN_THRESHOLD
 from ttfr.model.base import UNSET
 from ttfr.model.comparison import Comparison, Record
+from ttfr.model.policies import policy_label
 from ttfr.report.formatting import code, fmt_seconds, table
 
 CONCURRENCY_NOTE = (
@@ -98,7 +99,7 @@ EXPLAINED_NONE = "Nothing changed beyond it."
 
 def explained_rows(document: Comparison) -> list[list[str]]:
     """The rows as the comparison holds them (both reports render these)."""
-    return [[code(c.case), c.policy.split("/")[-1], _KIND_WORDS[c.kind], c.phase or "—", code(c.name),
+    return [[code(c.case), policy_label(c.policy), _KIND_WORDS[c.kind], c.phase or "—", code(c.name),
              fmt_seconds(c.a_s), fmt_seconds(c.b_s), ("+" if c.change_s >= 0 else "−") + fmt_seconds(abs(c.change_s))]
             for c in document.explained or []]  # fmt: skip
 

@@ -16,9 +16,9 @@ from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.flags import ExplanationDisagrees
 from ttfr.model.explanation import Advice, DistributionTime, Explanation, PhaseImports
-from ttfr.model.policies import COLD_POLICIES
 from ttfr.model.policy_figures import ColdPolicy
 from ttfr.model.run_figures import COMPONENT_LABELS
+from ttfr.model.policies import policy_label
 from ttfr.report.formatting import DASH, code, fmt_percent, fmt_seconds, one_line, table
 
 TITLE = "Where the cold start goes (--explain)"
@@ -224,9 +224,8 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
     parts = []
     for case in cases:
         first = True
-        for policy in COLD_POLICIES:
-            block = case.policies.get(policy)
-            if not block or not present(block.explanation):
+        for policy, block in case.policies.cold():
+            if not present(block.explanation):
                 continue
             explanation = block.explanation
             tables = [Table("", PHASE_HEADER, [phase_row(phase) for phase in explanation.phases])]
@@ -247,7 +246,7 @@ def policy_tables(cases: list[CaseResult], mark: Callable[[str], str] = code) ->
                 tables.append(Table("Not available here:", ["part", "why"],
                                     [[k, one_line(v)] for k, v in explanation.unavailable.items()]))  # fmt: skip
             first = False
-            parts.append(ExplainPart(title=f"{mark(case.case)} ({policy.split('/')[-1]})",
+            parts.append(ExplainPart(title=f"{mark(case.case)} ({policy_label(policy)})",
                                      headline=headline(explanation, block, mark),
                                      tables=[t for t in tables if t.rows], items=[]))  # fmt: skip
         if present(case.advice) and case.advice:

@@ -16,7 +16,7 @@ from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import concurrency_md, conversions_md, explain_md, flag_text, markdown
+from ttfr.report import concurrency_md, conversions_md, explain_md, flag_text, markdown, precompiled_md
 from ttfr.report.formatting import fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
@@ -126,7 +126,13 @@ def _flags(cases: list[CaseResult]) -> str:
     return f"<ul class=flags>{''.join(items)}</ul>" if items else "<p>None.</p>"
 
 
-_ALL_POLICIES = (*COLD_POLICIES, WARM_PROCESS)
+def _precompiled(cases: list[CaseResult]) -> list[str]:
+    """report.md's Precompiled artifacts table and lists (the same rows, without Markdown's marks)."""
+    found = precompiled_md.tables(cases, mark=str)
+    if found is None:
+        return []
+    return [_table(found.header, found.rows), "<p>What each mechanism claims:</p>", _list(found.claims),
+            "<p>What each artifact is bound to:</p>", _list(found.bound)]  # fmt: skip
 
 
 def _conversions(cases: list[CaseResult], plots) -> list[str]:
@@ -208,8 +214,19 @@ def render(result: VerifiedResult) -> str:
             "Amortisation: after how many calls does the slower starter catch up?",
             [_figure(p) for p in plots.amortisation(cases, suite.break_even)],
         ),  # fmt: skip
-        _section("Cold-start components", [_figure(p) for p in (plots.components(cases, pol) for pol in COLD_POLICIES) if p]),
-        _section("Run distributions", [_figure(p) for p in (plots.distributions(cases, pol) for pol in _ALL_POLICIES) if p]),
+        _section(
+            "Cold-start components",
+            [_figure(p) for p in (plots.components(cases, pol) for pol in markdown.cold_policies(cases)) if p],
+        ),
+        _section(
+            "Run distributions",
+            [
+                _figure(p)
+                for p in (plots.distributions(cases, pol) for pol in (*markdown.cold_policies(cases), WARM_PROCESS))
+                if p
+            ],
+        ),
+        _section(precompiled_md.TITLE, _precompiled(cases), precompiled_md.INTRO),
         _section(
             catalog.WORKSPACE_FAMILY,
             [_figure(p) for p in plots.scaling(suite.scaling)] + [_figure(p) for p in [plots.training_losses(cases)] if p],

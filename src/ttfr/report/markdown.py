@@ -10,9 +10,9 @@ from ttfr.model.case import CaseResult
 from ttfr.model.policy_figures import named
 from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.manifest import Manifest
-from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, policy_order, precompiled_parts
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
-from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, loops_md
+from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, loops_md, precompiled_md
 from ttfr.report.formatting import (
     DASH,
     code_block,
@@ -27,10 +27,20 @@ from ttfr.report.formatting import (
 
 
 def cache_check(case: CaseResult) -> str:
-    """Each cold policy's cache verdict, as every summary shows it."""
+    """Each cold policy's cache verdict, as every summary shows it (the precompiled ones': each verdict once,
+    how many policies had it)."""
     verdicts = [f"{label}: {policy.cache_verification.verdict}"
                 for p, label in ((COLD_CACHE, "cold"), (WARM_CACHE, "warm")) if (policy := case.policies.get(p))]  # fmt: skip
+    shipped = [p.cache_verification.verdict for name, p in case.policies.items() if precompiled_parts(name) and p.runs]
+    if shipped:
+        verdicts.append("precompiled: " + ", ".join(f"{shipped.count(v)} {v}" for v in dict.fromkeys(shipped)))
     return ", ".join(verdicts) or DASH
+
+
+def cold_policies(cases: list[CaseResult]) -> list[str]:
+    """Every cold policy any case ran, in the order of a process's life (the precompiled ones after the
+    standard two): a components table and figure each."""
+    return sorted({name for case in cases for name, _p in case.policies.cold()}, key=policy_order)
 
 
 def result_check(case: CaseResult) -> str:
@@ -402,11 +412,11 @@ def render(result: VerifiedResult) -> str:
     suite, manifest, cases = result.suite, result.manifest, result.cases
     lines = _header(suite, manifest)
     lines += _summary_section(cases)
-    for policy in POLICIES:
-        if policy != WARM_PROCESS:
-            lines += _components_section(cases, policy)
+    for policy in cold_policies(cases):
+        lines += _components_section(cases, policy)
     lines += commands_md.section(cases)
     lines += _warm_section(cases)
+    lines += precompiled_md.section(cases)
     lines += _memory_section(cases)
     lines += _histfactory_section(suite.scaling)
     lines += _break_even_section(suite.break_even)

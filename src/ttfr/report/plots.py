@@ -23,7 +23,7 @@ from ttfr.model.run_figures import COMPONENT_LABELS, RunFigures
 from ttfr.model.comparison import Comparison
 from ttfr.model.explanation import UNATTRIBUTED
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
-from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, CONCURRENCY_MODES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS, policy_words
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
 from ttfr.report import icicle
@@ -40,7 +40,6 @@ from ttfr.report.formatting import (
 )
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
-_POLICY_LABEL = {COLD_CACHE: "cold cache", WARM_CACHE: "warm cache", WARM_PROCESS: "warm process"}
 _VERDICT_COLOUR = {"regression": "#c0392b", "improvement": "#1e8449", "equivalent": "#7f8c8d",
                    "inconclusive": "#d4ac0d", "not_compared": "#34495e"}  # fmt: skip
 _COMPONENTS = tuple(COMPONENT_LABELS.items())
@@ -257,7 +256,7 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
             if low and high:
                 ax.fill_between(n, [low[0] + (k - 1) * high[0] for k in n], [low[1] + (k - 1) * high[1] for k in n],
                                 color=colour, alpha=0.15, linewidth=0)  # fmt: skip
-            table.append([case.backend, _POLICY_LABEL[policy], _fmt(cold), _fmt(warm)])
+            table.append([case.backend, policy_words(policy), _fmt(cold), _fmt(warm)])
         for row in (r for r in rows_here if r.cold_policy == policy and r.calls and r.calls <= reach):
             calls = row.calls  # (one beyond the plotted range is said in the table, not drawn off it)
             y = row.slow_start_ttfr_s + (calls - 1) * row.slow_start_call_s
@@ -270,7 +269,7 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         _log_axis(ax.yaxis)
         ax.set_xlabel("calls")
         ax.set_ylabel("cumulative seconds (from start)")
-        ax.set_title(_POLICY_LABEL[policy])
+        ax.set_title(policy_words(policy))
         ax.legend(frameon=False)
     notes = []
     for row in rows_here:
@@ -280,7 +279,7 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
         if row.calls and row.calls > reach:
             rng += f"; beyond the plotted {reach:,} calls"
         marked = f" — circle {number[id(row)]}" if id(row) in number else ""
-        notes.append([f"{row.slow_start} vs {row.fast_start}{marked}", _POLICY_LABEL[row.cold_policy], "break-even",
+        notes.append([f"{row.slow_start} vs {row.fast_start}{marked}", policy_words(row.cold_policy), "break-even",
                       shown + rng])  # fmt: skip
     note = "Lines: TTFR + (calls − 1) × warm call; bands: both medians' CIs; numbered circles: the break-even rows."
     return Plot(f"Amortisation: {workload} {size} {dtype}", _svg(fig), ["backend", "policy", "TTFR [CI]", "warm call [CI]"],
@@ -341,7 +340,7 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
     ax.set_xlabel("seconds (medians over fresh processes)")
     _left_for(fig, labels)
     _legend_below(fig, ax)
-    return Plot(f"Cold-start components ({_POLICY_LABEL[policy]})", _svg(fig),
+    return Plot(f"Cold-start components ({policy_words(policy)})", _svg(fig),
                 ["case", "TTFR [CI]", "components (medians)", "first call split"], table,
                 "Medians do not add up exactly to the TTFR median: each is the median of its own component.")  # fmt: skip
 
@@ -425,7 +424,7 @@ def distributions(cases: list[CaseResult], policy: str) -> Plot | None:
     ax.set_xlabel("seconds per call (process medians)" if policy == WARM_PROCESS else "TTFR seconds (each fresh process)")
     _left_for(fig, [c.case for c in chosen])
     _legend_below(fig, ax)
-    return Plot(f"Run distributions ({_POLICY_LABEL[policy]})", _svg(fig),
+    return Plot(f"Run distributions ({policy_words(policy)})", _svg(fig),
                 ["case", "median [CI]", "used", "set aside", "failed", "values (*: set aside)"], table,
                 "Failed runs have no figure and are counted only.")  # fmt: skip
 
@@ -496,7 +495,7 @@ def training_losses(cases: list[CaseResult]) -> Plot | None:
 # ------------------------------------------------------------------ loops
 def _timeline(case: CaseResult | None, policy: str) -> list[TimelineStep]:
     """The case's loop timeline under the policy a loop row names ([]: no such case, policy or loop summary)."""
-    block = case.policies.get(policy) if case and policy in (*COLD_POLICIES, WARM_PROCESS) else None
+    block = case.policies.get(policy) if case else None
     summary = named(block, "loop_summary") if block else None  # (a warm process has none)
     return summary.timeline if summary else []
 
@@ -551,7 +550,7 @@ def loop_timelines(cases: list[CaseResult], rows: list[LoopRow]) -> list[Plot]:
         cost_ax.set_ylabel("seconds from process start")
         cost_ax.set_title("total cost")
         cost_ax.legend(frameon=False)
-        plots.append(Plot(f"Loop {loop}: {backend} {dtype} ({_POLICY_LABEL.get(policy, policy)})", _svg(fig),
+        plots.append(Plot(f"Loop {loop}: {backend} {dtype} ({policy_words(policy)})", _svg(fig),
                           ["strategy", "size", "total [CI]", "compiles", "host↔device copies (share of loop)",
                            "vs naive", "overtakes naive at k",
                            "total cost at k", "iteration medians (▲: compiled)"], table))  # fmt: skip
@@ -687,7 +686,9 @@ def forest(document: Comparison) -> Plot | None:
         table.append([record.case, record.point, f"{effect.ratio:.3f}",
                       f"[{ci[0]:.3f}, {ci[1]:.3f}]{level}" if ci else "—", "—" if not delta else f"±{delta:.1%}",
                       record.verdict])  # fmt: skip
-    labels = [f"{r.case} ({_POLICY_LABEL.get(r.policy, r.point)})" for r in records]  # a concurrency point: "cold-shared x8"
+    labels = [
+        f"{r.case} ({r.point if r.policy in CONCURRENCY_MODES else policy_words(r.policy)})" for r in records
+    ]  # a concurrency point: "cold-shared x8"
     ax.set_yticks(range(len(records)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("B / A (median ratio and its CI; levels in the table)")
@@ -711,8 +712,8 @@ def cold_start(cases: list[CaseResult]) -> list[Plot]:
     the table under the figure holds every box."""
     plots, figures = [], None
     for case in cases:
-        panels = [(policy, block) for policy in COLD_POLICIES if (block := case.policies.get(policy))
-                  and present(block.explanation) and block.explanation.outcome == "ok"]  # fmt: skip
+        panels = [(policy, block) for policy, block in case.policies.cold()
+                  if present(block.explanation) and block.explanation.outcome == "ok"]  # fmt: skip
         drawn = [(policy, block, icicle.boxes(block, block.explanation)) for policy, block in panels]
         drawn = [(policy, block, found) for policy, block, found in drawn if found]
         if not drawn:
@@ -722,8 +723,8 @@ def cold_start(cases: list[CaseResult]) -> list[Plot]:
         fig.subplots_adjust(left=0.14, right=0.98, hspace=0.75)
         table = []
         for ax, (policy, block, found) in zip([row[0] for row in axes], drawn):
-            _icicle_panel(ax, found, _POLICY_LABEL[policy], named(block.summary, "ttfr_s"))
-            table += [[_POLICY_LABEL[policy], _ICICLE_ROWS[box.row], box.parent or "—", box.label, fmt_seconds(box.seconds),
+            _icicle_panel(ax, found, policy_words(policy), named(block.summary, "ttfr_s"))
+            table += [[policy_words(policy), _ICICLE_ROWS[box.row], box.parent or "—", box.label, fmt_seconds(box.seconds),
                        fmt_percent(box.share) if box.share is not None else "—"] for box in found]  # fmt: skip
         plots.append(Plot(f"Where the cold start of {case.case} goes", _svg(fig),
                           ["policy", "row", "part of", "box", "seconds", "share of its parent"], table,

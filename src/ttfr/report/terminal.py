@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ttfr.analyse import contention
-from ttfr.measure import catalog
+from ttfr.measure import catalog, precompiled
 from ttfr.measure.limits import MAX_AB_ROUNDS
 from ttfr.model.replication import ReplicationReport
 from ttfr.model.selftest import Rate, RoundsForPower, SelfTest
@@ -25,7 +25,7 @@ from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
 from ttfr.model.loops import LoopRow
 from ttfr.model.suite import SuiteResult
-from ttfr.report import flag_text
+from ttfr.report import flag_text, precompiled_md
 from ttfr.report.formatting import DASH, fmt_seconds, printable
 from ttfr.report.markdown import precision_headline, result_check
 
@@ -56,6 +56,14 @@ def print_summary(console: Console, suite: SuiteResult, cases: list[CaseResult],
         table.add_row(row.case, "[yellow]pending[/]", "—", "—", "—", "—", "—",
                       f"{row.runs_done} of {row.runs_planned} runs done; `ttfr run --resume` finishes it")  # fmt: skip
     console.print(table)
+    shipped = precompiled_md.tables(cases, mark=str)
+    if shipped:  # report.md's Precompiled artifacts rows, the artifact's own column left to it
+        artifacts = Table(title="precompiled artifacts (precompiled / standard TTFR; report.md says more)")
+        for column in shipped.header[:-1]:
+            artifacts.add_column(column, overflow="fold")
+        for row in shipped.rows:
+            artifacts.add_row(*(Text(printable(cell)) for cell in row[:-1]))
+        console.print(artifacts)
     summary = suite.summary
     worst = summary.worst_case
     runs_done = (f" ({sum(r.runs_done for r in progress)} of {sum(r.runs_planned for r in progress)} of their runs done)"
@@ -161,6 +169,16 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN, vi
         for family, members in catalog.LOOP_FAMILIES.items():
             families.add_row(family, ", ".join(members))
         console.print(families)
+
+    mechanisms = Table(title=escape("precompiled artifacts (opt-in: --cache-policy precompiled[/MECHANISM[/cold-cache|warm-cache]])"))
+    for column in ("mechanism", "backends", "claims to skip"):
+        mechanisms.add_column(column)
+    for mechanism in precompiled.MECHANISMS.values():
+        offered = [name for name in shown_backends if mechanism.name in catalog.BACKENDS[name].precompiled]
+        if offered:
+            mechanisms.add_row(mechanism.name, ", ".join(offered), escape(mechanism.claims))
+    if mechanisms.row_count:
+        console.print(mechanisms)
 
     cases = Table(title="catalogued case ids")
     cases.add_column("case")
@@ -329,14 +347,13 @@ def print_report(console: Console, result) -> None:
     """`ttfr report DIR` on a terminal: the summary with an inline bar of the cold-start
     components per case and cold policy (report.md has the full account). Every case has a row:
     one without cold figures shows its warm call, and why it has no more."""
-    from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
+    from ttfr.model.policies import WARM_PROCESS, policy_label
 
     suite, cases = result.suite, result.cases
     rows = []
     for case in cases:
-        for policy in COLD_POLICIES:
-            block = case.policies.get(policy)
-            if block and block.summary.ttfr_s:
+        for policy, block in case.policies.cold():  # the precompiled ones too: a row each
+            if block.summary.ttfr_s:
                 rows.append((case, policy, block.summary))
     scale = max((s.ttfr_s.median for _c, _p, s in rows), default=0.0)
     # the bar never wraps: its cells shrink with the terminal (the other columns need ~90)
@@ -351,7 +368,7 @@ def print_report(console: Console, result) -> None:
         status = Text(case.status, style=_STATUS_STYLE[case.status])
         mine = [r for r in rows if r[0] is case]
         for _case, policy, summary in mine:
-            table.add_row(case.case, status, policy.split("/")[-1], fmt_seconds(summary.ttfr_s.median), warm_text,
+            table.add_row(case.case, status, policy_label(policy), fmt_seconds(summary.ttfr_s.median), warm_text,
                           component_bar(summary, scale, width))  # fmt: skip
         if not mine:
             # the case's reason, else why its figures were withheld, as every output says it (the flag's sentence)

@@ -29,15 +29,23 @@ from ttfr.model.case import CaseResult
 from ttfr.model.policy_figures import ColdPolicy
 from ttfr.model.run_figures import RunFigures
 from ttfr.model.manifest import Manifest
-from ttfr.model.policies import COLD_CACHE, COLD_POLICIES, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, cache_state, is_cold, precompiled_parts
 
 RESULT_SCHEMA = "nextstat.ml_benchmark_result.v1"
 SUITE_SCHEMA = "nextstat.ml_benchmark_suite_result.v1"
 SUITE_FILE = "suite_result.json"
-EXPORT_POLICIES = COLD_POLICIES  # which cold policy a NextStat case carries
 # NextStat's names for ttfr's cache policies (its seed suite's `process_cold`: a fresh process, the
 # JAX cache directory wiped)
 CACHE_POLICY_NAMES = {COLD_CACHE: "process_cold", WARM_CACHE: "process_warm_cache"}
+
+
+def cache_policy_name(policy: str) -> str:
+    """The cold policy as NextStat's free-string `cache_policy` says it: a precompiled one names its mechanism
+    after the cache it starts on (`process_cold+precompiled:jax_export`)."""
+    parts = precompiled_parts(policy)
+    if parts:
+        return f"{CACHE_POLICY_NAMES[cache_state(policy)]}+precompiled:{parts[0]}"
+    return CACHE_POLICY_NAMES[policy]
 
 
 def nextstat_run(metrics) -> dict | None:
@@ -50,7 +58,7 @@ def nextstat_run(metrics) -> dict | None:
     parts = (metrics.import_s, metrics.setup_s, metrics.first_call_s, metrics.second_call_s)
     if any(v is None for v in parts):
         return None
-    optional = [v for v in (metrics.device_init_s, metrics.user_import_s) if isinstance(v, float)]
+    optional = [v for v in (metrics.device_init_s, metrics.user_import_s, metrics.artifact_load_s) if isinstance(v, float)]
     loading = metrics.import_s + sum(optional) + metrics.setup_s
     ttfr = loading + metrics.first_call_s
     return {"import_s": loading, "first_call_s": metrics.first_call_s, "second_call_s": metrics.second_call_s,
@@ -147,7 +155,7 @@ def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_
         # machine's load); what was kept is timing.cold.n_runs and timing.warm.n_iters
         "cold_runs": case.config.cold_runs,
         "warm_iters": case.config.warm_procs * case.config.warm_samples if WARM_PROCESS in case.config.policies else 0,
-        "cache_policy": CACHE_POLICY_NAMES[cold_policy],
+        "cache_policy": cache_policy_name(cold_policy),
     }
     return {
         "schema_version": RESULT_SCHEMA,
@@ -167,8 +175,9 @@ def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_
 
 
 def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path]:
-    if cold_policy not in EXPORT_POLICIES:
-        raise UsageError(f"--cold-policy must be one of {COLD_CACHE}, {WARM_CACHE}; got {cold_policy!r}")
+    if not is_cold(cold_policy):
+        raise UsageError(f"--cold-policy must be {COLD_CACHE}, {WARM_CACHE} or precompiled/MECHANISM/SETTING (one the "
+                         f"run measured); got {cold_policy!r}")  # fmt: skip
     verified = load_finished(source)
     result_dir = verified.result_dir
     dest = Path(dest)
