@@ -170,7 +170,8 @@ def print_catalog(console: Console, known: catalog.Catalog = catalog.BUILTIN, vi
             families.add_row(family, ", ".join(members))
         console.print(families)
 
-    mechanisms = Table(title=escape("precompiled artifacts (opt-in: --cache-policy precompiled[/MECHANISM[/cold-cache|warm-cache]])"))
+    opt_in = "--cache-policy precompiled[/MECHANISM[/cold-cache|warm-cache]]"
+    mechanisms = Table(title=escape(f"precompiled artifacts (opt-in: {opt_in})"))
     for column in ("mechanism", "backends", "claims to skip"):
         mechanisms.add_column(column)
     for mechanism in precompiled.MECHANISMS.values():
