@@ -198,3 +198,46 @@ def test_a_failed_priming_process_stops_no_case_and_leaves_no_run_pending():
     assert gate_failure(entry) is None
     remaining, stopped = replay(plan, [entry])
     assert stopped == {} and not [t for t in remaining if t.mechanism == "jax_serialized"]
+
+
+def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path):
+    from ttfr.measure.executors import Executors
+    from ttfr.measure.journal import Journal
+    from ttfr.measure.scheduler import Scheduler
+
+    plan = build_plan(_spec(policies=SERIALIZED_COLD), lambda _b, _w=None: None)
+    journal = Journal(tmp_path / "journal.jsonl")
+    first = ShippingExecutor()
+    first.interrupt_at = 3  # the maker, the check and one loading run done
+    with pytest.raises(KeyboardInterrupt):
+        Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=first)).run()
+    artifacts = tmp_path / "scratch" / "artifacts"
+    assert list(artifacts.rglob("*.artifact"))
+    import shutil
+
+    shutil.rmtree(artifacts)  # e.g. the scratch area cleaned between the two sessions
+    second = ShippingExecutor()
+    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=second)).run()
+    actions = [c["job"].artifact_action for c in second.calls]
+    assert actions[0] == "make" and actions[1:] == ["load"] * (len(actions) - 1), actions
+    assert [e.task for e in journal.entries()] == [t.key for t in plan.tasks]  # the re-made one is not journaled
+
+
+def test_every_output_says_the_policy_s_figures_as_the_case_file_holds_them(tmp_path):
+    from ttfr.artifacts.export import nextstat
+    from ttfr.report import precompiled_md
+    from ttfr.report.formatting import fmt_summary
+
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=3,
+                                             seed=1, policies=f"cold-cache,warm-cache,{SERIALIZED_COLD}"),
+                        ShippingExecutor(loaded_programs={"matmul": _program(1, 0.1)}))  # fmt: skip
+    (case,) = outcome.cases
+    policy = case.policies.get(SERIALIZED_COLD)
+    (row,) = precompiled_md.tables([case], mark=str).rows
+    assert row[:4] == [case.case, "jax_serialized", "cold-cache", fmt_summary(policy.figure("ttfr_s"))]
+    assert row[5] == precompiled_md.against(policy.versus[COLD_CACHE]) and row[5].startswith("×")
+    assert row[7].startswith("matmul: 100 ms") and row[8] == "unverified" and row[9] == "119 B, made in 4 ms"
+    report = (outcome.result_dir.root / "report.md").read_text()
+    assert "## Precompiled artifacts" in report and " | ".join(row[1:4]) in report.replace("`", "")
+    assert "## Cold start components (precompiled/jax_serialized/cold-cache)" in report
+    assert nextstat.cache_policy_name(SERIALIZED_COLD) == "process_cold+precompiled:jax_serialized"

@@ -1,0 +1,62 @@
+"""`ttfr run --cache-policy precompiled` on real JAX (issue 39): a priming process per mechanism makes the artifact,
+every run loads it in its own timed component, and each load is checked against its mechanism's claim by JAX's own
+counters: the serialized executable builds no program at all, jax.export builds only its call wrapper, once. The
+result directory verifies, and its parts add up to the TTFR it records."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import have
+
+from ttfr.artifacts.reader import load_finished, validate_dir
+from ttfr.model.policies import COLD_CACHE, precompiled_policy
+
+pytestmark = [pytest.mark.integration, pytest.mark.contention_safe,  # counters and sums, no figure judged
+              pytest.mark.skipif(not have("jax"), reason="jax not installed")]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    out = tmp_path_factory.mktemp("precompiled")
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "jax_jit_cpu", "--workloads", "matmul",
+                           "--sizes", "64", "--dtypes", "f32", "--cache-policy", "cold-cache,precompiled",
+                           "--cold-runs", "2", "--seed", "1", "--no-html", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = [p for p in Path(out).iterdir() if p.is_dir()]
+    return root, done.stdout
+
+
+def test_each_load_holds_its_mechanism_s_claim_by_jax_s_own_counters(shipped):
+    root, _stdout = shipped
+    assert validate_dir(root) == []
+    (case,) = load_finished(root).cases
+    assert case.status == "ok", case.reason
+    for setting in ("cold-cache", "warm-cache"):
+        serialized = case.policies.get(precompiled_policy("jax_serialized", setting))
+        exported = case.policies.get(precompiled_policy("jax_export", setting))
+        for policy in (serialized, exported):
+            assert policy.artifact.state == "made" and policy.artifact.bytes > 0
+            assert policy.artifact.bound_to["jax"] and policy.artifact.bound_to["jaxlib"]
+            assert policy.cache_verification.verdict == "verified", [r.cache.note for r in policy.runs]
+            assert COLD_CACHE in policy.versus
+        assert serialized.still_compiled.runs_compiling == 0  # nothing traced, lowered or compiled
+        assert exported.still_compiled.what == ["call_exported"] and exported.still_compiled.compiles.median == 1
+
+
+def test_the_load_is_a_component_of_its_own_and_the_parts_add_up_to_the_ttfr(shipped):
+    root, stdout = shipped
+    (case,) = load_finished(root).cases
+    for name, policy in case.policies.items():
+        for run in policy.runs:
+            m = run.metrics
+            parts = [m.interpreter_s, m.import_s, m.setup_s, m.first_call_s]
+            if name != COLD_CACHE:
+                assert m.artifact_load_s > 0
+                parts.append(m.artifact_load_s)
+            assert sum(parts) == pytest.approx(m.ttfr_s, abs=1e-6), (name, m)
+    assert "precompiled artifacts" in stdout and "jax_serialized" in stdout  # the terminal's table
