@@ -50,7 +50,8 @@ GPU_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu
                 and b.framework != "interop_gpu"]  # fmt: skip
 TF32_BACKENDS = [name for name, b in catalog.BACKENDS.items() if b.device == "gpu" and b.opt_in]
 STANDARD = "cold-cache,warm-cache,warm-process"  # `all` would add the precompiled policies (their own run below)
-PRECOMPILED_GPU = sorted({m for name in GPU_BACKENDS for m in catalog.BACKENDS[name].precompiled})
+# the quick check's: JAX's (a process of seconds); torch's makers and loads compile for minutes (the full check's)
+PRECOMPILED_GPU = catalog.BACKENDS["jax_jit_gpu"].precompiled
 FULL = {
     "arrays": ["--backends", ",".join(GPU_BACKENDS), "--workloads", "matmul,fused_chain,mlp_train_step", "--sizes",
                "512", "--dtypes", "f32,f64", "--cache-policy", STANDARD],
@@ -176,6 +177,16 @@ def case_problems(case: dict) -> list[str]:
             problems.append(f"{name}: cold cache {verification['verdict']} with {verification.get('hits_total')} hits")
     if compiles and warm and not (warm["cache_verification"].get("hits_total") or 0) > 0:
         problems.append(f"{name}: warm cache without hits ({warm['cache_verification']['verdict']})")
+    # a precompiled policy: its artifact made on the GPU (or the mechanism said it cannot take the workload), its
+    # runs loaded it in a timed phase; `unverified` (it still compiled) is a finding, a flagged cache is not
+    for key, shipped in (policies.get("precompiled") or {}).items():
+        state = shipped["artifact"]["state"]
+        if state == "failed":
+            problems.append(f"{name}: precompiled/{key}: its artifact was not made ({shipped['artifact'].get('reason')})")
+        elif state == "made" and not (shipped["summary"].get("artifact_load_s") or {}).get("median"):
+            problems.append(f"{name}: precompiled/{key}: no artifact load timed")
+        if shipped["cache_verification"]["verdict"] == "flagged":
+            problems.append(f"{name}: precompiled/{key}: its cache was flagged {shipped['cache_verification']['flags']}")
     if case["backend"].startswith("jax") and cold:
         stages, first = cold.get("stages_summary") or {}, (cold["summary"].get("first_call_s") or {}).get("median")
         parts = [(stages.get(k) or {}).get("median") or 0.0 for k in ("trace_s", "lower_s", "compile_s")]

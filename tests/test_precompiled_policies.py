@@ -241,3 +241,37 @@ def test_every_output_says_the_policy_s_figures_as_the_case_file_holds_them(tmp_
     assert "## Precompiled artifacts" in report and " | ".join(row[1:4]) in report.replace("`", "")
     assert "## Cold start components (precompiled/jax_serialized/cold-cache)" in report
     assert nextstat.cache_policy_name(SERIALIZED_COLD) == "process_cold+precompiled:jax_serialized"
+
+
+def _torch_counters(graphs=0, misses=0, hits=0, compiler_runs=(), compile_inner=0.0):
+    table = {"stats": {"unique_graphs": graphs}, "inductor": {"fxgraph_cache_miss": misses, "fxgraph_cache_hit": hits}}
+    data = {"counters": table, "compile_times_s": {"_compile.compile_inner": compile_inner} if compile_inner else {}}
+    if compiler_runs:
+        data["compiler_runs_s"] = {"compile_file": list(compiler_runs)}
+    return decode(data, RuntimeCounters)
+
+
+def test_torch_loads_are_judged_by_its_counters_and_inductor_s_compiler_runs():
+    mega = precompiled_policy("torch_megacache", "cold-cache")
+    aot = precompiled_policy("torch_aot_compile", "cold-cache")
+    # Mega-Cache: dynamo traces again by design; its caches must hit and no compiler run
+    hit = precompiled.verify(mega, None, 0, 2, _torch_counters(graphs=1, hits=1, compile_inner=0.3))
+    assert hit.verdict == "verified" and hit.claim.allowed == {"graphs compiled": 1} and hit.claim.compile_s == 0.3
+    rebuilt = precompiled.verify(mega, None, 0, 9, _torch_counters(graphs=1, hits=1, compiler_runs=(0.8, 0.7)))
+    assert rebuilt.verdict == "unverified" and rebuilt.claim.compiled == {"compiler runs": 2}
+    # aot_compile claims dynamo too: a graph compiled is beyond it; ISA probes alone are timed by their runs
+    assert precompiled.verify(aot, None, 0, 0, _torch_counters(graphs=1)).claim.compiled == {"graphs compiled": 1}
+    probes = precompiled.verify(aot, None, 0, 6, _torch_counters(compiler_runs=(1.0, 0.5)))
+    assert probes.claim.compile_s == pytest.approx(1.5) and probes.flags == ["artifact_recompiled"]
+    assert precompiled.verify(aot, None, 0, 0, _torch_counters()).verdict == "verified"
+
+
+def test_every_compiling_torch_backend_offers_the_three_torch_mechanisms():
+    from ttfr.measure import catalog
+
+    for name, backend in catalog.BACKENDS.items():
+        if backend.framework == "torch" and backend.compiles:
+            assert backend.precompiled == ("torch_megacache", "torch_aot_compile", "torch_aoti"), name
+        assert set(backend.precompiled) <= set(precompiled.MECHANISMS), name
+        # one runtime's mechanisms: a JAX backend's judged by JAX's counters, a torch one's by torch's
+        assert len({precompiled.MECHANISMS[m].witness for m in backend.precompiled}) <= 1, name

@@ -60,3 +60,29 @@ def test_the_load_is_a_component_of_its_own_and_the_parts_add_up_to_the_ttfr(shi
                 parts.append(m.artifact_load_s)
             assert sum(parts) == pytest.approx(m.ttfr_s, abs=1e-6), (name, m)
     assert "precompiled artifacts" in stdout and "jax_serialized" in stdout  # the terminal's table
+
+
+@pytest.mark.skipif(not have("torch"), reason="torch not installed")
+def test_torch_artifacts_load_and_what_still_compiled_is_counted(tmp_path):
+    """torch.compile on CPU (a matmul: no C++ kernel of its own, so the processes are short): Mega-Cache's caches
+    hit and dynamo still traces; aot_compile's loaded function traces nothing. Whatever g++ still builds is
+    counted, not assumed away."""
+    policies = [precompiled_policy(m, "cold-cache") for m in ("torch_megacache", "torch_aot_compile")]
+    done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "torch_compile_cpu", "--workloads",
+                           "matmul", "--sizes", "64", "--dtypes", "f32", "--cache-policy", ",".join(policies),
+                           "--cold-runs", "1", "--seed", "1", "--no-html", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert validate_dir(root) == []
+    (case,) = load_finished(root).cases
+    assert case.status == "ok", case.reason
+    mega, aot = (case.policies.get(p) for p in policies)
+    for policy in (mega, aot):
+        assert policy.artifact.state == "made" and policy.artifact.bound_to["torch"]
+        (run,) = policy.runs
+        assert run.outcome == "ok" and run.metrics.artifact_load_s > 0 and run.cache.claim.held is not None
+    assert mega.runs[0].cache.counters.hits > 0 and mega.runs[0].cache.counters.misses == 0  # its caches hit
+    assert mega.runs[0].cache.claim.allowed.get("graphs compiled", 0) >= 1  # dynamo traced again, as allowed
+    compiled = aot.runs[0].cache.claim.compiled
+    assert "graphs compiled" not in compiled and "cache misses" not in compiled  # dynamo and Inductor skipped

@@ -14,11 +14,27 @@ Mechanisms, by runtime:
   wrapper (`call_exported`) and compiles that once. Claims to skip tracing and lowering the user's function;
   one backend compile expected.
 
+- `torch_megacache`: torch's compile caches' entries (`torch.compiler.save_cache_artifacts`), loaded into the
+  run's caches by `load_cache_artifacts`; the first call then runs torch.compile as usual, on them. Claims to
+  skip AOTAutograd's and Inductor's work, kernel builds included (its caches hit).
+- `torch_aot_compile`: the function compiled ahead of time (`torch.compile(fn, fullgraph=True).aot_compile`,
+  `save_compiled_function`), loaded by `torch.compiler.load_compiled_function`, which stands for the workload's
+  torch.compile(fn). Claims to skip dynamo as well.
+- `torch_aoti`: an AOTInductor package (`torch.export.export`, `aoti_compile_and_package`, a `.pt2`), loaded by
+  `aoti_load_package`. Claims everything but loading. Inference only: a workload that differentiates through
+  its function is unsupported.
+
+A workload a mechanism cannot take is `Unavailable` with the runtime's words (its policy: unsupported).
+
 Standard library only at import: the worker imports this before the runtime, only in a precompiled run.
 """
 
+import io
 import os
+import tempfile
 import time
+
+from ttfr.child.backends import Unavailable, first_line
 
 FORMAT = b"ttfr-precompiled-1\n"  # the file's first line: what wrote it (a file from elsewhere is refused)
 
@@ -70,7 +86,98 @@ class JaxExport(Mechanism):
         return runtime.jax.export.deserialize(bytearray(payload)).call
 
 
-MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport())}
+def _one_function(runtime, mechanism):
+    """The one function the workload handed torch.compile and its first call's arguments (in the priming process)."""
+    sources = runtime.compiled_sources
+    if len(sources) != 1 or sources[0][1] is None:
+        raise Unavailable(f"{mechanism} makes one function's artifact; this workload compiled {len(sources)} "
+                          "function(s) (or never called one)")  # fmt: skip
+    fn, (args, kwargs) = sources[0]
+    return fn, _fresh(runtime.torch, args), {k: _fresh(runtime.torch, [v])[0] for k, v in kwargs.items()}
+
+
+def _fresh(torch, values):
+    """The arguments as the first call took them, without what it left on them: a tensor that required gradients
+    is a new leaf that requires them, with no .grad (torch 2.13 pickles a .grad into aot_compile's guards that it
+    then cannot load: `assigned grad expected to be a Tensor or None but got grad of type _Missing`)."""
+    return [v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _unsupported(torch):
+    """The exceptions by which torch says a function cannot be compiled whole (a graph break under fullgraph,
+    .backward() inside it, what export cannot trace)."""
+    exc = torch._dynamo.exc
+    return tuple(k for k in (getattr(exc, "Unsupported", None), getattr(exc, "UserError", None)) if k)
+
+
+class TorchMegaCache(Mechanism):
+    name = "torch_megacache"
+
+    def make(self, runtime):
+        saved = runtime.torch.compiler.save_cache_artifacts()
+        if not saved or not saved[0]:
+            raise Unavailable("torch.compiler.save_cache_artifacts() had nothing to save: the first call compiled "
+                              "nothing into torch's caches")  # fmt: skip
+        return bytes(saved[0])
+
+    def load(self, runtime, payload):
+        runtime.torch.compiler.load_cache_artifacts(payload)
+        return None  # torch.compile runs as usual, on the caches this filled
+
+
+class TorchAotCompile(Mechanism):
+    name = "torch_aot_compile"
+
+    def make(self, runtime):
+        torch = runtime.torch
+        fn, args, kwargs = _one_function(runtime, self.name)
+        try:
+            compiled = torch.compile(fn, fullgraph=True).aot_compile((args, kwargs))
+        except _unsupported(torch) as exc:  # the runtime's words: a graph break, a .backward() inside
+            raise Unavailable(f"torch.compile(fullgraph=True).aot_compile: {first_line(exc)}") from exc
+        with tempfile.TemporaryDirectory() as where:
+            path = os.path.join(where, "function.aot")
+            compiled.save_compiled_function(path)
+            with open(path, "rb") as handle:
+                return handle.read()
+
+    def load(self, runtime, payload):
+        return runtime.torch.compiler.load_compiled_function(io.BytesIO(payload))
+
+
+class TorchAoti(Mechanism):
+    name = "torch_aoti"
+
+    def make(self, runtime):
+        torch = runtime.torch
+        fn, args, kwargs = _one_function(runtime, self.name)
+        if any(getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())):
+            raise Unavailable("AOTInductor packages inference: its loaded function has no backward, and this "
+                              "workload differentiates through the function (its arguments require gradients)")  # fmt: skip
+
+        class Function(torch.nn.Module):
+            def forward(self, *inputs, **named):
+                return fn(*inputs, **named)
+
+        try:
+            exported = torch.export.export(Function(), tuple(args), kwargs)
+        except _unsupported(torch) as exc:
+            raise Unavailable(f"torch.export.export: {first_line(exc)}") from exc
+        with tempfile.TemporaryDirectory() as where:
+            path = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(where, "function.pt2"))
+            with open(path, "rb") as handle:
+                return handle.read()
+
+    def load(self, runtime, payload):
+        # aoti_load_package reads a path: the package is written out beside the artifact first, inside this timed
+        # load (a shipped .pt2 sits on disk already: this costs a write of its bytes, ~1 ms a MB)
+        path = runtime.job.artifact + ".pt2"
+        with open(path, "wb") as handle:
+            handle.write(payload)
+        return runtime.torch._inductor.aoti_load_package(path)
+
+
+MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport(), TorchMegaCache(), TorchAotCompile(), TorchAoti())}
 
 
 def write(job, runtime):

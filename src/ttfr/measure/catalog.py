@@ -19,7 +19,7 @@ from types import MappingProxyType
 from ttfr.child import hostinfo
 from ttfr.child.conversion_routes import ROUTES
 from ttfr.errors import UsageError, unknown_choice
-from ttfr.measure.precompiled import JAX_EXPORT, JAX_SERIALIZED
+from ttfr.measure.precompiled import JAX_EXPORT, JAX_SERIALIZED, TORCH_AOT_COMPILE, TORCH_AOTI, TORCH_MEGACACHE
 
 DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16"}  # bfloat16: conversion routes only
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
@@ -187,7 +187,13 @@ _TORCH = dict(
 # GPUs are hidden from it unless the user set CUDA_VISIBLE_DEVICES themselves.
 _HIDE_GPUS = (("CUDA_VISIBLE_DEVICES", ""),)
 _TORCH_EAGER = dict(_TORCH, compiles=False, cost_prior_s=(4.0, 4.0))
-_TORCH_COMPILE = dict(_TORCH, compiles=True, cost_prior_s=(25.0, 8.0), limitations=(_TORCH_COMPILE_LIMITATION,))
+_TORCH_COMPILE = dict(
+    _TORCH,
+    compiles=True,
+    cost_prior_s=(25.0, 8.0),
+    limitations=(_TORCH_COMPILE_LIMITATION,),
+    precompiled=(TORCH_MEGACACHE.name, TORCH_AOT_COMPILE.name, TORCH_AOTI.name),
+)
 _TF32 = dict(variant="tf32", opt_in=True)
 _TF32_JAX = dict(_TF32, matmul_precision="tensorfloat32: TF32 inputs, float32 accumulation "
                  "(jax_default_matmul_precision=tensorfloat32), a declared variant")  # fmt: skip

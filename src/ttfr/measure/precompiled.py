@@ -6,6 +6,7 @@ child/precompiled.py makes and loads each kind inside a worker; this module neve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ttfr.model.base import present
@@ -14,10 +15,45 @@ from ttfr.model.record import RuntimeCounters
 from ttfr.model.run_figures import CacheCheck, ClaimCheck, HitMiss
 
 
+ANY = 2**31  # an allowance with no limit (Mega-Cache: dynamo traces every graph again, by design)
+# torch: what the first call may still do is judged by torch's own counters and Inductor's compiler timers
+MISSES = "cache misses"  # FX-graph and AOTAutograd cache misses: Inductor's or AOTAutograd's work redone
+GRAPHS = "graphs compiled"  # dynamo's unique graphs: the function traced and compiled again
+COMPILER = "compiler runs"  # Inductor's compile_file: g++ building a kernel, a header or a vector-ISA probe
+
+
+def _jax_compiles(counters: RuntimeCounters | None):
+    """JAX: each function's executables built (compiled, or loaded from the persistent cache) and XLA's seconds."""
+    programs = counters.programs if counters is not None and present(counters.programs) else None
+    if programs is None:
+        return None
+    built = {name: p.compiles for name, p in programs.items() if p.compiles}
+    return built, sum(p.backend_s for p in programs.values() if p.compiles)
+
+
+def _torch_compiles(counters: RuntimeCounters | None):
+    """torch: graphs dynamo compiled, FX-graph and AOTAutograd cache misses, Inductor's compiler runs; the seconds
+    are torch.compile's in the first call (dynamo's compile_inner and a lazy backward, which hold Inductor's and its
+    compiler runs), or the compiler runs' where dynamo did not run (a loaded function probing the CPU's ISA)."""
+    table = counters.counters if counters is not None and present(counters.counters) else None
+    if table is None:
+        return None
+    graphs = int(table.get("stats", {}).get("unique_graphs", 0))
+    misses = int(table.get("inductor", {}).get("fxgraph_cache_miss", 0))
+    misses += int(table.get("aot_autograd", {}).get("autograd_cache_miss", 0))
+    runs = counters.compiler_runs_s if present(counters.compiler_runs_s) else {}
+    built = {name: n for name, n in ((GRAPHS, graphs), (MISSES, misses), (COMPILER, sum(map(len, runs.values()))))
+             if n}  # fmt: skip
+    times = counters.compile_times_s if present(counters.compile_times_s) else {}
+    traced = float(times.get("_compile.compile_inner", 0.0)) + float(times.get("backward._backward_impl", 0.0))
+    return built, traced or float(sum(sum(v) for v in runs.values()))
+
+
 @dataclass(frozen=True)
 class Mechanism:
     name: str
-    framework: str  # the runtime whose artifact it is (catalog.Backend.framework)
+    # what its runtime's counters say the first call still built: ({what: how many}, seconds), None without them
+    witness: Callable[[RuntimeCounters | None], tuple[dict[str, int], float] | None]
     skips: str  # what the artifact's load claims to skip, in a few words
     how: str  # how it does (`ttfr list`, every report: `claims`)
     # What the first call may still build and how many times (a program's name -> at most): anything else it
@@ -30,30 +66,45 @@ class Mechanism:
 
 
 JAX_SERIALIZED = Mechanism(
-    "jax_serialized", "jax", "tracing, lowering and compiling",
+    "jax_serialized", _jax_compiles, "tracing, lowering and compiling",
     "the serialized executable (jax.experimental.serialize_executable) is loaded "
     "onto the device and runs; no program is built",
 )  # fmt: skip
 JAX_EXPORT = Mechanism(
-    "jax_export", "jax", "tracing and lowering the function",
+    "jax_export", _jax_compiles, "tracing and lowering the function",
     "the exported StableHLO (jax.export) is deserialized and run through "
     "Exported.call, whose small wrapper is traced, lowered and compiled once (one backend compile expected)",
     allowed={"call_exported": 1},
 )  # fmt: skip
-MECHANISMS = {m.name: m for m in (JAX_SERIALIZED, JAX_EXPORT)}
+TORCH_MEGACACHE = Mechanism(
+    "torch_megacache", _torch_compiles, "AOTAutograd's and Inductor's work, kernel builds included",
+    "torch.compiler.save_cache_artifacts' bytes are loaded into the run's caches (load_cache_artifacts); the first "
+    "call runs torch.compile as usual and its FX-graph and AOTAutograd caches hit (dynamo still traces)",
+    allowed={GRAPHS: ANY},
+)  # fmt: skip
+TORCH_AOT_COMPILE = Mechanism(
+    "torch_aot_compile", _torch_compiles, "dynamo, AOTAutograd and Inductor",
+    "torch.compile(fn, fullgraph=True).aot_compile's function (save_compiled_function) is loaded by "
+    "torch.compiler.load_compiled_function and stands for torch.compile(fn); nothing is traced or compiled",
+)  # fmt: skip
+TORCH_AOTI = Mechanism(
+    "torch_aoti", _torch_compiles, "everything but loading",
+    "an AOTInductor package (torch.export.export, aoti_compile_and_package: a .pt2) is loaded by aoti_load_package "
+    "and stands for torch.compile(fn); inference only",
+)  # fmt: skip
+MECHANISMS = {m.name: m for m in (JAX_SERIALIZED, JAX_EXPORT, TORCH_MEGACACHE, TORCH_AOT_COMPILE, TORCH_AOTI)}
 
 
 def check_claim(mechanism: str, counters: RuntimeCounters | None) -> ClaimCheck:
     """The run's first call against its mechanism's claim, from the runtime's counters right after it (JAX's
     programs: each function traced, built and hit by name). `held` null: no counters to judge by."""
     declared = MECHANISMS[mechanism]
-    programs = counters.programs if counters is not None and present(counters.programs) else None
-    if programs is None:
+    found = declared.witness(counters)
+    if found is None:
         return ClaimCheck(mechanism=mechanism, held=None, compiled={}, allowed={}, compiles=0, compile_s=None)
-    built = {name: p.compiles for name, p in programs.items() if p.compiles}
+    built, seconds = found
     allowed = {name: n for name, n in built.items() if n <= declared.allowed.get(name, 0)}
     beyond = {name: n for name, n in built.items() if name not in allowed}
-    seconds = sum(p.backend_s for name, p in programs.items() if p.compiles)
     return ClaimCheck(mechanism=mechanism, held=not beyond, compiled=beyond, allowed=allowed,
                       compiles=sum(built.values()), compile_s=seconds)  # fmt: skip
 

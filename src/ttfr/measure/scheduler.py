@@ -41,7 +41,7 @@ from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 class NullProgress:
     def start(self, total: int, pending: list[Task]) -> None: ...
     def task_started(self, task: Task) -> None: ...
-    def task_finished(self, task: Task, entry: JournalEntry | None) -> None: ...
+    def task_finished(self, task: Task, entry: JournalEntry | None, skipped: str | None = None) -> None: ...
     def add(self, tasks: list[Task]) -> None: ...  # runs added after the plan (--precision)
     def remove(self, tasks: list[Task]) -> None: ...  # added runs that will not run after all
 
@@ -93,8 +93,11 @@ class Scheduler:
 
     def run_task(self, task: Task) -> JournalEntry | None:
         """Run one task and journal it; None when its case has stopped."""
-        if task.case.id in self.stopped or self._unmade(task):
+        if task.case.id in self.stopped:
             self.progress.task_finished(task, None)
+            return None
+        if self._unmade(task):  # nothing to load: its policy says why (unsupported, or not made)
+            self.progress.task_finished(task, None, f"no {task.mechanism} artifact to load")
             return None
         if task.measured:
             self.join_alongside()

@@ -250,6 +250,9 @@ class RuntimeCounters(Open):
     """torch: dynamo's counter tables (inductor, aot_autograd, stats, graph_break, frames), each a count by name."""
     compile_times_s: dict[str, Any] | UnsetType = UNSET
     """torch: compile seconds by stage, from torch._dynamo's compile-time table."""
+    compiler_runs_s: dict[str, list[Seconds]] | UnsetType = UNSET
+    """torch: each run of a compiler Inductor timed (`compile_file`: g++ building a kernel, a header or a vector-ISA
+    probe), its seconds, by timer name; absent where none ran (and from workers before issue 39)."""
     aot_loaded: Count | UnsetType = UNSET
     """The number of executables an AOT loop loaded from its cache directory."""
     programs: dict[str, ProgramCounts] | UnsetType = UNSET

@@ -12,18 +12,21 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ttfr.measure.plan import EXPLAIN, Task
+from ttfr.measure.plan import EXPLAIN, MAKE, Task
 from ttfr.model.journal import JournalEntry
-from ttfr.model.policies import WARM_CACHE
+from ttfr.model.policies import WARM_CACHE, cache_state
 from ttfr.report.formatting import fmt_seconds, printable
 
 
 def _cost_key(task: Task) -> str:
     backend = task.case.backend_info
-    warm_start = task.policy == WARM_CACHE or task.uses_template
+    warm_start = cache_state(task.policy) == WARM_CACHE or task.uses_template
     # A loop's strategies cost alike and nothing like the backend's single calls.
     loop = task.case.workload_info.loop
-    return f"{backend.name}|{loop}|{task.kind}|{'template' if warm_start and backend.compiles else 'fresh'}"
+    # A precompiled mechanism's maker and loads cost nothing like a compile's (AOTInductor: 20 s to make, a
+    # serialized executable: nothing to compile).
+    start = "template" if warm_start and backend.compiles else "fresh"
+    return f"{backend.name}|{loop}|{task.kind}|{start}|{task.mechanism or ''}"
 
 
 def _prior(task: Task) -> float:
@@ -45,10 +48,13 @@ class RunEstimator:
 
 
 def task_label(task: Task) -> str:
-    """What a task is, after its case: a measured run's policy and number, `check #1`, or `explain <policy>` for
-    --explain's diagnostic process (one per policy: it has no number, and is no measured run)."""
+    """What a task is, after its case: a measured run's policy and number, `check #1`, `explain <policy>` for
+    --explain's diagnostic process (one per policy: it has no number, and is no measured run), or `make <mechanism>
+    artifact` for a precompiled mechanism's priming process."""
     if task.kind == EXPLAIN:
         return f"{EXPLAIN} {task.policy}"
+    if task.kind == MAKE:
+        return f"make {task.mechanism} artifact"
     return f"{task.policy or task.kind} #{task.index + 1}"
 
 
@@ -108,7 +114,8 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.update(self.bar, description=_describe(task), eta=self._eta())
 
-    def task_finished(self, task: Task, entry: JournalEntry | None) -> None:
+    def task_finished(self, task: Task, entry: JournalEntry | None, skipped: str | None = None) -> None:
+        """`entry` None: the task did not run, for `skipped` (else: its case stopped earlier)."""
         self.remaining.pop(task.key, None)
         self.count += 1
         if entry is not None and self.started_at is not None:
@@ -116,7 +123,7 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.update(self.bar, advance=1, eta=self._eta())
         else:  # every task gets its line, so the count never skips and ends at N/N
-            detail = ("skipped: its case stopped earlier (see its reason)" if entry is None else
+            detail = (f"skipped: {skipped or 'its case stopped earlier (see its reason)'}" if entry is None else
                       entry.outcome + (f" ({printable(entry.reason)})" if entry.reason else ""))  # fmt: skip
             line = f"[{self.count}/{self.total}] {task.case.id} {task_label(task)}: {detail}"
             self.console.print(line, markup=False, highlight=False)

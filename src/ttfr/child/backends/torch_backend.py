@@ -13,6 +13,7 @@ once wrapping, dynamo, the lazy backward and autotuning are taken out.
 import time
 
 from ttfr.child import hostinfo
+from ttfr.child.job import ARTIFACT_MAKE
 from ttfr.child.backends import torch_cuda_device
 
 
@@ -23,6 +24,10 @@ _AUTOTUNE_TIMERS = (
     "CachingAutotuner.combo_sequential_autotune",
     "CachingAutotuner.slow_precompile_config",
 )
+
+
+# Inductor's timers around a compiler's run (torch/_inductor/cpp_builder.py: each g++ call)
+COMPILER_TIMERS = ("compile_file",)
 
 
 def _split_compile_times(table, first_call_s, wrap_s):
@@ -66,6 +71,12 @@ class Runtime:
         self.device_peak = self._device_peak if self.on_gpu else None  # a CPU has no device memory to read
         self._process_peak = 0  # the largest peak read before a reset (device_peak)
         self.explainer = None  # --explain's process: what torch.compile did in the first call
+        # A precompiled policy (child/precompiled.py): what a run loaded (a callable that stands for torch.compile's;
+        # None: the mechanism fills torch's caches and the first call compiles from them), and in the priming
+        # process the functions the workload compiled with the arguments of their first call (what aot_compile and
+        # AOTInductor take).
+        self.loaded = None
+        self.compiled_sources: list[list] = []
         if job.explain and job.compile:
             from ttfr.child.torch_explain import CompileExplainer
 
@@ -117,13 +128,15 @@ class Runtime:
         def compile_fn(fn):
             nonlocal wrap_ns
             start = clock()
-            if self.explainer:  # --explain: the imports torch.compile(fn) makes are charged to it
+            if self.loaded is not None:  # what was loaded stands for torch.compile(fn)
+                compiled = self.loaded
+            elif self.explainer:  # --explain: the imports torch.compile(fn) makes are charged to it
                 with self.explainer.span("wrap"):
                     compiled = torch.compile(fn)
             else:
                 compiled = torch.compile(fn)
             wrap_ns += clock() - start
-            return compiled
+            return self._captured(fn, compiled) if self.job.artifact_action == ARTIFACT_MAKE else compiled
 
         if self.explainer:
             self.explainer.first_call_starts()
@@ -143,7 +156,27 @@ class Runtime:
         self.compile_table = {n: float(v) for n, v in zip(names, values)}
         stages = {"wrap_s": wrap_s}
         stages.update(_split_compile_times(self.compile_table, first_call_s, wrap_s))
+        if "first_execute_s" not in stages:  # nothing traced (a loaded function ran): the call is its execution
+            stages["first_execute_s"] = max(0.0, first_call_s - wrap_s)
         return output, stages
+
+    def _captured(self, fn, compiled):
+        """The priming process of a precompiled policy: the function and its first call's arguments, kept for the
+        mechanism that compiles it again ahead of time (an unmeasured process: the wrapper costs nothing measured)."""
+        source = [fn, None]
+        self.compiled_sources.append(source)
+
+        def first_arguments_kept(*args, **kwargs):
+            if source[1] is None:
+                source[1] = (args, kwargs)
+            return compiled(*args, **kwargs)
+
+        return first_arguments_kept
+
+    def load_precompiled(self, loaded):
+        """A precompiled policy's run: the callable the workload's torch.compile(fn) gets instead (None: the
+        mechanism filled torch's caches, and torch.compile runs as usual on them)."""
+        self.loaded = loaded
 
     def to_host(self, output):
         return [t.detach().cpu().numpy().copy() for t in output]
@@ -153,10 +186,18 @@ class Runtime:
             return None
         from torch._dynamo.utils import counters
 
+        from torch._dynamo.utils import compilation_time_metrics
+
         wanted = ("inductor", "aot_autograd", "stats", "graph_break", "frames")
         return {
             "counters": {k: {str(n): int(c) for n, c in counters[k].items()} for k in wanted if k in counters},
             "compile_times_s": self.compile_table or {},
+            # each run of the C++ compiler Inductor timed (g++: a kernel, a header, a vector-ISA probe), its seconds
+            "compiler_runs_s": {
+                name: [float(v) for v in compilation_time_metrics.get(name, [])]
+                for name in COMPILER_TIMERS
+                if compilation_time_metrics.get(name)
+            },  # fmt: skip
         }
 
     def explain_compile(self):
