@@ -275,3 +275,11 @@ def test_every_compiling_torch_backend_offers_the_three_torch_mechanisms():
         assert set(backend.precompiled) <= set(precompiled.MECHANISMS), name
         # one runtime's mechanisms: a JAX backend's judged by JAX's counters, a torch one's by torch's
         assert len({precompiled.MECHANISMS[m].witness for m in backend.precompiled}) <= 1, name
+
+
+def test_precompiled_alone_keeps_the_mechanisms_the_chosen_backends_offer_and_refuses_none():
+    shipped = [p for p in _spec(backends="numpy,jax_jit_cpu", policies="precompiled").policies]
+    assert shipped == [precompiled_policy(m, s) for m in ("jax_export", "jax_serialized")
+                       for s in ("cold-cache", "warm-cache")]  # fmt: skip
+    with pytest.raises(UsageError, match="no chosen backend makes precompiled artifacts; backends that do: jax_jit_cpu"):
+        _spec(backends="numpy", policies="precompiled")

@@ -9,7 +9,7 @@
   suite.json          ttfr.suite_result.v1, the index (paths + sha256 of every case file)
   report.md           rendered from the above
   .lock               held (flock) by the one process writing the directory
-  .work/              scratch: cache directories and templates (removed when complete)
+  .work/              scratch: cache directories, templates, artifacts (removed when complete)
 """
 
 from __future__ import annotations

@@ -91,9 +91,9 @@ def parse_policies(values) -> tuple[str, ...]:
 
 
 def named_mechanisms(values) -> set[str]:
-    """The mechanisms --cache-policy names on their own (not through `all`): a run that has no backend offering
-    one is refused, where `all` quietly keeps them to the backends that do."""
-    return {precompiled_parts(p)[0] for name in split_values(values) if name != "all"
+    """The mechanisms --cache-policy names one by one (not through `all` or `precompiled`): a run that has no
+    backend offering one is refused, where `all` and `precompiled` keep them to the backends that do."""
+    return {precompiled_parts(p)[0] for name in split_values(values) if name not in ("all", PRECOMPILED)
             for p in (_precompiled_named(name) or ())}  # fmt: skip
 
 
@@ -106,6 +106,10 @@ def offered_policies(policies, cases, values) -> tuple[str, ...]:
         chosen = ", ".join(sorted({case.backend for case in cases}))
         raise UsageError(f"--cache-policy: no chosen backend ({chosen}) makes {mechanism} artifacts; backends that do: "
                          f"{', '.join(have)}")  # fmt: skip
+    if PRECOMPILED in split_values(values) and not offered:
+        have = [name for name, b in catalog.BACKENDS.items() if b.precompiled]
+        raise UsageError(f"--cache-policy {PRECOMPILED}: no chosen backend makes precompiled artifacts; backends that "
+                         f"do: {', '.join(have)}")  # fmt: skip
     return tuple(p for p in policies if not (parts := precompiled_parts(p)) or parts[0] in offered)
 
 

@@ -187,8 +187,8 @@ def inputs_for(runtime, host_inputs):
     if framework == "torch":
         torch = runtime.torch
 
-        def compile_fn(fn, **options):
-            return torch.compile(fn, **options) if runtime.compiles else fn
+        def compile_fn(fn, **options):  # the runtime's: a precompiled policy's artifact may stand for it
+            return runtime.compile(fn, **options) if runtime.compiles else fn
 
         _built = builder(torch, compile_fn, runtime.device)
     elif framework == "jax":
