@@ -131,6 +131,10 @@ class TorchAotCompile(Mechanism):
     def make(self, runtime):
         torch = runtime.torch
         fn, args, kwargs = _one_function(runtime, self.name)
+        if isinstance(fn, torch.nn.Module):
+            raise Unavailable("torch_aot_compile takes a function, and this case compiles an nn.Module (torch's module "
+                              "form, OptimizedModule.aot_compile, is experimental and loads only into the module "
+                              "rebuilt)")  # fmt: skip
         try:
             compiled = torch.compile(fn, fullgraph=True).aot_compile((args, kwargs))
         except _unsupported(torch) as exc:  # the runtime's words: a graph break, a .backward() inside
@@ -159,8 +163,8 @@ class TorchAoti(Mechanism):
             def forward(self, *inputs, **named):
                 return fn(*inputs, **named)
 
-        try:
-            exported = torch.export.export(Function(), tuple(args), kwargs)
+        try:  # a module is exported as it is; a function through a module that calls it
+            exported = torch.export.export(fn if isinstance(fn, torch.nn.Module) else Function(), tuple(args), kwargs)
         except _unsupported(torch) as exc:
             raise Unavailable(f"torch.export.export: {first_line(exc)}") from exc
         with tempfile.TemporaryDirectory() as where:

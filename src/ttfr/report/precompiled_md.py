@@ -59,6 +59,13 @@ def still(policy: PrecompiledPolicy) -> str:
             + (f", beyond its claim in {compiled.runs_beyond_claim} run(s)" if compiled.runs_beyond_claim else ""))  # fmt: skip
 
 
+def _claim(policy: PrecompiledPolicy) -> str:
+    """The claim's verdict; a policy with no runs says why (its artifact unsupported or not made)."""
+    if policy.artifact.state != "made":
+        return policy.artifact.state
+    return policy.cache_verification.verdict if policy.runs else DASH
+
+
 def artifact(policy: PrecompiledPolicy) -> str:
     made = policy.artifact
     if made.state != "made":
@@ -80,7 +87,7 @@ def tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> Tables
             rows.append([mark(case.case), mark(mechanism), setting, fmt_summary(policy.figure("ttfr_s")),
                          fmt_summary(policy.figure("artifact_load_s"), with_ci=False),
                          against(policy.versus.get(COLD_CACHE)), against(policy.versus.get(WARM_CACHE)),
-                         still(policy), policy.cache_verification.verdict if policy.runs else DASH,
+                         still(policy), _claim(policy),
                          artifact(policy)])  # fmt: skip
     if not rows:
         return None
