@@ -137,7 +137,7 @@ class ShippingExecutor(FakeExecutor):
 
 def test_a_suite_holds_each_precompiled_policy_with_its_artifact_and_what_still_compiled(tmp_path):
     executor = ShippingExecutor()
-    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=4,
                                              seed=1, policies=f"cold-cache,{SERIALIZED_COLD},{EXPORT_WARM}"),
                         executor)  # fmt: skip
     (case,) = outcome.cases
@@ -151,10 +151,10 @@ def test_a_suite_holds_each_precompiled_policy_with_its_artifact_and_what_still_
     assert shipped.still_compiled.runs_compiling == 0 and shipped.still_compiled.share_of_ttfr == 0.0
     # every loading run was handed the artifact its mechanism's priming process wrote
     loads = [c["job"] for c in executor.calls if c["job"].artifact_action == "load"]
-    assert len(loads) == 4 and all(j.artifact.endswith(f"/{j.precompiled}.artifact") for j in loads)
+    assert len(loads) == 8 and all(j.artifact.endswith(f"/{j.precompiled}.artifact") for j in loads)
     # against the standard cold policy measured beside it (warm-cache was not): a ratio with its interval, judged
     (against,) = shipped.versus.items()
-    assert against[0] == COLD_CACHE and against[1].n == 2 and against[1].ci is not None
+    assert against[0] == COLD_CACHE and against[1].n == 4 and against[1].ci is not None
     # the figures a reader recomputes are the ones written
     assert summaries_disagree(case) == []
 
@@ -220,7 +220,11 @@ def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path
     Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=second)).run()
     actions = [c["job"].artifact_action for c in second.calls]
     assert actions[0] == "make" and actions[1:] == ["load"] * (len(actions) - 1), actions
-    assert [e.task for e in journal.entries()] == [t.key for t in plan.tasks]  # the re-made one is not journaled
+    # every planned task once, and the artifact made again journaled beside them (the case's artifact is its)
+    keys = [e.task for e in journal.entries()]
+    (maker,) = [t.key for t in plan.tasks if t.kind == MAKE]
+    assert sorted(keys) == sorted([t.key for t in plan.tasks] + [maker])
+    assert [e.kind for e in journal.entries()][3] == MAKE
 
 
 def test_every_output_says_the_policy_s_figures_as_the_case_file_holds_them(tmp_path):
@@ -228,7 +232,7 @@ def test_every_output_says_the_policy_s_figures_as_the_case_file_holds_them(tmp_
     from ttfr.report import precompiled_md
     from ttfr.report.formatting import fmt_summary
 
-    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=3,
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=4,
                                              seed=1, policies=f"cold-cache,warm-cache,{SERIALIZED_COLD}"),
                         ShippingExecutor(loaded_programs={"matmul": _program(1, 0.1)}))  # fmt: skip
     (case,) = outcome.cases
@@ -283,3 +287,84 @@ def test_precompiled_alone_keeps_the_mechanisms_the_chosen_backends_offer_and_re
                        for s in ("cold-cache", "warm-cache")]  # fmt: skip
     with pytest.raises(UsageError, match="no chosen backend makes precompiled artifacts; backends that do: jax_jit_cpu"):
         _spec(backends="numpy", policies="precompiled")
+
+
+def test_three_runs_against_three_allow_no_interval_and_the_report_says_so(tmp_path):
+    from ttfr.report import precompiled_md
+
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=3,
+                                             seed=1, policies=f"cold-cache,{SERIALIZED_COLD}"), ShippingExecutor())  # fmt: skip
+    (case,) = outcome.cases
+    assert case.policies.get(SERIALIZED_COLD).versus == {}  # the Mann-Whitney interval needs more runs
+    (row,) = precompiled_md.tables([case], mark=str).rows
+    assert row[5] == "too few runs for a 95% interval" and row[6] == "—"  # warm-cache was not run
+
+
+def test_a_reader_finds_an_edited_precompiled_figure(tmp_path):
+    import msgspec
+
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=SERIALIZED_COLD),
+                        ShippingExecutor(loaded_programs={"matmul": _program(1, 0.1)}))  # fmt: skip
+    (case,) = outcome.cases
+    policy = case.policies.get(SERIALIZED_COLD)
+    hidden = msgspec.structs.replace(policy.still_compiled, runs_beyond_claim=0)  # "it compiled nothing extra"
+    edited = msgspec.structs.replace(
+        case,
+        policies=msgspec.structs.replace(
+            case.policies, precompiled={"jax_serialized/cold-cache": msgspec.structs.replace(policy, still_compiled=hidden)}
+        ),
+    )
+    assert summaries_disagree(edited) == [f"{SERIALIZED_COLD}: what it still compiled, or its comparisons, are not "
+                                          "what the runs give"]  # fmt: skip
+    renamed = msgspec.structs.replace(
+        case, policies=msgspec.structs.replace(case.policies, precompiled={"jax_export/cold-cache": policy})
+    )
+    assert any("mechanism or setting is not its name's" in p for p in summaries_disagree(renamed))
+
+
+def test_gates_take_unsupported_as_data_and_a_claim_that_did_not_hold_as_a_finding(tmp_path):
+    from ttfr.analyse import gates
+
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=f"{SERIALIZED_COLD},{EXPORT_WARM}"),
+                        ShippingExecutor(loaded_programs={"matmul": _program(1)}, unsupported="jax_export"))  # fmt: skip
+    claims = {g.policy: g for g in gates.gates(outcome.cases) if g.gate == "precompiled_claim"}
+    assert claims[EXPORT_WARM].result == "not_applicable" and "unsupported" in claims[EXPORT_WARM].detail
+    assert claims[SERIALIZED_COLD].result == "flagged" and "matmul" in claims[SERIALIZED_COLD].detail
+    assert gates.validation_pack("x", outcome.cases).passed  # neither is a failure of the snapshot
+
+
+def test_compare_says_why_an_unsupported_policy_is_not_compared(tmp_path):
+    from ttfr.pipeline import comparison
+
+    request = RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2, seed=1,
+                         policies=f"cold-cache,{EXPORT_WARM}")  # fmt: skip
+    a = run_suite(tmp_path / "a", request, ShippingExecutor(unsupported="jax_export")).cases
+    b = run_suite(tmp_path / "b", request, ShippingExecutor()).cases
+    records = {r.policy: r for r in comparison.compare_cases(a, b, paired=False)}
+    assert records[EXPORT_WARM].verdict == "not_compared" and not records[EXPORT_WARM].failed
+    assert records[EXPORT_WARM].explanation.startswith("arm A's artifact unsupported: ")
+    assert records[COLD_CACHE].verdict != "not_compared"
+
+
+def test_ab_rounds_make_each_artifact_before_any_run_loads_it():
+    from ttfr.pipeline.interleaved import _rounds
+
+    plan = build_plan(_spec(policies=f"{SERIALIZED_COLD},{EXPORT_WARM}"), lambda _b, _w=None: None)
+    for seed in range(20):  # whatever the shuffle, the makers lead round 0
+        first = _rounds(plan, seed)[0]
+        kinds = [t.kind for t in first]
+        assert all(k in (MAKE, PRIME) for k in kinds[: kinds.count(MAKE) + kinds.count(PRIME)]), kinds
+
+
+def test_the_nextstat_export_refuses_a_policy_the_run_did_not_measure(tmp_path):
+    from ttfr.artifacts.export import nextstat
+
+    outcome = run_suite(tmp_path, RunRequest(backends="jax_jit_cpu", workloads="matmul", sizes="64", cold_runs=2,
+                                             seed=1, policies=f"cold-cache,{SERIALIZED_COLD}"), ShippingExecutor())  # fmt: skip
+    with pytest.raises(UsageError, match="did not measure it; its cold policies: cold-process/cold-cache, "
+                                         "precompiled/jax_serialized/cold-cache"):  # fmt: skip
+        nextstat.export(outcome.result_dir.root, tmp_path / "out", EXPORT_WARM)
+    written = nextstat.export(outcome.result_dir.root, tmp_path / "out", SERIALIZED_COLD)
+    assert written

@@ -8,6 +8,7 @@ import msgspec
 from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
 from ttfr.model.policies import WARM_PROCESS
+from ttfr.model.policy_figures import PrecompiledPolicy
 from ttfr.model.validation import GATE_RESULTS, Gate, ValidationPack
 
 RESULTS = GATE_RESULTS
@@ -52,6 +53,8 @@ def _policy_gates(case: CaseResult) -> list[Gate]:
             detail = f"unsynchronised processes {unsynced}" if unsynced else f"{len(procs)} processes"
             out.append(Gate(case=case.case, gate="sync_check", policy=policy, detail=detail,
                             result=("flagged" if unsynced else "pass") if procs else "not_applicable"))  # fmt: skip
+        elif isinstance(block, PrecompiledPolicy):
+            out.append(_artifact_gate(case, policy, block))
         else:
             verification = block.cache_verification
             out.append(Gate(case=case.case, gate="cache_verification", policy=policy,
@@ -61,6 +64,29 @@ def _policy_gates(case: CaseResult) -> list[Gate]:
         out.append(Gate(case=case.case, gate="contention", policy=policy, result="flagged" if contended else "pass",
                         detail="; ".join(contended) or "no contended run"))  # fmt: skip
     return out
+
+
+def _artifact_gate(case: CaseResult, policy: str, block: PrecompiledPolicy) -> Gate:
+    """A precompiled policy's: its artifact unsupported is data (not_applicable); not made, fail; a load that
+    compiled beyond its mechanism's claim is a finding, flagged with what (the figure stands, unverified); a cache
+    that was not what the setting says, flagged; every claim held, pass."""
+    verification = block.cache_verification
+    if block.artifact.state != "made":
+        result = "not_applicable" if block.unsupported else "fail"
+        return Gate(case=case.case, gate="precompiled_claim", policy=policy, result=result,
+                    detail=f"{block.artifact.state}: {block.artifact.reason}")  # fmt: skip
+    if verification.runs == 0:
+        return Gate(case=case.case, gate="precompiled_claim", policy=policy, result="fail", detail="no ok run")
+    result = "pass" if verification.verdict == "verified" else "flagged"
+    compiled = block.still_compiled
+    what = f"still compiled {', '.join(compiled.what)}" if compiled and compiled.runs_beyond_claim else ""
+    return Gate(
+        case=case.case,
+        gate="precompiled_claim",
+        policy=policy,
+        result=result,
+        detail="; ".join(x for x in (", ".join(verification.flags), what) if x) or verification.verdict,
+    )
 
 
 def gates(cases: list[CaseResult]) -> list[Gate]:

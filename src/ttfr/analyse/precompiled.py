@@ -77,7 +77,9 @@ def versus(policy: ColdPolicy, policies: dict) -> dict[str, Effect]:
     headline runs, unpaired (their runs share rounds but not one process each), judged per comparison."""
     mine = _log_ttfr(policy)
     compared = {name: _log_ttfr(policies[name]) for name in COLD_POLICIES if name in policies}
-    compared = {name: logs for name, logs in compared.items() if logs and mine}
+    # only where the runs allow a 95% interval (4 a side, or more on one side: 3 against 3 do not)
+    compared = {name: logs for name, logs in compared.items()
+                if logs and mine and comparison_stats.unpaired_rank(len(logs), len(mine)) >= 1}  # fmt: skip
     effects = [comparison_stats.unpaired(logs, mine) for logs in compared.values()]
     judged = comparison_stats.judge(effects, [comparison_stats.delta_for("cold")] * len(effects), correction="none")
     return dict(zip(compared, judged))
@@ -97,3 +99,19 @@ def recomputed(policy: PrecompiledPolicy, policies: dict) -> PrecompiledPolicy:
     """The policy with what it still compiled and its comparisons recomputed from the runs (a reader's check of an
     edited figure); `policies`: the case's, by name."""
     return msgspec.structs.replace(policy, still_compiled=still_compiled(policy), versus=versus(policy, policies))
+
+
+def disagreements(name: str, policy: PrecompiledPolicy, policies: dict) -> list[str]:
+    """Where a case file's precompiled policy does not hold together: its name, setting and artifact's mechanism
+    differ, an artifact not made has runs (or one made has no size), or what it still compiled and its comparisons
+    are not what its runs give (an edited figure)."""
+    mechanism, setting = precompiled_parts(name)
+    problems = []
+    if (policy.artifact.mechanism, policy.setting) != (mechanism, setting):
+        problems.append(f"{name}: its artifact's mechanism or setting is not its name's")
+    made = policy.artifact.state == "made"
+    if made != (policy.artifact.bytes is not None) or (not made and policy.runs):
+        problems.append(f"{name}: its artifact's state ({policy.artifact.state}) does not fit its size and runs")
+    if policy != recomputed(policy, policies):
+        problems.append(f"{name}: what it still compiled, or its comparisons, are not what the runs give")
+    return problems

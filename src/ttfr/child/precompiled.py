@@ -31,7 +31,6 @@ Standard library only at import: the worker imports this before the runtime, onl
 
 import io
 import os
-import tempfile
 import time
 
 from ttfr.child.backends import Unavailable, first_line
@@ -43,6 +42,8 @@ class Mechanism:
     """How one kind of artifact is made from a first call's compiled code, and loaded into a fresh process."""
 
     name = ""
+    stands_for_compile = False  # torch: what it loads is called where the workload's torch.compile(fn) was
+    beside = ""  # the suffix of a file the artifact keeps beside its own (AOTInductor's package), if any
 
     def make(self, runtime):
         """The artifact's bytes, from the runtime's first call (it compiled as usual)."""
@@ -92,8 +93,9 @@ def _one_function(runtime, mechanism):
     if len(sources) != 1 or sources[0][1] is None:
         raise Unavailable(f"{mechanism} makes one function's artifact; this workload compiled {len(sources)} "
                           "function(s) (or never called one)")  # fmt: skip
-    fn, (args, kwargs) = sources[0]
-    return fn, _fresh(runtime.torch, args), {k: _fresh(runtime.torch, [v])[0] for k, v in kwargs.items()}
+    fn, (args, kwargs), options = sources[0]
+    fresh = _fresh(runtime.torch, args), {k: _fresh(runtime.torch, [v])[0] for k, v in kwargs.items()}
+    return fn, *fresh, options
 
 
 def _fresh(torch, values):
@@ -127,21 +129,28 @@ class TorchMegaCache(Mechanism):
 
 class TorchAotCompile(Mechanism):
     name = "torch_aot_compile"
+    stands_for_compile = True
 
     def make(self, runtime):
         torch = runtime.torch
-        fn, args, kwargs = _one_function(runtime, self.name)
+        fn, args, kwargs, options = _one_function(runtime, self.name)
         if isinstance(fn, torch.nn.Module):
             raise Unavailable("torch_aot_compile takes a function, and this case compiles an nn.Module (torch's module "
                               "form, OptimizedModule.aot_compile, is experimental and loads only into the module "
                               "rebuilt)")  # fmt: skip
         try:
-            compiled = torch.compile(fn, fullgraph=True).aot_compile((args, kwargs))
+            # the workload's own options (mode, dynamic, backend), whole-graph as aot_compile requires
+            compiled = torch.compile(fn, **{**options, "fullgraph": True}).aot_compile((args, kwargs))
         except _unsupported(torch) as exc:  # the runtime's words: a graph break, a .backward() inside
             raise Unavailable(f"torch.compile(fullgraph=True).aot_compile: {first_line(exc)}") from exc
+        import tempfile
+
         with tempfile.TemporaryDirectory() as where:
             path = os.path.join(where, "function.aot")
-            compiled.save_compiled_function(path)
+            try:
+                compiled.save_compiled_function(path)
+            except RuntimeError as exc:  # what it cannot serialize (a closure's object): its words
+                raise Unavailable(f"save_compiled_function: {first_line(exc)}") from exc
             with open(path, "rb") as handle:
                 return handle.read()
 
@@ -151,10 +160,12 @@ class TorchAotCompile(Mechanism):
 
 class TorchAoti(Mechanism):
     name = "torch_aoti"
+    stands_for_compile = True
+    beside = ".pt2"
 
     def make(self, runtime):
         torch = runtime.torch
-        fn, args, kwargs = _one_function(runtime, self.name)
+        fn, args, kwargs, _options = _one_function(runtime, self.name)
         if any(getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())):
             raise Unavailable("AOTInductor packages inference: its loaded function has no backward, and this "
                               "workload differentiates through the function (its arguments require gradients)")  # fmt: skip
@@ -167,18 +178,14 @@ class TorchAoti(Mechanism):
             exported = torch.export.export(fn if isinstance(fn, torch.nn.Module) else Function(), tuple(args), kwargs)
         except _unsupported(torch) as exc:
             raise Unavailable(f"torch.export.export: {first_line(exc)}") from exc
-        with tempfile.TemporaryDirectory() as where:
-            path = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(where, "function.pt2"))
-            with open(path, "rb") as handle:
-                return handle.read()
+        # the package is a file of its own beside the artifact, as a shipped .pt2 is (its loader reads a path)
+        partial = runtime.job.artifact + self.beside + ".partial"
+        torch._inductor.aoti_compile_and_package(exported, package_path=partial)
+        os.replace(partial, runtime.job.artifact + self.beside)
+        return b""
 
     def load(self, runtime, payload):
-        # aoti_load_package reads a path: the package is written out beside the artifact first, inside this timed
-        # load (a shipped .pt2 sits on disk already: this costs a write of its bytes, ~1 ms a MB)
-        path = runtime.job.artifact + ".pt2"
-        with open(path, "wb") as handle:
-            handle.write(payload)
-        return runtime.torch._inductor.aoti_load_package(path)
+        return runtime.torch._inductor.aoti_load_package(runtime.job.artifact + self.beside)
 
 
 MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport(), TorchMegaCache(), TorchAotCompile(), TorchAoti())}
@@ -195,7 +202,8 @@ def write(job, runtime):
     with open(partial, "wb") as handle:
         handle.write(FORMAT + payload)
     os.replace(partial, job.artifact)  # a reader never sees half a file
-    return {"mechanism": mechanism.name, "bytes": len(FORMAT) + len(payload), "make_s": made_s}
+    size = len(FORMAT) + len(payload) + (os.path.getsize(job.artifact + mechanism.beside) if mechanism.beside else 0)
+    return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s}
 
 
 def read(job, runtime):

@@ -149,7 +149,12 @@ def selection_args(parser) -> None:
     list_arg(parser, "--workloads", "workloads to include (default: all non-diagnostic)")
     list_arg(parser, "--sizes", "sizes (default: the profile's)")
     list_arg(parser, "--dtypes", "f32, f64, bf16 (bf16: the conversion routes only; default: the profile's)")
-    list_arg(parser, "--cache-policy", f"any of {', '.join(POLICIES)}, or all (default: all)")
+    list_arg(
+        parser,
+        "--cache-policy",
+        f"any of {', '.join(POLICIES)} (the default: all three); precompiled artifacts "
+        "(opt-in): precompiled[/MECHANISM[/cold-cache|warm-cache]] (`ttfr list` names them); all: every one",
+    )
     list_arg(
         parser,
         "--concurrency",

@@ -72,9 +72,11 @@ class CacheDirs:
         return self.artifacts / f"{mechanism}.artifact"
 
     def ready_artifact(self, mechanism: str) -> None:
-        """Its directory made, and no artifact of an earlier try left to be mistaken for a new one."""
+        """Its directory made, and no artifact of an earlier try (nor a file it kept beside it, AOTInductor's
+        package) left to be mistaken for a new one."""
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.artifact(mechanism).unlink(missing_ok=True)
+        for left in self.artifacts.glob(f"{mechanism}.artifact*"):
+            left.unlink(missing_ok=True)
 
     def env(self) -> dict:
         env = {var: str(self.root / sub) for var, sub in CACHE_SUBDIRS.items()}

@@ -19,7 +19,7 @@ MARKER = PHASE_MARKER.decode()
 PREFIX = "import time:"
 # The worker's marks (child/worker.py), each ending a phase; imports after the last one are `after`.
 ENDED_BY = {"main": "interpreter", "imported": "import", "device_ready": "device_init", "user_imported": "user_import",
-            "setup": "setup", "first": "first_call", "second": "second_call"}  # fmt: skip
+            "setup": "setup", "artifact_loaded": "artifact_load", "first": "first_call", "second": "second_call"}  # fmt: skip
 SPAN_MARKER = SPAN_MARKER.decode()  # a span inside a phase, `<name>+` to `<name>-` (child/torch_explain.py)
 SPANS = ("wrap", "compile")  # torch.compile(fn); one of dynamo's compiles
 MAX_BYTES = 32 << 20  # torch.compile imports ~2,800 modules: ~250 KB of lines

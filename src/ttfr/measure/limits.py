@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ttfr.errors import UsageError
-from ttfr.model.policies import CONCURRENCY_MODES, WARM_PROCESS, is_cold
+from ttfr.model.policies import CONCURRENCY_MODES, WARM_PROCESS, is_cold, precompiled_parts
 
 # Upper limits of what a run may ask for: generous, but a typo (`--cold-runs 1000000000`)
 # is refused before anything starts rather than queueing years of processes.
@@ -50,13 +50,21 @@ def _within(value, what: str, minimum, maximum, shown: str):
     return value
 
 
-def check_process_count(n_cases: int, policies, cold_runs: int, warm_procs: int) -> None:
-    """At most MAX_WORKER_PROCESSES measured worker processes in one run."""
-    per_case = sum(cold_runs for p in policies if is_cold(p)) + (warm_procs if WARM_PROCESS in policies else 0)
-    total = n_cases * per_case
+def check_process_count(cases, policies, cold_runs: int, warm_procs: int) -> None:
+    """At most MAX_WORKER_PROCESSES measured worker processes in one run (a precompiled policy counts for the cases
+    whose backend offers its mechanism)."""
+    n_cases = len(cases)
+
+    def runs(case) -> int:
+        cold = [p for p in policies if is_cold(p) and (not precompiled_parts(p)
+                                                       or precompiled_parts(p)[0] in case.backend_info.precompiled)]  # fmt: skip
+        return cold_runs * len(cold) + (warm_procs if WARM_PROCESS in policies else 0)
+
+    counts = [runs(case) for case in cases]
+    total, per_case = sum(counts), max(counts, default=0)
     if total > MAX_WORKER_PROCESSES:
         raise UsageError(
-            f"this run would start {total} worker processes ({n_cases} cases x {per_case} runs each), above the limit "
+            f"this run would start {total} worker processes ({n_cases} cases, up to {per_case} runs each), above the limit "
             f"of {MAX_WORKER_PROCESSES}: choose fewer cases (--shard K/N splits them) or fewer --cold-runs/--warm-procs"
         )
 

@@ -131,17 +131,16 @@ class Scheduler:
         return CacheDirs(self.scratch, task.case.id).artifact(task.mechanism)
 
     def _make_artifact(self, task: Task) -> str | None:
-        """One unmeasured priming process that writes the artifact again; why it failed, or None."""
+        """One unmeasured priming process that makes the artifact again, journaled (the case's artifact is then
+        this one's); why it failed, or None."""
         maker = Task(MAKE, task.case, maker_policy(task.mechanism), 0, task.round)
-        cache = CacheDirs(self.scratch, task.case.id)
-        cache.make_empty()
-        cache.ready_artifact(maker.mechanism)
-        result = self._spawn(maker, cache, self._timeout(maker))
-        if result.reaped_ns is not None:
-            self.lives_ns.append(result.reaped_ns - result.spawn_ns)
-        if result.outcome == "ok":
+        entry = self._execute(maker)
+        self.journal.append(entry)
+        if entry.reaped_ns is not None:
+            self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
+        if entry.outcome == "ok":
             return None
-        return f"{result.outcome}: {result.reason}" if result.reason else result.outcome
+        return f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
 
     def _start_alongside(self) -> None:
         work, self.alongside = self.alongside, None

@@ -227,7 +227,7 @@ def build_spec(request: RunRequest) -> RunSpec:
     # a precompiled policy where a chosen backend offers its mechanism (one named that none offers: exit 2)
     chosen_policies = offered_policies(parse_policies(selected.policies), selected.unsharded, r.policies)
     precision, budget_s = _precision_and_budget(r)
-    check_process_count(len(chosen), chosen_policies, cold_runs, warm_procs)
+    check_process_count(chosen, chosen_policies, cold_runs, warm_procs)
     # the whole plan's cases, not this shard's: every shard of one plan is planned alike (ttfr merge checks)
     check_concurrency(selected.unsharded, concurrency, prof.concurrency_rounds)
     if precision is not None and keep_contended:

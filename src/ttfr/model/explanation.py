@@ -11,7 +11,8 @@ from typing import Literal
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
 
 # The spans of a process's life an import can fall in, in order, as the worker marks them.
-PHASES = ("interpreter", "import", "device_init", "user_import", "setup", "first_call", "second_call", "after")
+PHASES = ("interpreter", "import", "device_init", "user_import", "setup", "artifact_load", "first_call", "second_call",
+          "after")  # fmt: skip
 Phase = Literal[PHASES]  # type: ignore[valid-type]
 UNATTRIBUTED = "unattributed"  # a module no installed distribution (nor the standard library) owns
 

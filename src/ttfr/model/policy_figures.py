@@ -5,7 +5,9 @@ the one rule for which runs a policy's figures come from (`figure_runs`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from msgspec import Meta
 
 from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType, field
 from ttfr.model.explanation import Explanation
@@ -192,8 +194,8 @@ class PrecompiledPolicy(ColdPolicy, kw_only=True):
     versus: dict[PolicyName, Effect]
     """Its TTFR against each standard cold policy the case measured (`cold-process/cold-cache`: a new machine
     compiling; `cold-process/warm-cache`: a second job on a warm cache): the ratio precompiled / standard of the
-    headline runs (two-sample Hodges-Lehmann on log times, its 95% interval, the verdict at 1% per comparison);
-    empty where either has no headline run."""
+    headline runs (two-sample Hodges-Lehmann on log times, its 95% interval, the verdict: significance at 1% per
+    comparison, equivalence by the interval); absent where too few runs allow a 95% interval (3 against 3)."""
 
     @property
     def unsupported(self) -> bool:
@@ -226,6 +228,9 @@ class WarmPolicy(Artifact, _Policy):
         return self.summary.call_s if metric == "call_s" else None
 
 
+PrecompiledKey = Annotated[str, Meta(pattern=f"^[a-z][a-z0-9_]*/({'|'.join(PRECOMPILED_SETTINGS)})$")]
+
+
 class Policies(Artifact):
     cold_cache: ColdPolicy | UnsetType = field(name=COLD_CACHE, default=UNSET)
     """`cold-process/cold-cache`: each run a fresh process on an emptied cache directory; absent: not run."""
@@ -236,7 +241,7 @@ class Policies(Artifact):
     """`warm-process`: steady-state calls sampled after a warm-up, in fresh processes started from the template; absent:
     not run."""
 
-    precompiled: dict[str, PrecompiledPolicy] | UnsetType = UNSET
+    precompiled: dict[PrecompiledKey, PrecompiledPolicy] | UnsetType = UNSET
     """The precompiled policies, keyed `<mechanism>/<setting>` (`jax_export/cold-cache`): each run a fresh process
     that loads the artifact a priming process made, on an emptied cache directory or on the case's template; absent:
     none run."""

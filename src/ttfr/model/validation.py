@@ -11,7 +11,7 @@ VALIDATION_SCHEMA = "ttfr.validation.v1"
 GATE_RESULTS = ("pass", "fail", "flagged", "not_applicable")
 GateResult = Literal["pass", "fail", "flagged", "not_applicable"]
 GateName = Literal["status", "availability", "correctness", "parity_nll", "parity_q0", "finite_differences", "sync_check",
-                   "cache_verification", "contention"]  # fmt: skip
+                   "cache_verification", "precompiled_claim", "contention"]  # fmt: skip
 
 
 class Gate(Artifact):
@@ -21,8 +21,8 @@ class Gate(Artifact):
     """The case's id."""
     gate: GateName
     """What it checks: the case's `status`, its `availability`, the result check (`correctness`, HistFactory's
-    `parity_nll`, `parity_q0`, `finite_differences`), and per policy `sync_check`, `cache_verification` and
-    `contention`."""
+    `parity_nll`, `parity_q0`, `finite_differences`), and per policy `sync_check`, `cache_verification` (a
+    precompiled policy's: `precompiled_claim`, its artifact and its mechanism's claim) and `contention`."""
     result: GateResult
     """`pass`, `fail`, `flagged` (listed, not a failure: a warned case, a contended run, an unsynchronised warm
     process, a cache flag) or `not_applicable`."""

@@ -80,24 +80,43 @@ def _not_compared(case_a: CaseResult, case_b: CaseResult) -> tuple[str, bool] | 
     return None
 
 
-def _streams(case_a: CaseResult, case_b: CaseResult, paired: bool) -> list[tuple[dict, dict | None, dict | None]]:
-    """(record head, A's values, B's values) of every policy, then of every concurrency point
-    either arm ran (in A's order; the values of an arm that did not run the point are None)."""
+def _streams(case_a: CaseResult, case_b: CaseResult, paired: bool) -> list[tuple[dict, dict | None, dict | None, str]]:
+    """(record head, A's values, B's values, why not compared) of every policy, then of every concurrency point
+    either arm ran (in A's order; the values of an arm that did not run the point are None, and `why` says so)."""
     streams = []
-    for policy in case_a.config.policies:
-        if precompiled_parts(policy) and not (case_a.policies.get(policy) or case_b.policies.get(policy)):
-            continue  # a mechanism this case's backend does not offer (the run's other backends did)
+    shipped = [p for p in case_b.config.policies if precompiled_parts(p) and p not in case_a.config.policies]
+    for policy in [*case_a.config.policies, *shipped]:
         regime = "warm" if policy == WARM_PROCESS else "cold"
         head = dict(case=case_a.case, policy=policy, regime=regime, metric="call_s" if regime == "warm" else "ttfr_s",
                     paired=paired)  # fmt: skip
-        streams.append((head, _values(case_a, policy), _values(case_b, policy)))
+        if precompiled_parts(policy):
+            blocks = (case_a.policies.get(policy), case_b.policies.get(policy))
+            if not any(blocks):
+                continue  # a mechanism this case's backend does not offer (the run's other backends did)
+            why = _unshipped(blocks)
+            if why:
+                streams.append((head, None, None, why))
+                continue
+        streams.append((head, _values(case_a, policy), _values(case_b, policy), ""))
     points_a, points_b = _points(case_a), _points(case_b)
     for mode, n in points_a + [p for p in points_b if p not in points_a]:
         head = dict(case=case_a.case, policy=mode, concurrency=n, regime="cold", metric="all_results_s", paired=paired)
         values = [_group_values(case, mode, n) if (mode, n) in points else None
                   for case, points in ((case_a, points_a), (case_b, points_b))]  # fmt: skip
-        streams.append((head, *values))
+        side = "A" if values[0] is None else "B"
+        streams.append((head, *values, f"arm {side} ran no {point_label(mode, n)} groups"))
     return streams
+
+
+def _unshipped(blocks) -> str:
+    """Why a precompiled policy is not compared: an arm did not run it, or its artifact was not made there
+    (unsupported, failed); empty when both loaded one."""
+    for side, block in zip("AB", blocks):
+        if block is None:
+            return f"arm {side} did not run this policy"
+        if block.artifact.state != "made":
+            return f"arm {side}'s artifact {block.artifact.state}: {block.artifact.reason}"
+    return ""
 
 
 def _measured(a: dict[int, float], b: dict[int, float], paired: bool) -> tuple[dict, Estimate]:
@@ -133,14 +152,12 @@ def compare_cases(cases_a, cases_b, *, paired: bool, noise_floor=None, correctio
         if case_b is None:
             continue
         why_not = _not_compared(case_a, case_b)
-        for head, a, b in _streams(case_a, case_b, paired):
+        for head, a, b, why in _streams(case_a, case_b, paired):
             if why_not is not None:
                 slots.append(Record(**head, verdict=NOT_COMPARED, explanation=why_not[0], failed=why_not[1]))
                 continue
-            if a is None or b is None:  # a concurrency point one arm never ran (its case stopped first)
-                side = "A" if a is None else "B"
-                label = point_label(head["policy"], head["concurrency"])
-                slots.append(Record(**head, verdict=NOT_COMPARED, failed=False, explanation=f"arm {side} ran no {label} groups"))
+            if a is None or b is None:  # a point one arm never ran (its case stopped first), an artifact not made
+                slots.append(Record(**head, verdict=NOT_COMPARED, failed=False, explanation=why))
                 continue
             fields, estimate = _measured(a, b, paired)
             slots.append(({**head, **fields}, len(estimates)))

@@ -22,7 +22,7 @@ from ttfr.artifacts import manifest, reader
 from ttfr.artifacts.result_dir import ResultDir
 from ttfr.errors import UsageError
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import EXPLAIN, build_plan
+from ttfr.measure.plan import EXPLAIN, build_plan, unmade_artifacts
 from ttfr.measure.resume import Named
 from ttfr.measure.spec import RunSpec
 from ttfr.pipeline import suite
@@ -39,8 +39,11 @@ def reopen_to_explain(root: Path, named: Named) -> tuple[ResultDir, RunSpec]:
         if spec.precision:  # a resume would buy runs for it again: the figures would not stay
             raise UsageError(f"{result_dir.root} ran with --precision, whose runs a resumed directory adds to: explain "
                              "it with `ttfr run --precision ... --explain` instead")  # fmt: skip
-        explained = [e for e in Journal(result_dir.journal).entries() if e.kind == EXPLAIN]
-        planned = [t for t in build_plan(replace(spec, explain=True)).tasks if t.kind == EXPLAIN]
+        entries = Journal(result_dir.journal).entries()
+        explained = [e for e in entries if e.kind == EXPLAIN]
+        unmade = unmade_artifacts(entries)  # a precompiled policy with no artifact has no process to explain
+        planned = [t for t in build_plan(replace(spec, explain=True)).tasks
+                   if t.kind == EXPLAIN and (t.case.id, t.mechanism) not in unmade]  # fmt: skip
         if spec.explain and len(explained) >= len(planned):  # (a crash before they all ran: they run now)
             raise UsageError(f"{result_dir.root}: already explained (its diagnostic processes ran)")
         differ = manifest.differences(recorded.manifest)

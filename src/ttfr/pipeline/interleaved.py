@@ -35,7 +35,7 @@ from ttfr.exit_codes import EXIT_INTERRUPTED
 from ttfr.measure import user_commands
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.journal import Journal
-from ttfr.measure.plan import EXPLAIN, GROUP, PRIME, build_plan
+from ttfr.measure.plan import EXPLAIN, GROUP, MAKE, PRIME, build_plan
 from ttfr.measure.scheduler import NullProgress, Scheduler
 from ttfr.measure.spawn import ensure_worker_bytecode
 from ttfr.measure.spec import RunSpec
@@ -181,7 +181,8 @@ def validate(ab: AbSpec) -> None:
 
 
 def _rounds(plan, seed: int) -> list[list]:
-    """Tasks grouped by index (= round); round 0 puts each case's template producer first. A round's
+    """Tasks grouped by index (= round); round 0 puts each case's template producer and artifact makers first
+    (a precompiled run before its maker would make the artifact again, unjournaled, then load another). A round's
     groups (--concurrency) come after its single runs, so that round 0's are after each case's gate:
     a case that fails it stops before any group of it runs."""
     by_index: dict[int, list] = {}
@@ -192,7 +193,7 @@ def _rounds(plan, seed: int) -> list[list]:
     for index in sorted(by_index):
         tasks = sorted(by_index[index], key=lambda t: t.key)
         random.Random(f"{seed}:ab:{index}").shuffle(tasks)
-        tasks.sort(key=lambda t: (t.kind == GROUP, not (index == 0 and (t.makes_template or t.kind == PRIME))))
+        tasks.sort(key=lambda t: (t.kind == GROUP, not (index == 0 and (t.makes_template or t.kind in (PRIME, MAKE)))))
         rounds.append(tasks)
     return rounds
 

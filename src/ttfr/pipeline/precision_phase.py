@@ -10,6 +10,7 @@ from ttfr.measure.plan import Plan, added_tasks
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.limits import MAX_WORKER_PROCESSES
 from ttfr.model.journal import JournalEntry
+from ttfr.model.policies import precompiled_parts
 
 
 BATCH_PER_ASSESSMENT = 10.0  # a batch of added runs lasts at least 10x the re-assessment before it
@@ -38,8 +39,10 @@ class PrecisionPurchase:
             assessing = self.clock()
             entries = self.journal.entries()
             statistics = precision.assess(case_result.case_results(self.plan, entries), target)
-            # a case the scheduler stopped (unavailable, failed gate) takes no more runs
-            open_ = [s for s in statistics if s.case not in self.scheduler.stopped]
+            # a case the scheduler stopped (unavailable, failed gate), or a precompiled policy with no artifact to
+            # load, takes no more runs
+            open_ = [s for s in statistics if s.case not in self.scheduler.stopped
+                     and (s.case, (precompiled_parts(s.policy) or ("",))[0]) not in self.scheduler.unmade]  # fmt: skip
             batch_floor = BATCH_PER_ASSESSMENT * (self.clock() - assessing)
             left = self._left_s()
             counts = precision.allocate(open_, target, limit_s=left, min_batch_s=batch_floor)

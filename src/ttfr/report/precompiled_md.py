@@ -21,7 +21,9 @@ INTRO = (
     "component of its own (artifact load), on an emptied cache directory (cold cache: a new machine or container) "
     "or on the case's warm one (warm cache: a second job on the same machine). Against: its TTFR over the standard "
     "policy's, precompiled / standard (below 1: the artifact starts faster), the two-sample Hodges-Lehmann ratio "
-    "of their headline runs with its 95% interval and the verdict at 1% per comparison. Still compiled: what the "
+    "of their headline runs with its 95% interval (3 runs against 3 allow none) and the verdict: improvement or "
+    "regression when significant at 1% and at least 5%, equivalent when the interval lies within ±5%, else "
+    "inconclusive. Still compiled: what the "
     "runs' first calls compiled anyway (the runtime's own counters), its median time and share of the TTFR. Claim: "
     "verified (nothing compiled beyond what the mechanism allows), unverified (it did, or no counters said), "
     "flagged (the cache directory was not what the setting says)."
@@ -38,10 +40,11 @@ class Tables:
     bound: list[str]  # what each case's artifacts are bound to
 
 
-def against(effect: Effect | None) -> str:
-    """A ratio precompiled / standard with its interval and verdict, as every output says it."""
+def against(effect: Effect | None, measured: bool = False) -> str:
+    """A ratio precompiled / standard with its interval and verdict, as every output says it; `measured`: the
+    standard policy ran (no effect then means too few runs for a 95% interval)."""
     if effect is None:
-        return DASH
+        return "too few runs for a 95% interval" if measured else DASH
     if effect.ratio is None:
         return f"too few runs ({effect.n})"
     low, high = effect.ci
@@ -59,10 +62,18 @@ def still(policy: PrecompiledPolicy) -> str:
             + (f", beyond its claim in {compiled.runs_beyond_claim} run(s)" if compiled.runs_beyond_claim else ""))  # fmt: skip
 
 
+def _both_ran(case: CaseResult, policy: PrecompiledPolicy, standard: str) -> bool:
+    """Both policies have headline runs (their comparison missing then means too few of them)."""
+    other = case.policies.get(standard)
+    return bool(other and other.figure("ttfr_s") and policy.figure("ttfr_s"))
+
+
 def _claim(policy: PrecompiledPolicy) -> str:
     """The claim's verdict; a policy with no runs says why (its artifact unsupported or not made)."""
     if policy.artifact.state != "made":
         return policy.artifact.state
+    if policy.runs and not any(r.outcome == "ok" for r in policy.runs):
+        return "every run failed"
     return policy.cache_verification.verdict if policy.runs else DASH
 
 
@@ -86,7 +97,7 @@ def tables(cases: list[CaseResult], mark: Callable[[str], str] = code) -> Tables
                 bound[(case.case, mechanism)] = ", ".join(f"{k} {v}" for k, v in policy.artifact.bound_to.items())
             rows.append([mark(case.case), mark(mechanism), setting, fmt_summary(policy.figure("ttfr_s")),
                          fmt_summary(policy.figure("artifact_load_s"), with_ci=False),
-                         against(policy.versus.get(COLD_CACHE)), against(policy.versus.get(WARM_CACHE)),
+                         *(against(policy.versus.get(p), _both_ran(case, policy, p)) for p in (COLD_CACHE, WARM_CACHE)),
                          still(policy), _claim(policy),
                          artifact(policy)])  # fmt: skip
     if not rows:

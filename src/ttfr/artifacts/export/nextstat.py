@@ -137,7 +137,12 @@ def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_
     """One case in NextStat's contract and meanings (docs/guide/artifacts.md: field mapping): ttfr's own figures and
     its inputs' hash stay in its case file."""
     cold = _cold_timing(case, cold_policy)
-    reason = case.reason
+    status, reason = case.status, case.reason
+    block = case.policies.get(cold_policy)
+    if precompiled_parts(cold_policy) and case.status != "failed" and (block is None or block.artifact.state != "made"):
+        # no figure of this policy here: said, never an `ok` case without one
+        why = f"{block.artifact.state}: {block.artifact.reason}" if block else "its backend offers no such mechanism"
+        status, reason = "warn", f"{cold_policy}: {why}" + (f"; {reason}" if reason else "")
     failed_runs = [r for r in _cold_runs(case, cold_policy) if r.outcome != "ok"]
     if failed_runs and case.status != "failed":
         reason = (reason + "; " if reason else "") + f"{len(failed_runs)} cold run(s) failed and are not listed"
@@ -162,7 +167,7 @@ def case_record(case: CaseResult, manifest: Manifest, deterministic: bool, cold_
         "suite": "ml",
         "case": case.case,
         "deterministic": deterministic,
-        "status": case.status,
+        "status": status,
         "reason": reason,
         "meta": _meta(manifest, case),
         # NextStat's dataset of a generated case: its id and its config's hash (ttfr's id and the
@@ -179,6 +184,10 @@ def export(source: Path, dest: Path, cold_policy: str = COLD_CACHE) -> list[Path
         raise UsageError(f"--cold-policy must be {COLD_CACHE}, {WARM_CACHE} or precompiled/MECHANISM/SETTING (one the "
                          f"run measured); got {cold_policy!r}")  # fmt: skip
     verified = load_finished(source)
+    measured = [p for p in verified.suite.policies if is_cold(p)]
+    if cold_policy not in measured:  # a precompiled one the run did not measure would export empty cases as ok
+        raise UsageError(f"--cold-policy {cold_policy}: the run did not measure it; its cold policies: "
+                         f"{', '.join(measured)}")  # fmt: skip
     result_dir = verified.result_dir
     dest = Path(dest)
     if dest.resolve() == result_dir.root.resolve() or result_dir.root.resolve() in dest.resolve().parents:

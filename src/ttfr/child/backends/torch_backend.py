@@ -165,6 +165,8 @@ class Runtime:
         call); a mechanism that filled torch's caches loads nothing, and torch.compile runs on them. The priming
         process: the function and its first call's arguments are kept for the mechanism."""
         torch = self.torch
+        if not self._stands_for_compile():  # none, or Mega-Cache (it fills the caches torch.compile reads)
+            return torch.compile(fn, **options)
         if self.job.artifact_action == ARTIFACT_LOAD and not self.artifact_loaded:
             chosen = []
 
@@ -177,12 +179,21 @@ class Runtime:
         if self.loaded is not None:
             return self.loaded
         compiled = torch.compile(fn, **options)
-        return self._captured(fn, compiled) if self.job.artifact_action == ARTIFACT_MAKE else compiled
+        return self._captured(fn, compiled, options) if self.job.artifact_action == ARTIFACT_MAKE else compiled
 
-    def _captured(self, fn, compiled):
+    def _stands_for_compile(self) -> bool:
+        """The run's mechanism loads a function that stands for torch.compile(fn) (or, making one, needs the
+        function and its arguments)."""
+        if not self.job.precompiled:
+            return False
+        from ttfr.child.precompiled import MECHANISMS
+
+        return MECHANISMS[self.job.precompiled].stands_for_compile
+
+    def _captured(self, fn, compiled, options):
         """The priming process of a precompiled policy: the function and its first call's arguments, kept for the
         mechanism that compiles it again ahead of time (an unmeasured process: the wrapper costs nothing measured)."""
-        source = [fn, None]
+        source = [fn, None, options]
         self.compiled_sources.append(source)
 
         def first_arguments_kept(*args, **kwargs):
