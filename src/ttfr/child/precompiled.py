@@ -179,7 +179,7 @@ class TorchAoti(Mechanism):
         except _unsupported(torch) as exc:
             raise Unavailable(f"torch.export.export: {first_line(exc)}") from exc
         # the package is a file of its own beside the artifact, as a shipped .pt2 is (its loader reads a path)
-        partial = runtime.job.artifact + self.beside + ".partial"
+        partial = runtime.job.artifact + ".partial" + self.beside  # its writer takes a name ending in .pt2
         torch._inductor.aoti_compile_and_package(exported, package_path=partial)
         os.replace(partial, runtime.job.artifact + self.beside)
         return b""
