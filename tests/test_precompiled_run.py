@@ -43,7 +43,7 @@ def test_each_load_holds_its_mechanism_s_claim_by_jax_s_own_counters(shipped):
             assert policy.artifact.state == "made" and policy.artifact.bytes > 0
             assert policy.artifact.bound_to["jax"] and policy.artifact.bound_to["jaxlib"]
             assert policy.cache_verification.verdict == "verified", [r.cache.note for r in policy.runs]
-            assert COLD_CACHE in policy.versus
+            assert policy.versus == {}  # 2 runs against 2 allow no 95% interval: no verdict is given
         assert serialized.still_compiled.runs_compiling == 0  # nothing traced, lowered or compiled
         assert exported.still_compiled.what == ["call_exported"] and exported.still_compiled.compiles.median == 1
 
