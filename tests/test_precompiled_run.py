@@ -19,12 +19,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.contention_safe,  # counters 
               pytest.mark.skipif(not have("jax"), reason="jax not installed")]  # fmt: skip
 
 
+def kept_or_ok(case) -> bool:
+    """ok, or warn only because --keep-contended kept a busy machine's runs (this tier runs beside others: the
+    claims and the sums are judged here, never a figure)."""
+    return case.status == "ok" or (case.status == "warn" and case.reason.startswith("figures include contended runs"))
+
+
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
     out = tmp_path_factory.mktemp("precompiled")
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "jax_jit_cpu", "--workloads", "matmul",
                            "--sizes", "64", "--dtypes", "f32", "--cache-policy", "cold-cache,precompiled",
-                           "--cold-runs", "2", "--seed", "1", "--no-html", "--out", str(out)],
+                           "--cold-runs", "2", "--seed", "1", "--no-html", "--keep-contended", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (root,) = [p for p in Path(out).iterdir() if p.is_dir()]
@@ -35,7 +41,7 @@ def test_each_load_holds_its_mechanism_s_claim_by_jax_s_own_counters(shipped):
     root, _stdout = shipped
     assert validate_dir(root) == []
     (case,) = load_finished(root).cases
-    assert case.status == "ok", case.reason
+    assert kept_or_ok(case), case.reason
     for setting in ("cold-cache", "warm-cache"):
         serialized = case.policies.get(precompiled_policy("jax_serialized", setting))
         exported = case.policies.get(precompiled_policy("jax_export", setting))
@@ -70,13 +76,13 @@ def test_torch_artifacts_load_and_what_still_compiled_is_counted(tmp_path):
     policies = [precompiled_policy(m, "cold-cache") for m in ("torch_megacache", "torch_aot_compile")]
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "torch_compile_cpu", "--workloads",
                            "matmul", "--sizes", "64", "--dtypes", "f32", "--cache-policy", ",".join(policies),
-                           "--cold-runs", "1", "--seed", "1", "--no-html", "--out", str(tmp_path)],
+                           "--cold-runs", "1", "--seed", "1", "--no-html", "--keep-contended", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (root,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert validate_dir(root) == []
     (case,) = load_finished(root).cases
-    assert case.status == "ok", case.reason
+    assert kept_or_ok(case), case.reason
     mega, aot = (case.policies.get(p) for p in policies)
     for policy in (mega, aot):
         assert policy.artifact.state == "made" and policy.artifact.bound_to["torch"]
