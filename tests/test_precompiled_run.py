@@ -30,7 +30,7 @@ def shipped(tmp_path_factory):
     out = tmp_path_factory.mktemp("precompiled")
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "jax_jit_cpu", "--workloads", "matmul",
                            "--sizes", "64", "--dtypes", "f32", "--cache-policy", "cold-cache,precompiled",
-                           "--cold-runs", "2", "--seed", "1", "--no-html", "--keep-contended", "--out", str(out)],
+                           "--cold-runs", "1", "--seed", "1", "--no-html", "--keep-contended", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (root,) = [p for p in Path(out).iterdir() if p.is_dir()]
@@ -49,7 +49,7 @@ def test_each_load_holds_its_mechanism_s_claim_by_jax_s_own_counters(shipped):
             assert policy.artifact.state == "made" and policy.artifact.bytes > 0
             assert policy.artifact.bound_to["jax"] and policy.artifact.bound_to["jaxlib"]
             assert policy.cache_verification.verdict == "verified", [r.cache.note for r in policy.runs]
-            assert policy.versus == {}  # 2 runs against 2 allow no 95% interval: no verdict is given
+            assert policy.versus == {}  # one run against one allows no 95% interval: no verdict is given
         assert serialized.still_compiled.runs_compiling == 0  # nothing traced, lowered or compiled
         assert exported.still_compiled.what == ["call_exported"] and exported.still_compiled.compiles.median == 1
 
@@ -69,13 +69,14 @@ def test_the_load_is_a_component_of_its_own_and_the_parts_add_up_to_the_ttfr(shi
 
 
 @pytest.mark.skipif(not have("torch"), reason="torch not installed")
-def test_torch_artifacts_load_and_what_still_compiled_is_counted(tmp_path):
-    """torch.compile on CPU (a matmul: no C++ kernel of its own, so the processes are short): Mega-Cache's caches
-    hit and dynamo still traces; aot_compile's loaded function traces nothing. Whatever g++ still builds is
-    counted, not assumed away."""
-    policies = [precompiled_policy(m, "cold-cache") for m in ("torch_megacache", "torch_aot_compile")]
+def test_a_torch_load_that_rebuilds_kernels_is_unverified_with_its_compiler_runs(tmp_path):
+    """torch.compile on CPU, a fused chain (a C++ kernel of its own): Mega-Cache's caches hit, yet on an empty cache
+    directory g++ builds the kernel and the vector-ISA probes again, and the load is `unverified` with those
+    compiler runs counted, not assumed away (what the runtime's "cache hit" does not say). One mechanism: three
+    torch processes (the maker, the check, the load) are what CI can spend here."""
+    policies = [precompiled_policy("torch_megacache", "cold-cache")]
     done = subprocess.run([sys.executable, "-m", "ttfr", "run", "--backends", "torch_compile_cpu", "--workloads",
-                           "matmul", "--sizes", "64", "--dtypes", "f32", "--cache-policy", ",".join(policies),
+                           "fused_chain", "--sizes", "64", "--dtypes", "f32", "--cache-policy", ",".join(policies),
                            "--cold-runs", "1", "--seed", "1", "--no-html", "--keep-contended", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -83,12 +84,14 @@ def test_torch_artifacts_load_and_what_still_compiled_is_counted(tmp_path):
     assert validate_dir(root) == []
     (case,) = load_finished(root).cases
     assert kept_or_ok(case), case.reason
-    mega, aot = (case.policies.get(p) for p in policies)
-    for policy in (mega, aot):
+    (mega,) = (case.policies.get(p) for p in policies)
+    for policy in (mega,):
         assert policy.artifact.state == "made" and policy.artifact.bound_to["torch"]
         (run,) = policy.runs
-        assert run.outcome == "ok" and run.metrics.artifact_load_s > 0 and run.cache.claim.held is not None
-    assert mega.runs[0].cache.counters.hits > 0 and mega.runs[0].cache.counters.misses == 0  # its caches hit
-    assert mega.runs[0].cache.claim.allowed.get("graphs compiled", 0) >= 1  # dynamo traced again, as allowed
-    compiled = aot.runs[0].cache.claim.compiled
-    assert "graphs compiled" not in compiled and "cache misses" not in compiled  # dynamo and Inductor skipped
+        assert run.outcome == "ok" and run.metrics.artifact_load_s > 0
+        # the compiler ran again: the claim did not hold, and the runs say how often and for how long
+        assert run.cache.verdict == "unverified" and "artifact_recompiled" in run.cache.flags
+        assert run.cache.claim.compiled.get("compiler runs", 0) >= 1 and run.cache.claim.compile_s > 0
+        assert "artifact_recompiled" in [f.name for f in policy.flags]
+    assert mega.runs[0].cache.counters.hits > 0 and mega.runs[0].cache.counters.misses == 0  # its caches did hit
+    assert mega.still_compiled.runs_beyond_claim == 1 and "compiler runs" in mega.still_compiled.what
