@@ -140,12 +140,14 @@ def test_the_case_result_flags_contended_processes_with_their_evidence(tmp_path)
     assert f"Process 0: {evidence['samples_contended']}/" in flag_text.sentence(flag)
 
 
-def _busy_loops():
-    """One CPU-bound loop pinned to each usable core: any thread of the worker must wait. Each says it
+def _busy_loops(per_core: int = 2):
+    """CPU-bound loops pinned to each usable core: any thread of the worker must wait. Each says it
     is on its core before it spins, and the worker starts only once all have (a CI run that measured
-    before the loops' interpreters had started saw no contention)."""
+    before the loops' interpreters had started saw no contention). Two a core: with one, the
+    scheduler now and then gave a new worker a core for its whole 80 ms window (the neighbours'
+    reading fell to 0 cores, or its samples waited 0%), and the run was rightly not contended."""
     loops = []
-    for core in sorted(os.sched_getaffinity(0)):
+    for core in sorted(os.sched_getaffinity(0)) * per_core:
         code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nprint('spinning', flush=True)\nwhile True: pass"
         loops.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       text=True))  # fmt: skip
@@ -161,21 +163,27 @@ def test_a_blas_worker_on_busy_cores_records_the_evidence_and_the_flag():
 
     job = Job(mode="warm", adapter="numpy_backend", workload="matmul", size=256, dtype="float32", samples=8,
               min_sample_s=0.01, max_warmup_s=0.3, check=True)  # fmt: skip
-    loops = _busy_loops()
-    try:
-        result = spawn.run_worker(job, dict(os.environ), 120.0)
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-    assert result.outcome == "ok", result.reason
-    ev = result.record.warm.sample_evidence
-    assert len(ev.wall_s) == len(ev.cpu_s) == len(ev.runq_wait_s) == 8
-    assert ev.window_ns[1] > ev.window_ns[0]
-    if ev.runq_wait_s[0] is None:
-        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/schedstat")
-    verdict = contention.warm_process(ev, None)
-    assert verdict.contended, verdict  # every core had a CPU-bound neighbour the whole time
+    verdicts = []
+    # The scheduler decides whether the loops share the worker's window; the flag's rule is under
+    # test, not the scheduler, so a window it gave the worker alone is measured again (3 at most).
+    for _attempt in range(3):
+        loops = _busy_loops()
+        try:
+            result = spawn.run_worker(job, dict(os.environ), 120.0)
+        finally:
+            for loop in loops:
+                loop.kill()
+                loop.wait()
+        assert result.outcome == "ok", result.reason
+        ev = result.record.warm.sample_evidence
+        assert len(ev.wall_s) == len(ev.cpu_s) == len(ev.runq_wait_s) == 8
+        assert ev.window_ns[1] > ev.window_ns[0]
+        if ev.runq_wait_s[0] is None:
+            pytest.skip("this kernel has no /proc/<pid>/task/<tid>/schedstat")
+        verdicts.append(contention.warm_process(ev, None))
+        if verdicts[-1].contended:
+            break
+    assert verdicts[-1].contended, verdicts  # every core had CPU-bound neighbours the whole time
     assert result.record.sched.runq_wait_s > 0
     assert result.record.threadpools is None or any(p.internal_api for p in result.record.threadpools)
 
