@@ -37,6 +37,7 @@ SCHEMA_FILES = {
     "ttfr.validation.v1": "validation.v1.schema.json",
     "ttfr.replication_report.v1": "replication_report.v1.schema.json",
     "ttfr.gpu_check_summary.v1": "gpu_check_summary.v1.schema.json",
+    "ttfr.history.v1": "history.v1.schema.json",
 }
 PLAN_SCHEMA = "ttfr.plan.v1"
 MANIFEST_SCHEMA = "ttfr.manifest.v1"

@@ -14,7 +14,7 @@ import sys
 
 from ttfr import __version__
 from ttfr.artifacts.store import ArtifactError, StorageError
-from ttfr.commands import (ab, compare, env, explain, export, list_cases, merge, publish, replicate, report, run,
+from ttfr.commands import (ab, compare, env, explain, export, history, list_cases, merge, publish, replicate, report, run,
                            selftest, validate)  # fmt: skip
 from ttfr.commands.options import Parser
 from ttfr.commands.output import PipeConsole
@@ -22,7 +22,7 @@ from ttfr.errors import MeasurementFailed, UsageError
 from ttfr.exit_codes import EXIT_CASE_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from ttfr.measure.journal import JournalError
 
-COMMANDS = (run, ab, compare, explain, selftest, list_cases, env, report, validate, merge, replicate, publish, export)
+COMMANDS = (run, ab, compare, history, explain, selftest, list_cases, env, report, validate, merge, replicate, publish, export)
 
 
 def build_parser() -> Parser:

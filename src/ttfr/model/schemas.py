@@ -17,6 +17,7 @@ from ttfr.model import field_docs
 from ttfr.model.case import CASE_SCHEMA, CaseResult
 from ttfr.model.comparison import COMPARISON_SCHEMA, Comparison
 from ttfr.model.gpu_check import GPU_CHECK_SCHEMA, GpuCheckSummary
+from ttfr.model.history import HISTORY_SCHEMA, History
 from ttfr.model.manifest import MANIFEST_SCHEMA, Manifest
 from ttfr.model.plan import PLAN_SCHEMA, PlanDocument
 from ttfr.model.replication import REPLICATION_SCHEMA, ReplicationReport
@@ -56,6 +57,7 @@ GENERATED = {
         "ttfr replication report: a published snapshot's plan run again, and what replicated",
     ),
     SELFTEST_SCHEMA: ("selftest.v1.schema.json", SelfTest, "ttfr self-test v1"),
+    HISTORY_SCHEMA: ("history.v1.schema.json", History, "ttfr history v1: results in series and the steps in them"),
     VALIDATION_SCHEMA: (
         "validation.v1.schema.json",
         ValidationPack,

@@ -14,6 +14,7 @@ from ttfr.artifacts.reader import VerifiedResult
 from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
+from ttfr.model.history import History
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
 from ttfr.report import concurrency_md, conversions_md, explain_md, flag_text, markdown, precompiled_md
@@ -264,3 +265,24 @@ def render_comparison(document: Comparison) -> str:
         body = _table(comparison_md.EXPLAINED_HEADER, changed) if changed else f"<p>{_e(comparison_md.EXPLAINED_NONE)}</p>"
         sections.append(_section(comparison_md.EXPLAINED_TITLE, [body], comparison_md.EXPLAINED_INTRO))
     return _page("ttfr comparison: B vs A", meta, sections)
+
+
+def render_history(history: History, links: dict[str, str]) -> str:
+    """history.html: history.md's tables, and a trend per case and figure whose points open their results."""
+    from ttfr.report import history_md, history_plots
+
+    meta = [line.lstrip("- ").replace("`", "") for line in history_md.render(history).splitlines()
+            if line.startswith("- ")][:4]  # fmt: skip
+    steps = history_md.step_rows(history)
+    step_table = _table(history_md.STEP_HEADER, [[c.strip("`") for c in r] for r in steps]) if steps else ""
+    sources = [[str(i), s.id, s.kind, s.label, s.machine, s.path] for i, s in enumerate(history.sources)]
+    sections = [
+        _section("Steps", [step_table or f"<p>{_e(history_md.NO_STEP)}</p>"]),
+        _section("Trends", [_figure(plot) for plot in history_plots.trends(history, links)],
+                 "Each line is a series (a cache policy on a machine); an open stretch is a gap (its reason is in "
+                 "history.md and history.csv); a dashed line marks a step where its new level starts; each point "
+                 "opens its result."),
+        _section("Results", [_table(["#", "id", "kind", "label", "machine", "path"], sources)]),
+        _section("Left out", [_list([f"{item.path}: {item.reason}" for item in history.left_out])]),
+    ]  # fmt: skip
+    return _page("ttfr history", meta, sections)

@@ -23,6 +23,7 @@ from ttfr.model.policy_figures import ColdSummary, named
 from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.comparison import Comparison
 from ttfr.model.harness import HarnessCheck, OverheadRatio
+from ttfr.model.history import History
 from ttfr.model.loops import LoopRow
 from ttfr.model.suite import SuiteResult
 from ttfr.report import flag_text, precompiled_md
@@ -408,3 +409,29 @@ def print_replication(console: Console, document: ReplicationReport) -> None:
         console.print(Text("timings (cross-session, weak): " + "; ".join(
             f"{c.case} {c.policy.split('/')[-1]}: {c.verdict}" for c in weak[:6])
             + (f"; +{len(weak) - 6} more" if len(weak) > 6 else "")))  # fmt: skip
+
+
+def show_history(console: Console, document: History, out) -> None:
+    """The steps found (or that there are none), what was left out, the gate, and where the history is."""
+    from ttfr.report import history_md
+
+    sources, series = document.sources, document.series
+    console.print(f"{len(sources)} result(s), {len(series)} series on {len(document.machines)} machine(s), ordered by "
+                  f"{document.order_by}", markup=False, highlight=False)  # fmt: skip
+    rows = history_md.step_rows(document)
+    if rows:
+        table = Table(title="Steps")
+        for column in history_md.STEP_HEADER:
+            table.add_column(column, overflow="fold")
+        for cells in rows:
+            table.add_row(*[escape(c.strip("`")) for c in cells])
+        console.print(table)
+    else:
+        console.print(history_md.NO_STEP, markup=False, highlight=False)
+    for item in document.left_out:
+        console.print(f"[yellow]left out {escape(item.path)}: {escape(item.reason)}[/]")
+    gate = document.gate
+    if gate.fail_above is not None:
+        verdict = f"[bold red]fails[/]: {escape(', '.join(gate.failing))}" if gate.failing else "[green]passes[/]"
+        console.print(f"gate (--fail-above {gate.fail_above:.0%}): {verdict}")
+    console.print(f"history: {escape(str(out))}/history.md, history.html, history.csv, history.json", highlight=False)
