@@ -4,7 +4,8 @@ Each point is one result (a session); its runs are the headline runs' values. Wo
 times, so a step is a ratio.
 
 - A point's value is its runs' median; its own uncertainty is the median's standard error from
-  their spread (1.2533 x the MAD-based standard deviation / sqrt(n)).
+  the runs' spread (1.2533 x the MAD-based standard deviation / sqrt(n)), the spread pooled over
+  the series (every run about its own point's median).
 - Points from different sessions differ by more than that: on a shared machine, identical code
   measured in two sessions differed 81-88% of the time by within-session statistics. So every
   point also carries the series' **between-session scatter**, estimated from its successive
@@ -69,18 +70,14 @@ def _log_runs(runs: list[float]) -> np.ndarray:
 
 
 def point_variances(logs: list[np.ndarray]) -> np.ndarray:
-    """Each point's median's variance from its own runs; a point with one run takes the others' median (0 where
-    no point has two)."""
-    own = []
-    for x in logs:
-        if len(x) >= 2:
-            sd = MAD_SD * float(np.median(np.abs(x - np.median(x))))
-            own.append((MEDIAN_SE * sd) ** 2 / len(x))
-        else:
-            own.append(None)
-    known = [v for v in own if v is not None]
-    fill = float(np.median(known)) if known else 0.0
-    return np.asarray([fill if v is None else v for v in own])
+    """Each point's median's variance from the runs' spread, pooled over the series (a MAD over four runs is
+    too noisy to weigh one point against another): the MAD of every run about its own point's median, as a
+    standard deviation, over each point's number of runs. Zero where no point has two runs."""
+    deviations = np.concatenate([np.abs(x - np.median(x)) for x in logs if len(x) >= 2] or [np.zeros(0)])
+    if len(deviations) == 0:
+        return np.zeros(len(logs))
+    sd = MAD_SD * float(np.median(deviations))
+    return np.asarray([(MEDIAN_SE * sd) ** 2 / len(x) for x in logs])
 
 
 def between_variance(levels: np.ndarray, within: np.ndarray) -> float | None:
@@ -175,18 +172,24 @@ def _weights(between: float, within: np.ndarray) -> np.ndarray:
 
 
 def _segmentation(levels: np.ndarray, within: np.ndarray, between: float, pen: float) -> tuple[list[int], float]:
-    """Segment, re-estimate the between-session variance from the points about their segments' means, and segment
-    again until the breakpoints hold (a step inflates the differences' estimate, which hides smaller steps)."""
-    breaks = None
-    for _ in range(6):
-        found = segment(levels, _weights(between, within), pen)
-        if found == breaks:
-            break
-        breaks = found
+    """Segment on the differences' estimate; where that finds steps, re-estimate the between-session variance from
+    the points about their segments' means (a step inflates the differences' estimate, which hides smaller steps)
+    and segment again until the breakpoints hold. Steps that the estimate they imply dissolves are none."""
+    breaks = segment(levels, _weights(between, within), pen)
+    if not breaks:
+        return [], between
+    for _ in range(5):
         residual = residual_variance(levels, breaks)
         if residual is None:
             break
-        between = max(residual - float(np.mean(within)), 0.0)
+        refined = max(residual - float(np.mean(within)), 0.0)
+        found = segment(levels, _weights(refined, within), pen)
+        if not found:
+            return [], between
+        between = refined
+        if found == breaks:
+            break
+        breaks = found
     return breaks, between
 
 

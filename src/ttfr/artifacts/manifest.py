@@ -28,13 +28,16 @@ from ttfr.model.base import decode
 from ttfr.model.manifest import Manifest
 
 ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
+# ttfr's own variables that change what its workers do (the spin workload's extra work, the CUDA toolkit)
+ENV_NAMES = ("TTFR_SPIN_EXTRA", "TTFR_CUDA_TOOLKIT")
 # Every package a backend requires, plus the harness's own runtime dependencies.
 RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema", "rich")
 
 
 def allowed_environment(environ=None) -> dict:
     environ = os.environ if environ is None else environ
-    return redact_env({name: value for name, value in sorted(environ.items()) if name.startswith(ENV_PREFIXES)})
+    return redact_env({name: value for name, value in sorted(environ.items())
+                       if name.startswith(ENV_PREFIXES) or name in ENV_NAMES})  # fmt: skip
 
 
 def _package_version(name: str) -> str | None:
