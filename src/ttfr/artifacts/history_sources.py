@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from ttfr.analyse.contention import withheld_reason
 from ttfr.artifacts import reader
-from ttfr.artifacts.snapshot_layout import INDEX, NS_BASELINE, NS_INDEX, sha256_bytes
+from ttfr.artifacts.snapshot_layout import INDEX, NEXTSTAT_KEY, NS_BASELINE, NS_INDEX, sha256_bytes
 from ttfr.artifacts.snapshot_registry import REGISTRY_SCHEMA
 from ttfr.artifacts.snapshot_verify import verify
 from ttfr.artifacts.store import ArtifactError
@@ -97,7 +97,7 @@ def _command(argv: list[str]) -> str:
 def manifest_values(manifest: Manifest, profile: str | None = None) -> dict[str, str]:
     """The manifest's values a step report compares, as flat keys."""
     values = {"ttfr": manifest.ttfr.version, "python": f"{manifest.python.implementation} {manifest.python.version}",
-              "os.release": manifest.os.release, "command": _command(manifest.command_line)}  # fmt: skip
+              "os.release": manifest.os.release, "command_line": _command(manifest.command_line)}  # fmt: skip
     if manifest.ttfr.git.commit:
         values["ttfr.commit"] = manifest.ttfr.git.commit + (" (dirty)" if manifest.ttfr.git.dirty else "")
     if profile:
@@ -244,8 +244,8 @@ def read_nextstat_snapshot(root: Path, path: str) -> ReadResult:
     environment = baseline.get("environment") if isinstance(baseline.get("environment"), dict) else {}
     platform = str(environment.get("platform") or "unknown platform")
     machine = Machine(cpu=None, logical_cores=None, usable_cores=None, gpu=[], os=platform)
-    engine = baseline.get("nextstat") if isinstance(baseline.get("nextstat"), dict) else {}
-    versions = {"nextstat": str(engine["version"])} if engine.get("version") else {}
+    engine = baseline.get(NEXTSTAT_KEY) if isinstance(baseline.get(NEXTSTAT_KEY), dict) else {}
+    versions = {NEXTSTAT_KEY: str(engine["version"])} if engine.get("version") else {}
     values = {"python": str(environment.get("python")), **{f"runtime.{k}": v for k, v in versions.items()}}
     harness = baseline.get("harness") if isinstance(baseline.get("harness"), dict) else {}
     if harness.get("git_commit"):

@@ -53,7 +53,7 @@ class Source(Artifact):
     """The ttfr version that measured it (null: a NextStat snapshot)."""
     manifest: dict[str, str]
     """What the step report compares: the environment as flat keys (`runtime.jax`, `python`, `ttfr`, `env.XLA_FLAGS`,
-    `gpu.driver`, `cache.<setting>`, `command`, ...) and their values."""
+    `gpu.driver`, `cache.<setting>`, `command_line`, ...) and their values."""
 
 
 class LeftOut(Artifact):
@@ -103,7 +103,7 @@ class Step(Artifact):
     """The ratio's bootstrap interval at `ci_level`: each point's runs resampled, each point's session effect drawn
     from the series' between-session scatter."""
     ci_level: Fraction
-    """The interval's coverage."""
+    """The interval's coverage, a fraction (0.95)."""
     changed: list[Change]
     """What differs between the manifests of the results either side of the step (empty: nothing recorded
     changed)."""
@@ -130,8 +130,8 @@ class Noise(Artifact):
     deviation estimated from its successive differences (robustly: a step moves one difference); null with fewer than
     3 points."""
     penalty: Annotated[float, Meta(ge=0)] | None
-    """The cost a step must save, in units of the noise (chi-square): the method's rule at this series' length; null
-    where no detection ran."""
+    """The cost a step must save, dimensionless (a chi-square in units of the noise): the method's rule at this series'
+    length; null where no detection ran."""
 
 
 class Newest(Artifact):
@@ -179,7 +179,7 @@ class Method(Artifact):
     penalty_rule: str
     """The penalty rule, in words."""
     min_points: Count
-    """The fewest points with a figure a series needs before a step is claimed."""
+    """The fewest points (a count of results with a figure) a series needs before a step is claimed."""
     ci_level: Fraction
     """The steps' interval coverage."""
     bootstrap: Count
