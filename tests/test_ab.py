@@ -59,9 +59,9 @@ def ab_spec(rounds=12, min_rounds=None, precision=None, **kwargs):
 def test_rounds_are_abba_balanced_and_reproducible():
     spec = ab_spec(rounds=8).run
     plan = build_plan(replace(spec, cold_runs=8, warm_procs=8))
-    rounds = ab._rounds(plan, seed=5)
-    assert [t.key for t in ab._rounds(plan, 5)[3]] == [t.key for t in rounds[3]]
-    assert [t.key for t in ab._rounds(plan, 6)[3]] != [t.key for t in rounds[3]]
+    rounds = ab.rounds_of(plan, seed=5)
+    assert [t.key for t in ab.rounds_of(plan, 5)[3]] == [t.key for t in rounds[3]]
+    assert [t.key for t in ab.rounds_of(plan, 6)[3]] != [t.key for t in rounds[3]]
     for task in rounds[0]:
         firsts = [ab._abba_first(task, r, 5) for r in range(8)]
         assert firsts.count(0) == 4  # A first in half the rounds
@@ -89,7 +89,7 @@ def test_paired_rounds_measure_each_arm_once_a_round_in_abba_order_and_pair_thei
 def test_round_zero_runs_the_template_producers_first(seed):
     spec = build_spec(RunRequest(backends="numpy,jax_jit_cpu", workloads="matmul,fused_chain", sizes="64",
                       policies="cold-cache,warm-cache,warm", seed=seed))  # fmt: skip
-    producers = [t.makes_template or t.kind == PRIME for t in ab._rounds(build_plan(spec), seed)[0]]
+    producers = [t.makes_template or t.kind == PRIME for t in ab.rounds_of(build_plan(spec), seed)[0]]
     assert any(producers) and not all(producers)
     assert producers == sorted(producers, reverse=True)
 

@@ -167,12 +167,19 @@ def _from_verified(verified, kind: str, path: str, snapshot_id: str | None = Non
     for case in verified.cases:
         figures.update(case_figures(case))
         cases[case.case] = f"{case.status}: {case.reason}" if case.status == "failed" or not case.policies.items() else None
-    versions = {k: v for k, v in manifest.runtimes.items() if v}
+    # What the workers imported (each case's `versions`) over what the harness's own interpreter has: with
+    # --python, an arm or a release's environment, only the former is what was measured.
+    measured = {}
+    for case in verified.cases:
+        for package, version in case.versions.items():
+            measured.setdefault(package, set()).add(version)
+    worker = {package: str(found.pop()) for package, found in measured.items() if len(found) == 1 and None not in found}
+    versions = {**{k: v for k, v in manifest.runtimes.items() if v}, **worker}
+    values = manifest_values(manifest, verified.suite.profile) | {f"runtime.{k}": v for k, v in worker.items()}
     return ReadResult(id=snapshot_id or verified.suite.snapshot_id, kind=kind, path=path,
                       created_at=verified.suite.created_at, machine=_machine(manifest),
                       ttfr_version=verified.suite.ttfr_version, versions=versions,
-                      manifest=manifest_values(manifest, verified.suite.profile), figures=figures,
-                      cases=cases)  # fmt: skip
+                      manifest=values, figures=figures, cases=cases)  # fmt: skip
 
 
 def _nextstat_json(root: Path, rel: str) -> dict:

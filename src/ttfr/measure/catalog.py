@@ -453,6 +453,25 @@ class Case:
         return "; ".join([policy, *(note for workload, note in self.backend_info.workload_notes if workload == self.workload)])
 
 
+@dataclass(frozen=True)
+class SweptPackage:
+    """What a sweep over a package's releases (`ttfr history --releases`) must know of it."""
+
+    requirement: str = "{name}=={version}"  # what installs one release for this machine's CPU
+    pinned_with: tuple[str, ...] = ()  # packages released with it, never pinned apart from it (the lock's pins dropped)
+    large: str | None = None  # why a release's environment is several GB (--allow-large), if it is
+
+
+SWEPT_PACKAGES = {
+    "jax": SweptPackage("jax[cpu]=={version}", pinned_with=("jaxlib",)),  # its matching jaxlib comes with the extra
+    "torch": SweptPackage(large="PyTorch's Linux wheels on PyPI pull several GB of CUDA packages (nvidia-*) per release"),
+}
+
+
+def swept_package(name: str) -> SweptPackage:
+    return SWEPT_PACKAGES.get(name, SweptPackage())
+
+
 def required_packages() -> tuple[str, ...]:
     """Every package some backend needs (the manifest records their versions)."""
     return tuple(dict.fromkeys(package for b in BACKENDS.values() for package in b.requires))

@@ -14,7 +14,7 @@ from ttfr.model.comparison import RatioCI
 
 HISTORY_SCHEMA = "ttfr.history.v1"
 
-SourceKind = Literal["result", "snapshot", "nextstat"]
+SourceKind = Literal["result", "snapshot", "nextstat", "release"]
 
 
 class Machine(Artifact):
@@ -39,8 +39,9 @@ class Source(Artifact):
     id: str
     """The result's own id: a snapshot's id, else its suite's `snapshot_id`."""
     kind: SourceKind
-    """result (a result directory), snapshot (published by `ttfr publish`, verified by its index) or nextstat (a
-    NextStat snapshot of ML results only: the figures its contract holds)."""
+    """result (a result directory), snapshot (published by `ttfr publish`, verified by its index), nextstat (a
+    NextStat snapshot of ML results only: the figures its contract holds) or release (a release of a --releases sweep
+    whose environment could not be built or import ttfr's worker: gaps with its reason)."""
     path: str
     """Where it was read, as given on the command line (or resolved from the registry)."""
     created_at: str

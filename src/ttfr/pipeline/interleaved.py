@@ -180,7 +180,7 @@ def validate(ab: AbSpec) -> None:
         raise UsageError(f"--fail-on must be regression or inconclusive, got {ab.fail_on!r}")
 
 
-def _rounds(plan, seed: int) -> list[list]:
+def rounds_of(plan, seed: int) -> list[list]:
     """Tasks grouped by index (= round); round 0 puts each case's template producer and artifact makers first
     (a precompiled run before its maker would make the artifact again, unjournaled, then load another). A round's
     groups (--concurrency) come after its single runs, so that round 0's are after each case's gate:
@@ -230,7 +230,7 @@ def min_rounds_for(min_rounds: int, max_rounds: int, precision: float | None) ->
     return min(min_rounds, max_rounds) if precision else max_rounds
 
 
-class _Arm:
+class ArmRun:
     def __init__(self, arm: Arm, root: Path, spec: RunSpec, session: str, command_line, progress, executors: Executors):
         self.arm = arm
         self.spec = replace(spec, python=arm.python, commands=(arm.command,) if arm.command else spec.commands)
@@ -266,11 +266,11 @@ def execute(ab: AbSpec, out_parent: Path, command_line=None, progress=None, exec
     new_directory(root)
     session = os.urandom(8).hex()  # provenance, like a timestamp: never derived from the seed
     executors = executors or REAL
-    arms = [_Arm(a, root, run, session, command_line, progress or NullProgress(), executors) for a in ab.arms]
+    arms = [ArmRun(a, root, run, session, command_line, progress or NullProgress(), executors) for a in ab.arms]
     if executors.starts_workers:
         ensure_worker_bytecode()
     plan = arms[0].plan
-    rounds = _rounds(plan, run.seed)
+    rounds = rounds_of(plan, run.seed)
     if progress is not None:
         both = [t for t in plan.tasks for _ in arms]
         progress.start(len(both), both)
@@ -317,7 +317,7 @@ def _sync_stops(arms, case_id: str) -> None:
             other.scheduler.stop_case(case_id, f"stopped in arm {arm.arm.name}: {arm.scheduler.stopped[case_id]}")
 
 
-def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseResult]], list[JournalEntry]]:
+def final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseResult]], list[JournalEntry]]:
     """Case results of each arm over the first `completed` rounds (written when `write`),
     and every journal entry of both arms."""
     results, all_entries = [], []
@@ -338,12 +338,12 @@ def _final_results(arms, completed: int, write: bool) -> tuple[list[list[CaseRes
 
 
 def _partial(arms, ab: AbSpec, completed: int) -> list[Record]:
-    (cases_a, cases_b), _entries = _final_results(arms, completed, write=False)
+    (cases_a, cases_b), _entries = final_results(arms, completed, write=False)
     return comparison.compare_cases(cases_a, cases_b, paired=True, noise_floor=ab.noise_floor, correction=ab.correction)
 
 
 def _finish(ab: AbSpec, arms, completed: int, stop_reason: str, session: str, elapsed_s: float) -> Comparison:
-    (cases_a, cases_b), entries = _final_results(arms, completed, write=True)
+    (cases_a, cases_b), entries = final_results(arms, completed, write=True)
     for arm in arms:
         arm.dir.unlock()  # taken when the arm's directory was created
     recorded = [RecordedArm(**copied(a.arm.recorded(), RecordedArm.__struct_fields__)) for a in arms]  # its plan's, as is
