@@ -237,12 +237,12 @@ def test_each_abs_round_runs_its_groups_after_its_single_runs_so_round_0s_after_
     """A case whose gate (the template producer, the check) fails stops before any of its groups runs: in
     every round, the groups come after the single runs (shuffled among themselves as before)."""
     from ttfr.measure.plan import GROUP, build_plan, is_gate
-    from ttfr.pipeline.interleaved import _rounds
+    from ttfr.pipeline.interleaved import rounds_of
 
     spec = replace(build_spec(run_request(cold_runs=3, policies="cold-cache,warm-cache")), concurrency_rounds=3)
     plan = build_plan(spec)
     for seed in range(6):  # the shuffle differs by seed; the order's rule must not
-        rounds = _rounds(plan, seed)
+        rounds = rounds_of(plan, seed)
         for index, tasks in enumerate(rounds):
             kinds = [t.kind == GROUP for t in tasks]
             assert any(kinds) and kinds == sorted(kinds), (index, [t.key for t in tasks])

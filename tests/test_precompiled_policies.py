@@ -349,11 +349,11 @@ def test_compare_says_why_an_unsupported_policy_is_not_compared(tmp_path):
 
 
 def test_ab_rounds_make_each_artifact_before_any_run_loads_it():
-    from ttfr.pipeline.interleaved import _rounds
+    from ttfr.pipeline.interleaved import rounds_of
 
     plan = build_plan(_spec(policies=f"{SERIALIZED_COLD},{EXPORT_WARM}"), lambda _b, _w=None: None)
     for seed in range(20):  # whatever the shuffle, the makers lead round 0
-        first = _rounds(plan, seed)[0]
+        first = rounds_of(plan, seed)[0]
         kinds = [t.kind for t in first]
         assert all(k in (MAKE, PRIME) for k in kinds[: kinds.count(MAKE) + kinds.count(PRIME)]), kinds
 

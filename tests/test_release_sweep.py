@@ -87,6 +87,9 @@ def test_a_real_sweep_of_numpy_releases_in_uv_environments_reused_and_pruned(tmp
     assert [s["kind"] for s in document["sources"]] == ["release", "result", "result"]
     assert document["sources"][1]["manifest"]["runtime.numpy"] == "2.2.6"  # the worker's, not the harness's
     assert document["sources"][2]["manifest"]["resolved.numpy"] == "2.3.1"
+    changed = {c["key"]: (c["before"], c["after"]) for c in document["sources"][2]["changed"]}
+    assert changed["runtime.numpy"] == ("2.2.6", "2.3.1") and changed["resolved.numpy"] == ("2.2.6", "2.3.1")
+    assert "runtime.numpy 2.2.6 → 2.3.1" in (folder / "history.html").read_text()
     ttfr = next(s for s in document["series"] if s["figure"] == "ttfr_s" and s["policy"] == "cold-process/cold-cache")
     gap = ttfr["points"][0]
     assert gap["median_s"] is None and "numpy 1.21.0 could not be measured: uv pip install numpy==1.21.0" in gap["gap"]

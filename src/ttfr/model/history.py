@@ -55,6 +55,8 @@ class Source(Artifact):
     manifest: dict[str, str]
     """What the step report compares: the environment as flat keys (`runtime.jax`, `python`, `ttfr`, `env.XLA_FLAGS`,
     `gpu.driver`, `cache.<setting>`, `command_line`, ...) and their values."""
+    changed: list[Change]
+    """What differs from the previous result on the same machine (its manifest values); empty for the first."""
 
 
 class LeftOut(Artifact):

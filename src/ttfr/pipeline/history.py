@@ -65,10 +65,20 @@ def _label(result: ReadResult, by: str | None) -> str:
     return f"{by} {result.versions[by]}" if by else result.created_at
 
 
-def _source(result: ReadResult, by: str | None) -> Source:
+def _source(result: ReadResult, by: str | None, previous: ReadResult | None) -> Source:
     return Source(id=result.id, kind=result.kind, path=result.path, created_at=result.created_at,
                   machine=result.fingerprint, label=_label(result, by), ttfr_version=result.ttfr_version,
-                  manifest=result.manifest)  # fmt: skip
+                  manifest=result.manifest, changed=changes(previous.manifest, result.manifest) if previous else [])  # fmt: skip
+
+
+def _sources(ordered: list[ReadResult], by: str | None) -> list[Source]:
+    """Each result as a source, with what changed since the previous one on its machine."""
+    last: dict[str, ReadResult] = {}
+    sources = []
+    for result in ordered:
+        sources.append(_source(result, by, last.get(result.fingerprint)))
+        last[result.fingerprint] = result
+    return sources
 
 
 def changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:
@@ -155,7 +165,7 @@ def build(results: list[ReadResult], left_out: list[LeftOut], *, by: str | None,
     return History(
         schema=HISTORY_SCHEMA, created_at=now or dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         ttfr_version=ttfr.__version__, order_by=by or DATE, figures=list(figures), machines=machines,
-        sources=[_source(r, by) for r in ordered], left_out=list(left_out), series=series, method=_method(),
+        sources=_sources(ordered, by), left_out=list(left_out), series=series, method=_method(),
         gate=Gate(fail_above=fail_above, failing=failing, exit_code=EXIT_REGRESSION if failing else EXIT_OK),
     )  # fmt: skip
 

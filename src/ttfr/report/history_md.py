@@ -3,7 +3,7 @@ changed; every series in brief; the results read and those left out; how steps a
 
 from __future__ import annotations
 
-from ttfr.model.history import History, Series, Step
+from ttfr.model.history import History, Series, Source, Step
 from ttfr.report.formatting import DASH, code, fmt_percent, fmt_seconds, table
 
 NO_STEP = "No step in any series: every series' points lie within its noise."
@@ -19,12 +19,12 @@ def ci_text(step: Step) -> str:
     return f"{ratio_text(step.ci[0])} .. {ratio_text(step.ci[1])}"
 
 
-def changed_text(step: Step, limit: int = 4) -> str:
-    """What changed at the step, its first few keys (`runtime.jax 0.9.0 → 0.10.2`)."""
-    if not step.changed:
+def changed_text(item: Step | Source, limit: int = 4) -> str:
+    """What changed at a step (or since the previous result), its first few keys (`runtime.jax 0.9.0 → 0.10.2`)."""
+    if not item.changed:
         return "nothing recorded changed"
-    parts = [f"{c.key} {c.before or DASH} → {c.after or DASH}" for c in step.changed[:limit]]
-    more = len(step.changed) - limit
+    parts = [f"{c.key} {c.before or DASH} → {c.after or DASH}" for c in item.changed[:limit]]
+    more = len(item.changed) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
@@ -89,9 +89,9 @@ def render(history: History) -> str:
     lines += table(["case", "policy", "figure", "machine", "points", "gaps", "latest", "within", "between sessions",
                     "steps"], _series_rows(history))  # fmt: skip
     lines += ["", "## Results", ""]
-    lines += table(["#", "id", "kind", "when", "label", "machine", "path"],
-                   [[str(i), code(s.id), s.kind, s.created_at, s.label, code(s.machine), code(s.path)]
-                    for i, s in enumerate(sources)])  # fmt: skip
+    lines += table(["#", "id", "kind", "when", "label", "machine", "changed since the previous", "path"],
+                   [[str(i), code(s.id), s.kind, s.created_at, s.label, code(s.machine),
+                     changed_text(s) if i else DASH, code(s.path)] for i, s in enumerate(sources)])  # fmt: skip
     lines += ["", "## Machines", ""]
     lines += table(["machine", "CPU", "cores (usable)", "GPU", "OS"],
                    [[code(k), m.cpu or DASH, f"{m.logical_cores or DASH} ({m.usable_cores or DASH})",

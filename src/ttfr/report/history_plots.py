@@ -17,10 +17,23 @@ def _groups(history: History) -> dict[tuple[str, str], list[Series]]:
     return groups
 
 
+def _legend_under_labels(fig, ax, longest: int) -> None:
+    """The legend under the x tick labels, which run at 30 degrees: their height grows with the longest."""
+    from matplotlib.transforms import ScaledTranslation
+
+    handles, names = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    drop = 0.25 + 0.5 * longest * plots._SMALL_PT / 72 * 0.6  # sin(30°) x the label's width in inches
+    below = ax.transAxes + ScaledTranslation(0, -drop, fig.dpi_scale_trans)
+    ax.legend(handles, names, frameon=False, ncols=2, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below)
+
+
 def trends(history: History, links: dict[str, str]) -> list[plots.Plot]:
     """A plot per (case, figure); `links` maps a source id to the address its points open."""
     position = {s.id: i for i, s in enumerate(history.sources)}
-    labels = [s.label for s in history.sources]
+    # a date to the second (its zone crowds the axis); a version as it is
+    labels = [s.label[:19].replace("T", " ") if history.order_by == "date" else s.label for s in history.sources]
     drawn = []
     for (case, figure), group in _groups(history).items():
         fig, ax = plots._figures().subplots(figsize=(plots._WIDTH, 3.2))
@@ -48,7 +61,7 @@ def trends(history: History, links: dict[str, str]) -> list[plots.Plot]:
         plots._log_axis(ax.yaxis)
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
         ax.set_ylabel(figure)
-        plots._legend_below(fig, ax)
+        _legend_under_labels(fig, ax, max(len(label) for label in labels))
         header = ["policy", "machine", "step at", "level", "change", "95% CI"]
         drawn.append(plots.Plot(f"{case}: {figure}", plots._svg(fig), header, rows))
     return drawn

@@ -271,18 +271,20 @@ def render_history(history: History, links: dict[str, str]) -> str:
     """history.html: history.md's tables, and a trend per case and figure whose points open their results."""
     from ttfr.report import history_md, history_plots
 
-    meta = [line.lstrip("- ").replace("`", "") for line in history_md.render(history).splitlines()
-            if line.startswith("- ")][:4]  # fmt: skip
+    head = history_md.render(history).split("\n## ", 1)[0]  # history.md's lines above its first section
+    meta = [line.lstrip("- ").replace("`", "") for line in head.splitlines() if line.startswith("- ")]
     steps = history_md.step_rows(history)
-    step_table = _table(history_md.STEP_HEADER, [[c.strip("`") for c in r] for r in steps]) if steps else ""
-    sources = [[str(i), s.id, s.kind, s.label, s.machine, s.path] for i, s in enumerate(history.sources)]
+    step_table = _table(history_md.STEP_HEADER, [[c.replace("`", "") for c in r] for r in steps]) if steps else ""
+    sources = [[str(i), s.id, s.kind, s.label, s.machine, history_md.changed_text(s) if i else "—", s.path]
+               for i, s in enumerate(history.sources)]  # fmt: skip
     sections = [
         _section("Steps", [step_table or f"<p>{_e(history_md.NO_STEP)}</p>"]),
         _section("Trends", [_figure(plot) for plot in history_plots.trends(history, links)],
                  "Each line is a series (a cache policy on a machine); an open stretch is a gap (its reason is in "
                  "history.md and history.csv); a dashed line marks a step where its new level starts; each point "
                  "opens its result."),
-        _section("Results", [_table(["#", "id", "kind", "label", "machine", "path"], sources)]),
+        _section("Results", [_table(["#", "id", "kind", "label", "machine", "changed since the previous", "path"],
+                                    sources)]),
         _section("Left out", [_list([f"{item.path}: {item.reason}" for item in history.left_out])]),
     ]  # fmt: skip
     return _page("ttfr history", meta, sections)

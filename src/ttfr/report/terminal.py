@@ -424,7 +424,7 @@ def show_history(console: Console, document: History, out) -> None:
         for column in history_md.STEP_HEADER:
             table.add_column(column, overflow="fold")
         for cells in rows:
-            table.add_row(*[escape(c.strip("`")) for c in cells])
+            table.add_row(*[escape(c.replace("`", "")) for c in cells])
         console.print(table)
     else:
         console.print(history_md.NO_STEP, markup=False, highlight=False)
