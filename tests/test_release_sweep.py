@@ -94,7 +94,54 @@ def test_a_real_sweep_of_numpy_releases_in_uv_environments_reused_and_pruned(tmp
     gap = ttfr["points"][0]
     assert gap["median_s"] is None and "numpy 1.21.0 could not be measured: uv pip install numpy==1.21.0" in gap["gap"]
     assert all(p["median_s"] and len(p["runs_s"]) == 2 for p in ttfr["points"][1:])
+    (damaged,) = envs.glob("numpy-2.3.1-*")
+    (damaged / release_envs.RECORD).unlink()  # a half-deleted environment is built again, never trusted
     assert cli.main([*argv[:2], "numpy=2.2.6,2.3.1", *argv[3:]]) == 0
-    assert "numpy 2.2.6: ready (reused" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "numpy 2.2.6: ready (reused" in printed and "numpy 2.3.1: ready (built in" in printed
     assert cli.main(["history", "--prune-envs", "--env-cache", str(envs)]) == 0
     assert "removed 2 environment(s)" in capsys.readouterr().out and list(envs.iterdir()) == []
+
+
+def test_a_sweep_interleaves_its_releases_and_an_interrupt_keeps_the_complete_rounds(tmp_path, monkeypatch):
+    """Fake workers, two releases built and one that was not: each round runs every task in both, in both orders
+    over the rounds; Ctrl-C in round 3 leaves two complete rounds, read back verified, and the unbuilt release a
+    point with its reason."""
+    import sys
+
+    from support.fakes import FakeExecutor
+
+    from ttfr.artifacts.reader import validate_dir
+    from ttfr.measure.executors import Executors
+    from ttfr.measure.plan import build_plan
+    from ttfr.measure.spec import RunRequest, build_spec
+    from ttfr.pipeline import release_sweep
+    from ttfr.pipeline.interleaved import rounds_of
+
+    built = [release_envs.Env("1.0", "ready", python=sys.executable),
+             release_envs.Env("2.0", "failed", reason="uv pip install numpy==2.0: no wheel"),
+             release_envs.Env("3.0", "ready", python=sys.executable)]  # fmt: skip
+    monkeypatch.setattr(release_sweep, "build_envs", lambda spec, say: built)
+    run = build_spec(RunRequest(cases="numpy_matmul_64_f32", policies="cold-cache", seed=3))
+    spec = release_sweep.SweepSpec(run, releases.Releases("numpy", ("1.0", "2.0", "3.0"), "numpy=1.0,2.0,3.0"),
+                                   rounds=4, env_cache=tmp_path / "envs")  # fmt: skip
+    per_round = [len(r) for r in rounds_of(build_plan(replace_runs(run, 4)), 3)]
+    fake = FakeExecutor(interrupt_at=2 * (per_round[0] + per_round[1]) + 1)
+    outcome = release_sweep.execute(spec, tmp_path / "out", executors=Executors(worker=fake), say=lambda _line: None)
+    assert outcome.interrupted and outcome.rounds == 2
+    arms = [next(part for part in call["env"]["JAX_COMPILATION_CACHE_DIR"].split("/") if part.startswith("numpy-"))
+            for call in fake.calls if "JAX_COMPILATION_CACHE_DIR" in call["env"]]  # fmt: skip
+    pairs = [tuple(arms[i : i + 2]) for i in range(0, len(arms) - 1, 2)]
+    assert set(pairs) == {("numpy-1.0", "numpy-3.0"), ("numpy-3.0", "numpy-1.0")}  # both orders, never one twice
+    kinds = {r.id: r.kind for r in outcome.results}
+    assert kinds == {"numpy-1.0": "result", "numpy-3.0": "result", "numpy-2.0": "release"}
+    failed = next(r for r in outcome.results if r.kind == "release")
+    assert failed.cases == {"numpy_matmul_64_f32": "numpy 2.0 could not be measured: uv pip install numpy==2.0: no wheel"}
+    for name in ("numpy-1.0", "numpy-3.0"):
+        assert validate_dir(outcome.root / name) == []
+
+
+def replace_runs(run, rounds):
+    from dataclasses import replace
+
+    return replace(run, cold_runs=rounds, warm_procs=rounds)

@@ -108,7 +108,9 @@ def _sweep(args, console: Console, cases: list[str] | None, cache: Path):
                                         say=lambda line: console.print(line, markup=False, highlight=False))  # fmt: skip
     finally:
         progress.stop()
-    console.print(f"{len(spec.releases.versions)} releases measured in {outcome.elapsed_s:.0f} s", highlight=False)
+    stopped = f"; interrupted: the history holds the {outcome.rounds} complete round(s)" if outcome.interrupted else ""
+    console.print(f"{len(spec.releases.versions)} releases, {outcome.rounds} of {spec.rounds} rounds in "
+                  f"{outcome.elapsed_s:.0f} s{stopped}", highlight=False)  # fmt: skip
     return outcome.results, outcome.left_out, outcome.root, spec.releases.package, outcome.interrupted
 
 

@@ -170,6 +170,8 @@ def ensure(package: str, version: str, needs: list[str], cache: Path, lock: Path
         record = {"package": package, "version": version, "requested": wanted, "constraints": used,
                   "resolution": resolution, "bytes": size, "python": python, "ttfr": ttfr.__version__}  # fmt: skip
         (staging / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        if root.exists():  # a damaged one (no record, no interpreter): ours to replace
+            shutil.rmtree(root)
         staging.rename(root)  # whole or not at all
         staging = None
         return Env(version=version, state="ready", python=str(root / "bin" / "python"), bytes=size, constraints=used,

@@ -50,6 +50,7 @@ class SweepOutcome:
     envs: list[release_envs.Env]
     elapsed_s: float
     interrupted: bool
+    rounds: int  # the rounds completed (every release measured in each)
 
 
 def needs(run: RunSpec) -> list[str]:
@@ -158,4 +159,4 @@ def execute(spec: SweepSpec, out_parent: Path, command_line=None, progress=None,
     if results:
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         results += [_failed_release(spec, env, results[0].machine, now, root) for env in envs if env.state != "ready"]
-    return SweepOutcome(root, results, left_out, envs, elapsed_s, interrupted)
+    return SweepOutcome(root, results, left_out, envs, elapsed_s, interrupted, completed)
