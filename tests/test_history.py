@@ -20,7 +20,7 @@ from ttfr.commands import cli
 from ttfr.errors import UsageError
 from ttfr.measure.executors import Executors
 from ttfr.measure.spec import RunRequest, build_spec
-from ttfr.model.base import encode
+from ttfr.model.base import UNSET, encode
 from ttfr.model.history import HISTORY_SCHEMA, Machine
 from ttfr.pipeline import history
 from ttfr.pipeline import suite as suite_run
@@ -155,8 +155,9 @@ def test_every_output_renders_the_one_document():
     assert history_md.ratio_text(step.ratio) in page and 'href="../r00/report.html"' in page
 
 
-def _fake_result_dir(tmp_path, name, seed):
-    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=3, warm_procs=2, seed=seed))
+def _fake_result_dir(tmp_path, name, seed, explain=False):
+    spec = build_spec(RunRequest(backends="numpy", workloads="matmul", sizes="64", cold_runs=3, warm_procs=2, seed=seed,
+                                 explain=explain))  # fmt: skip
     result_dir = suite_run.start(spec, tmp_path / name, ["ttfr", "run"])
     suite_run.execute(result_dir, spec, Executors(worker=FakeExecutor()))
     return result_dir.root
@@ -257,3 +258,30 @@ def test_an_unknown_package_or_case_exits_2(tmp_path, capsys):
     assert cli.main(["history", str(result), "--cases", "nope", "--out", str(out)]) == 2
     assert "--cases nope: no such case in these results; they hold numpy_matmul_64_f32" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_explain_on_both_sides_of_a_step_names_what_moved_and_one_side_alone_names_nothing(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from support import fakes
+
+    from ttfr.artifacts import history_sources
+
+    before = history_sources.read_one(_fake_result_dir(tmp_path, "a", 1, explain=True))
+    slower = fakes.FAKE_IMPORTTIME.replace("40000 |      60000 | numpy", "140000 |     160000 | numpy")
+    monkeypatch.setattr(fakes, "FAKE_IMPORTTIME", slower)  # the second run's numpy imports 100 ms slower
+    after = history_sources.read_one(_fake_result_dir(tmp_path, "b", 2, explain=True))
+    assert set(before.explained) == set(after.explained) == {KEY[0]}
+
+    def like(source, i, level):
+        return replace(_result(i, level), explained=source.explained)
+
+    (series,) = _build([like(before, i, 1.0) for i in range(4)] + [like(after, i, 1.5) for i in range(4, 8)]).series
+    (step,) = series.steps
+    numpy = [row for row in step.explained if row.name == "numpy"]
+    assert numpy and all(row.change_s == pytest.approx(0.1) for row in numpy)
+    assert "moved (distribution, import): `numpy` 60 ms → 160 ms (+100 ms)" in history_md.render(_build(
+        [like(before, i, 1.0) for i in range(4)] + [like(after, i, 1.5) for i in range(4, 8)]))  # fmt: skip
+    one_sided = [like(before, i, 1.0) for i in range(4)] + [_result(i, 1.5) for i in range(4, 8)]
+    (series,) = _build(one_sided).series
+    assert series.steps[0].explained is UNSET  # an explanation on one side alone compares nothing

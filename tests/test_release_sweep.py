@@ -139,9 +139,20 @@ def test_a_sweep_interleaves_its_releases_and_an_interrupt_keeps_the_complete_ro
     assert failed.cases == {"numpy_matmul_64_f32": "numpy 2.0 could not be measured: uv pip install numpy==2.0: no wheel"}
     for name in ("numpy-1.0", "numpy-3.0"):
         assert validate_dir(outcome.root / name) == []
+    figure = release_sweep._unavailable(replace_figures(outcome.results[0], "failed: AttributeError: module 'jax' has "
+                                                        "no attribute 'export'"))  # fmt: skip
+    assert figure[("c", "p", "ttfr_s")].gap == "unavailable in numpy 1.0: AttributeError: module 'jax' has no attribute 'export'"
 
 
 def replace_runs(run, rounds):
     from dataclasses import replace
 
     return replace(run, cold_runs=rounds, warm_procs=rounds)
+
+
+def replace_figures(result, gap):
+    from dataclasses import replace
+
+    from ttfr.artifacts.history_sources import Figure
+
+    return replace(result, figures={("c", "p", "ttfr_s"): Figure(gap=gap)})

@@ -23,6 +23,7 @@ from ttfr.artifacts.snapshot_registry import REGISTRY_SCHEMA
 from ttfr.artifacts.snapshot_verify import verify
 from ttfr.artifacts.store import ArtifactError
 from ttfr.errors import UsageError
+from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
 from ttfr.model.history import LeftOut, Machine
 from ttfr.model.manifest import Manifest
@@ -59,6 +60,7 @@ class ReadResult:
     manifest: dict[str, str]
     figures: dict[tuple[str, str, str], Figure]
     cases: dict[str, str | None]  # case -> why it has no figures at all (None: it has some)
+    explained: dict[str, CaseResult] = field(default_factory=dict)  # the cases a --explain process explained
 
     @property
     def fingerprint(self) -> str:
@@ -162,10 +164,11 @@ def case_figures(case: CaseResult) -> dict[tuple[str, str, str], Figure]:
 
 def _from_verified(verified, kind: str, path: str, snapshot_id: str | None = None) -> ReadResult:
     manifest = verified.manifest
-    figures = {}
-    cases = {}
+    figures, cases, explained = {}, {}, {}
     for case in verified.cases:
         figures.update(case_figures(case))
+        if any(block.explanation is not UNSET for _policy, block in case.policies.cold()):
+            explained[case.case] = case
         cases[case.case] = f"{case.status}: {case.reason}" if case.status == "failed" or not case.policies.items() else None
     # What the workers imported (each case's `versions`) over what the harness's own interpreter has: with
     # --python, an arm or a release's environment, only the former is what was measured.
@@ -179,7 +182,7 @@ def _from_verified(verified, kind: str, path: str, snapshot_id: str | None = Non
     return ReadResult(id=snapshot_id or verified.suite.snapshot_id, kind=kind, path=path,
                       created_at=verified.suite.created_at, machine=_machine(manifest),
                       ttfr_version=verified.suite.ttfr_version, versions=versions,
-                      manifest=values, figures=figures, cases=cases)  # fmt: skip
+                      manifest=values, figures=figures, cases=cases, explained=explained)  # fmt: skip
 
 
 def _nextstat_json(root: Path, rel: str) -> dict:

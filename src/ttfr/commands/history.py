@@ -47,6 +47,9 @@ def add_parser(commands):
                        help="the sweep's per-run timeout and warm samples, as for `ttfr run`")  # fmt: skip
     sweep.add_argument("--env-cache", type=Path, metavar="DIR",
                        help="where the releases' environments are kept and reused (default: ~/.cache/ttfr/envs)")  # fmt: skip
+    sweep.add_argument("--explain", action="store_true",
+                       help="after the rounds, one unmeasured diagnostic process per release, case and cold policy (as "
+                            "`ttfr run --explain`): each step lists the modules and programs that moved")  # fmt: skip
     sweep.add_argument("--allow-large", action="store_true",
                        help="build environments of a package whose wheels pull several GB (torch)")  # fmt: skip
     sweep.add_argument("--prune-envs", action="store_true", help="remove every environment in --env-cache, and say "
@@ -97,7 +100,8 @@ def _sweep(args, console: Console, cases: list[str] | None, cache: Path):
     large = catalog.swept_package(releases.parse(args.releases)[0]).large
     if large and not args.allow_large:  # before the index is even asked
         raise UsageError(f"--releases {args.releases}: {large}: pass --allow-large to build them anyway")
-    run = build_spec(RunRequest(profile=args.profile, cases=args.cases, policies=args.cache_policy or ()))
+    run = build_spec(RunRequest(profile=args.profile, cases=args.cases, policies=args.cache_policy or (),
+                                explain=args.explain))  # fmt: skip
     spec = release_sweep.SweepSpec(run=run, releases=releases.choose(args.releases), rounds=args.rounds,
                                    env_cache=cache, allow_large=args.allow_large)  # fmt: skip
     release_sweep.check(spec)
@@ -129,6 +133,9 @@ def handle(args, console: Console) -> int:
         _prune(console, cache)
         if not (args.paths or args.registry or args.releases):
             return 0
+    if args.explain and not args.releases:
+        raise UsageError("--explain runs diagnostic processes in a --releases sweep; results named by PATH bring the "
+                         "explanations they were run with (`ttfr run --explain`)")  # fmt: skip
     by, out_parent, interrupted = args.by, args.out, False
     if args.releases:
         if args.by:

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from ttfr.model.base import Artifact, Count, Fraction, Seconds
-from ttfr.model.comparison import RatioCI
+from ttfr.model.base import UNSET, Artifact, Count, Fraction, Seconds, UnsetType
+from ttfr.model.comparison import ExplanationChange, RatioCI
 
 HISTORY_SCHEMA = "ttfr.history.v1"
 
@@ -110,6 +110,11 @@ class Step(Artifact):
     changed: list[Change]
     """What differs between the manifests of the results either side of the step (empty: nothing recorded
     changed)."""
+    explained: list[ExplanationChange] | UnsetType = UNSET
+    """Both results either side ran --explain for this case and policy: what moved between their diagnostic
+    processes (modules, distributions, programs, frames, first-call parts; A is the result before the step, B the
+    one after), largest first, as `ttfr compare` lists it; empty: nothing moved beyond its threshold; absent: a side
+    has no explanation."""
 
 
 class Change(Artifact):

@@ -11,12 +11,13 @@ import statistics
 from pathlib import Path
 
 import ttfr
-from ttfr.analyse import history_steps
+from ttfr.analyse import explain_changes, history_steps
 from ttfr.artifacts import history_sources
 from ttfr.artifacts.history_sources import NEXTSTAT_PREFIX, WARM_FIGURE, ReadResult
 from ttfr.artifacts.store import new_stamped_directory, write_bytes_atomic, write_json
 from ttfr.errors import UsageError
 from ttfr.exit_codes import EXIT_OK, EXIT_REGRESSION
+from ttfr.model.base import UNSET
 from ttfr.model.history import (
     HISTORY_SCHEMA,
     Change,
@@ -94,6 +95,19 @@ def _gap(result: ReadResult, key: tuple[str, str, str]) -> str:
     return result.cases[case] or f"{policy} was not measured in this result"
 
 
+def _explained(before: ReadResult, after: ReadResult, key: tuple[str, str, str]) -> list | None:
+    """What moved between the --explain processes either side of a step, for its case and policy (None: a side has
+    no explanation of it)."""
+    case, policy, _figure = key
+    sides = [r.explained.get(case) for r in (before, after)]
+    if None in sides:
+        return None
+    moved = explain_changes.changes([sides[0]], [sides[1]])
+    if moved is None or not any(p == policy for p, _block in sides[0].policies.cold()):
+        return None
+    return [row for row in moved if row.policy == policy]
+
+
 def series_of(
     results: list[ReadResult], key: tuple[str, str, str], machine: str, fail_above: float | None, by: str | None = None
 ) -> Series:
@@ -116,11 +130,13 @@ def series_of(
     for found in detection.steps:
         at, before = valid[found.at], valid[found.at - 1]
         after_result = results[at]
+        explained = _explained(results[before], after_result, key)
         steps.append(Step(at=at, source=after_result.id, created_at=after_result.created_at, label=_label(after_result, by),
                           before_s=math.exp(found.before), after_s=math.exp(found.after),
                           ratio=math.exp(found.after - found.before), ci=list(found.ci),
                           ci_level=history_steps.CI_LEVEL,
-                          changed=changes(results[before].manifest, after_result.manifest)))  # fmt: skip
+                          changed=changes(results[before].manifest, after_result.manifest),
+                          explained=UNSET if explained is None else explained))  # fmt: skip
     newest = Newest(step=None, ratio=None, fails=False)
     if steps:
         last = steps[-1]

@@ -24,6 +24,7 @@ from ttfr.artifacts.store import new_stamped_directory
 from ttfr.errors import MeasurementFailed, UsageError
 from ttfr.measure import catalog, release_envs
 from ttfr.measure.executors import REAL, Executors
+from ttfr.measure.plan import EXPLAIN
 from ttfr.measure.scheduler import NullProgress
 from ttfr.measure.releases import Releases
 from ttfr.measure.spawn import ensure_worker_bytecode
@@ -102,6 +103,18 @@ def build_envs(spec: SweepSpec, say) -> list[release_envs.Env]:
     return built
 
 
+def _unavailable(result: ReadResult) -> dict:
+    """A case that failed in one release of a sweep (an API the release lacks, say) is unavailable there: the others
+    ran it."""
+    release = result.id.replace("-", " ", 1)
+    figures = {}
+    for key, figure in result.figures.items():
+        if figure.gap and figure.gap.startswith("failed: "):
+            figure = replace(figure, gap=f"unavailable in {release}: {figure.gap.removeprefix('failed: ')}")
+        figures[key] = figure
+    return figures
+
+
 def _failed_release(spec: SweepSpec, env: release_envs.Env, machine, now: str, root: Path) -> ReadResult:
     package = spec.releases.package
     why = f"{package} {env.version} could not be measured: {env.reason}"
@@ -145,6 +158,9 @@ def execute(spec: SweepSpec, out_parent: Path, command_line=None, progress=None,
                 for k in arm_order(len(arms), round_index, phase):
                     arms[k].scheduler.run_task(task)
             completed = round_index + 1
+        for task in (t for t in arms[0].plan.tasks if t.kind == EXPLAIN):  # --explain: after the rounds, unmeasured
+            for arm in arms:
+                arm.scheduler.run_task(task)
     except KeyboardInterrupt:
         interrupted = True
     elapsed_s = time.monotonic() - started
@@ -154,8 +170,8 @@ def execute(spec: SweepSpec, out_parent: Path, command_line=None, progress=None,
     results, left_out = history_sources.read_all([arm.dir.root for arm in arms])
     resolved = {f"{package}-{env.version}": env.resolution for env in ready}
     # what uv resolved in each release's environment: what changed at a step beyond the swept package
-    results = [replace(r, manifest=r.manifest | {f"resolved.{k}": v for k, v in resolved.get(r.id, {}).items()})
-               for r in results]  # fmt: skip
+    results = [replace(r, manifest=r.manifest | {f"resolved.{k}": v for k, v in resolved.get(r.id, {}).items()},
+                       figures=_unavailable(r)) for r in results]  # fmt: skip
     if results:
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         results += [_failed_release(spec, env, results[0].machine, now, root) for env in envs if env.state != "ready"]

@@ -3,6 +3,7 @@ changed; every series in brief; the results read and those left out; how steps a
 
 from __future__ import annotations
 
+from ttfr.model.base import UNSET
 from ttfr.model.history import History, Series, Source, Step
 from ttfr.report.formatting import DASH, code, fmt_percent, fmt_seconds, table
 
@@ -26,6 +27,15 @@ def changed_text(item: Step | Source, limit: int = 4) -> str:
     parts = [f"{c.key} {c.before or DASH} → {c.after or DASH}" for c in item.changed[:limit]]
     more = len(item.changed) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def moved_lines(step: Step, limit: int = 5) -> list[str]:
+    """--explain on both sides of a step: what moved between their diagnostic processes, largest first."""
+    if not step.explained:
+        return [] if step.explained is UNSET else ["  - --explain: nothing moved beyond its threshold"]
+    return [f"  - moved ({row.kind}{f', {row.phase}' if row.phase else ''}): {code(row.name)} "
+            f"{fmt_seconds(row.a_s)} → {fmt_seconds(row.b_s)} ({'+' if row.change_s >= 0 else '−'}"
+            f"{fmt_seconds(abs(row.change_s))})" for row in step.explained[:limit]]  # fmt: skip
 
 
 def series_name(series: Series) -> str:
@@ -78,13 +88,14 @@ def render(history: History) -> str:
     lines += ["", "## Steps", ""]
     rows = step_rows(history)
     lines += table(STEP_HEADER, rows) if rows else [NO_STEP]
-    changed = [(s, step) for s in history.series for step in s.steps if step.changed]
+    changed = [(s, step) for s in history.series for step in s.steps if step.changed or step.explained]
     if changed:
         lines += ["", "### What changed at each step", ""]
         for s, step in changed:
             lines.append(f"- {series_name(s)} at {code(step.source)}:")
             lines += [f"  - `{c.key}`: {code(c.before) if c.before else DASH} → {code(c.after) if c.after else DASH}"
                       for c in step.changed]  # fmt: skip
+            lines += moved_lines(step)
     lines += ["", "## Series", ""]
     lines += table(["case", "policy", "figure", "machine", "points", "gaps", "latest", "within", "between sessions",
                     "steps"], _series_rows(history))  # fmt: skip
