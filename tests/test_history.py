@@ -153,6 +153,7 @@ def test_every_output_renders_the_one_document():
 
     page = html.render_history(document, {r.id: f"../{r.id}/report.html" for r in results})
     assert history_md.ratio_text(step.ratio) in page and 'href="../r00/report.html"' in page
+    assert "runtime.jax: 0.9.0 → 0.10.2" in page  # what changed, on the page too
 
 
 def _fake_result_dir(tmp_path, name, seed, explain=False):

@@ -38,6 +38,23 @@ def moved_lines(step: Step, limit: int = 5) -> list[str]:
             f"{fmt_seconds(abs(row.change_s))})" for row in step.explained[:limit]]  # fmt: skip
 
 
+CHANGED_TITLE = "### What changed at each step"
+
+
+def changed_lines(history: History) -> list[str]:
+    """Every step's manifest difference and, where both sides ran --explain, what moved (a nested list)."""
+    lines = []
+    for s in history.series:
+        for step in s.steps:
+            if not (step.changed or step.explained):
+                continue
+            lines.append(f"- {series_name(s)} at {code(step.source)}:")
+            lines += [f"  - `{c.key}`: {code(c.before) if c.before else DASH} → {code(c.after) if c.after else DASH}"
+                      for c in step.changed]  # fmt: skip
+            lines += moved_lines(step)
+    return lines
+
+
 def series_name(series: Series) -> str:
     return f"{series.case} · {series.policy} · {series.figure}"
 
@@ -88,14 +105,9 @@ def render(history: History) -> str:
     lines += ["", "## Steps", ""]
     rows = step_rows(history)
     lines += table(STEP_HEADER, rows) if rows else [NO_STEP]
-    changed = [(s, step) for s in history.series for step in s.steps if step.changed or step.explained]
-    if changed:
-        lines += ["", "### What changed at each step", ""]
-        for s, step in changed:
-            lines.append(f"- {series_name(s)} at {code(step.source)}:")
-            lines += [f"  - `{c.key}`: {code(c.before) if c.before else DASH} → {code(c.after) if c.after else DASH}"
-                      for c in step.changed]  # fmt: skip
-            lines += moved_lines(step)
+    detail = changed_lines(history)
+    if detail:
+        lines += ["", CHANGED_TITLE, "", *detail]
     lines += ["", "## Series", ""]
     lines += table(["case", "policy", "figure", "machine", "points", "gaps", "latest", "within", "between sessions",
                     "steps"], _series_rows(history))  # fmt: skip

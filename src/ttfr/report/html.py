@@ -277,8 +277,20 @@ def render_history(history: History, links: dict[str, str]) -> str:
     step_table = _table(history_md.STEP_HEADER, [[c.replace("`", "") for c in r] for r in steps]) if steps else ""
     sources = [[str(i), s.id, s.kind, s.label, s.machine, history_md.changed_text(s) if i else "—", s.path]
                for i, s in enumerate(history.sources)]  # fmt: skip
+    detail = [line.replace("`", "") for line in history_md.changed_lines(history)]
+    changed = (
+        "<ul>"
+        + "".join(
+            f"<li>{_e(line.removeprefix('- '))}</li>"
+            if line.startswith("- ")
+            else f"<ul><li>{_e(line.strip().removeprefix('- '))}</li></ul>"
+            for line in detail
+        )
+        + "</ul>"
+    )
     sections = [
-        _section("Steps", [step_table or f"<p>{_e(history_md.NO_STEP)}</p>"]),
+        _section("Steps", [step_table or f"<p>{_e(history_md.NO_STEP)}</p>",
+                           f"<h3>{_e(history_md.CHANGED_TITLE.lstrip('# '))}</h3>{changed}" if detail else ""]),
         _section("Trends", [_figure(plot) for plot in history_plots.trends(history, links)],
                  "Each line is a series (a cache policy on a machine); an open stretch is a gap (its reason is in "
                  "history.md and history.csv); a dashed line marks a step where its new level starts; each point "
