@@ -80,6 +80,7 @@ WRITERS = {
     "measure/journal.py": "the journal, appended and fsynced while measuring (a layer below artifacts/)",
     "measure/cache.py": "the compilation-cache directories whose state is the cache policy measured",
     "measure/release_envs.py": "the releases' environments (`history --releases`), built whole in ttfr's own cache",
+    "pytest_plugin.py": "the lock budget tests take in turn under pytest-xdist, in --ttfr-out",
     "measure/slurm_groups.py": "a group's task files and release barrier on the user's shared filesystem",
     "measure/group_task.py": "an array task's ready and result files, written in place on that filesystem",
     "artifacts": "the artifacts",

@@ -300,3 +300,18 @@ def render_history(history: History, links: dict[str, str]) -> str:
         _section("Left out", [_list([f"{item.path}: {item.reason}" for item in history.left_out])]),
     ]  # fmt: skip
     return _page("ttfr history", meta, sections)
+
+
+def render_fragment(result: VerifiedResult, cases: list[CaseResult] | None = None) -> str:
+    """A result (or some of its cases) for a notebook's output: the summary table and the cold-start components
+    chart of each cold policy, inline SVG with the page's style scoped to it (no server, works offline)."""
+    from ttfr.report import plots
+
+    cases = result.cases if cases is None else cases
+    scoped = "\n".join(f".ttfr-result {rule}" if rule.strip() and not rule.lstrip().startswith(("@", ":root", "body"))
+                       else "" for rule in _CSS.splitlines())  # fmt: skip
+    charts = [_figure(p) for p in (plots.components(cases, pol) for pol in markdown.cold_policies(cases)) if p]
+    counts = result.suite.summary
+    head = (f"<p class=meta>{_e(result.result_dir.root.name)}: {counts.n_ok} ok, {counts.n_warn} warn, "
+            f"{counts.n_failed} failed; profile {result.suite.profile}</p>")  # fmt: skip
+    return f"<div class=ttfr-result><style>{scoped}</style>{head}{_summary(cases)}{''.join(charts)}</div>"

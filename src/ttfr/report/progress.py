@@ -6,6 +6,8 @@ so the ETA sums per-kind estimates, replaced by the mean of observed runs of tha
 
 from __future__ import annotations
 
+import html
+import io
 import statistics
 import time
 
@@ -133,3 +135,46 @@ class ProgressDisplay:
         if self.bar is not None:
             self.progress.stop()
             self.bar = None
+
+
+def in_notebook() -> bool:
+    """Running in a Jupyter kernel (IPython's ZMQ shell), where terminal codes would print as text."""
+    import sys
+
+    shell = sys.modules.get("IPython")
+    ipython = getattr(shell, "get_ipython", lambda: None)() if shell else None
+    return type(ipython).__name__ == "ZMQInteractiveShell"
+
+
+class NotebookProgress(ProgressDisplay):
+    """The scheduler's progress as an HTML progress bar in a notebook's output, updated in place (IPython's display
+    handles): the count, the run that just finished, the ETA. No terminal codes, no server, offline."""
+
+    def __init__(self):
+        super().__init__(Console(file=io.StringIO()))  # the lines a non-terminal would get go nowhere
+        self.live = False
+        from IPython.display import HTML, display
+
+        self._html = HTML
+        self._handle = display(HTML(self._render("starting")), display_id=True)
+
+    def _render(self, last: str) -> str:
+        done, total = self.count, max(self.total, 1)
+        return (f"<div><progress value='{done}' max='{total}' style='width:24em'></progress> {done}/{self.total} "
+                f"· ETA {html.escape(self._eta())}<br><small>{html.escape(last)}</small></div>")  # fmt: skip
+
+    def start(self, total: int, pending: list[Task]) -> None:
+        super().start(total, pending)
+        self._handle.update(self._html(self._render("")))
+
+    def task_finished(self, task: Task, entry: JournalEntry | None, skipped: str | None = None) -> None:
+        super().task_finished(task, entry, skipped)
+        outcome = "skipped" if entry is None else entry.outcome
+        self._handle.update(self._html(self._render(f"{task.case.id} {task_label(task)}: {outcome}")))
+
+
+def for_python_api():
+    """The progress a `ttfr.run()` call shows: a bar in a notebook, lines on stderr elsewhere."""
+    import sys
+
+    return NotebookProgress() if in_notebook() else ProgressDisplay(Console(file=sys.stderr))
