@@ -2,6 +2,7 @@
 fresh processes from the kernel, the result displayed as HTML (its summary table), the tidy frame,
 and the progress drawn as an HTML bar, never terminal codes."""
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -27,3 +28,5 @@ def test_the_example_notebook_runs_on_a_real_kernel_and_shows_the_result_table(t
     assert "numpy_matmul_64_f32" in case_cell.outputs[0]["data"]["text/html"]
     (result,) = (tmp_path / "ttfr-results").iterdir()
     assert (result / "suite.json").is_file()  # written where the notebook runs, as `ttfr run` writes it
+    limitations = json.loads((result / "manifest.json").read_text())["limitations"]
+    assert any(note.startswith("Started from a Jupyter kernel (pid ") for note in limitations)  # the kernel, noted

@@ -17,19 +17,20 @@ CASE = "numpy_matmul_64_f32"
 
 
 class Spread(FakeExecutor):
-    """Cold runs whose TTFR alternates between 0.33 s and `slow` s (the fakes' marks otherwise)."""
+    """Cold runs whose TTFR alternates between 0.33 s and `slow` s (the fakes' marks otherwise); `every`: all slow."""
 
-    def __init__(self, slow: float):
+    def __init__(self, slow: float, every: bool = False):
         super().__init__()
         self.slow = slow
-        self.cold = 0
+        self.cold = 1 if every else 0
+        self.step = 0 if every else 1
 
     def __call__(self, job, env, timeout_s, python=None):
         if job.mode != "cold":
             return super().__call__(job, env, timeout_s, python)
         self.calls.append({"job": job, "env": env})
         extra = 0 if self.cold % 2 == 0 else int((self.slow - 0.33) * 1e9)
-        self.cold += 1
+        self.cold += self.step
         return fake_result(fake_record(check=PASSED_CHECK if job.check else None), spawn_ns=1_000_000_000 - extra)
 
 
@@ -189,3 +190,16 @@ def test_under_xdist_budget_tests_take_the_lock_in_turn_and_the_controller_print
     outcome.assert_outcomes(passed=2)
     outcome.stdout.fnmatch_lines(["*ttfr budgets*", "result: *", "result: *",
                                   "pytest-xdist: the budget tests measured one at a time*"])  # fmt: skip
+
+
+def test_against_a_baseline_a_slowdown_beyond_the_limit_fails_and_one_within_passes(pytester, fakes):
+    _budget_test(pytester, f'case="{CASE}", policy="cold-cache", p50="2s", runs=8')
+    fakes(FakeExecutor())  # the baseline: every run 330 ms
+    pytester.runpytest_inprocess("--ttfr-out", "baseline").assert_outcomes(passed=1)
+    fakes(Spread(slow=0.53, every=True))  # now every run 530 ms: x1.6
+    failed = pytester.runpytest_inprocess("--ttfr-out", "now", "--ttfr-baseline", "baseline", "--ttfr-compare-fail", "25")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*numpy_matmul_64_f32 cold-process/cold-cache: x1.6* the baseline's TTFR*above +25%*weak*"])
+    passed = pytester.runpytest_inprocess("--ttfr-out", "later", "--ttfr-baseline", "baseline", "--ttfr-compare-fail",
+                                          "80")  # fmt: skip
+    passed.assert_outcomes(passed=1)

@@ -12,6 +12,7 @@ processes, as on the command line: running from a notebook never measures the no
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from ttfr.errors import MeasurementFailed, UsageError
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Comparison
 from ttfr.model.suite import SuiteResult
+
+# Where the measuring parent is a notebook's kernel, the report's limitations say so.
+KERNEL_NOTE = ("Started from a Jupyter kernel (pid {pid}): the measured processes are fresh ones, and the kernel's own "
+               "CPU use during the runs counts as a neighbour in their contention evidence (Machine health)")  # fmt: skip
 
 __all__ = ["Case", "MeasurementFailed", "Result", "UsageError", "compare", "load", "run"]
 
@@ -103,8 +108,9 @@ def load(path) -> Result:
 def run(cases=None, *, backends=None, workloads=None, sizes=None, dtypes=None, cache_policies=None,
         profile: str = "quick", cold_runs: int | None = None, warm_procs: int | None = None,
         warm_samples: int | None = None, case_files=None, commands=None, command_names=None, seed: int | None = None,
-        deterministic: bool = False, explain: bool = False, keep_contended: bool = False, html: bool = True,
-        out="ttfr-results", progress: bool = True, _executors=None) -> Result:  # fmt: skip
+        deterministic: bool = False, explain: bool = False, keep_contended: bool = False,
+        precision: float | None = None, budget=None, html: bool = True, out="ttfr-results", progress: bool = True,
+        _executors=None) -> Result:  # fmt: skip
     """Measure, as `ttfr run` does, and return the verified result. `out` is the parent of the result directory.
     In a notebook the progress is a bar that renders there; elsewhere, lines on stderr."""
     from ttfr.measure.spec import RunRequest, build_spec
@@ -115,11 +121,12 @@ def run(cases=None, *, backends=None, workloads=None, sizes=None, dtypes=None, c
                          cold_runs=cold_runs, warm_procs=warm_procs, warm_samples=warm_samples, seed=seed,
                          deterministic=deterministic, case_files=tuple(str(f) for f in _listed(case_files)),
                          commands=_listed(commands), command_names=_listed(command_names), explain=explain,
-                         keep_contended=keep_contended)  # fmt: skip
+                         keep_contended=keep_contended, precision=precision, budget=budget)  # fmt: skip
     spec = build_spec(request)  # every check the command line makes: UsageError before anything runs
-    result_dir = suite.start(spec, Path(out), ["ttfr.run(...)"])
-    from ttfr.report.progress import for_python_api
+    from ttfr.report.progress import for_python_api, in_notebook
 
+    notes = (KERNEL_NOTE.format(pid=os.getpid()),) if in_notebook() else ()
+    result_dir = suite.start(spec, Path(out), ["ttfr.run(...)"], notes=notes)
     display = for_python_api() if progress else None
     try:
         outcome = suite.execute(result_dir, spec, executors=_executors, progress=display, html=html)

@@ -47,8 +47,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "ttfr(case=None, policy='warm-cache', p50=None, p95=None, runs=None, case_file=None, command=None): a cold-start "
-        "budget on a case (a built-in id, a case file's case, or a command), judged by its interval",
+        "ttfr(case=None, policy='warm-cache', p50=None, p95=None, runs=None, case_file=None, command=None, precision=None):"
+        " a cold-start budget on a case (a built-in id, a case file's case, or a command), judged by its interval; "
+        "precision=0.05 adds runs until its half-width is 5% (an interval that would straddle the limit may then not)",
     )
     config.pluginmanager.register(_Kept(), "ttfr-budget-results")
 
@@ -61,7 +62,7 @@ def _budget(item, mark) -> dict:
     from ttfr.model.policies import WARM_PROCESS
 
     kwargs = dict(mark.kwargs)
-    known = {"case", "policy", "p50", "p95", "runs", "case_file", "command"}
+    known = {"case", "policy", "p50", "p95", "runs", "case_file", "command", "precision"}
     try:
         unknown = sorted(set(kwargs) - known)
         if unknown or mark.args:
@@ -81,7 +82,8 @@ def _budget(item, mark) -> dict:
             raise ValueError('name the case (case="<id>", with case_file= for your own) or a program (command="...")')
         request = dict(cases=() if command else (case,), policies=(policy,), cold_runs=runs,
                        case_files=(str(Path(kwargs["case_file"]).resolve()),) if kwargs.get("case_file") else (),
-                       commands=(command,) if command else (), command_names=("budget",) if command else ())  # fmt: skip
+                       commands=(command,) if command else (), command_names=("budget",) if command else (),
+                       precision=kwargs.get("precision"))  # fmt: skip
         spec = build_spec(RunRequest(**request))
         if policy.endswith(WARM_PROCESS):
             raise ValueError(f"policy={policy!r}: a budget is on a cold start (cold-cache, warm-cache, precompiled/...)")
@@ -89,7 +91,7 @@ def _budget(item, mark) -> dict:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttfr: {exc}") from None
     run_args = dict(cases=request["cases"], cache_policies=request["policies"], cold_runs=runs,
                     case_files=request["case_files"], commands=request["commands"],
-                    command_names=request["command_names"])  # fmt: skip
+                    command_names=request["command_names"], precision=request["precision"])  # fmt: skip
     return dict(run=run_args, statistic=statistic, limit=limit, policy=spec.policies[0],
                 case=spec.cases[0].id if spec.cases else None)  # fmt: skip
 

@@ -70,9 +70,10 @@ class SuiteOutcome:
 
 
 def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None, *, name: str | None = None,
-          session_id: str | None = None, arm: Arm | None = None) -> ResultDir:  # fmt: skip
+          session_id: str | None = None, arm: Arm | None = None, notes: tuple[str, ...] = ()) -> ResultDir:  # fmt: skip
     """Create the result directory with its plan and manifest, before anything runs. `ttfr ab`
-    names each arm's directory, shares one session id between them and records the arm."""
+    names each arm's directory, shares one session id between them and records the arm; `notes` are
+    limitations the caller knows of (a run started from a notebook's kernel)."""
     now = dt.datetime.now(dt.timezone.utc)
     recorded = spec.recorded()
     result_dir = ResultDir.create(out_parent, name or snapshot_id(now, encode(recorded), spec.deterministic))
@@ -83,7 +84,7 @@ def start(spec: RunSpec, out_parent: Path, command_line: list[str] | None = None
                             datasets=write_datasets(spec, result_dir),
                             arm=recorded_arm)  # fmt: skip
         info = decode(manifest.collect(command_line, spec.python, spec.policies, session_id=session_id), Manifest)
-        info = msgspec.structs.replace(info, arm=recorded_arm)
+        info = msgspec.structs.replace(info, arm=recorded_arm, limitations=[*info.limitations, *notes])
         write_json(result_dir.plan, plan, PLAN_SCHEMA)
         write_json(result_dir.manifest, info, MANIFEST_SCHEMA)
     except BaseException as exc:
