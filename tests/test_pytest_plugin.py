@@ -203,3 +203,25 @@ def test_against_a_baseline_a_slowdown_beyond_the_limit_fails_and_one_within_pas
     passed = pytester.runpytest_inprocess("--ttfr-out", "later", "--ttfr-baseline", "baseline", "--ttfr-compare-fail",
                                           "80")  # fmt: skip
     passed.assert_outcomes(passed=1)
+
+
+@pytest.mark.integration
+def test_a_programs_budget_runs_real_processes(pytester, monkeypatch):
+    """A program's budget (command=), measured for real: six fresh processes, its interval judged."""
+    import sys
+
+    monkeypatch.setattr(pytest_plugin, "EXECUTORS", None)
+    pytester.makepyfile(
+        test_budgets=f"""
+        import pytest
+
+        @pytest.mark.ttfr(command="{sys.executable} -S -c pass", policy="cold-cache", p50="30s")
+        def test_program():
+            pass
+    """
+    )
+    outcome = pytester.runpytest_inprocess("-rA")
+    outcome.assert_outcomes(passed=1)
+    outcome.stdout.fnmatch_lines(["*ttfr budgets*", "result: *"])
+    (result,) = [p for p in (pytester.path / ".ttfr-pytest").iterdir() if p.is_dir()]
+    assert (result / "cases" / "command_budget_1_f64.json").is_file()
