@@ -2,6 +2,7 @@
 
 import json
 import math
+import statistics
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -279,7 +280,10 @@ def test_selftest_measures_and_stores_a_noise_floor(tmp_path, monkeypatch):
     result = selftest.run(aa=2, per_level=1, rounds=4)
     assert artifacts.schema_errors(encode(result), "ttfr.selftest.v1") == []
     assert set(result.aa) == {"cold", "warm"} and len(result.injected) == 3
-    assert result.injected[-1].measured_ratio > result.injected[0].measured_ratio > 1.0
+    assert [x.nominal for x in result.injected] == [0.05, 0.10, 0.20]
+    # One truth process a level cannot order 5% against 10% on a shared machine (a CI run measured the 5% as
+    # 0.949): their mean, +12% injected, is clear of the noise, and swapped arms would put it below 1.
+    assert statistics.fmean(math.log(x.measured_ratio) for x in result.injected) > 0
     assert result.injected[0].truth_processes == 1
     selftest.store(result)
     assert selftest.load_noise_floor() == result.noise_floor

@@ -207,7 +207,8 @@ def test_against_a_baseline_a_slowdown_beyond_the_limit_fails_and_one_within_pas
 
 @pytest.mark.integration
 def test_a_programs_budget_runs_real_processes(pytester, monkeypatch):
-    """A program's budget (command=), measured for real: six fresh processes, its interval judged."""
+    """A program's budget (command=), measured for real, its interval judged. Twelve runs: a CI run had one of six
+    set aside as contended, and five leave no 95% interval (an inconclusive skip, as they should)."""
     import sys
 
     monkeypatch.setattr(pytest_plugin, "EXECUTORS", None)
@@ -215,7 +216,7 @@ def test_a_programs_budget_runs_real_processes(pytester, monkeypatch):
         test_budgets=f"""
         import pytest
 
-        @pytest.mark.ttfr(command="{sys.executable} -S -c pass", policy="cold-cache", p50="30s")
+        @pytest.mark.ttfr(command="{sys.executable} -S -c pass", policy="cold-cache", p50="30s", runs=12)
         def test_program():
             pass
     """

@@ -70,13 +70,16 @@ class Budget:
     coverage: float | None
     verdict: str  # pass | fail | inconclusive
 
-    def sentence(self, case: str, policy: str) -> str:
+    def sentence(self, case: str, policy: str, set_aside: int = 0) -> str:
         def ms(x):
             return f"{x * 1e3:.1f} ms"
 
-        interval = f"[{ms(self.low_s)}, {ms(self.high_s)}] ({self.coverage:.1%})" if self.low_s is not None else "no interval"
+        interval = (f"[{ms(self.low_s)}, {ms(self.high_s)}] ({self.coverage:.1%})" if self.low_s is not None else
+                    f"no 95% interval from {self.runs} runs (a {self.statistic} needs "
+                    f"{fewest_runs(STATISTICS[self.statistic])})")  # fmt: skip
+        aside = f" ({set_aside} contended run(s) set aside)" if set_aside else ""
         return (f"{case} {policy} {self.statistic} {ms(self.estimate_s) if self.estimate_s else '—'} {interval} over "
-                f"{self.runs} runs, limit {ms(self.limit_s)}: {self.verdict}")  # fmt: skip
+                f"{self.runs} runs{aside}, limit {ms(self.limit_s)}: {self.verdict}")  # fmt: skip
 
 
 def judge(values: list[float], statistic: str, limit_s: float) -> Budget:
