@@ -174,7 +174,7 @@ def test_under_xdist_budget_tests_take_the_lock_in_turn_and_the_controller_print
     """
     )
     pytester.makepyfile(
-        test_budgets=f"""
+        test_two_budgets=f"""
         import pytest
 
         @pytest.mark.ttfr(case="{CASE}", policy="cold-cache", p50="600ms")
@@ -213,7 +213,7 @@ def test_a_programs_budget_runs_real_processes(pytester, monkeypatch):
 
     monkeypatch.setattr(pytest_plugin, "EXECUTORS", None)
     pytester.makepyfile(
-        test_budgets=f"""
+        test_program_budgets=f"""
         import pytest
 
         @pytest.mark.ttfr(command="{sys.executable} -S -c pass", policy="cold-cache", p50="30s", runs=12)
