@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.contention_safe,  # records a
 
 
 def _job(artifact, action, mechanism="jax_serialized", **extra):
-    return Job(mode="cold", adapter="jax_backend", workload="matmul", size=64, dtype="float32", seed=1,
-               precompiled=mechanism, artifact=str(artifact), artifact_action=action, **extra)  # fmt: skip
+    case = {"workload": "matmul", "size": 64, "dtype": "float32", **extra}
+    return Job(mode="cold", adapter="jax_backend", seed=1, precompiled=mechanism, artifact=str(artifact),
+               artifact_action=action, **case)  # fmt: skip
 
 
 def _run(job, tmp_path):
@@ -100,3 +101,24 @@ def test_an_exported_function_is_compiled_once_through_its_wrapper_and_never_tra
     assert (programs["call_exported"].traces, programs["call_exported"].compiles) == (1, 1)
     assert loader.record.cache.end.programs == programs  # the second call: nothing more
     assert loader.record.digest == maker.record.digest
+
+
+def test_an_executable_that_calls_lapack_loads_without_compiling_and_gives_the_same_result(tmp_path):
+    # The profiled q0 solves (LAPACK's getrf/trsm): a deserialised executable calling LAPACK crashed the process
+    # (SIGSEGV) unless LAPACK's kernels were bound first; the load binds them, and still compiles nothing.
+    from ttfr.measure import datasets
+
+    workspace = datasets.resolve(8, 0, None)
+    files = datasets.files(workspace, 0).values()
+    for name, payload in files:
+        (tmp_path / name).write_bytes(payload)
+    spec_path, point_path = (str(tmp_path / name) for name, _payload in files)
+    artifact = tmp_path / "q0.jax_serialized"
+    q0 = {"workload": "hf_profiled_q0", "size": 8, "dtype": "float64", "workspace": spec_path, "point": point_path,
+          "signal": "SR0/signal"}  # fmt: skip
+    maker = _run(_job(artifact, ARTIFACT_MAKE, **q0), tmp_path)
+    assert maker.outcome == "ok", (maker.reason, maker.output_tail)
+    assert b"lapack_" in artifact.read_bytes()  # the premise: the executable names LAPACK's targets
+    result = _run(_job(artifact, ARTIFACT_LOAD, **q0), tmp_path)
+    assert result.outcome == "ok", (result.reason, result.output_tail)
+    assert result.record.cache.first.programs == {} and result.record.digest == maker.record.digest

@@ -26,6 +26,10 @@ Mechanisms, by runtime:
 
 A workload a mechanism cannot take is `Unavailable` with the runtime's words (its policy: unsupported).
 
+The loops' ahead-of-time strategies (`sweep_mlp_aot`, `hf_mass_scan_aot`: workloads/aot_store.py) keep their
+own meaning, building and loading inside a loop, but make and load their executables and packages through the
+same mechanisms here (`JaxSerialized.dumps`/`loads`, `TorchAoti.package`/`open_package`, `framed`/`unframed`).
+
 Standard library only at import: the worker imports this before the runtime, only in a precompiled run.
 """
 
@@ -58,23 +62,41 @@ class Mechanism:
 class JaxSerialized(Mechanism):
     name = "jax_serialized"
 
-    def make(self, runtime):
+    @staticmethod
+    def dumps(executable) -> bytes:
+        """A compiled executable's bytes, with its argument and result trees."""
         import pickle
 
         from jax.experimental import serialize_executable
 
-        payload, in_tree, out_tree = serialize_executable.serialize(runtime.compiled)
-        return pickle.dumps((payload, in_tree, out_tree), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(serialize_executable.serialize(executable), protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def loads(payload: bytes, device=None):
+        """The executable `dumps` wrote, loaded onto `device` (default: the one it was compiled for)."""
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        if b"lapack_" in payload:
+            # An executable that calls LAPACK (a solve) crashes the process (SIGSEGV, jaxlib 0.10.2 on CPU) unless
+            # LAPACK's kernels were bound first, which only lowering a linalg call does otherwise: bind them here
+            # (it compiles nothing; it imports SciPy's LAPACK, a cost of the load). The payload names its custom
+            # calls' targets (lapack_dgetrf_ffi, ...) in plain bytes.
+            from jax._src.lax import linalg
+
+            linalg.initialize_lapack()
+        # the artifact is ttfr's own, made by this run's priming process or an earlier run of the same case
+        # (never a file a user handed over)
+        serialized, in_tree, out_tree = pickle.loads(payload)  # noqa: S301
+        where = {"execution_devices": [device]} if device is not None else {}
+        return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree, **where)
+
+    def make(self, runtime):
+        return self.dumps(runtime.compiled)
 
     def load(self, runtime, payload):
-        import pickle
-
-        from jax.experimental import serialize_executable
-
-        # the artifact is ttfr's own, made by this run's priming process (never a file a user handed over)
-        serialized, in_tree, out_tree = pickle.loads(payload)  # noqa: S301
-        return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree,
-                                                         execution_devices=[runtime.device])  # fmt: skip
+        return self.loads(payload, runtime.device)
 
 
 class JaxExport(Mechanism):
@@ -138,9 +160,13 @@ class TorchAotCompile(Mechanism):
             raise Unavailable("torch_aot_compile takes a function, and this case compiles an nn.Module (torch's module "
                               "form, OptimizedModule.aot_compile, is experimental and loads only into the module "
                               "rebuilt)")  # fmt: skip
+        compiled_fn = torch.compile(fn, **{**options, "fullgraph": True})
+        if not hasattr(compiled_fn, "aot_compile") or not hasattr(torch.compiler, "load_compiled_function"):
+            raise Unavailable(f"torch {torch.__version__} has no aot_compile / torch.compiler.load_compiled_function "
+                              "(experimental in 2.13)")  # fmt: skip
         try:
             # the workload's own options (mode, dynamic, backend), whole-graph as aot_compile requires
-            compiled = torch.compile(fn, **{**options, "fullgraph": True}).aot_compile((args, kwargs))
+            compiled = compiled_fn.aot_compile((args, kwargs))
         except _unsupported(torch) as exc:  # the runtime's words: a graph break, a .backward() inside
             raise Unavailable(f"torch.compile(fullgraph=True).aot_compile: {first_line(exc)}") from exc
         import tempfile
@@ -163,6 +189,22 @@ class TorchAoti(Mechanism):
     stands_for_compile = True
     beside = ".pt2"
 
+    @staticmethod
+    def package(torch, exported, path: str | None) -> str:
+        """An exported program compiled by AOTInductor into a package written whole at `path` (a name ending
+        in .pt2: its writer refuses any other), or where AOTInductor chooses (None); the package's path."""
+        if path is None:
+            return torch._inductor.aoti_compile_and_package(exported)
+        partial = path[: -len(".pt2")] + ".partial.pt2"
+        torch._inductor.aoti_compile_and_package(exported, package_path=partial)
+        os.replace(partial, path)  # a reader never sees half a package
+        return path
+
+    @staticmethod
+    def open_package(torch, path: str):
+        """The package's callable (its kernels loaded, nothing compiled that the package holds)."""
+        return torch._inductor.aoti_load_package(path)
+
     def make(self, runtime):
         torch = runtime.torch
         fn, args, kwargs, _options = _one_function(runtime, self.name)
@@ -179,16 +221,26 @@ class TorchAoti(Mechanism):
         except _unsupported(torch) as exc:
             raise Unavailable(f"torch.export.export: {first_line(exc)}") from exc
         # the package is a file of its own beside the artifact, as a shipped .pt2 is (its loader reads a path)
-        partial = runtime.job.artifact + ".partial" + self.beside  # its writer takes a name ending in .pt2
-        torch._inductor.aoti_compile_and_package(exported, package_path=partial)
-        os.replace(partial, runtime.job.artifact + self.beside)
+        self.package(torch, exported, runtime.job.artifact + self.beside)
         return b""
 
     def load(self, runtime, payload):
-        return runtime.torch._inductor.aoti_load_package(runtime.job.artifact + self.beside)
+        return self.open_package(runtime.torch, runtime.job.artifact + self.beside)
 
 
 MECHANISMS = {m.name: m for m in (JaxSerialized(), JaxExport(), TorchMegaCache(), TorchAotCompile(), TorchAoti())}
+
+
+def framed(payload: bytes) -> bytes:
+    """An artifact file's bytes: the format line, then the payload."""
+    return FORMAT + payload
+
+
+def unframed(data: bytes, path: str) -> bytes:
+    """The payload of an artifact file's bytes; a file ttfr did not write is refused."""
+    if not data.startswith(FORMAT):
+        raise ValueError(f"{path} is not an artifact ttfr wrote (its first line is not {FORMAT[:-1]!r})")
+    return data[len(FORMAT) :]
 
 
 def write(job, runtime):
@@ -200,7 +252,7 @@ def write(job, runtime):
     made_s = (time.perf_counter_ns() - start) / 1e9
     partial = job.artifact + ".partial"
     with open(partial, "wb") as handle:
-        handle.write(FORMAT + payload)
+        handle.write(framed(payload))
     os.replace(partial, job.artifact)  # a reader never sees half a file
     size = len(FORMAT) + len(payload) + (os.path.getsize(job.artifact + mechanism.beside) if mechanism.beside else 0)
     return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s}
@@ -210,6 +262,4 @@ def read(job, runtime):
     """The measured process's load: the file read and the runtime's loader run (the timed `artifact_load`)."""
     with open(job.artifact, "rb") as handle:
         data = handle.read()
-    if not data.startswith(FORMAT):
-        raise ValueError(f"{job.artifact} is not an artifact ttfr wrote (its first line is not {FORMAT[:-1]!r})")
-    return MECHANISMS[job.precompiled].load(runtime, data[len(FORMAT) :])
+    return MECHANISMS[job.precompiled].load(runtime, unframed(data, job.artifact))

@@ -107,6 +107,7 @@ RUNTIME_SURFACE = {
         "torch.cuda.device_count", "torch.cuda.OutOfMemoryError", "torch.version.cuda",
         "torch.export.export", "torch._inductor.aoti_compile_and_package", "torch._inductor.aoti_load_package",
         "torch.fx.experimental._config.use_duck_shape", "torch.from_dlpack",
+        "torch.compiler.save_cache_artifacts", "torch.compiler.load_cache_artifacts",
     ),
     "jax": (
         "jax.jit", "jax.config.update", "jax.devices", "jax.device_put", "jax.block_until_ready",
@@ -115,6 +116,7 @@ RUNTIME_SURFACE = {
         "jax.stages.Compiled.memory_analysis", "jax.export.export",
         "jax.experimental.serialize_executable.serialize",
         "jax.experimental.serialize_executable.deserialize_and_load", "jax.dlpack.from_dlpack",
+        "jax.export.deserialize", "jax._src.lax.linalg.initialize_lapack",
     ),
 }  # fmt: skip
 

@@ -52,17 +52,15 @@ class AheadOfTimeStore:
 
 
 class JaxExecutables(AheadOfTimeStore):
-    """Compiled JAX executables (`jax.experimental.serialize_executable`): `get(key, compile)`
-    loads the one stored under `key`, or calls `compile()` (trace, lower, compile: nothing of
-    it is needed for a load) and stores it; for the jax, jaxlib and platform compiled for.
-    `needs_lapack`: the executables call LAPACK (see _load)."""
+    """Compiled JAX executables, made and loaded as the `jax_serialized` artifacts are
+    (ttfr.child.precompiled.JaxSerialized): `get(key, compile)` loads the one stored under `key`,
+    or calls `compile()` (trace, lower, compile: nothing of it is needed for a load) and stores
+    it; for the jax, jaxlib and platform compiled for."""
 
-    def __init__(self, jax, device, stem: str, sources=(), needs_lapack: bool = False):
+    def __init__(self, jax, device, stem: str, sources=()):
         import jaxlib
 
         super().__init__(f"{stem}-jax{jax.__version__}-jaxlib{jaxlib.__version__}-{device.platform}", ".xla", sources)
-        self.jax = jax
-        self._lapack_pending = needs_lapack
 
     def get(self, key: str, compile):
         return super().get(key, self._load, lambda tmp: self._store(compile(), tmp))
@@ -70,25 +68,15 @@ class JaxExecutables(AheadOfTimeStore):
     @staticmethod
     def _store(executable, tmp):
         if tmp:
-            import pickle
-
-            from jax.experimental import serialize_executable
+            from ttfr.child.precompiled import JaxSerialized, framed
 
             with open(tmp, "wb") as blob:
-                pickle.dump(serialize_executable.serialize(executable), blob)
+                blob.write(framed(JaxSerialized.dumps(executable)))
         return executable
 
-    def _load(self, path):
-        import pickle
+    @staticmethod
+    def _load(path):
+        from ttfr.child.precompiled import JaxSerialized, unframed
 
-        from jax.experimental import serialize_executable
-
-        if self._lapack_pending:
-            # A deserialised executable that calls LAPACK (a solve, say) crashes the process
-            # (SIGSEGV, jaxlib 0.10.2 on CPU) unless LAPACK's kernels were registered first,
-            # which the first linalg call does.
-            jnp = self.jax.numpy
-            jnp.linalg.solve(jnp.eye(2), jnp.ones(2)).block_until_ready()
-            self._lapack_pending = False
         with open(path, "rb") as blob:  # written by this case's own earlier run (its cache directory)
-            return serialize_executable.deserialize_and_load(*pickle.load(blob))
+            return JaxSerialized.loads(unframed(blob.read(), path))

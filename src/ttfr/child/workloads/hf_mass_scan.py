@@ -175,7 +175,7 @@ class _JaxAheadOfTimeScan(_JaxScan):
     def prepare(self):
         digest = problems.dataset_sha256(self.problem)[:16]
         store = JaxExecutables(self.jax, self.device, f"hf_q0-{digest}",
-                               sources=(native, dense, likelihood, array_ops, binnings, engines), needs_lapack=True)  # fmt: skip
+                               sources=(native, dense, likelihood, array_ops, binnings, engines))  # fmt: skip
         for m in self.splits:
             arrays, e = native_inputs.split_native(self.engine_for(m)[0])
 

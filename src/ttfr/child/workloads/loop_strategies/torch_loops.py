@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttfr.child.workloads import loop_mlp
+from ttfr.child.precompiled import TorchAoti
 from ttfr.child.workloads.aot_store import AheadOfTimeStore
 from ttfr.child.workloads.loop_strategies.batched import BatchedLoop
 from ttfr.child.workloads.loop_strategies.segment_loop import STEP_NAME, SegmentLoop, padded
@@ -131,10 +132,12 @@ class _TorchAheadOfTime(SegmentLoop):
 
             def build(tmp, width=width, batch=batch):
                 exported = torch.export.export(step, self._example(width, batch))
-                package = torch._inductor.aoti_compile_and_package(exported, **({"package_path": tmp} if tmp else {}))
-                return torch._inductor.aoti_load_package(package)
+                return TorchAoti.open_package(torch, TorchAoti.package(torch, exported, tmp))
 
-            self.runners[(width, batch)] = store.get(f"w{width}-b{batch}", torch._inductor.aoti_load_package, build)
+            def load(path):
+                return TorchAoti.open_package(torch, path)
+
+            self.runners[(width, batch)] = store.get(f"w{width}-b{batch}", load, build)
         self.loaded = store.loaded
         self.expected_compiles = len(self.shapes) - self.loaded
 
