@@ -5,18 +5,23 @@ unsupported, not a failure. Fakes answer the workers here; tests/test_precompile
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import pytest
 from conftest import fake_record, fake_result
 from support.fakes import FakeExecutor, run_suite
 
 from ttfr.analyse.case_result import summaries_disagree
 from ttfr.errors import UsageError
-from ttfr.measure import precompiled
+from ttfr.measure import precompiled, process_tree
 from ttfr.measure.plan import MAKE, PRIME, build_plan, gate_failure, replay
 from ttfr.measure.selection import parse_policies
 from ttfr.measure.spec import RunRequest, build_spec
 from ttfr.model.base import decode
-from ttfr.model.journal import JournalEntry
+from ttfr.model.base import present
+from ttfr.model.journal import JournalEntry, ProcessTree, SeenProcess
 from ttfr.model.policies import COLD_CACHE, POLICIES, WARM_PROCESS, precompiled_policy
 from ttfr.model.record import RuntimeCounters
 
@@ -104,6 +109,64 @@ def test_a_load_is_verified_only_when_it_compiled_nothing_its_mechanism_claims_t
     assert precompiled.verify(EXPORT_WARM, None, 0, 1, _counters({"call_exported": _program(1)})).verdict == "flagged"
     # no counters: nothing to judge the claim by
     assert precompiled.verify(SERIALIZED_COLD, None, 0, 0, None).verdict == "unverified"
+
+
+def test_a_compiler_process_in_the_load_is_beyond_every_claim_even_when_the_counters_say_nothing():
+    mega = precompiled_policy("torch_megacache", "cold-cache")
+    quiet = _torch_counters(graphs=1, hits=1, compile_inner=0.3)  # the runtime says: caches hit, no compiler run
+    seen = precompiled.verify(mega, None, 0, 2, quiet, ({"g++": 3}, 2.5))
+    assert seen.verdict == "unverified" and seen.flags == ["artifact_recompiled"] and seen.claim.held is False
+    assert seen.claim.processes == {"g++": 3} and seen.claim.processes_s == 2.5
+    assert "its process tree showed g++ x3" in seen.note and "no program by the runtime's count" in seen.note
+    # a tree watched and empty: the counters decide alone; not watched: the field is absent
+    assert precompiled.verify(mega, None, 0, 2, quiet, ({}, 0.0)).verdict == "verified"
+    assert not present(precompiled.verify(mega, None, 0, 2, quiet).claim.processes)
+    # no counters, yet a compiler seen: that alone says the claim did not hold
+    assert precompiled.verify(SERIALIZED_COLD, None, 0, 0, None, ({"ptxas": 1}, 0.1)).claim.held is False
+
+
+def _seen(name, parent, first, last):
+    return SeenProcess(name=name, parent=parent, first_ns=first, last_ns=last)
+
+
+def test_the_tree_counts_each_compiler_run_by_its_driver_within_the_window():
+    tree = ProcessTree(poll_s=0.05, polls=9, watch_cpu_s=0.01, left_out=0, processes=[
+        _seen("python3.11", "worker", 0, 900),  # a compile pool's worker: no compiler
+        _seen("g++", "python3.11", 100, 300), _seen("cc1plus", "g++", 120, 250), _seen("ld", "collect2", 260, 290),
+        _seen("collect2", "g++", 255, 295),  # the driver's parts are its run, not runs of their own
+        _seen("g++", "worker", 500, 700),  # straddles the window's end: the part within counts
+        _seen("x86_64-linux-gn", "worker", 50, 90),  # before the window
+        _seen("openssl", "worker", 150, 160),
+    ])  # fmt: skip
+    runs, seconds = process_tree.compiler_runs(tree, 100, 600)
+    assert runs == {"g++": 2} and seconds == pytest.approx((200 + 100) / 1e9)
+    assert process_tree.compiler_runs(tree, 0, 95) == ({"x86_64-linux-gn": 1}, pytest.approx(40 / 1e9))
+    assert process_tree.compiler_runs(None, 0, 1) is None
+    assert all(map(process_tree.is_compiler, ("ptxas", "nvcc", "clang++", "x86_64-linux-gnu-g++", "cc1plus")))
+    assert not any(map(process_tree.is_compiler, ("python3.11", "openssl", "sh", "worker")))
+
+
+@pytest.mark.skipif(not process_tree.available(), reason="the kernel lists no thread's children")
+def test_the_watch_sees_a_grandchild_under_the_name_it_ran_and_its_parent(tmp_path):
+    # a program named g++ (a script: the kernel names a process after the file it ran) that says it runs, then
+    # waits for its input: the watch's first poll (at its start) sees it under that name, never after it ended
+    program = tmp_path / "g++"
+    program.write_text("#!/bin/sh\necho ready\nread line\n")
+    program.chmod(0o755)
+    proc = subprocess.Popen([str(program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        watch = process_tree.TreeWatch(os.getpid(), poll_s=3600)  # one poll at its start, none before stop
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        watch.stop()
+    finally:
+        proc.kill()
+    tree = watch.result()
+    mine = [p for p in tree.processes if p.name == "g++"]
+    assert [(p.parent, p.first_ns == p.last_ns) for p in mine] == [("worker", True)], tree.processes
+    assert tree.polls == 1 and tree.watch_cpu_s >= 0 and tree.left_out == 0
+    assert process_tree.compiler_runs(tree, mine[0].first_ns, mine[0].first_ns) == ({"g++": 1}, 0.0)
 
 
 class ShippingExecutor(FakeExecutor):
@@ -213,7 +276,6 @@ def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path
         Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=first)).run()
     artifacts = tmp_path / "scratch" / "artifacts"
     assert list(artifacts.rglob("*.artifact"))
-    import shutil
 
     shutil.rmtree(artifacts)  # e.g. the scratch area cleaned between the two sessions
     second = ShippingExecutor()

@@ -51,6 +51,8 @@ def test_each_load_holds_its_mechanism_s_claim_by_jax_s_own_counters(shipped):
             assert policy.cache_verification.verdict == "verified", [r.cache.note for r in policy.runs]
             assert policy.versus == {}  # one run against one allows no 95% interval: no verdict is given
         assert serialized.still_compiled.runs_compiling == 0  # nothing traced, lowered or compiled
+        # JAX compiles on the CPU in its own process: its tree was watched and showed no compiler
+        assert [r.cache.claim.processes for r in serialized.runs] == [{}] and serialized.still_compiled.processes
         assert exported.still_compiled.what == ["call_exported"] and exported.still_compiled.compiles.median == 1
 
 
@@ -92,6 +94,10 @@ def test_a_torch_load_that_rebuilds_kernels_is_unverified_with_its_compiler_runs
         # the compiler ran again: the claim did not hold, and the runs say how often and for how long
         assert run.cache.verdict == "unverified" and "artifact_recompiled" in run.cache.flags
         assert run.cache.claim.compiled.get("compiler runs", 0) >= 1 and run.cache.claim.compile_s > 0
+        # the second witness, from outside the runtime: g++ processes in the worker's tree during the load and call
+        assert run.cache.claim.processes.get("g++", 0) >= 1 and run.cache.claim.processes_s > 0
+        assert "g++" in run.cache.note
         assert "artifact_recompiled" in [f.name for f in policy.flags]
     assert mega.runs[0].cache.counters.hits > 0 and mega.runs[0].cache.counters.misses == 0  # its caches did hit
     assert mega.still_compiled.runs_beyond_claim == 1 and "compiler runs" in mega.still_compiled.what
+    assert "g++ (process)" in mega.still_compiled.what and mega.still_compiled.processes.median >= 1

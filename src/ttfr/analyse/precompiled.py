@@ -54,13 +54,19 @@ def still_compiled(policy: ColdPolicy) -> StillCompiled | None:
     compile_s = stats.summarize([c.compile_s for c in claims if c.compile_s is not None])
     ttfr = policy.figure("ttfr_s")
     share = compile_s.median / ttfr.median if compile_s and ttfr and ttfr.median > 0 else None
+    watched = [c for c in claims if present(c.processes)]
     return StillCompiled(
-        runs_compiling=sum(1 for c in claims if c.compiles),
+        runs_compiling=sum(1 for c in claims if c.compiles or (present(c.processes) and c.processes)),
         runs_beyond_claim=sum(1 for c in claims if c.held is False),
         compiles=stats.summarize([float(c.compiles) for c in claims]),
         compile_s=compile_s,
         share_of_ttfr=min(share, 1.0) if share is not None else None,
-        what=sorted({name for c in claims for name in (*c.compiled, *c.allowed)}),
+        what=sorted(
+            {name for c in claims for name in (*c.compiled, *c.allowed)}
+            | {f"{name} (process)" for c in watched for name in c.processes}
+        ),
+        processes=stats.summarize([float(sum(c.processes.values())) for c in watched]) if watched else None,
+        processes_s=stats.summarize([c.processes_s for c in watched]) if watched else None,
     )
 
 

@@ -10,8 +10,8 @@ import msgspec
 
 from ttfr.analyse import contention, loops, sync_check
 from ttfr.child.workloads.user_case import USERS_FRAMES
-from ttfr.measure import cache, catalog, precompiled
-from ttfr.model.base import UNSET
+from ttfr.measure import cache, catalog, precompiled, process_tree
+from ttfr.model.base import UNSET, present
 from ttfr.model.run_figures import COLD_METRICS, Metrics, OPTIONAL_METRICS, Resources, RunFigures, STAGE_METRICS, Stages, Warmup
 from ttfr.model.journal import JournalEntry
 from ttfr.model.record import Marks, OwnRusage, RunRecord
@@ -121,9 +121,18 @@ def _cache_check(entry: JournalEntry, backend: catalog.Backend, counts, uncached
     before, after = entry.cache_dir.entries_before, entry.cache_dir.entries_after
     if precompiled_parts(entry.policy):
         first = entry.record.cache.first if entry.record and entry.record.cache else None
-        return precompiled.verify(entry.policy, counts, before, after, first or None)
+        return precompiled.verify(entry.policy, counts, before, after, first or None, _compilers_in_load(entry))
     return cache.verify(entry.policy, backend.compiles, counts, before, after, backend.cache_counters,
                         entry.cache_dir.by_directory or None, uncached=uncached)  # fmt: skip
+
+
+def _compilers_in_load(entry: JournalEntry):
+    """The compiler runs the worker's tree showed from the artifact load's start (the setup's end) to the first
+    result; None: the tree was not watched, or the run has no such span."""
+    marks = entry.record.marks_ns if entry.record else None
+    if not present(entry.process_tree) or not marks or marks.setup is UNSET or marks.first is UNSET:
+        return None
+    return process_tree.compiler_runs(entry.process_tree, marks.setup, marks.first)
 
 
 def warm_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None) -> RunFigures:

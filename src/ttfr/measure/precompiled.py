@@ -95,28 +95,36 @@ TORCH_AOTI = Mechanism(
 MECHANISMS = {m.name: m for m in (JAX_SERIALIZED, JAX_EXPORT, TORCH_MEGACACHE, TORCH_AOT_COMPILE, TORCH_AOTI)}
 
 
-def check_claim(mechanism: str, counters: RuntimeCounters | None) -> ClaimCheck:
+def check_claim(mechanism: str, counters: RuntimeCounters | None,
+                processes: tuple[dict[str, int], float] | None = None) -> ClaimCheck:  # fmt: skip
     """The run's first call against its mechanism's claim, from the runtime's counters right after it (JAX's
-    programs: each function traced, built and hit by name). `held` null: no counters to judge by."""
+    programs: each function traced, built and hit by name) and the compiler processes the worker's tree showed
+    from the load's start to the first result (`processes`: by name, and seconds; None: not watched). No
+    mechanism allows a compiler process: each claims to skip building code. `held` null: no counters to judge by
+    (a compiler process seen is still beyond the claim)."""
     declared = MECHANISMS[mechanism]
     found = declared.witness(counters)
+    seen = {"processes": processes[0], "processes_s": processes[1]} if processes is not None else {}
+    spawned = bool(processes and processes[0])
     if found is None:
-        return ClaimCheck(mechanism=mechanism, held=None, compiled={}, allowed={}, compiles=0, compile_s=None)
+        return ClaimCheck(mechanism=mechanism, held=False if spawned else None, compiled={}, allowed={}, compiles=0,
+                          compile_s=None, **seen)  # fmt: skip
     built, seconds = found
     allowed = {name: n for name, n in built.items() if n <= declared.allowed.get(name, 0)}
     beyond = {name: n for name, n in built.items() if name not in allowed}
-    return ClaimCheck(mechanism=mechanism, held=not beyond, compiled=beyond, allowed=allowed,
-                      compiles=sum(built.values()), compile_s=seconds)  # fmt: skip
+    return ClaimCheck(mechanism=mechanism, held=not beyond and not spawned, compiled=beyond, allowed=allowed,
+                      compiles=sum(built.values()), compile_s=seconds, **seen)  # fmt: skip
 
 
 def verify(policy: str, counts: HitMiss | None, entries_before: int, entries_after: int,
-           first: RuntimeCounters | None) -> CacheCheck:  # fmt: skip
+           first: RuntimeCounters | None, processes: tuple[dict[str, int], float] | None = None) -> CacheCheck:  # fmt: skip
     """A precompiled policy's run: its cache directory was what its setting says (emptied, or the template
     restored), and its first call compiled nothing its mechanism claims to skip (`first`: the runtime's counters
-    right after it). A directory that was not is `flagged`; a load that compiled beyond the claim (or with no
-    counters to tell) is `unverified`, with what compiled."""
+    right after it; `processes`: the compiler processes its tree showed during the load and the first call). A
+    directory that was not is `flagged`; a load that compiled beyond the claim (or with no counters to tell) is
+    `unverified`, with what compiled."""
     mechanism, setting = precompiled_parts(policy)
-    claim = check_claim(mechanism, first)
+    claim = check_claim(mechanism, first, processes)
     flags = []
     if setting == "cold-cache" and entries_before:
         flags.append("cold_cache_not_empty")
@@ -124,12 +132,14 @@ def verify(policy: str, counts: HitMiss | None, entries_before: int, entries_aft
         flags.append("warm_cache_empty")
     if claim.held is False:
         flags.append("artifact_recompiled")
+    spawned = f"; its process tree showed {_said(processes[0])}" if processes and processes[0] else ""
     if claim.held is None:
         note = "the worker reported no counters to check the mechanism's claim by"
     elif claim.held:
         note = f"{mechanism}: nothing compiled beyond what it allows ({_said(claim.allowed) or 'nothing'})"
     else:
-        note = f"{mechanism} claims to skip {MECHANISMS[mechanism].skips}, yet the run compiled {_said(claim.compiled)}"
+        compiled = _said(claim.compiled) or "no program by the runtime's count"
+        note = f"{mechanism} claims to skip {MECHANISMS[mechanism].skips}, yet the run compiled {compiled}{spawned}"
     verdict = "flagged" if set(flags) - {"artifact_recompiled"} else "verified" if claim.held else "unverified"
     found = {"hits": counts.hits, "misses": counts.misses, "counters": counts} if counts else {}
     return CacheCheck(verdict=verdict, flags=flags, entries_before=entries_before, entries_after=entries_after,

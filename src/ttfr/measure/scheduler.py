@@ -354,6 +354,7 @@ class Scheduler:
             host=around,
             **copied(result, ("outcome", "reason", "record", "spawn_ns", "reaped_ns", "exit_code", "rusage", "output_tail")),
             **({"imports": result.imports} if result.imports is not None else {}),
+            **({"process_tree": result.process_tree} if result.process_tree is not None else {}),
         )
         return entry
 

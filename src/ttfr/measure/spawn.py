@@ -26,7 +26,7 @@ from ttfr.child.job import Job
 from ttfr.measure import import_trace
 from ttfr.model.base import decode
 from ttfr.model.explanation import ImportTrace
-from ttfr.model.journal import Rusage
+from ttfr.model.journal import ProcessTree, Rusage
 from ttfr.model.record import OUTCOMES as RECORD_OUTCOMES
 from ttfr.model.record import RunRecord
 from ttfr.redaction import redact_text, redact_tree
@@ -63,6 +63,7 @@ class RunResult:
     # read or write gone wrong warns and goes on)
     messages: tuple[str, ...] = ()
     imports: ImportTrace | None = None  # --explain's diagnostic process: its -X importtime trace
+    process_tree: ProcessTree | None = None  # a cold run's: the processes it started, as the parent saw them
 
 
 def ensure_worker_bytecode() -> None:
@@ -194,8 +195,10 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
     argv = [python or sys.executable, *(("-X", "importtime") if job.explain else ()), "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
     with tempfile.TemporaryFile() as log:
-        ended = supervise(argv, env, cwd, timeout_s, log, (write_fd,),
-                           [(read_fd, lambda fd: _read_all(fd, chunks))])  # fmt: skip
+        # a cold process's compiler children are watched (a witness beside the runtime's counters); a warm
+        # process's samples are left without the parent's polls beside them
+        ended = supervise(argv, env, cwd, timeout_s, log, (write_fd,), [(read_fd, lambda fd: _read_all(fd, chunks))],
+                          watch_tree=job.mode == "cold" and not job.explain)  # fmt: skip
         if isinstance(ended, str):
             return RunResult(ERROR, f"could not start the worker: {ended}", None, time.monotonic_ns(), None, None)
         raw = b"".join(chunks)
@@ -216,4 +219,5 @@ def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None,
             output_tail=None if outcome in ("ok", "unavailable") else redact_text(_tail(log), env),
             messages=_messages(log, env),
             imports=_imports(log, record, env) if job.explain and outcome == "ok" else None,
+            process_tree=ended.process_tree,
         )

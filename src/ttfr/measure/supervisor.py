@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 
 from ttfr.child import hostinfo
-from ttfr.measure import sweeper
-from ttfr.model.journal import Rusage
+from ttfr.measure import process_tree, sweeper
+from ttfr.model.journal import ProcessTree, Rusage
 
 READER_GRACE_S = 5.0  # how long a pipe may stay open after its process group was killed
 
@@ -115,15 +115,18 @@ class Ended:
     # (on-CPU ns, run-queue wait ns) of the leader's main thread, read while it was a zombie:
     # a command's own evidence of waiting for a CPU (its other threads' and children's are gone)
     sched: tuple[int, int] | None = None
+    process_tree: ProcessTree | None = None  # what `watch_tree` saw of its descendants
 
 
-def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=(), stop=None) -> Ended | str:
+def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), readers=(), stop=None,
+              watch_tree: bool = False) -> Ended | str:  # fmt: skip
     """Start `argv` in a session of its own with stdout and stderr to `output` (a file, or a
     pipe's write end, closed here once the child has it), wait for it at most `timeout_s`,
     kill its group, reap it; each of `readers`, (fd, function(fd)), runs in a thread from the
     spawn until its pipe closes. `pass_fds` are the child's ends of those pipes (closed here
     once it started). `stop`: a threading.Event whose setting ends the process group early
-    (`stopped`). A str: why it did not start."""
+    (`stopped`). `watch_tree`: its descendants are polled while it runs (measure/process_tree.py). A str: why
+    it did not start."""
     sweeper.start()  # before the clock starts: a no-op once the sweeper runs
     counter = find_oom_counter()
     oom_before = counter.read() if counter else None
@@ -144,6 +147,7 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
         for fd in (*pass_fds, *([output] if isinstance(output, int) else [])):
             os.close(fd)  # the child's ends: the readers see their pipes close when the child's do
     sweeper.watch(proc.pid)  # the child leads its own group: pgid == pid
+    tree = process_tree.TreeWatch(proc.pid) if watch_tree and process_tree.available() else None
 
     def wait_exit():
         # Exited, not reaped (WNOWAIT): the leader stays a zombie, so its pid and group id
@@ -151,6 +155,8 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
         exited["ns"] = time.monotonic_ns()
         exited["sched"] = hostinfo.thread_schedstats(proc.pid)
+        if tree is not None:
+            tree.stop()  # after the exit is timed: its last poll is no part of the worker's life
 
     threads = [threading.Thread(target=function, args=(fd,), daemon=True) for fd, function in readers]
     waiter = threading.Thread(target=wait_exit, daemon=True)
@@ -160,6 +166,8 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
     try:
         timed_out, stopped = _wait_or_kill(proc.pid, waiter, timeout_s, stop)
     finally:
+        if tree is not None:
+            tree.stop()  # a timed-out or interrupted run: what it saw until then
         kill_group(proc.pid)  # stragglers holding the pipes (forked compile workers); the leader is unreaped
         if exited:
             sweeper.release(proc.pid)  # the group is dead: never kill that number later
@@ -181,6 +189,7 @@ def supervise(argv, env: dict, cwd, timeout_s: float, output, pass_fds=(), reade
         escaped=any(thread.is_alive() for thread in threads),
         stopped=stopped,
         sched=None if timed_out else exited.get("sched"),
+        process_tree=tree.result() if tree is not None else None,
     )
 
 

@@ -102,6 +102,37 @@ class Rusage(Open):
     descendants."""
 
 
+class SeenProcess(Open):
+    """One process of the worker's tree as the parent's watch saw it (measure/process_tree.py)."""
+
+    name: str
+    """The process's name as the kernel gives it (its program's first 15 bytes: `g++`, `cc1plus`, `ptxas`)."""
+    parent: str
+    """Its parent's name (`worker`: the measured process itself)."""
+    first_ns: Reading
+    """The CLOCK_MONOTONIC reading of the first poll that saw it, in nanoseconds (the clock of `spawn_ns`)."""
+    last_ns: Reading
+    """The reading of the last poll that saw it, in nanoseconds: it ended before the next poll."""
+
+
+class ProcessTree(Open):
+    """The processes a cold run's worker started, watched from the parent (a witness of compiler runs that does not
+    rest on the runtime's counters)."""
+
+    poll_s: Number
+    """The seconds between two polls of the tree; a process that lived less may be missed (counts are a lower
+    bound)."""
+    polls: Count
+    """Number of polls of the tree from the spawn to the worker's exit."""
+    watch_cpu_s: Number
+    """The CPU time the parent's watching thread used (seconds): what the watch cost the machine, on another core
+    than the worker's where one is free."""
+    processes: list[SeenProcess]
+    """Every process seen, in the order they were first seen (compilers kept first where more than 200)."""
+    left_out: Count
+    """Number of processes seen beyond the 200 kept."""
+
+
 class JournalEntry(Open):
     task: str
     """The task's key, `<case>|<policy or kind>|<index>` (a group's: `<case>|<mode>x<N>|<index>`): what a --resume
@@ -150,6 +181,9 @@ class JournalEntry(Open):
     output_tail: str | None
     """The last 2,000 characters of its stdout and stderr (redacted), kept for a run neither ok nor unavailable;
     null otherwise."""
+    process_tree: ProcessTree | UnsetType = UNSET
+    """A worker's cold run or priming process: the processes it started (compilers among them), as the parent saw
+    them; absent for other runs, in older journals and where the kernel does not list a thread's children."""
     imports: ImportTrace | UnsetType = UNSET
     """--explain's diagnostic process: every module it imported, by phase, as `-X importtime` reported them."""
     timeout_s: float | UnsetType = UNSET

@@ -177,7 +177,14 @@ class StillCompiled(Artifact):
     """The compile time's median over the TTFR's median, a fraction (0..1): how much of the figure is still
     compiling; null: either is missing."""
     what: list[str]
-    """Every program or compiler the headline runs compiled, each once, sorted."""
+    """Every program or compiler the headline runs compiled, each once, sorted (a compiler the process tree showed:
+    `<name> (process)`)."""
+    processes: Summary | None | UnsetType = UNSET
+    """Summary (count) of the compiler runs each headline run's process tree showed during its load and first call
+    (a witness beside the runtime's counters); null: no headline run's tree was watched; absent in older files."""
+    processes_s: Summary | None | UnsetType = UNSET
+    """Summary (seconds) of the time those compiler runs were seen running, per run (a lower bound); null: no
+    headline run's tree was watched."""
 
 
 class PrecompiledPolicy(ColdPolicy, kw_only=True):

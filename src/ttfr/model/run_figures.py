@@ -176,6 +176,14 @@ class ClaimCheck(Artifact):
     """Number of compiles the first call ran, allowed ones included (count)."""
     compile_s: Seconds
     """Seconds those compiles took by the runtime's own count; null: it reports no durations."""
+    processes: dict[str, Count] | UnsetType = UNSET
+    """Compiler runs the worker's process tree showed from the artifact load's start to the first result, by the
+    driver's name (`g++`, `nvcc`, `ptxas`) and how many times: a witness beside the runtime's counters, each
+    beyond any mechanism's claim; absent where the tree was not watched. A lower bound: a run shorter than the
+    watch's poll interval can be missed."""
+    processes_s: Seconds | UnsetType = UNSET
+    """Seconds those compiler runs were seen running within that span (from the first poll that saw each to the
+    last: a lower bound)."""
 
 
 class CacheCheck(Artifact):

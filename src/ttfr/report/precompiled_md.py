@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ttfr.model.base import present
 from ttfr.model.case import CaseResult
 from ttfr.model.comparison import Effect
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, precompiled_parts
@@ -24,7 +25,8 @@ INTRO = (
     "of their headline runs with its 95% interval (3 runs against 3 allow none) and the verdict: improvement or "
     "regression when significant at 1% and at least 5%, equivalent when the interval lies within ±5%, else "
     "inconclusive. Still compiled: what the "
-    "runs' first calls compiled anyway (the runtime's own counters), its median time and share of the TTFR. Claim: "
+    "runs' first calls compiled anyway (the runtime's own counters), its median time and share of the TTFR, and the "
+    "compiler runs the worker's process tree showed during the load and first call (a second witness). Claim: "
     "verified (nothing compiled beyond what the mechanism allows), unverified (it did, or no counters said), "
     "flagged (the cache directory was not what the setting says)."
 )
@@ -58,7 +60,11 @@ def still(policy: PrecompiledPolicy) -> str:
     if not compiled.runs_compiling:
         return "nothing"
     seconds = compiled.compile_s.median if compiled.compile_s else None
+    tree = compiled.processes if present(compiled.processes) else None
+    seen = (f"; the process tree: {tree.median:g} compiler run(s) a run, seen for {fmt_seconds(compiled.processes_s.median)}"
+            if tree and tree.median and compiled.processes_s else "")  # fmt: skip
     return (f"{', '.join(compiled.what)}: {fmt_seconds(seconds)} ({fmt_percent(compiled.share_of_ttfr)} of TTFR)"
+            + seen
             + (f", beyond its claim in {compiled.runs_beyond_claim} run(s)" if compiled.runs_beyond_claim else ""))  # fmt: skip
 
 

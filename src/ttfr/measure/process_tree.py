@@ -1,0 +1,137 @@
+"""The worker's process tree, watched from outside (issue 39, item 3): every process it started, by name, and when
+it was seen running. A witness to compiling that does not rest on the runtime's own counters: a compiler the
+runtime runs as a child (g++ for Inductor's C++ kernels and its vector-ISA probes, ptxas and nvcc on a GPU) is a
+process of the tree whatever the runtime says of its caches.
+
+The supervisor's thread polls while the worker runs (`TreeWatch`): each poll walks the tree from the worker down
+through every thread's `/proc/<pid>/task/<tid>/children` and reads each descendant's `/proc/<pid>/stat` (its name,
+which an exec changes, and its start time, so that a reused pid is a new process). Nothing runs inside the
+worker, so its figures pay only for the parent's poll on another core: the thread's own CPU time is recorded
+beside what it saw (about 0.4 ms a poll, every POLL_S, for a torch worker with a compile pool). A process that
+lived less than one poll interval can be missed: the counts are a lower bound, and a process's seconds are from
+the first poll that saw it to the last.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from ttfr.model.journal import ProcessTree, SeenProcess
+
+POLL_S = 0.05  # a C++ compile is 0.2 s or more; a ptxas run tens of ms (a short one can be missed)
+KEEP = 200  # processes kept a run; beyond: counted in `left_out`
+
+# Compiler drivers and the programs they run, by the name the kernel gives a process (its first 15 bytes).
+COMPILER_DRIVERS = frozenset({"g++", "gcc", "c++", "cc", "clang", "clang++", "nvcc", "ptxas", "icx", "icpx"})
+COMPILER_PARTS = frozenset({"cc1", "cc1plus", "as", "collect2", "ld", "ld.gold", "ld.lld", "cicc", "nvlink",
+                            "fatbinary", "cudafe++", "lto-wrapper", "lto1"})  # fmt: skip
+
+
+def is_compiler(name: str) -> bool:
+    """Whether a process of this name compiles or links (a cross compiler's prefix included: x86_64-linux-gnu-g++
+    is `x86_64-linux-gn` to the kernel, and is named by its full name where it is short enough)."""
+    base = name.rsplit("-", 1)[-1] if "-" in name else name
+    return name in COMPILER_DRIVERS or name in COMPILER_PARTS or base in COMPILER_DRIVERS or name.endswith("-linux-gn")
+
+
+def compiler_runs(tree: ProcessTree | None, start_ns: int, end_ns: int) -> tuple[dict[str, int], float] | None:
+    """The compiler runs the tree showed between two monotonic readings (a process seen at any moment of the
+    window counts): each driver by name and how many times (a driver's own parts, cc1plus or ld under g++, are
+    the same run), and the seconds they were seen running. None: the tree was not watched."""
+    if tree is None:
+        return None
+    runs: dict[str, int] = {}
+    seconds = 0.0
+    for seen in tree.processes:
+        if not is_compiler(seen.name) or is_compiler(seen.parent):
+            continue  # not a compiler, or a part of a run counted by its driver
+        if seen.last_ns < start_ns or seen.first_ns > end_ns:
+            continue
+        runs[seen.name] = runs.get(seen.name, 0) + 1
+        seconds += (min(seen.last_ns, end_ns) - max(seen.first_ns, start_ns)) / 1e9
+    return runs, seconds
+
+
+def _stat(pid: int) -> tuple[str, int, str] | None:
+    """(name, parent pid, start time in ticks) from /proc/<pid>/stat; None: gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    close = raw.rfind(b")")
+    name = raw[raw.find(b"(") + 1 : close].decode("utf-8", "replace")
+    rest = raw[close + 2 :].split()
+    return name, int(rest[1]), rest[19].decode()
+
+
+def _children(pid: int) -> list[int]:
+    """The children every thread of `pid` started (a thread's fork is its own child, not the process's)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def available() -> bool:
+    """Whether this kernel lists a thread's children (CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+class TreeWatch:
+    """Polls the tree under `pid` from a thread of its own until `stop()`; `result()` is what it saw."""
+
+    def __init__(self, pid: int, poll_s: float = POLL_S):
+        self.pid, self.poll_s = pid, poll_s
+        self._seen: dict[tuple[int, str], list] = {}  # (pid, start ticks) -> [name, parent pid, first ns, last ns]
+        self._polls = 0
+        self._cpu_s = 0.0
+        self._done = threading.Event()
+        started = time.thread_time()
+        self._poll()  # the first poll now, the others every poll_s from the thread
+        self._cpu_s = time.thread_time() - started
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        started = time.thread_time()
+        while not self._done.wait(self.poll_s):
+            self._poll()
+        self._cpu_s += time.thread_time() - started
+
+    def _poll(self) -> None:
+        now = time.monotonic_ns()
+        frontier = [self.pid]
+        while frontier:
+            for child in _children(frontier.pop()):
+                stat = _stat(child)
+                if stat is None:
+                    continue
+                name, parent, ticks = stat
+                entry = self._seen.setdefault((child, ticks), [name, parent, now, now])
+                entry[0], entry[3] = name, now  # an exec renames it: the latest name is what it ran
+                frontier.append(child)
+        self._polls += 1
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def result(self) -> ProcessTree:
+        names = {pid: entry[0] for (pid, _ticks), entry in self._seen.items()}
+        kept = sorted(self._seen.values(), key=lambda e: (not is_compiler(e[0]), e[2]))
+        processes = [SeenProcess(name=name, parent=names.get(parent, "worker"), first_ns=first, last_ns=last)
+                     for name, parent, first, last in kept[:KEEP]]  # fmt: skip
+        processes.sort(key=lambda p: p.first_ns)
+        return ProcessTree(poll_s=self.poll_s, polls=self._polls, watch_cpu_s=self._cpu_s, processes=processes,
+                           left_out=max(len(kept) - KEEP, 0))  # fmt: skip
