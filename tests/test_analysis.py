@@ -9,10 +9,11 @@ from ttfr.analyse import case_result, suite_figures
 from ttfr.measure.catalog import BUILTIN
 from ttfr.measure.journal import Journal
 from ttfr.measure.plan import build_plan
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, precompiled_policy
 from ttfr.measure.scheduler import Scheduler
 from ttfr.measure.spec import RunRequest, build_spec
-from ttfr.model.base import decode, encode
+from ttfr.model.base import decode, encode, present
+from ttfr.report import markdown
 from ttfr.model.case import CaseResult
 from ttfr.model.summary import Summary
 
@@ -185,6 +186,43 @@ def test_break_even_range_widens_with_the_confidence_intervals():
     (row,) = suite_figures.break_even([_result("numpy", 0.1, 0.010, (0.9, 1.1)), _result("jax_jit_cpu", 1.1, 0.002, (0.9, 1.1))])
     low, high = row.calls_range
     assert low < row.calls < high
+
+
+def _shipping(result, mechanism, ttfr, setting="cold-cache"):
+    """`result` with a precompiled policy of `mechanism` whose TTFR median is `ttfr`."""
+    data = encode(result)
+    policy = {**data["policies"][COLD_CACHE], "setting": setting, "still_compiled": None, "versus": {},
+              "artifact": {"mechanism": mechanism, "claims": "everything", "state": "made", "bytes": 10, "make_s": 1.0,
+                           "bound_to": {}}}  # fmt: skip
+    figure = {**data["policies"][WARM_PROCESS]["summary"]["call_s"], "median": ttfr, "min": ttfr, "max": ttfr,
+              "mean": ttfr, "p95": ttfr, "median_ci": {"low": ttfr, "high": ttfr, "level": 0.95}}  # fmt: skip
+    policy["summary"] = {**policy["summary"], "ttfr_s": figure}
+    data["policies"]["precompiled"] = {f"{mechanism}/{setting}": policy}
+    return decode(data, CaseResult)
+
+
+def test_a_shipped_artifact_has_break_even_rows_against_the_others_as_they_start_in_its_setting():
+    shipped = precompiled_policy("torch_aoti", "cold-cache")
+    compiled = _shipping(_result("torch_compile_cpu", 10.0, 0.001), "torch_aoti", 3.0)
+    rows = suite_figures.break_even([compiled, _result("torch_eager_cpu", 1.0, 0.003), _result("numpy", 0.5, 0.004)])
+    standard = {(r.fast_start, r.slow_start): r for r in rows if r.cold_policy == COLD_CACHE}
+    assert standard[("torch_eager_cpu", "torch_compile_cpu")].calls == 1 + 4500  # 9 s over 0.002 s a call
+    assert not present(standard[("torch_eager_cpu", "torch_compile_cpu")].slow_start_policy)
+    ahead = {(r.fast_start, r.slow_start): r for r in rows if r.cold_policy == shipped}
+    # only pairs with the backend that ships it; eager against NumPy is the cold-cache row's, not repeated
+    assert set(ahead) == {("torch_eager_cpu", "torch_compile_cpu"), ("numpy", "torch_compile_cpu")}
+    row = ahead[("torch_eager_cpu", "torch_compile_cpu")]
+    assert (row.fast_start_policy, row.slow_start_policy) == (COLD_CACHE, shipped)
+    assert (row.slow_start_ttfr_s, row.calls) == (3.0, 1 + 1000)  # 2 s over 0.002 s a call: the artifact's saving
+    # a backend that ran the policy and lost its figure is not put back with its standard start
+    lost = encode(compiled)
+    lost["policies"]["precompiled"]["torch_aoti/cold-cache"]["summary"]["ttfr_s"] = None
+    lost = decode(lost, CaseResult)
+    assert lost.start_figure(shipped) is None and lost.start_figure(COLD_CACHE)[0] == COLD_CACHE
+    # report.md says which side starts from its artifact
+    section = "\n".join(markdown._break_even_section(rows))
+    assert "torch_aoti/cold-cache" in section and "`torch_compile_cpu` with its artifact (3 s, 1 ms/call)" in section
+    assert markdown.SHIPPED_ROWS.strip() in section
 
 
 def test_suite_summary_worst_case_ignores_failed_cases():

@@ -8,7 +8,7 @@ import math
 from ttfr.measure import catalog
 from ttfr.model.base import UNSET
 from ttfr.model.case import CaseResult
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, policy_order, precompiled_parts
 from ttfr.model.suite import BreakEven, CaseReason, ScalingRow, SuiteSummary, WorstCase
 from ttfr.model.summary import Summary
 
@@ -23,7 +23,9 @@ def _calls_to_break_even(start_a, start_b, call_a, call_b):
 
 def break_even(case_results: list[CaseResult]) -> list[BreakEven]:
     """For every workload/size/dtype and every pair of measured backends: after how many
-    calls the slower-starting backend has caught up, with a range from the CIs."""
+    calls the slower-starting backend has caught up, with a range from the CIs. Each
+    precompiled policy measured adds rows that pair a backend starting from its artifact with
+    the others as they start in that setting (a new machine compiling, a warm cache)."""
     groups: dict[tuple, list[CaseResult]] = {}
     for result in case_results:
         if result.status == "failed":
@@ -33,26 +35,31 @@ def break_even(case_results: list[CaseResult]) -> list[BreakEven]:
         groups.setdefault(key, []).append(result)
     rows = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        for cold_policy in (COLD_CACHE, WARM_CACHE):
+        shipped = sorted({p for r in members for p, _ in r.policies.items() if precompiled_parts(p) and r.figure(p, "ttfr_s")},
+                         key=policy_order)  # fmt: skip
+        for cold_policy in (COLD_CACHE, WARM_CACHE, *shipped):
             figures = []
             for result in members:
-                cold = result.figure(cold_policy, "ttfr_s")
+                start = result.start_figure(cold_policy)
                 warm = result.figure(WARM_PROCESS, "call_s")
-                if cold and warm:
-                    figures.append((result.backend, cold, warm))
+                if start and warm:
+                    figures.append((result.backend, start[1], warm, start[0]))
             figures.sort(key=lambda f: (f[1].median, f[0]))
-            for i, (name_a, cold_a, warm_a) in enumerate(figures):
-                for name_b, cold_b, warm_b in figures[i + 1 :]:
+            for i, (name_a, cold_a, warm_a, used_a) in enumerate(figures):
+                for name_b, cold_b, warm_b, used_b in figures[i + 1 :]:
+                    if cold_policy in shipped and cold_policy not in (used_a, used_b):
+                        continue  # neither ships the artifact: the setting's standard row says it
                     calls = _calls_to_break_even(cold_a.median, cold_b.median, warm_a.median, warm_b.median)
                     ci = [c.median_ci for c in (cold_a, cold_b, warm_a, warm_b)]
                     best = _calls_to_break_even(ci[0].high, ci[1].low, ci[2].high, ci[3].low)
                     worst = _calls_to_break_even(ci[0].low, ci[1].high, ci[2].low, ci[3].high)
+                    sides = {"fast_start_policy": used_a, "slow_start_policy": used_b} if cold_policy in shipped else {}
                     rows.append(BreakEven(
                         workload=workload, size=size, dtype=dtype, dataset=dataset, cold_policy=cold_policy,
                         fast_start=name_a, slow_start=name_b,
                         fast_start_ttfr_s=cold_a.median, slow_start_ttfr_s=cold_b.median,
                         fast_start_call_s=warm_a.median, slow_start_call_s=warm_b.median,
-                        calls=calls, calls_range=[best, worst],
+                        calls=calls, calls_range=[best, worst], **sides,
                     ))  # fmt: skip
     return rows
 

@@ -15,7 +15,7 @@ from ttfr.model.base import UNSET, Artifact, Count, Sha256, UnsetType
 from ttfr.model.concurrency import Concurrency
 from ttfr.model.flags import AnyFlag
 from ttfr.model.explanation import Advice
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, cache_state
 from ttfr.model.policy_figures import Policies
 from ttfr.model.conversion_evidence import ConversionEvidence
 from ttfr.model.record import Device, DevicePeaks, ThreadPool
@@ -218,6 +218,15 @@ class CaseResult(Artifact):
         """One metric's summary under one policy; None when not measured (or withheld)."""
         block = self.policies.get(policy)
         return block.figure(metric) if block else None
+
+    def start_figure(self, policy: str) -> tuple[str, Summary] | None:
+        """The TTFR a break-even takes for this case under a cold `policy`, and the policy it is measured under:
+        its own; under a precompiled policy the case did not measure (its backend ships no such artifact), its
+        standard policy of that setting (a new machine compiling, or a second job on a warm cache). None: neither
+        measured."""
+        used = policy if self.policies.get(policy) is not None else cache_state(policy)  # one it ran and lost stays lost
+        found = self.figure(used, "ttfr_s")
+        return (used, found) if found else None
 
     def headline(self) -> Headline:
         def median(policy, metric):

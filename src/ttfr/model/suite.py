@@ -89,7 +89,9 @@ class BreakEven(Artifact):
     dataset: str
     """The cases' dataset id (the inputs both read): a --workspace file and the preset of its size never pair."""
     cold_policy: PolicyName
-    """The cold-process cache policy whose TTFR medians are compared (each pair has a row per cold policy)."""
+    """The cold-process cache policy whose TTFR medians are compared (each pair has a row per cold policy; a
+    precompiled policy's rows pair a backend that ships its artifact with the others as they start in its
+    setting)."""
     fast_start: str
     """The backend with the lower TTFR median under `cold_policy`."""
     slow_start: str
@@ -108,6 +110,11 @@ class BreakEven(Artifact):
     calls_range: Annotated[list[Annotated[int, Meta(ge=1)] | None], Meta(min_length=2, max_length=2)]
     """[fewest, most] calls to break even, from the ends of the four medians' confidence intervals most and least
     favourable to the slow starter; an end is null where the slow starter never catches up there."""
+    fast_start_policy: PolicyName | UnsetType = UNSET
+    """Under a precompiled `cold_policy`: the policy `fast_start`'s TTFR is measured under (`cold_policy` where its
+    backend ships that artifact, else the standard policy of its setting); absent for a standard `cold_policy`."""
+    slow_start_policy: PolicyName | UnsetType = UNSET
+    """Under a precompiled `cold_policy`: the policy `slow_start`'s TTFR is measured under, as `fast_start_policy`."""
 
 
 class ScalingRow(Artifact):

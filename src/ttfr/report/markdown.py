@@ -10,7 +10,7 @@ from ttfr.model.case import CaseResult
 from ttfr.model.policy_figures import named
 from ttfr.model.run_figures import COMPONENT_LABELS, OPTIONAL_METRICS
 from ttfr.model.manifest import Manifest
-from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, policy_order, precompiled_parts
+from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, policy_label, policy_order, precompiled_parts
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, loops_md, precompiled_md
 from ttfr.report.formatting import (
@@ -157,6 +157,12 @@ def _calls(value) -> str:
     return "never" if value is None else f"{value:,}"
 
 
+SHIPPED_ROWS = (
+    " A precompiled policy's rows (`mechanism/setting`) pair a backend that starts from its artifact "
+    "(*with its artifact*) with the others as they start in that setting."
+)
+
+
 def _break_even_section(rows: list[BreakEven]) -> list[str]:
     if not rows:
         return ["## Break-even", "", "No workload has two backends with both cold and warm figures.", ""]
@@ -165,7 +171,8 @@ def _break_even_section(rows: list[BreakEven]) -> list[str]:
         "",
         "After how many calls in one process the backend that starts slower has caught up: the total "
         "`TTFR + (n - 1) × warm call` of both is equal. The range uses the CI ends "
-        "(best and worst case for the slow starter).",
+        "(best and worst case for the slow starter)."
+        + (SHIPPED_ROWS if any(precompiled_parts(r.cold_policy) for r in rows) else ""),
         "",
     ]
     body = []
@@ -173,14 +180,21 @@ def _break_even_section(rows: list[BreakEven]) -> list[str]:
         low, high = row.calls_range
         body.append([
             f"{row.workload} {_size_label(row.size, row.dataset)} {row.dtype}",
-            row.cold_policy.split("/")[-1],
-            f"`{row.fast_start}` ({fmt_seconds(row.fast_start_ttfr_s)}, {fmt_seconds(row.fast_start_call_s)}/call)",
-            f"`{row.slow_start}` ({fmt_seconds(row.slow_start_ttfr_s)}, {fmt_seconds(row.slow_start_call_s)}/call)",
+            policy_label(row.cold_policy),
+            f"`{row.fast_start}`{_shipped(row.fast_start_policy)} ({fmt_seconds(row.fast_start_ttfr_s)}, "
+            f"{fmt_seconds(row.fast_start_call_s)}/call)",
+            f"`{row.slow_start}`{_shipped(row.slow_start_policy)} ({fmt_seconds(row.slow_start_ttfr_s)}, "
+            f"{fmt_seconds(row.slow_start_call_s)}/call)",
             _calls(row.calls),
             f"{_calls(low)} – {_calls(high)}",
         ])  # fmt: skip
     header = ["workload", "cache", "starts first", "starts later", "break-even calls", "range"]
     return lines + table(header, body) + [""]
+
+
+def _shipped(policy) -> str:
+    """A break-even side that starts from its artifact says so (a precompiled policy's row)."""
+    return " with its artifact" if present(policy) and precompiled_parts(policy) else ""
 
 
 def _size_label(size, dataset: str | None) -> str:

@@ -23,7 +23,7 @@ from ttfr.model.run_figures import COMPONENT_LABELS, RunFigures
 from ttfr.model.comparison import Comparison
 from ttfr.model.explanation import UNATTRIBUTED
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
-from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS, policy_words
+from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS, policy_order, policy_words, precompiled_parts
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
 from ttfr.report import icicle
@@ -224,7 +224,10 @@ def amortisation(cases: list[CaseResult], break_even: list[BreakEven]) -> list[P
         groups.setdefault((case.workload, case.size, case.dtype, case.dataset.id), []).append(case)
     plots = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        policies = [p for p in COLD_POLICIES if sum(1 for c in members if c.figure(p, "ttfr_s")) >= 2]
+        shipped = sorted({p for c in members for p, _ in c.policies.items() if precompiled_parts(p) and c.figure(p, "ttfr_s")},
+                         key=policy_order)  # fmt: skip
+        # a precompiled policy's panel: the backends that ship its artifact against the others in its setting
+        policies = [p for p in (*COLD_POLICIES, *shipped) if sum(1 for c in members if c.start_figure(p)) >= 2]
         if not policies:  # one backend: nothing catches up with anything
             continue
         plots.append(_amortisation_plot(workload, size, dtype, dataset, members, policies, break_even))
@@ -247,16 +250,18 @@ def _amortisation_plot(workload, size, dtype, dataset, members, policies, break_
     number = {id(r): i for i, r in enumerate(drawn, 1)}
     for ax, policy in zip(axes[0], policies):
         for index, case in enumerate(sorted(members, key=lambda c: c.backend)):
-            cold, warm = case.figure(policy, "ttfr_s"), case.figure(WARM_PROCESS, "call_s")
-            if not cold:
+            start, warm = case.start_figure(policy), case.figure(WARM_PROCESS, "call_s")
+            if not start:
                 continue
+            used, cold = start
+            label = f"{case.backend} (its artifact)" if precompiled_parts(used) else case.backend
             colour = f"C{index % 10}"
-            ax.plot(n, [cold.median + (k - 1) * warm.median for k in n], color=colour, label=case.backend)
+            ax.plot(n, [cold.median + (k - 1) * warm.median for k in n], color=colour, label=label)
             low, high = _ci(cold), _ci(warm)
             if low and high:
                 ax.fill_between(n, [low[0] + (k - 1) * high[0] for k in n], [low[1] + (k - 1) * high[1] for k in n],
                                 color=colour, alpha=0.15, linewidth=0)  # fmt: skip
-            table.append([case.backend, policy_words(policy), _fmt(cold), _fmt(warm)])
+            table.append([case.backend, policy_words(used), _fmt(cold), _fmt(warm)])
         for row in (r for r in rows_here if r.cold_policy == policy and r.calls and r.calls <= reach):
             calls = row.calls  # (one beyond the plotted range is said in the table, not drawn off it)
             y = row.slow_start_ttfr_s + (calls - 1) * row.slow_start_call_s
