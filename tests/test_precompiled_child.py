@@ -5,6 +5,7 @@ foreign artifact fails that run alone with the runtime's words."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 
@@ -46,6 +47,7 @@ def test_the_priming_process_writes_the_artifact_whole_after_its_timed_phases(ma
     made_record = result.record.artifact
     assert made_record.mechanism == "jax_serialized" and made_record.bytes == artifact.stat().st_size > 1000
     assert made_record.make_s > 0 and artifact.read_bytes().startswith(precompiled.FORMAT)
+    assert made_record.sha256 == hashlib.sha256(artifact.read_bytes()).hexdigest()  # what a load is checked against
     assert not artifact.with_name(artifact.name + ".partial").exists()
     assert result.record.marks_ns.artifact_loaded is UNSET  # the maker loads nothing
 

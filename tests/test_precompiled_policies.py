@@ -15,6 +15,7 @@ from support.fakes import FakeExecutor, run_suite
 
 from ttfr.analyse.case_result import summaries_disagree
 from ttfr.errors import UsageError
+from ttfr.child import precompiled as child_precompiled
 from ttfr.measure import precompiled, process_tree
 from ttfr.measure.plan import MAKE, PRIME, build_plan, gate_failure, replay
 from ttfr.measure.selection import parse_policies
@@ -190,7 +191,8 @@ class ShippingExecutor(FakeExecutor):
             if job.artifact_action == "make":
                 with open(job.artifact, "wb") as handle:
                     handle.write(b"ttfr-precompiled-1\n" + b"x" * 100)
-                record["artifact"] = {"mechanism": job.precompiled, "bytes": 119, "make_s": 0.004}
+                record["artifact"] = {"mechanism": job.precompiled, "bytes": 119, "make_s": 0.004,
+                                      "sha256": child_precompiled.digest(job.artifact, job.precompiled)}  # fmt: skip
             return record, life
         first = {"events": {}, "durations_s": {}, "programs": self.loaded_programs}
         record = fake_record(cache={"first": first, "end": first})
@@ -287,6 +289,35 @@ def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path
     (maker,) = [t.key for t in plan.tasks if t.kind == MAKE]
     assert sorted(keys) == sorted([t.key for t in plan.tasks] + [maker])
     assert [e.kind for e in journal.entries()][3] == MAKE
+
+
+def test_an_artifact_changed_since_it_was_made_is_made_again_never_loaded(tmp_path):
+    from ttfr.measure.executors import Executors
+    from ttfr.measure.journal import Journal
+    from ttfr.measure.scheduler import Scheduler
+
+    plan = build_plan(_spec(policies=SERIALIZED_COLD), lambda _b, _w=None: None)
+    journal = Journal(tmp_path / "journal.jsonl")
+    first = ShippingExecutor()
+    first.interrupt_at = 3  # the maker, the check and one loading run done
+    with pytest.raises(KeyboardInterrupt):
+        Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=first)).run()
+    (artifact,) = (tmp_path / "scratch" / "artifacts").rglob("*.artifact")
+    made = artifact.read_bytes()
+    artifact.write_bytes(made[:-1] + b"y")  # one byte changed between the sessions: a pickle is code
+    second = ShippingExecutor()
+    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=second)).run()
+    actions = [c["job"].artifact_action for c in second.calls]
+    assert actions[0] == "make" and actions[1:] == ["load"] * (len(actions) - 1), actions
+    assert artifact.read_bytes() == made  # what the loads read is the maker's again
+    # unchanged, it is loaded as it is: a third session makes nothing
+    third = ShippingExecutor()
+    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=third)).run()
+    assert third.calls == []  # (and nothing was pending)
+    scheduler = Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=third))
+    scheduler.pending()
+    (task,) = [t for t in plan.tasks if t.mechanism and t.kind != MAKE][:1]
+    assert scheduler._intact(task) and not scheduler._unmade(task) and third.calls == []
 
 
 def test_every_output_says_the_policy_s_figures_as_the_case_file_holds_them(tmp_path):

@@ -243,6 +243,23 @@ def unframed(data: bytes, path: str) -> bytes:
     return data[len(FORMAT) :]
 
 
+def digest(path: str, mechanism: str) -> str | None:
+    """The sha256 of an artifact's files (the artifact, then the file it keeps beside it); None: one is missing
+    or unreadable. The parent checks it before a run loads the artifact: a file changed since it was made (a
+    pickle, in most mechanisms) is never loaded."""
+    import hashlib
+
+    found = hashlib.sha256()
+    try:
+        for name in (path, *((path + MECHANISMS[mechanism].beside,) if MECHANISMS[mechanism].beside else ())):
+            with open(name, "rb") as handle:
+                for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
+                    found.update(block)
+    except OSError:
+        return None
+    return found.hexdigest()
+
+
 def write(job, runtime):
     """The priming process's artifact: made from its first call, written whole or not at all. Its size and the
     seconds making it took (what it is bound to, versions and device, is the same record's)."""
@@ -255,7 +272,7 @@ def write(job, runtime):
         handle.write(framed(payload))
     os.replace(partial, job.artifact)  # a reader never sees half a file
     size = len(FORMAT) + len(payload) + (os.path.getsize(job.artifact + mechanism.beside) if mechanism.beside else 0)
-    return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s}
+    return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s, "sha256": digest(job.artifact, mechanism.name)}
 
 
 def read(job, runtime):

@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 
 from ttfr.measure import catalog
+from ttfr.model.base import UNSET
 from ttfr.model.journal import JournalEntry
 from ttfr.model.policies import (
     COLD_CACHE,
@@ -257,6 +258,17 @@ def unmade_artifacts(entries: list[JournalEntry]) -> dict[tuple[str, str], str]:
             else:
                 unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
     return unmade
+
+
+def made_artifacts(entries: list[JournalEntry]) -> dict[tuple[str, str], str | None]:
+    """(case id, mechanism) -> the sha256 its last successful priming process recorded (None: an older journal's
+    maker, which recorded none)."""
+    made = {}
+    for entry in entries:
+        if entry.kind == MAKE and entry.outcome == "ok" and entry.record and entry.record.artifact:
+            sha = entry.record.artifact.sha256
+            made[(entry.case, entry.policy.split("/", 1)[1])] = None if sha is UNSET else sha
+    return made
 
 
 def pending_cases(plan: Plan, entries: list[JournalEntry]) -> list[str]:

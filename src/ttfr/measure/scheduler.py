@@ -12,6 +12,7 @@ from pathlib import Path
 
 from msgspec import structs
 
+from ttfr.child import precompiled as precompiled_files
 from ttfr.measure.cache import CacheDirs
 from ttfr.measure.host_window import host_fields, host_reading
 from ttfr.measure.journal import Journal
@@ -27,13 +28,14 @@ from ttfr.measure.plan import (
     gate_failure,
     maker_policy,
     replay,
+    made_artifacts,
     unmade_artifacts,
 )
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
-from ttfr.model.base import UNSET, copied
+from ttfr.model.base import UNSET, copied, present
 from ttfr.model.journal import CacheDir, JournalEntry
 from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 
@@ -67,6 +69,8 @@ class Scheduler:
         self.stopped: dict[str, str] = {}
         # (case id, mechanism) -> why its artifact was not made: its policies' runs have nothing to load
         self.unmade: dict[tuple[str, str], str] = {}
+        # (case id, mechanism) -> the sha256 its maker recorded: a run loads the artifact only while it hashes to it
+        self.made: dict[tuple[str, str], str | None] = {}
         self.lives_ns: list[int] = []  # spawn to exit of each worker it ran (journaled or re-priming)
         # Work of ttfr's own (importing what the analysis needs) started with the first unmeasured
         # process, so its wall time hides behind those processes'; joined before a measured one.
@@ -87,6 +91,7 @@ class Scheduler:
         entries = self.journal.entries()
         remaining, stopped = replay(self.plan, entries)
         self.unmade.update(unmade_artifacts(entries))
+        self.made.update(made_artifacts(entries))
         for case_id, reason in stopped.items():
             self._note(case_id, reason)
         return remaining
@@ -110,8 +115,8 @@ class Scheduler:
             if entry.reaped_ns is not None:
                 self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
         entry = entries[0]
-        if task.kind == MAKE and entry.outcome != "ok":
-            self.unmade[(task.case.id, task.mechanism)] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
+        if task.kind == MAKE:
+            self._made(task, entry)
         self._note(task.case.id, gate_failure(entry))
         self.progress.task_finished(task, entry)
         return entry
@@ -121,11 +126,30 @@ class Scheduler:
         if task.kind == MAKE or not task.mechanism:
             return False
         key = (task.case.id, task.mechanism)
-        if key not in self.unmade and not self.artifact(task).is_file():  # e.g. resuming after the scratch area went
+        # gone (the scratch area cleaned before a resume), or changed since its maker hashed it: made again, never
+        # loaded as it is (a pickle, for most mechanisms, runs what it holds)
+        if key not in self.unmade and not self._intact(task):
             why = self._make_artifact(task)
             if why:
                 self.unmade[key] = why
         return key in self.unmade
+
+    def _intact(self, task: Task) -> bool:
+        path = self.artifact(task)
+        if not path.is_file():
+            return False
+        made = self.made.get((task.case.id, task.mechanism))
+        return made is None or precompiled_files.digest(str(path), task.mechanism) == made
+
+    def _made(self, task: Task, entry: JournalEntry) -> None:
+        """What a priming process left: the artifact's hash, or why there is none."""
+        key = (task.case.id, task.mechanism)
+        if entry.outcome == "ok":
+            artifact = entry.record.artifact if entry.record else None
+            self.made[key] = artifact.sha256 if artifact and present(artifact.sha256) else None
+            self.unmade.pop(key, None)
+        else:
+            self.unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
 
     def artifact(self, task: Task) -> Path:
         return CacheDirs(self.scratch, task.case.id).artifact(task.mechanism)
@@ -138,9 +162,8 @@ class Scheduler:
         self.journal.append(entry)
         if entry.reaped_ns is not None:
             self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
-        if entry.outcome == "ok":
-            return None
-        return f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
+        self._made(maker, entry)
+        return self.unmade.get((task.case.id, task.mechanism))
 
     def _start_alongside(self) -> None:
         work, self.alongside = self.alongside, None

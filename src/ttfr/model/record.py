@@ -312,6 +312,10 @@ class ArtifactMade(Open):
     make_s: Seconds
     """Seconds the runtime took to turn the first call's compiled code into the artifact's bytes (after the
     compile itself, which is the priming process's first call)."""
+    sha256: Sha256 | UnsetType = UNSET
+    """The sha256 of the artifact's files as written (the artifact, then the file kept beside it: AOTInductor's
+    package): a run loads it only while its files still hash to this, else it is made again; absent in older
+    journals."""
 
 
 class RunRecord(Open):
