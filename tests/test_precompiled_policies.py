@@ -122,6 +122,10 @@ def test_a_compiler_process_in_the_load_is_beyond_every_claim_even_when_the_coun
     # a tree watched and empty: the counters decide alone; not watched: the field is absent
     assert precompiled.verify(mega, None, 0, 2, quiet, ({}, 0.0)).verdict == "verified"
     assert not present(precompiled.verify(mega, None, 0, 2, quiet).claim.processes)
+    # jax.export's one allowed compile may run a compiler (ptxas, on a GPU); its counters still judge the rest
+    ptxas = ({"ptxas": 1}, 0.05)
+    assert precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"call_exported": _program(1)}), ptxas).verdict == "verified"
+    assert precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"matmul": _program(1)}), ptxas).verdict == "unverified"
     # no counters, yet a compiler seen: that alone says the claim did not hold
     assert precompiled.verify(SERIALIZED_COLD, None, 0, 0, None, ({"ptxas": 1}, 0.1)).claim.held is False
 

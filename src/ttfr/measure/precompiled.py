@@ -59,6 +59,9 @@ class Mechanism:
     # What the first call may still build and how many times (a program's name -> at most): anything else it
     # builds, or more of these, is compiling what the mechanism claims to skip.
     allowed: dict[str, int] = field(default_factory=dict)
+    # Whether the compile it allows may run a compiler process (jax.export's call wrapper, compiled by XLA: on a GPU,
+    # ptxas); no other mechanism's load builds code, so a compiler process in its load is beyond its claim.
+    compiler_allowed: bool = False
 
     @property
     def claims(self) -> str:
@@ -74,7 +77,7 @@ JAX_EXPORT = Mechanism(
     "jax_export", _jax_compiles, "tracing and lowering the function",
     "the exported StableHLO (jax.export) is deserialized and run through "
     "Exported.call, whose small wrapper is traced, lowered and compiled once (one backend compile expected)",
-    allowed={"call_exported": 1},
+    allowed={"call_exported": 1}, compiler_allowed=True,
 )  # fmt: skip
 TORCH_MEGACACHE = Mechanism(
     "torch_megacache", _torch_compiles, "AOTAutograd's and Inductor's work, kernel builds included",
@@ -99,13 +102,14 @@ def check_claim(mechanism: str, counters: RuntimeCounters | None,
                 processes: tuple[dict[str, int], float] | None = None) -> ClaimCheck:  # fmt: skip
     """The run's first call against its mechanism's claim, from the runtime's counters right after it (JAX's
     programs: each function traced, built and hit by name) and the compiler processes the worker's tree showed
-    from the load's start to the first result (`processes`: by name, and seconds; None: not watched). No
-    mechanism allows a compiler process: each claims to skip building code. `held` null: no counters to judge by
-    (a compiler process seen is still beyond the claim)."""
+    from the load's start to the first result (`processes`: by name, and seconds; None: not watched). Only a
+    mechanism whose allowed compile may run a compiler (jax.export's wrapper: ptxas on a GPU) allows one; every
+    other claims to skip building code. `held` null: no counters to judge by (a compiler process seen is still
+    beyond the claim)."""
     declared = MECHANISMS[mechanism]
     found = declared.witness(counters)
     seen = {"processes": processes[0], "processes_s": processes[1]} if processes is not None else {}
-    spawned = bool(processes and processes[0])
+    spawned = bool(processes and processes[0]) and not declared.compiler_allowed
     if found is None:
         return ClaimCheck(mechanism=mechanism, held=False if spawned else None, compiled={}, allowed={}, compiles=0,
                           compile_s=None, **seen)  # fmt: skip
