@@ -219,6 +219,22 @@ def test_a_shipped_artifact_has_break_even_rows_against_the_others_as_they_start
     lost["policies"]["precompiled"]["torch_aoti/cold-cache"]["summary"]["ttfr_s"] = None
     lost = decode(lost, CaseResult)
     assert lost.start_figure(shipped) is None and lost.start_figure(COLD_CACHE)[0] == COLD_CACHE
+    # an artifact its backend could not make: that backend starts as the setting's standard policy does
+    unmade = encode(compiled)
+    unmade["policies"]["precompiled"]["torch_aoti/cold-cache"]["artifact"].update(
+        state="unsupported", bytes=None, make_s=None, reason="a training step"
+    )
+    unmade["policies"]["precompiled"]["torch_aoti/cold-cache"]["summary"]["ttfr_s"] = None
+    assert decode(unmade, CaseResult).start_figure(shipped)[0] == COLD_CACHE
+    # a suite.json written before shipped artifacts had rows verifies as it was written; one written since must
+    # hold them all
+    from types import SimpleNamespace
+
+    from ttfr.artifacts import reader
+
+    standard_only = [r for r in rows if not present(r.fast_start_policy)]
+    assert reader._as_written_by(SimpleNamespace(break_even=standard_only), rows) == standard_only
+    assert reader._as_written_by(SimpleNamespace(break_even=rows[-1:]), rows) == rows
     # report.md says which side starts from its artifact
     section = "\n".join(markdown._break_even_section(rows))
     assert "torch_aoti/cold-cache" in section and "`torch_compile_cpu` with its artifact (3 s, 1 ms/call)" in section

@@ -122,33 +122,50 @@ def test_a_compiler_process_in_the_load_is_beyond_every_claim_even_when_the_coun
     # a tree watched and empty: the counters decide alone; not watched: the field is absent
     assert precompiled.verify(mega, None, 0, 2, quiet, ({}, 0.0)).verdict == "verified"
     assert not present(precompiled.verify(mega, None, 0, 2, quiet).claim.processes)
-    # jax.export's one allowed compile may run a compiler (ptxas, on a GPU); its counters still judge the rest
-    ptxas = ({"ptxas": 1}, 0.05)
-    assert precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"call_exported": _program(1)}), ptxas).verdict == "verified"
-    assert precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({"matmul": _program(1)}), ptxas).verdict == "unverified"
+    # jax.export's one allowed compile may run ptxas (on a GPU), only where that compile ran; no other compiler
+    wrapper = _counters({"call_exported": _program(1)})
+    assert precompiled.verify(EXPORT_WARM, None, 3, 4, wrapper, ({"ptxas": 2}, 0.05)).verdict == "verified"
+    gpp = precompiled.verify(EXPORT_WARM, None, 3, 4, wrapper, ({"ptxas": 1, "g++": 1}, 0.3))
+    assert gpp.verdict == "unverified" and "its process tree showed g++ x1" in gpp.note and "ptxas" not in gpp.note
+    assert precompiled.verify(EXPORT_WARM, None, 3, 4, _counters({}), ({"ptxas": 1}, 0.05)).verdict == "unverified"
     # no counters, yet a compiler seen: that alone says the claim did not hold
     assert precompiled.verify(SERIALIZED_COLD, None, 0, 0, None, ({"ptxas": 1}, 0.1)).claim.held is False
 
 
-def _seen(name, parent, first, last):
-    return SeenProcess(name=name, parent=parent, first_ns=first, last_ns=last)
+def _seen(pid, name, ppid, first, last):
+    return SeenProcess(name=name, parent="", first_ns=first, last_ns=last, pid=pid, ppid=ppid)
 
 
-def test_the_tree_counts_each_compiler_run_by_its_driver_within_the_window():
+def test_the_tree_counts_each_compiler_run_by_its_outermost_compiler_within_the_window():
+    worker = 1
     tree = ProcessTree(poll_s=0.05, polls=9, watch_cpu_s=0.01, left_out=0, processes=[
-        _seen("python3.11", "worker", 0, 900),  # a compile pool's worker: no compiler
-        _seen("g++", "python3.11", 100, 300), _seen("cc1plus", "g++", 120, 250), _seen("ld", "collect2", 260, 290),
-        _seen("collect2", "g++", 255, 295),  # the driver's parts are its run, not runs of their own
-        _seen("g++", "worker", 500, 700),  # straddles the window's end: the part within counts
-        _seen("x86_64-linux-gn", "worker", 50, 90),  # before the window
-        _seen("openssl", "worker", 150, 160),
+        _seen(2, "python3.11", worker, 0, 900),  # a compile pool's worker: no compiler
+        _seen(3, "g++", 2, 100, 300), _seen(4, "cc1plus", 3, 120, 250), _seen(5, "collect2", 3, 255, 295),
+        _seen(6, "ld", 5, 260, 290),  # a driver's parts, however deep, are its run, not runs of their own
+        _seen(7, "g++-12", worker, 500, 700),  # a versioned driver; it straddles the window's end: the part within
+        _seen(8, "cc1plus", 7, 510, 690), _seen(9, "as", 7, 690, 695),
+        _seen(10, "nvcc", worker, 150, 400), _seen(11, "sh", 10, 160, 390), _seen(12, "ptxas", 11, 170, 380),
+        _seen(13, "x86_64-linux-gn", worker, 50, 90),  # before the window
+        _seen(14, "openssl", worker, 150, 160),
     ])  # fmt: skip
     runs, seconds = process_tree.compiler_runs(tree, 100, 600)
-    assert runs == {"g++": 2} and seconds == pytest.approx((200 + 100) / 1e9)
+    assert runs == {"g++": 1, "g++-12": 1, "nvcc": 1} and seconds == pytest.approx((200 + 100 + 250) / 1e9)
     assert process_tree.compiler_runs(tree, 0, 95) == ({"x86_64-linux-gn": 1}, pytest.approx(40 / 1e9))
     assert process_tree.compiler_runs(None, 0, 1) is None
-    assert all(map(process_tree.is_compiler, ("ptxas", "nvcc", "clang++", "x86_64-linux-gnu-g++", "cc1plus")))
-    assert not any(map(process_tree.is_compiler, ("python3.11", "openssl", "sh", "worker")))
+    compilers = ("ptxas", "nvcc", "clang++", "clang-17", "g++-12", "x86_64-linux-gnu-g++", "x86_64-conda-li",
+                 "aarch64-linux-g", "cc1plus", "ld.lld")  # fmt: skip
+    assert all(map(process_tree.is_compiler, compilers))
+    assert not any(map(process_tree.is_compiler, ("python3.11", "openssl", "sh", "worker", "pt_main_thread")))
+
+
+def test_a_watch_that_cannot_watch_says_so_and_the_run_counts_as_not_watched(monkeypatch):
+    def broken(_pid):
+        raise PermissionError("no /proc here")
+
+    monkeypatch.setattr(process_tree, "_children", broken)
+    watch = process_tree.TreeWatch(os.getpid(), poll_s=3600)
+    watch.stop()
+    assert watch.failed == "PermissionError: no /proc here" and watch.result() is None
 
 
 @pytest.mark.skipif(not process_tree.available(), reason="the kernel lists no thread's children")
@@ -169,7 +186,7 @@ def test_the_watch_sees_a_grandchild_under_the_name_it_ran_and_its_parent(tmp_pa
         proc.kill()
     tree = watch.result()
     mine = [p for p in tree.processes if p.name == "g++"]
-    assert [(p.parent, p.first_ns == p.last_ns) for p in mine] == [("worker", True)], tree.processes
+    assert [(p.parent, p.ppid, p.first_ns == p.last_ns) for p in mine] == [("worker", os.getpid(), True)], mine
     assert tree.polls == 1 and tree.watch_cpu_s >= 0 and tree.left_out == 0
     assert process_tree.compiler_runs(tree, mine[0].first_ns, mine[0].first_ns) == ({"g++": 1}, 0.0)
 

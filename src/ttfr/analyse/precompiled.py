@@ -65,8 +65,9 @@ def still_compiled(policy: ColdPolicy) -> StillCompiled | None:
             {name for c in claims for name in (*c.compiled, *c.allowed)}
             | {f"{name} (process)" for c in watched for name in c.processes}
         ),
-        processes=stats.summarize([float(sum(c.processes.values())) for c in watched]) if watched else None,
-        processes_s=stats.summarize([c.processes_s for c in watched]) if watched else None,
+        # absent where no run was watched (a file written before the watch): what its runs give, unchanged
+        processes=stats.summarize([float(sum(c.processes.values())) for c in watched]) if watched else UNSET,
+        processes_s=stats.summarize([c.processes_s for c in watched]) if watched else UNSET,
     )
 
 

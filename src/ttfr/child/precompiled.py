@@ -30,7 +30,8 @@ The loops' ahead-of-time strategies (`sweep_mlp_aot`, `hf_mass_scan_aot`: worklo
 own meaning, building and loading inside a loop, but make and load their executables and packages through the
 same mechanisms here (`JaxSerialized.dumps`/`loads`, `TorchAoti.package`/`open_package`, `framed`/`unframed`).
 
-Standard library only at import: the worker imports this before the runtime, only in a precompiled run.
+Standard library only at import: the worker imports this before the runtime in a precompiled run, and the loops'
+ahead-of-time strategies after it.
 """
 
 import io
@@ -272,7 +273,8 @@ def write(job, runtime):
         handle.write(framed(payload))
     os.replace(partial, job.artifact)  # a reader never sees half a file
     size = len(FORMAT) + len(payload) + (os.path.getsize(job.artifact + mechanism.beside) if mechanism.beside else 0)
-    return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s, "sha256": digest(job.artifact, mechanism.name)}
+    sha = digest(job.artifact, mechanism.name)
+    return {"mechanism": mechanism.name, "bytes": size, "make_s": made_s, **({"sha256": sha} if sha else {})}
 
 
 def read(job, runtime):

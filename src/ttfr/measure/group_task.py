@@ -137,7 +137,7 @@ def run_task(work: Path, k: int, python: str | None) -> TaskRun:
     before = host_reading(hostinfo)
     started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     offset = time.time_ns() - time.monotonic_ns()
-    result = run_worker(job, env, timeout_s, python)
+    result = run_worker(job, env, timeout_s, python, watch_tree=False)  # N members: no N polls beside them
     host = host_fields(hostinfo, load, started, before, host_reading(hostinfo))
     return TaskRun(result, node, offset, host, os.cpu_count())
 

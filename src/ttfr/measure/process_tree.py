@@ -15,6 +15,7 @@ the first poll that saw it to the last.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
@@ -29,29 +30,47 @@ COMPILER_PARTS = frozenset({"cc1", "cc1plus", "as", "collect2", "ld", "ld.gold",
                             "fatbinary", "cudafe++", "lto-wrapper", "lto1"})  # fmt: skip
 
 
+_VERSION = re.compile(r"-\d+(\.\d+)*$")  # g++-12, clang-17
+# a toolchain's prefix (a cross compiler, conda's x86_64-conda-linux-gnu-c++), often all the kernel keeps of its name
+_TOOLCHAIN = re.compile(r"^(x86_64|aarch64|arm|armv7l|powerpc64le|ppc64le|riscv64|s390x|i[3-6]86)-")
+
+
 def is_compiler(name: str) -> bool:
-    """Whether a process of this name compiles or links (a cross compiler's prefix included: x86_64-linux-gnu-g++
-    is `x86_64-linux-gn` to the kernel, and is named by its full name where it is short enough)."""
-    base = name.rsplit("-", 1)[-1] if "-" in name else name
-    return name in COMPILER_DRIVERS or name in COMPILER_PARTS or base in COMPILER_DRIVERS or name.endswith("-linux-gn")
+    """Whether a process of this name compiles or links (`g++-12`, `x86_64-linux-gnu-g++`, cut by the kernel to
+    `x86_64-linux-gn`, and other toolchains' prefixed names included)."""
+    base = _VERSION.sub("", name)
+    tail = base.rsplit("-", 1)[-1]
+    return base in COMPILER_DRIVERS or base in COMPILER_PARTS or tail in COMPILER_DRIVERS or bool(_TOOLCHAIN.match(name))
 
 
 def compiler_runs(tree: ProcessTree | None, start_ns: int, end_ns: int) -> tuple[dict[str, int], float] | None:
     """The compiler runs the tree showed between two monotonic readings (a process seen at any moment of the
-    window counts): each driver by name and how many times (a driver's own parts, cc1plus or ld under g++, are
-    the same run), and the seconds they were seen running. None: the tree was not watched."""
+    window counts): each by the name of its outermost compiler process and how many times (what a driver runs,
+    cc1plus or ld under g++, ptxas through a shell under nvcc, is the same run), and the seconds they were seen
+    running. None: the tree was not watched."""
     if tree is None:
         return None
+    by_pid = {p.pid: p for p in tree.processes}
     runs: dict[str, int] = {}
     seconds = 0.0
     for seen in tree.processes:
-        if not is_compiler(seen.name) or is_compiler(seen.parent):
-            continue  # not a compiler, or a part of a run counted by its driver
+        if not is_compiler(seen.name) or _under_a_compiler(seen, by_pid):
+            continue
         if seen.last_ns < start_ns or seen.first_ns > end_ns:
             continue
         runs[seen.name] = runs.get(seen.name, 0) + 1
         seconds += (min(seen.last_ns, end_ns) - max(seen.first_ns, start_ns)) / 1e9
     return runs, seconds
+
+
+def _under_a_compiler(seen: SeenProcess, by_pid: dict[int, SeenProcess]) -> bool:
+    """Whether any ancestor of the process within the tree is a compiler (it is then part of that one's run)."""
+    hops, parent = 0, by_pid.get(seen.ppid)
+    while parent is not None and hops < len(by_pid):
+        if is_compiler(parent.name):
+            return True
+        hops, parent = hops + 1, by_pid.get(parent.ppid)
+    return False
 
 
 def _stat(pid: int) -> tuple[str, int, str] | None:
@@ -97,17 +116,26 @@ class TreeWatch:
         self._polls = 0
         self._cpu_s = 0.0
         self._done = threading.Event()
+        self.failed: str | None = None  # why it stopped watching before the process ended
+        self._thread: threading.Thread | None = None
         started = time.thread_time()
-        self._poll()  # the first poll now, the others every poll_s from the thread
-        self._cpu_s = time.thread_time() - started
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        try:  # the first poll now, the others every poll_s from the thread; never an exception to the supervisor
+            self._poll()
+            self._cpu_s = time.thread_time() - started
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        except Exception as exc:  # noqa: BLE001 - said in `failed`: the run is then not watched
+            self.failed = f"{type(exc).__name__}: {exc}"
 
     def _run(self) -> None:
         started = time.thread_time()
-        while not self._done.wait(self.poll_s):
-            self._poll()
-        self._cpu_s += time.thread_time() - started
+        try:
+            while not self._done.wait(self.poll_s):
+                self._poll()
+        except Exception as exc:  # noqa: BLE001 - a watch that stopped looking is no witness: said, never silent
+            self.failed = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._cpu_s += time.thread_time() - started
 
     def _poll(self) -> None:
         now = time.monotonic_ns()
@@ -125,13 +153,19 @@ class TreeWatch:
 
     def stop(self) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
-    def result(self) -> ProcessTree:
+    def result(self) -> ProcessTree | None:
+        """What it saw; None where it stopped watching early (the run then counts as not watched)."""
+        if self.failed:
+            return None
         names = {pid: entry[0] for (pid, _ticks), entry in self._seen.items()}
-        kept = sorted(self._seen.values(), key=lambda e: (not is_compiler(e[0]), e[2]))
-        processes = [SeenProcess(name=name, parent=names.get(parent, "worker"), first_ns=first, last_ns=last)
-                     for name, parent, first, last in kept[:KEEP]]  # fmt: skip
+        kept = sorted(((pid, *entry) for (pid, _ticks), entry in self._seen.items()),
+                      key=lambda e: (not is_compiler(e[1]), e[3]))  # fmt: skip
+        processes = [SeenProcess(name=name, parent=names.get(parent, "worker"), first_ns=first, last_ns=last,
+                                 pid=pid, ppid=parent)
+                     for pid, name, parent, first, last in kept[:KEEP]]  # fmt: skip
         processes.sort(key=lambda p: p.first_ns)
         return ProcessTree(poll_s=self.poll_s, polls=self._polls, watch_cpu_s=self._cpu_s, processes=processes,
                            left_out=max(len(kept) - KEEP, 0))  # fmt: skip

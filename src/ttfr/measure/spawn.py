@@ -188,17 +188,20 @@ def parse_record(raw: bytes, env: dict) -> tuple[RunRecord | None, str | None]:
         return None, str(exc)
 
 
-def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None) -> RunResult:
+def run_worker(job: Job, env: dict, timeout_s: float, python: str | None = None, cwd: str | None = None,
+               watch_tree: bool | None = None) -> RunResult:  # fmt: skip
+    """One worker run. `watch_tree`: poll its process tree (measure/process_tree.py); by default every cold
+    process alike (a precompiled policy's load and the standard runs it is compared with bear the same watch), never
+    a warm process's samples or --explain's diagnostic process."""
     read_fd, write_fd = os.pipe()
     words = job.replace(fd=write_fd).to_words()
     # --explain's diagnostic process (unmeasured) reports every first import on stderr
     argv = [python or sys.executable, *(("-X", "importtime") if job.explain else ()), "-P", "-c", WORKER_BOOT, *words]
     chunks: list[bytes] = []
     with tempfile.TemporaryFile() as log:
-        # a cold process's compiler children are watched (a witness beside the runtime's counters); a warm
-        # process's samples are left without the parent's polls beside them
+        watch = job.mode == "cold" and not job.explain if watch_tree is None else watch_tree
         ended = supervise(argv, env, cwd, timeout_s, log, (write_fd,), [(read_fd, lambda fd: _read_all(fd, chunks))],
-                          watch_tree=job.mode == "cold" and not job.explain)  # fmt: skip
+                          watch_tree=watch)  # fmt: skip
         if isinstance(ended, str):
             return RunResult(ERROR, f"could not start the worker: {ended}", None, time.monotonic_ns(), None, None)
         raw = b"".join(chunks)

@@ -16,7 +16,7 @@ from ttfr.model.concurrency import Concurrency
 from ttfr.model.flags import AnyFlag
 from ttfr.model.explanation import Advice
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, cache_state
-from ttfr.model.policy_figures import Policies
+from ttfr.model.policy_figures import Policies, PrecompiledPolicy
 from ttfr.model.conversion_evidence import ConversionEvidence
 from ttfr.model.record import Device, DevicePeaks, ThreadPool
 from ttfr.model.result_check import Check
@@ -224,7 +224,11 @@ class CaseResult(Artifact):
         its own; under a precompiled policy the case did not measure (its backend ships no such artifact), its
         standard policy of that setting (a new machine compiling, or a second job on a warm cache). None: neither
         measured."""
-        used = policy if self.policies.get(policy) is not None else cache_state(policy)  # one it ran and lost stays lost
+        block = self.policies.get(policy)
+        # its backend ships no such artifact, or could not make one: it starts as that setting's standard policy;
+        # an artifact made whose runs all failed stays lost
+        shipped = isinstance(block, PrecompiledPolicy) and block.artifact.state == "made"
+        used = policy if shipped else cache_state(policy)
         found = self.figure(used, "ttfr_s")
         return (used, found) if found else None
 

@@ -113,6 +113,10 @@ class SeenProcess(Open):
     """The CLOCK_MONOTONIC reading of the first poll that saw it, in nanoseconds (the clock of `spawn_ns`)."""
     last_ns: Reading
     """The reading of the last poll that saw it, in nanoseconds: it ended before the next poll."""
+    pid: Count
+    """Its process id (its children name it as their `ppid`)."""
+    ppid: Count
+    """Its parent's process id (the worker's own, or another process of the tree's)."""
 
 
 class ProcessTree(Open):

@@ -180,11 +180,12 @@ class StillCompiled(Artifact):
     """Every program or compiler the headline runs compiled, each once, sorted (a compiler the process tree showed:
     `<name> (process)`)."""
     processes: Summary | None | UnsetType = UNSET
-    """Summary (count) of the compiler runs each headline run's process tree showed during its load and first call
-    (a witness beside the runtime's counters); null: no headline run's tree was watched; absent in older files."""
+    """Summary (count) of the compiler runs each watched headline run's process tree showed during its load and
+    first call (a witness beside the runtime's counters); absent where no headline run's tree was watched (older
+    files)."""
     processes_s: Summary | None | UnsetType = UNSET
-    """Summary (seconds) of the time those compiler runs were seen running, per run (a lower bound); null: no
-    headline run's tree was watched."""
+    """Summary (seconds) of the time those compiler runs were seen running, per watched run (a lower bound); absent
+    where no headline run's tree was watched."""
 
 
 class PrecompiledPolicy(ColdPolicy, kw_only=True):

@@ -178,9 +178,9 @@ class ClaimCheck(Artifact):
     """Seconds those compiles took by the runtime's own count; null: it reports no durations."""
     processes: dict[str, Count] | UnsetType = UNSET
     """Compiler runs the worker's process tree showed from the artifact load's start to the first result, by the
-    driver's name (`g++`, `nvcc`, `ptxas`) and how many times: a witness beside the runtime's counters, each
-    beyond any mechanism's claim; absent where the tree was not watched. A lower bound: a run shorter than the
-    watch's poll interval can be missed."""
+    driver's name (`g++`, `nvcc`, `ptxas`) and how many times: a witness beside the runtime's counters, beyond the
+    claim but for those the mechanism's allowed compile may run (`jax_export`: ptxas); absent where the tree was not
+    watched. A lower bound: a run shorter than the watch's poll interval can be missed."""
     processes_s: Seconds | UnsetType = UNSET
     """Seconds those compiler runs were seen running within that span (from the first poll that saw each to the
     last: a lower bound)."""
