@@ -15,6 +15,7 @@ from ttfr.artifacts.store import ArtifactError
 from ttfr.commands import cli
 from ttfr.errors import UsageError
 from ttfr.measure.executors import Executors
+from ttfr.model.base import encode
 from ttfr.model.comparison import Comparison
 
 CASES = ["numpy_matmul_64_f32", "numpy_fused_chain_4096_f32"]
@@ -61,6 +62,52 @@ def test_bad_input_raises_the_command_lines_message_before_anything_is_written(t
     assert str(raised.value) in capsys.readouterr().err  # the same words
     with pytest.raises(UsageError, match="unknown cache policy"):
         ttfr.run(CASES, cache_policies="tepid", out=tmp_path / "api", progress=False)
+
+
+def _same_spec(words, **options):
+    """The spec `ttfr run WORDS` makes and the one ttfr.run(**options) makes, which must be one (it is returned)."""
+    from ttfr.commands import run as run_command
+    from ttfr.commands.cli import build_parser
+    from ttfr.measure.spec import build_spec
+
+    from_cli = build_spec(run_command.request(build_parser().parse_args(["run", *words])))
+    from ttfr import api
+
+    from_api = build_spec(api.run_request(**options))
+    assert encode(from_api.recorded()) == encode(from_cli.recorded())
+    return from_api
+
+
+def test_every_option_makes_the_spec_the_command_line_makes(tmp_path):
+    # the options ttfr.run takes beyond the first ones: each lands where `ttfr run`'s flag of that name puts it
+    cases = _same_spec(["--backends", "torch_eager_cpu,jax_jit_cpu", "--workloads", "hf_nll_grad", "--sizes", "8",
+                        "--workspace-preset", "complex8p", "--timeout", "42", "--threads", "1", "--python",
+                        sys.executable, "--concurrency", "1,2", "--cold-runs", "4", "--seed", "7"],
+                       backends=["torch_eager_cpu", "jax_jit_cpu"], workloads="hf_nll_grad", sizes=[8],
+                       workspace_presets=["complex8p"], timeout=42, threads=1, python=sys.executable,
+                       concurrency=[1, 2], cold_runs=4, seed=7)  # fmt: skip
+    assert cases.concurrency and cases.threads == 1 and cases.python == sys.executable
+    program = tmp_path / "prog.py"
+    program.write_text("print('ttfr: first result')\n")
+    command = f"{sys.executable} {program}"
+    _same_spec(["--command", command, "--command-name", "prog", "--first-result", "ttfr: first result", "--prepare",
+                "true", "--stop-at-first-result", "--seed", "1"],
+               commands=[command], command_names="prog", first_result="ttfr: first result", prepare="true",
+               stop_at_first_result=True, seed=1)  # fmt: skip
+    _same_spec(["--command", command, "--first-result-mark", "--seed", "1"], commands=command, first_result_mark=True,
+               seed=1)  # fmt: skip
+
+
+@pytest.mark.slow  # pyhf validates the workspace file
+def test_a_workspace_file_and_its_signal_make_the_spec_the_command_line_makes(tmp_path):
+    from ttfr.measure import datasets
+
+    workspace = tmp_path / "workspace.json"
+    ((_name, payload), *_rest) = datasets.files(datasets.resolve(8, 0, None), 0).values()
+    workspace.write_bytes(payload)
+    _same_spec(["--backends", "jax_jit_cpu", "--workloads", "hf_nll_grad", "--workspace", str(workspace), "--signal",
+                "SR0/signal", "--seed", "3"],
+               backends="jax_jit_cpu", workloads="hf_nll_grad", workspace=workspace, signal="SR0/signal", seed=3)  # fmt: skip
 
 
 def test_load_verifies_and_compare_judges(tmp_path):

@@ -109,19 +109,27 @@ def run(cases=None, *, backends=None, workloads=None, sizes=None, dtypes=None, c
         profile: str = "quick", cold_runs: int | None = None, warm_procs: int | None = None,
         warm_samples: int | None = None, case_files=None, commands=None, command_names=None, seed: int | None = None,
         deterministic: bool = False, explain: bool = False, keep_contended: bool = False,
-        precision: float | None = None, budget=None, html: bool = True, out="ttfr-results", progress: bool = True,
+        precision: float | None = None, budget=None, timeout: float | None = None, threads: int | None = None,
+        python: str | None = None, workspace=None, workspace_presets=None, signal: str | None = None,
+        concurrency=None, first_result: str | None = None, first_result_mark: bool = False, prepare=None,
+        stop_at_first_result: bool = False, html: bool = True, out="ttfr-results", progress: bool = True,
         _executors=None) -> Result:  # fmt: skip
     """Measure, as `ttfr run` does, and return the verified result. `out` is the parent of the result directory.
-    In a notebook the progress is a bar that renders there; elsewhere, lines on stderr."""
-    from ttfr.measure.spec import RunRequest, build_spec
+    In a notebook the progress is a bar that renders there; elsewhere, lines on stderr. Every option is `ttfr run`'s
+    of the same name (`cache_policies`: --cache-policy; `workspace_presets`: --workspace-preset); --concurrency
+    groups run on this machine."""
+    from ttfr.measure.spec import build_spec
     from ttfr.pipeline import suite
 
-    request = RunRequest(profile=profile, cases=_listed(cases), backends=_listed(backends), workloads=_listed(workloads),
-                         sizes=_listed(sizes), dtypes=_listed(dtypes), policies=_listed(cache_policies),
-                         cold_runs=cold_runs, warm_procs=warm_procs, warm_samples=warm_samples, seed=seed,
-                         deterministic=deterministic, case_files=tuple(str(f) for f in _listed(case_files)),
-                         commands=_listed(commands), command_names=_listed(command_names), explain=explain,
-                         keep_contended=keep_contended, precision=precision, budget=budget)  # fmt: skip
+    request = run_request(cases=cases, backends=backends, workloads=workloads, sizes=sizes, dtypes=dtypes,
+                          cache_policies=cache_policies, profile=profile, cold_runs=cold_runs, warm_procs=warm_procs,
+                          warm_samples=warm_samples, case_files=case_files, commands=commands,
+                          command_names=command_names, seed=seed, deterministic=deterministic, explain=explain,
+                          keep_contended=keep_contended, precision=precision, budget=budget, timeout=timeout,
+                          threads=threads, python=python, workspace=workspace, workspace_presets=workspace_presets,
+                          signal=signal, concurrency=concurrency, first_result=first_result,
+                          first_result_mark=first_result_mark, prepare=prepare,
+                          stop_at_first_result=stop_at_first_result)  # fmt: skip
     spec = build_spec(request)  # every check the command line makes: UsageError before anything runs
     from ttfr.report.progress import for_python_api, in_notebook
 
@@ -134,6 +142,28 @@ def run(cases=None, *, backends=None, workloads=None, sizes=None, dtypes=None, c
         if display is not None:
             display.stop()
     return load(outcome.result_dir.root)
+
+
+def run_request(*, cases=None, backends=None, workloads=None, sizes=None, dtypes=None, cache_policies=None,
+                profile="quick", cold_runs=None, warm_procs=None, warm_samples=None, case_files=None, commands=None,
+                command_names=None, seed=None, deterministic=False, explain=False, keep_contended=False,
+                precision=None, budget=None, timeout=None, threads=None, python=None, workspace=None,
+                workspace_presets=None, signal=None, concurrency=None, first_result=None, first_result_mark=False,
+                prepare=None, stop_at_first_result=False):  # fmt: skip
+    """`run`'s arguments as the RunRequest `ttfr run`'s options make (measure/spec.py checks it)."""
+    from ttfr.measure.spec import RunRequest
+
+    return RunRequest(profile=profile, cases=_listed(cases), backends=_listed(backends), workloads=_listed(workloads),
+                      sizes=_listed(sizes), dtypes=_listed(dtypes), policies=_listed(cache_policies),
+                      cold_runs=cold_runs, warm_procs=warm_procs, warm_samples=warm_samples, seed=seed,
+                      deterministic=deterministic, case_files=tuple(str(f) for f in _listed(case_files)),
+                      commands=_listed(commands), command_names=_listed(command_names), explain=explain,
+                      keep_contended=keep_contended, precision=precision, budget=budget, timeout=timeout,
+                      threads=threads, python=None if python is None else str(python),
+                      workspace=None if workspace is None else str(workspace),
+                      workspace_presets=_listed(workspace_presets), signal=signal, concurrency=_listed(concurrency),
+                      first_result=first_result, first_result_mark=first_result_mark, prepare=_listed(prepare),
+                      stop_at_first_result=stop_at_first_result)  # fmt: skip
 
 
 def compare(a, b, *, cross_session: bool = False, correction: str = "holm", fail_on: str = "regression",
