@@ -90,6 +90,16 @@ def test_an_interval_that_straddles_the_limit_is_inconclusive_not_a_pass(pyteste
                                   "730.0 ms[]]*limit 500.0 ms: inconclusive*"])  # fmt: skip
 
 
+def test_an_inconclusive_budget_fails_where_the_gate_asks_for_a_decision(pytester, fakes):
+    fakes(Spread(slow=0.73))
+    _budget_test(pytester, f'case="{CASE}", policy="cold-cache", p50="500ms"')
+    outcome = pytester.runpytest_inprocess("--ttfr-inconclusive", "fail")
+    outcome.assert_outcomes(failed=1)
+    outcome.stdout.fnmatch_lines(["*inconclusive: numpy_matmul_64_f32 cold-process/cold-cache p50 *limit 500.0 ms: "
+                                  "inconclusive*--ttfr-inconclusive fail*"])  # fmt: skip
+    assert pytester.runpytest_inprocess("--ttfr-inconclusive", "maybe").ret == pytest.ExitCode.USAGE_ERROR
+
+
 def test_a_withheld_figure_is_a_skip_with_its_reason_never_a_pass(pytester, fakes):
     fakes(ContendedExecutor())  # every run waited for a CPU while other work used one
     _budget_test(pytester, f'case="{CASE}", policy="cold-cache", p50="600ms"')

@@ -39,6 +39,9 @@ def pytest_addoption(parser):
                     help="where budget tests keep their result directories (default .ttfr-pytest)")  # fmt: skip
     group.addoption("--ttfr-baseline", metavar="DIR",
                     help="a directory of earlier budget results: each case is also compared with its result there")  # fmt: skip
+    group.addoption("--ttfr-inconclusive", choices=("skip", "fail"), default="skip",
+                    help="what a budget whose interval straddles its limit is: skip (default: more runs or a quieter "
+                         "machine would decide) or fail (a gate that passes only what it can show)")  # fmt: skip
     group.addoption("--ttfr-compare-fail", metavar="PCT",
                     help="with --ttfr-baseline: fail a budget test whose TTFR is slower than the baseline's by more than "
                          "PCT percent (a cross-session comparison: weak)")  # fmt: skip
@@ -152,8 +155,11 @@ def pytest_runtest_call(item):
     if verdict.verdict == "fail":
         pytest.fail(f"over budget: {verdict.sentence(name, policy, aside)} (result: {result.path})", pytrace=False)
     if verdict.verdict == "inconclusive":
-        pytest.skip(f"inconclusive: {verdict.sentence(name, policy, aside)}; more runs (runs=) or a quieter machine "
-                    f"would decide (result: {result.path})")  # fmt: skip
+        said = (f"inconclusive: {verdict.sentence(name, policy, aside)}; more runs (runs=) or a quieter machine would "
+                f"decide (result: {result.path})")  # fmt: skip
+        if item.config.getoption("--ttfr-inconclusive") == "fail":
+            pytest.fail(f"{said}; --ttfr-inconclusive fail", pytrace=False)
+        pytest.skip(said)
 
 
 def _against_baseline(item, result, name: str, policy: str) -> None:
