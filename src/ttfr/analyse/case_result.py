@@ -142,13 +142,20 @@ def _summaries(chosen: list[RunFigures], names, of) -> dict:
     return {name: stats.summarize([x for v in chosen if (x := getattr(of(v), name)) not in (None, UNSET)]) for name in names}
 
 
+# What the worker's process tree showed of compilers before the first result (not components: they overlap the
+# first call), summarised beside the components where a run was watched.
+COMPILER_FIGURES = ("compiler_runs", "compiler_seen_s")
+
+
 def cold_summaries(views: list[RunFigures], keep_contended: bool = False):
     """A cold policy's `summary`, `stages_summary` and (a loop workload) `loop_summary`, from its
     clean runs (all ok ones with --keep-contended)."""
     chosen = headline_runs(views, keep_contended)  # none: could not measure cleanly, every figure null
     # a GPU case also times its device's initialisation, a user's case its own import
     names = COLD_METRICS + tuple(n for n in OPTIONAL_METRICS if any(getattr(v.metrics, n) is not UNSET for v in views))
-    summary = ColdSummary(**_summaries(chosen, names, lambda v: v.metrics))
+    watched = tuple(n for n in COMPILER_FIGURES if any(getattr(v.resources, n) is not UNSET for v in views))
+    summary = ColdSummary(**_summaries(chosen, names, lambda v: v.metrics),
+                          **_summaries(chosen, watched, lambda v: v.resources))  # fmt: skip
     stages = StagesSummary(**{k: s for k, s in _summaries(chosen, STAGE_METRICS, lambda v: v.stages).items() if s})
     loop_summary = loops.policy_summary(chosen) if any(v.loop for v in views) else UNSET
     return summary, stages, loop_summary

@@ -62,7 +62,18 @@ def _resources(entry: JournalEntry) -> Resources:
         cpu_user_s=of(tree, "user_s"),
         cpu_sys_s=of(tree, "sys_s"),
         involuntary_switches=of(tree, "involuntary_switches"),
+        **_compilers_to_first_result(entry),
     )
+
+
+def _compilers_to_first_result(entry: JournalEntry) -> dict:
+    """The compiler runs the worker's tree showed from the spawn to the first result, as Resources' fields; none
+    where the tree was not watched or the run has no first result."""
+    marks = entry.record.marks_ns if entry.record else None
+    if not present(entry.process_tree) or not marks or marks.first is UNSET:
+        return {}
+    runs, seen_s = process_tree.compiler_runs(entry.process_tree, entry.spawn_ns, marks.first)
+    return {"compiler_runs": sum(runs.values()), "compiler_seen_s": seen_s}
 
 
 def _digest_differs(digest: Digest | None, reference: Digest | None, dtype: str) -> bool:

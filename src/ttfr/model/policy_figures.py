@@ -68,6 +68,12 @@ class ColdSummary(Artifact):
     artifact_load_s: Summary | None | UnsetType = UNSET
     """Summary (seconds) of the headline runs' artifact load (a precompiled policy); null: none; absent where no run
     recorded it."""
+    compiler_runs: Summary | None | UnsetType = UNSET
+    """Summary (count) of the compiler runs each headline run's process tree showed before its first result (not a
+    component: it overlaps the first call); null: no headline run; absent where no run's tree was watched."""
+    compiler_seen_s: Summary | None | UnsetType = UNSET
+    """Summary (seconds) of the time those compiler runs were seen running per headline run; null and absent as
+    `compiler_runs`."""
 
 
 StagesSummary = per_stage(

@@ -135,6 +135,14 @@ class Resources(Artifact):
     involuntary_switches: Count | None
     """Number of involuntary context switches (preemptions) of the worker and its reaped children (wait4's ru_nivcsw);
     null where it never started."""
+    compiler_runs: Count | UnsetType = UNSET
+    """Number of compiler runs (g++, clang, nvcc, ptxas, ... each counted by its outermost compiler process) the
+    worker's process tree showed from the spawn to its first result: native code built during the cold start, by a
+    witness outside the runtime. A lower bound (a run shorter than the watch's 50 ms poll can be missed); absent where
+    the tree was not watched (a warm process, a group's member, an older file) or the run has no first result."""
+    compiler_seen_s: Seconds | UnsetType = UNSET
+    """Seconds those compiler runs were seen running before the first result, summed over runs (runs in parallel add
+    up; each from the first poll that saw it to the last: a lower bound); absent as `compiler_runs`."""
 
 
 class HitMiss(Artifact):

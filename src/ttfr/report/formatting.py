@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ttfr.model.base import present
+from ttfr.model.base import UNSET, present
 from ttfr.model.policy_figures import named
 from ttfr.model.run_figures import NESTED_STAGES, STAGE_LABELS
 from ttfr.model.summary import Summary
@@ -89,6 +89,23 @@ def first_call_stages(stages) -> FirstCallStages:
         if summary := named(stages, name):
             (nested if name in NESTED_STAGES else own).append(Stage(name, label, summary.median))
     return FirstCallStages(own, nested)
+
+
+COMPILERS_COLUMN = "compiler runs before the first result (process tree)"
+
+
+def compilers_seen(summary) -> str:
+    """A cold policy's compiler runs before the first result, as every output says it (`8 (seen 9.8 s)`): medians
+    over its headline runs; a dash where none was watched or none is a figure."""
+    runs, seen = named(summary, "compiler_runs"), named(summary, "compiler_seen_s")
+    if runs is None:
+        return DASH
+    return "none" if runs.median == 0 else f"{runs.median:g} (seen {fmt_seconds(seen.median if seen else None)})"
+
+
+def watched(summaries) -> bool:
+    """Whether any of these cold summaries holds what a process tree showed (its column is drawn then)."""
+    return any(present(getattr(s, "compiler_runs", UNSET)) for s in summaries)
 
 
 def stage_split(stages) -> str:

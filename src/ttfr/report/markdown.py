@@ -14,8 +14,10 @@ from ttfr.model.policies import COLD_CACHE, WARM_CACHE, WARM_PROCESS, policy_lab
 from ttfr.model.suite import BreakEven, Precision, ScalingRow, SuiteResult
 from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, loops_md, precompiled_md
 from ttfr.report.formatting import (
+    COMPILERS_COLUMN,
     DASH,
     code_block,
+    compilers_seen,
     fmt_bytes,
     fmt_percent,
     fmt_seconds,
@@ -23,6 +25,7 @@ from ttfr.report.formatting import (
     one_line,
     stage_split,
     table,
+    watched,
 )
 
 
@@ -73,6 +76,7 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
     # in the order of a process's life, as COMPONENT_LABELS lists the phases
     phases = [m for m in COMPONENT_LABELS if m not in OPTIONAL_METRICS or m in present]
     components = (*phases, "second_call_s", "ttfr_s", "process_s")
+    trees = watched(block.summary for block in blocks)  # a column where any run's process tree was watched
     rows = []
     for case in cases:
         block = case.policies.get(policy)
@@ -80,11 +84,12 @@ def _components_section(cases: list[CaseResult], policy: str) -> list[str]:
             continue
         # A case whose runs were all set aside (contended) or failed keeps its row, with dashes.
         split = stage_split(block.stages_summary)  # as report.html's components table says it
-        rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split])
+        rows.append([f"`{case.case}`"] + [fmt_summary(block.figure(m), with_ci=False) for m in components] + [split]
+                    + ([compilers_seen(block.summary)] if trees else []))  # fmt: skip
     if not rows:
         return []
     header = ["case", *(COMPONENT_LABELS.get(m, m) for m in components[:-3]), "second call", "TTFR", "process",
-              "first call split"]  # fmt: skip
+              "first call split", *([COMPILERS_COLUMN] if trees else [])]  # fmt: skip
     return [f"## Cold start components ({policy})", "", "Medians over fresh processes (—: no figure; see Flags).", "",
             *table(header, rows), ""]  # fmt: skip
 

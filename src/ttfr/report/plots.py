@@ -28,6 +28,8 @@ from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
 from ttfr.report import icicle
 from ttfr.report.formatting import (
+    COMPILERS_COLUMN,
+    compilers_seen,
     copied_verdict,
     first_call_stages,
     fmt_bytes,
@@ -37,6 +39,7 @@ from ttfr.report.formatting import (
     fmt_seconds,
     fmt_summary,
     stage_split,
+    watched,
 )
 
 _MAX_CALLS = 10**7  # the amortisation plots' reach
@@ -313,6 +316,7 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
     fig, ax = figures.subplots(figsize=(_WIDTH, 0.45 * len(chosen) + 1.2))
     table = []
     labels = []
+    trees = watched(c.policies.get(policy).summary for c in chosen)
     for row_index, case in enumerate(chosen):
         block = case.policies.get(policy)
         summary, stages = block.summary, block.stages_summary
@@ -339,14 +343,16 @@ def components(cases: list[CaseResult], policy: str) -> Plot | None:
             ax.barh(row_index, value, left=left, color=_COLOURS[key], label=label)
             left += value
         labels.append(case.case)
-        table.append([case.case, _fmt(summary.ttfr_s), ", ".join(parts), stage_split(stages)])
+        table.append([case.case, _fmt(summary.ttfr_s), ", ".join(parts), stage_split(stages),
+                      *([compilers_seen(summary)] if trees else [])])  # fmt: skip
     ax.set_yticks(range(len(chosen)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("seconds (medians over fresh processes)")
     _left_for(fig, labels)
     _legend_below(fig, ax)
     return Plot(f"Cold-start components ({policy_words(policy)})", _svg(fig),
-                ["case", "TTFR [CI]", "components (medians)", "first call split"], table,
+                ["case", "TTFR [CI]", "components (medians)", "first call split", *([COMPILERS_COLUMN] if trees else [])],
+                table,
                 "Medians do not add up exactly to the TTFR median: each is the median of its own component.")  # fmt: skip
 
 

@@ -51,7 +51,7 @@ from ttfr.model.policies import WARM_PROCESS
 COLUMNS = ("snapshot", "case", "backend", "workload", "size", "dtype", "case_status", "policy", "kind", "run", "round",
            "sample", "outcome", "contended", "in_figures", "metric", "value", "unit")  # fmt: skip
 _RESOURCES = {"peak_rss_bytes": "bytes", "tree_peak_rss_bytes": "bytes", "cpu_user_s": "s", "cpu_sys_s": "s",
-              "involuntary_switches": "count"}  # fmt: skip
+              "involuntary_switches": "count", "compiler_runs": "count", "compiler_seen_s": "s"}  # fmt: skip
 _CACHE = ("hits", "misses", "entries_before", "entries_after")
 # The first call's compile stages whose sum is a run's compile time (JAX: trace, lower, XLA
 # compile; torch.compile: dynamo, AOTAutograd, Inductor, backward graphs included).
