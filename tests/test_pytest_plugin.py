@@ -81,6 +81,19 @@ def test_a_budget_over_its_limit_fails_with_its_interval(pytester, fakes):
                                   "[[]330.0 ms, 330.0 ms[]] (9*%) over 6 runs, limit 100.0 ms: fail*"])  # fmt: skip
 
 
+def test_a_warm_call_budget_judges_each_warm_process_s_median_call(pytester, fakes):
+    fakes(FakeExecutor())  # every warm process's median call about 1.02 ms
+    _budget_test(pytester, f'case="{CASE}", policy="warm-process", p50="2ms"')
+    pytester.runpytest_inprocess().assert_outcomes(passed=1)
+    (result,) = [p for p in (pytester.path / ".ttfr-pytest").iterdir() if p.is_dir()]
+    assert [p.name for p in (result / "cases").iterdir()] == [f"{CASE}.json"]
+    _budget_test(pytester, f'case="{CASE}", policy="warm", p50="500us", runs=7')
+    over = pytester.runpytest_inprocess("--ttfr-out", "over")
+    over.assert_outcomes(failed=1)
+    over.stdout.fnmatch_lines(["*over budget: numpy_matmul_64_f32 warm-process p50 1.0 ms [[]1.0 ms, 1.0 ms[]] (9*%) "
+                               "over 7 runs, limit 500.0 µs: fail*"])  # fmt: skip
+
+
 def test_an_interval_that_straddles_the_limit_is_inconclusive_not_a_pass(pytester, fakes):
     fakes(Spread(slow=0.73))  # half the runs 330 ms, half 730 ms: the median's interval holds 500 ms
     _budget_test(pytester, f'case="{CASE}", policy="cold-cache", p50="500ms"')
@@ -125,6 +138,7 @@ def test_an_unavailable_gpu_case_is_a_skip_with_gpu_unavailable(pytester, fakes,
     (f'case="{CASE}", policy="tepid", p50="600ms"', "unknown cache policy"),
     (f'case="{CASE}", p95="1s", runs=20', "a p95's 95% interval needs at least 59 runs"),
     (f'case="{CASE}"', 'give one limit: p50="600ms" or p95="1s"'),
+    ('command="python -c pass", policy="warm-process", p50="1ms"', "has no warm calls to budget"),
 ])  # fmt: skip
 def test_bad_marker_arguments_stop_collection_naming_the_test(pytester, fakes, marker, message):
     fakes(FakeExecutor())

@@ -1,10 +1,12 @@
-"""ttfr's pytest plugin (entry point `pytest11`): cold-start budgets as tests, off unless a test uses them.
+"""ttfr's pytest plugin (entry point `pytest11`): cold-start (and warm-call) budgets as tests, off unless a test uses
+them.
 
     @pytest.mark.ttfr(case="jax_jit_cpu_matmul_512_f32", policy="warm-cache", p50="600ms")
     def test_jax_starts_fast(): ...
 
 A marked test measures its case in fresh processes (`ttfr.run`), enough of them for the statistic's
-95% interval (a p50: 6, a p95: 59; `runs=` more), and judges the interval against the limit
+95% interval (a p50: 6, a p95: 59; `runs=` more: with policy="warm-process", that many warm processes,
+each one value, its median call), and judges the interval against the limit
 (analyse/budgets.py): it fails only when the whole interval is above the limit; an interval that
 straddles it is skipped as `inconclusive` with its figures; a withheld figure (a contended machine)
 and an unavailable case (`gpu_unavailable`, a missing package) are skips with their reason, never a
@@ -83,16 +85,20 @@ def _budget(item, mark) -> dict:
         command, case = kwargs.get("command"), kwargs.get("case")
         if bool(command) == bool(case):
             raise ValueError('name the case (case="<id>", with case_file= for your own) or a program (command="...")')
-        request = dict(cases=() if command else (case,), policies=(policy,), cold_runs=runs,
+        warm = policy in ("warm", WARM_PROCESS)  # a steady-state call's budget: each warm process's median a value
+        request = dict(cases=() if command else (case,), policies=(policy,), cold_runs=None if warm else runs,
+                       warm_procs=runs if warm else None,
                        case_files=(str(Path(kwargs["case_file"]).resolve()),) if kwargs.get("case_file") else (),
                        commands=(command,) if command else (), command_names=("budget",) if command else (),
                        precision=kwargs.get("precision"))  # fmt: skip
+        if warm and command:
+            raise ValueError(f"policy={policy!r}: a program (command=) has no warm calls to budget; its budget is on "
+                             "its cold start (cold-cache, warm-cache)")  # fmt: skip
         spec = build_spec(RunRequest(**request))
-        if policy.endswith(WARM_PROCESS):
-            raise ValueError(f"policy={policy!r}: a budget is on a cold start (cold-cache, warm-cache, precompiled/...)")
     except (ValueError, UsageError) as exc:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.ttfr: {exc}") from None
-    run_args = dict(cases=request["cases"], cache_policies=request["policies"], cold_runs=runs,
+    run_args = dict(cases=request["cases"], cache_policies=request["policies"], cold_runs=request["cold_runs"],
+                    warm_procs=request["warm_procs"],
                     case_files=request["case_files"], commands=request["commands"],
                     command_names=request["command_names"], precision=request["precision"])  # fmt: skip
     return dict(run=run_args, statistic=statistic, limit=limit, policy=spec.policies[0],
@@ -120,7 +126,12 @@ def _one_at_a_time(config):
 
 
 def _values(case, policy: str) -> list[float]:
+    """The values a budget judges: each headline run's TTFR, or each headline warm process's median call."""
+    from ttfr.model.policies import WARM_PROCESS
+
     block = case.policies.get(policy)
+    if policy == WARM_PROCESS:
+        return [p.median_s for p in block.figure_runs() if p.median_s]
     return [r.metrics.ttfr_s for r in block.figure_runs() if r.metrics.ttfr_s]
 
 
@@ -148,7 +159,7 @@ def pytest_runtest_call(item):
     if withheld is not None:
         pytest.skip(f"{name} {policy}: {withheld_reason(withheld)} (result: {result.path})")
     values = _values(case, policy)
-    aside = len([r for r in block.measured if r.outcome == "ok" and r.metrics.ttfr_s]) - len(values)
+    aside = len([r for r in block.measured if r.outcome == "ok"]) - len(values)
     verdict = budgets.judge(values, budget["statistic"], budget["limit"])
     item.user_properties.append(("ttfr", verdict.sentence(name, policy, aside)))
     _against_baseline(item, result, name, policy)
@@ -182,7 +193,8 @@ def _against_baseline(item, result, name: str, policy: str) -> None:
         raise UsageError(f"--ttfr-compare-fail {limit!r}: a percentage, e.g. 10") from None
     item.user_properties.append(("ttfr_baseline_ratio", ratio))
     if fail_above is not None and ratio is not None and record.effect.ci and record.effect.ci[0] > 1 + fail_above:
-        pytest.fail(f"{name} {policy}: x{ratio:.2f} the baseline's TTFR ({earlier[-1].name}), its interval above "
+        figure = "warm call" if policy.endswith("warm-process") else "TTFR"
+        pytest.fail(f"{name} {policy}: x{ratio:.2f} the baseline's {figure} ({earlier[-1].name}), its interval above "
                     f"+{fail_above:.0%} ({record.verdict}; cross-session, weak)", pytrace=False)  # fmt: skip
 
 

@@ -71,8 +71,8 @@ class Budget:
     verdict: str  # pass | fail | inconclusive
 
     def sentence(self, case: str, policy: str, set_aside: int = 0) -> str:
-        def ms(x):
-            return f"{x * 1e3:.1f} ms"
+        def ms(x):  # a cold start in ms; a warm call below a millisecond in µs or ns
+            return f"{x * 1e3:.1f} ms" if x >= 1e-3 else f"{x * 1e6:.1f} µs" if x >= 1e-6 else f"{x * 1e9:.1f} ns"
 
         interval = (f"[{ms(self.low_s)}, {ms(self.high_s)}] ({self.coverage:.1%})" if self.low_s is not None else
                     f"no 95% interval from {self.runs} runs (a {self.statistic} needs "
