@@ -135,8 +135,8 @@ class Noise(Artifact):
     """The median standard error of a point's log median from its own runs (a relative spread); null without runs."""
     between_rel: Annotated[float, Meta(ge=0)] | None
     """The point-to-point (session-to-session) scatter of the series beyond its runs' spread, a relative standard
-    deviation estimated from its successive differences (robustly: a step moves one difference); null with fewer than
-    3 points."""
+    deviation estimated from its successive differences (robustly: a step moves one difference), at least 0.5%
+    (sessions on one machine were never seen to agree better); null with fewer than 3 points."""
     penalty: Annotated[float, Meta(ge=0)] | None
     """The cost a step must save, dimensionless (a chi-square in units of the noise): the method's rule at this series'
     length; null where no detection ran."""
