@@ -106,7 +106,7 @@ def test_tampered_or_stray_files_are_reported(tmp_path):
     (root / "cases" / "extra.json").write_text("{}")
     problems = validate_dir(root)
     assert any("sha256 does not match" in p for p in problems)
-    assert any("'ok!' is not one of" in p for p in problems)
+    assert any('"ok!" is not one of' in p for p in problems)
     assert any("extra.json: not listed" in p for p in problems)
 
 

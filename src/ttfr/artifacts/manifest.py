@@ -31,7 +31,7 @@ ENV_PREFIXES = ("JAX_", "XLA_", "TORCH", "CUDA_", "OMP_", "MKL_", "PYTHON")
 # ttfr's own variables that change what its workers do (the spin workload's extra work, the CUDA toolkit)
 ENV_NAMES = ("TTFR_SPIN_EXTRA", "TTFR_CUDA_TOOLKIT")
 # Every package a backend requires, plus the harness's own runtime dependencies.
-RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema", "rich")
+RUNTIME_PACKAGES = (*catalog.required_packages(), "scipy", "jsonschema-rs", "rich")
 
 
 def allowed_environment(environ=None) -> dict:
