@@ -136,7 +136,7 @@ def test_dense_nll_matches_pyhf_to_1e_10(name):
         assert abs(ours - reference) <= 1e-10 * abs(reference)
 
 
-@pytest.mark.slow  # pyhf's JAX autodiff, op by op (~20 s)
+@pytest.mark.slow  # pyhf's JAX autodiff, jitted: one XLA compile of its graph
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 def test_native_gradients_match_pyhf_autodiff_and_each_other():
     import jax
@@ -148,12 +148,12 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
     pyhf_m, data = pyhf_model(spec, "jax")
     names = pyhf_m.config.par_names
     point = _perturbed(model, 1)
-    reference = jax.grad(lambda p: -pyhf_m.logpdf(p, jax.numpy.asarray(data))[0])(
+    reference = jax.jit(jax.grad(lambda p: -pyhf_m.logpdf(p, jax.numpy.asarray(data))[0]))(
         jax.numpy.asarray(_by_name(model, point, names))
     )
     arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
     jops = array_ops.Ops("jax", jax.numpy)
-    _, (g_jax, s_jax) = jax.value_and_grad(lambda p, s: likelihood.nll(jops, p, s, arrays_j), argnums=(0, 1))(
+    _, (g_jax, s_jax) = jax.jit(jax.value_and_grad(lambda p, s: likelihood.nll(jops, p, s, arrays_j), argnums=(0, 1)))(
         jax.numpy.asarray(point), jax.numpy.asarray(model.signal_nominal())
     )
     assert np.allclose(_by_name(model, np.asarray(g_jax), names), reference, rtol=1e-10, atol=1e-10)
@@ -164,7 +164,7 @@ def test_native_gradients_match_pyhf_autodiff_and_each_other():
     assert np.allclose(s_t.grad.numpy(), np.asarray(s_jax), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.slow  # JAX and torch autodiff through every engine (~7 s each)
+@pytest.mark.slow  # JAX and torch autodiff through every engine (seconds each)
 @pytest.mark.skipif(not (have("jax") and have("torch")), reason="needs jax and torch")
 @pytest.mark.parametrize("name", ["complex8p", "thu184p", "every_modifier"])
 def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework(name):
@@ -182,13 +182,16 @@ def test_analytic_jacobian_and_signal_gradient_match_autodiff_in_every_framework
     jops = array_ops.Ops("jax", jax.numpy)
     arrays_j = {k: jax.numpy.asarray(v) for k, v in model.arrays.items()}
     arrays_t = {k: torch.from_numpy(v) for k, v in model.arrays.items()}
+    # The references jitted: one compile for the three points, not JAX's op-by-op dispatch of each (~3x slower)
+    reference_jacobian = jax.jit(jax.jacrev(lambda p: likelihood.expected_bins(jops, p, signal, arrays_j)))
+    reference_signal_gradient = jax.jit(jax.grad(lambda p, s: likelihood.nll(jops, p, s, arrays_j), argnums=1))
     for seed in range(3):  # _perturbed: |alpha| > 1 and < 1 on both sides, linear factors != 1
         point = _perturbed(model, seed)
-        reference = np.asarray(jax.jacrev(lambda p: likelihood.expected_bins(jops, p, signal, arrays_j))(point))
+        reference = np.asarray(reference_jacobian(point))
         assert np.count_nonzero(reference) > n  # a real Jacobian, not a few columns
         expected = np.asarray(likelihood.expected_bins(jops, point, signal, arrays_j))
         residual = np.asarray(model.arrays["observed"]) / expected - 1.0
-        nll_signal = np.asarray(jax.grad(likelihood.nll, argnums=2)(jops, point, signal, arrays_j))
+        nll_signal = np.asarray(reference_signal_gradient(point, signal))
         for ops, arrays, as_array in (
             (array_ops.Ops("numpy", np), model.arrays, np.asarray),
             (jops, arrays_j, jax.numpy.asarray),
