@@ -10,12 +10,8 @@ from conftest import have, ok_unless_busy
 
 from ttfr.artifacts.reader import validate_dir
 
-# Parity, gradients, losses, compile counts, files and statuses, each case read through ok_unless_busy and every figure
-# positive or withheld with its flag: nothing here a busy machine changes, so it runs in the spread tier (its two
-# fixtures were a third of the one-at-a-time tier, on one core of two).
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.contention_safe,
     pytest.mark.skipif(not all(have(m) for m in ("pyhf", "jax", "nextstat", "torch")), reason="needs pyhf, jax, nextstat, torch"),
 ]
 
