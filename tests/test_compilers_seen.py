@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
+
+import pytest
 
 from support.fakes import FakeExecutor, run_suite
 
 from ttfr.artifacts.reader import load_finished
 from ttfr.commands import cli
+from ttfr.measure import process_tree
 from ttfr.measure.spec import RunRequest
 from ttfr.model.base import UNSET
 from ttfr.model.journal import ProcessTree, SeenProcess
@@ -74,3 +78,37 @@ def test_runs_nobody_watched_have_no_compiler_figures_and_no_column(tmp_path):
     cold = case.policies.get(COLD_CACHE)
     assert cold.summary.compiler_runs is UNSET and all(r.resources.compiler_runs is UNSET for r in cold.runs)
     assert COMPILERS_COLUMN not in (outcome.result_dir.root / "report.md").read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.contention_safe  # counts of processes, no figure a busy machine changes
+def test_a_users_command_is_watched_and_the_compiler_it_runs_before_exiting_is_counted(tmp_path, monkeypatch):
+    """`ttfr run --command`: the program's tree is watched as a cold worker's is. The program runs a compiler (a
+    script named g++: the kernel names a process after the file it ran) that waits on a FIFO; the watch itself opens
+    the FIFO once a poll has seen g++, so the compiler is seen however busy the machine (no sleep orders it)."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    (tmp_path / "g++").write_text(f"#!/bin/sh\nread line < {fifo}\n")
+    (tmp_path / "g++").chmod(0o755)
+
+    class ReleasingWatch(process_tree.TreeWatch):
+        def _poll(self):
+            super()._poll()
+            if any(entry[0] == "g++" for entry in self._seen.values()):
+                with open(fifo, "w") as release:  # blocks until g++ opens its end: then it reads and exits
+                    release.write("go\n")
+
+    monkeypatch.setattr(process_tree, "TreeWatch", ReleasingWatch)
+    out = tmp_path / "out"
+    # a shell runs it (`; true`: not exec'd in the shell's place), as a build script or a launcher would
+    # --timeout: where nothing watches, g++ waits for ever (the runs then time out and the assertions below fail)
+    argv = ["run", "--command", f"sh -c '{tmp_path / 'g++'}; true'", "--command-name", "compiles", "--cache-policy",
+            "cold-process/cold-cache", "--cold-runs", "2", "--timeout", "60", "--out", str(out)]  # fmt: skip
+    assert cli.main(argv) == 0
+    (case,) = load_finished(next(out.iterdir())).cases
+    cold = case.policies.get(COLD_CACHE)
+    assert [r.resources.compiler_runs for r in cold.runs] == [1, 1] and cold.summary.compiler_runs.median == 1
+    root = next(out.iterdir())
+    report = (root / "report.md").read_text()  # the Commands table's column, as the summary says it
+    assert COMPILERS_COLUMN in report and f"| cold {compilers_seen(cold.summary)} |" in report
+    assert COMPILERS_COLUMN in (root / "report.html").read_text()

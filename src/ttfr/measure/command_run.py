@@ -24,6 +24,7 @@ import msgspec
 
 import ttfr_mark
 from ttfr.model.base import UNSET, UnsetType
+from ttfr.model.journal import ProcessTree
 from ttfr.model.record import FirstResult, Marks, OwnRusage, RunRecord, Sched
 from ttfr.measure.spawn import ERROR, ESCAPED, STDERR_TAIL_CHARS, TIMEOUT, RunResult, _oom_note, classify
 from ttfr.measure import command_imports, import_trace
@@ -199,7 +200,10 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         readers.append((read_fd, marks.read))
     read_fd, output = os.pipe()
     readers.append((read_fd, watch.read))
-    ended = supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop)
+    # Its process tree is watched as a cold worker's is (the compilers it runs before its first result), but in
+    # --explain's diagnostic process, which is not measured.
+    ended = supervise(list(command.argv), env, command.cwd, timeout_s, output, pass_fds, readers, stop,
+                      watch_tree=not traced)  # fmt: skip
     if isinstance(ended, str):
         return RunResult(ERROR, f"could not start the command: {ended}", None, time.monotonic_ns(), None, None)
     outcome, reason, record = _judge(command, ended, marks, watch, timeout_s)
@@ -217,6 +221,7 @@ def run_command(command: UserCommand, env: dict, timeout_s: float) -> RunResult:
         rusage=ended.rusage,
         output_tail=None if outcome == "ok" else redact_text(watch.text(), hidden),
         imports=_imports(command, watch, env, hidden) if traced else None,
+        process_tree=_redacted_tree(ended.process_tree, hidden),
     )
 
 
@@ -284,6 +289,14 @@ def _own_wait(ended) -> Sched | UnsetType:
     if tree_cpu_s and on_cpu_s < _OWN_SHARE * tree_cpu_s:
         return UNSET
     return Sched(on_cpu_s=on_cpu_s, runq_wait_s=wait_s)
+
+
+def _redacted_tree(tree: ProcessTree | None, env: dict) -> ProcessTree | None:
+    """The user's program's process tree, every name through the one redaction (a program names its children)."""
+    if tree is None:
+        return None
+    seen = [msgspec.structs.replace(p, name=redact_text(p.name, env), parent=redact_text(p.parent, env)) for p in tree.processes]
+    return msgspec.structs.replace(tree, processes=seen)
 
 
 def _redacted(record: RunRecord | None, env: dict) -> RunRecord | None:

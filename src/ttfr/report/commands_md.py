@@ -9,7 +9,7 @@ import shlex
 from ttfr.model.case import CaseResult, CommandInfo
 from ttfr.model.policy_figures import ColdPolicy, ColdSummary
 from ttfr.model.policies import COLD_CACHE, WARM_CACHE
-from ttfr.report.formatting import DASH, code, fmt_seconds, fmt_summary, table
+from ttfr.report.formatting import COMPILERS_COLUMN, DASH, code, compilers_seen, fmt_seconds, fmt_summary, table, watched
 
 
 def _first_result(command: CommandInfo) -> str:
@@ -23,6 +23,19 @@ def _after_first(summary: ColdSummary | None) -> str:
     if not summary or not summary.ttfr_s or not summary.process_s:
         return DASH
     return fmt_seconds(max(summary.process_s.median - summary.ttfr_s.median, 0.0))
+
+
+def compilers(case: CaseResult) -> str:
+    """The compiler runs the program's process tree showed before its first result, per cache policy (`cold 1 (seen
+    50 ms), warm none`): where its runs were watched."""
+    blocks = [(label, case.policies.get(policy)) for label, policy in (("cold", COLD_CACHE), ("warm", WARM_CACHE))]
+    parts = [f"{label} {compilers_seen(block.summary)}" for label, block in blocks if block and watched([block.summary])]
+    return ", ".join(parts) or DASH
+
+
+def any_watched(cases: list[CaseResult]) -> bool:
+    """Whether any command's runs were watched: the compiler column is drawn then."""
+    return watched(b.summary for c in cases for b in (c.policies.get(COLD_CACHE), c.policies.get(WARM_CACHE)) if b)
 
 
 def _written(block: ColdPolicy) -> str:
@@ -45,6 +58,7 @@ def section(cases: list[CaseResult]) -> list[str]:
     if not commands:
         return []
     rows, caches = [], []
+    trees = any_watched(commands)
     for case in commands:
         command = case.command
         cold = case.policies.get(COLD_CACHE)
@@ -56,9 +70,11 @@ def section(cases: list[CaseResult]) -> list[str]:
             fmt_summary(case.figure(COLD_CACHE, "ttfr_s")),
             fmt_summary(case.figure(WARM_CACHE, "ttfr_s")),
             _after_first((cold or warm).summary if cold or warm else None),
+            *([compilers(case)] if trees else []),
         ])  # fmt: skip
         caches.append([f"`{case.case}`", *(_written(b) if b else DASH for b in (cold, warm))])
-    header = ["case", "command", "first result", "TTFR, cold cache", "TTFR, warm cache", "after first result"]
+    header = ["case", "command", "first result", "TTFR, cold cache", "TTFR, warm cache", "after first result",
+              *([COMPILERS_COLUMN] if trees else [])]  # fmt: skip
     return [
         "## Commands", "",
         "Each program started fresh per run, timed from its spawn to its first result (medians with their 95% "

@@ -17,8 +17,8 @@ from ttfr.model.comparison import Comparison
 from ttfr.model.history import History
 from ttfr.measure import catalog
 from ttfr.model.policies import COLD_POLICIES, WARM_PROCESS
-from ttfr.report import concurrency_md, conversions_md, explain_md, flag_text, markdown, precompiled_md
-from ttfr.report.formatting import fmt_bytes, fmt_summary
+from ttfr.report import commands_md, concurrency_md, conversions_md, explain_md, flag_text, markdown, precompiled_md
+from ttfr.report.formatting import COMPILERS_COLUMN, fmt_bytes, fmt_summary
 
 # Readable from 1400 px down to a phone: each figure (at most 691 px wide, plots._WIDTH) is shown
 # at its own size where it fits, so its text stays >= 10 px; its table beside it where the whole
@@ -114,9 +114,12 @@ def _summary(cases: list[CaseResult]) -> str:
 
 
 def _commands(cases: list[CaseResult]) -> str:
-    rows = [[c.case, shlex.join(c.command.argv), fmt_summary(c.figure(COLD_POLICIES[0], "ttfr_s"))]
-            for c in cases if c.command]  # fmt: skip
-    return _table(["case", "command", "TTFR, cold cache"], rows) if rows else ""
+    commands = [c for c in cases if c.command]
+    trees = commands_md.any_watched(commands)  # report.md's compiler column, where any run was watched
+    rows = [[c.case, shlex.join(c.command.argv), fmt_summary(c.figure(COLD_POLICIES[0], "ttfr_s")),
+             *([commands_md.compilers(c)] if trees else [])] for c in commands]  # fmt: skip
+    header = ["case", "command", "TTFR, cold cache", *([COMPILERS_COLUMN] if trees else [])]
+    return _table(header, rows) if rows else ""
 
 
 def _flags(cases: list[CaseResult]) -> str:
