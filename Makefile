@@ -6,9 +6,8 @@
 PYTHON ?= python3
 # This machine kind sets PYTHONDONTWRITEBYTECODE=1, so pytest would rewrite every test module's (and ttfr's: its
 # pytest plugin makes the package rewritten) assertions from source in every pytest process, 4 s of each worker's
-# collection (7.4 s -> 3.2 s), and the tests' `python -m ttfr` processes would compile the CLI each time. ttfr's
-# workers do not depend on it: spawn.ensure_worker_bytecode compiles their modules either way.
-unexport PYTHONDONTWRITEBYTECODE
+# collection (7.4 s -> 3.2 s). Only the tests' pytest drops it: `make run` measures in the caller's environment.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -49,8 +48,8 @@ test:
 # pseudo-terminal tests on fake executors (spread over the cores: they time nothing), then, one test at a time,
 # real worker processes of every backend, cold torch.compile, and the terminal on real workers (< 11 min, 2 cores).
 test-rest: $(STAMP) chromium
-	$(BIN)/python -m pytest -m "$(SLOW)" -n auto --dist loadscope --timeout 900 --durations 10 $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
+	$(PYTEST) -m "$(SLOW)" -n auto --dist loadscope --timeout 900 --durations 10 $(PYTEST_ARGS)
+	$(PYTEST) -m "not ($(FAST)) and not ($(SLOW))" --timeout 900 --durations 25 $(PYTEST_ARGS)
 
 # Headless Chromium for the report.html test (Debian's package); the test skips, saying so,
 # where it cannot be installed (no root, no apt).
@@ -64,11 +63,11 @@ chromium:
 # --concurrency groups run as job arrays on a named directory (issue 29).
 test-slurm: $(STAMP)
 	bash scripts/slurm-local.sh
-	$(BIN)/python -m pytest -m slurm -ra $(PYTEST_ARGS)
+	$(PYTEST) -m slurm -ra $(PYTEST_ARGS)
 
 # Unit and fake-executor tests only (no worker of a real backend, no in-process engines or fits): < 1 min.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "$(FAST)" $(XDIST) --timeout 120 --durations 15 $(PYTEST_ARGS)
+	$(PYTEST) -m "$(FAST)" $(XDIST) --timeout 120 --durations 15 $(PYTEST_ARGS)
 
 # ttfr's own overhead, measured by ttfr in paired rounds: the no-op case against `python -I -c pass`
 # (cold process_s and ttfr_s) and against the same call loop in a bare interpreter (warm). Fails

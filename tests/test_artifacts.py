@@ -110,6 +110,18 @@ def test_tampered_or_stray_files_are_reported(tmp_path):
     assert any("extra.json: not listed" in p for p in problems)
 
 
+def test_a_case_file_nested_deeper_than_the_validator_takes_is_a_problem_not_a_crash(tmp_path):
+    root = run_fake(tmp_path).result_dir.root
+    case_file = root / "cases" / "numpy_matmul_64_f32.json"
+    data = json.loads(case_file.read_text())
+    deep = data["extra"] = {}
+    for _ in range(400):  # JSON's decoder takes it; the schema validator stops converting at its recursion limit
+        deep = deep.setdefault("a", {})
+    case_file.write_text(json.dumps(data))
+    problems = validate_dir(root)
+    assert any("numpy_matmul_64_f32.json" in p and "cannot be validated" in p for p in problems), problems
+
+
 def test_invalid_data_is_refused_and_nothing_is_written(tmp_path):
     target = tmp_path / "case.json"
     with pytest.raises(ArtifactError, match="validation failed"):

@@ -92,9 +92,12 @@ def test_a_users_command_is_watched_and_the_compiler_it_runs_before_exiting_is_c
     (tmp_path / "g++").chmod(0o755)
 
     class ReleasingWatch(process_tree.TreeWatch):
+        released = False  # each run's g++ once: a later poll that still lists it must not wait for a reader
+
         def _poll(self):
             super()._poll()
-            if any(entry[0] == "g++" for entry in self._seen.values()):
+            if not self.released and any(entry[0] == "g++" for entry in self._seen.values()):
+                self.released = True
                 with open(fifo, "w") as release:  # blocks until g++ opens its end: then it reads and exits
                     release.write("go\n")
 

@@ -67,7 +67,8 @@ class _Timed:
         self.ratio, self.warm_ratio, self.bare_ns = ratio, warm_ratio, bare_ns
         self.order: list[str] = []
 
-    def command(self, command, env, timeout_s):
+    def command(self, command, env, timeout_s, watch_tree=True):
+        assert watch_tree is False  # a bare arm unwatched: the ratio holds what the watch costs a cold worker
         self.order.append("A")
         if command.first_result:  # the bare warm loop: its figure is the line it was timed to
             assert command.argv[-1] == harness_check.BARE_WARM

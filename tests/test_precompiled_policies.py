@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 from conftest import fake_record, fake_result
@@ -156,6 +157,39 @@ def test_the_tree_counts_each_compiler_run_by_its_outermost_compiler_within_the_
                  "aarch64-linux-g", "cc1plus", "ld.lld")  # fmt: skip
     assert all(map(process_tree.is_compiler, compilers))
     assert not any(map(process_tree.is_compiler, ("python3.11", "openssl", "sh", "worker", "pt_main_thread")))
+
+
+def _watched_once(argv: list[str]) -> ProcessTree:
+    """The tree under a real process that says it is ready, then waits for its input: one poll, at the watch's start."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        watch = process_tree.TreeWatch(proc.pid, poll_s=3600)
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        watch.stop()
+    finally:
+        proc.kill()
+    return watch.result()
+
+
+def test_what_a_compiler_run_as_the_measured_process_runs_is_its_compile_not_runs_of_its_own(tmp_path):
+    """`ttfr run --command "g++ x.cpp"`: the root is not in the tree, so the watch names its children after it where
+    it is a compiler; their cc1plus (and its parts) are the compile that is timed, never compiler runs. Under a root
+    that is no compiler (a shell, a worker) the same child is one. Scripts named g++ and cc1plus: the kernel names a
+    process after the file it ran."""
+    part = tmp_path / "cc1plus"
+    part.write_text("#!/bin/sh\necho ready\nread line\n")
+    driver = tmp_path / "g++"
+    driver.write_text(f"#!/bin/sh\n{part}\n")
+    for script in (part, driver):
+        script.chmod(0o755)
+    under_driver = _watched_once([str(driver)])
+    assert [(p.name, p.parent) for p in under_driver.processes] == [("cc1plus", "g++")]
+    assert process_tree.compiler_runs(under_driver, 0, time.monotonic_ns()) == ({}, 0.0)
+    under_shell = _watched_once(["sh", "-c", f"{part}; true"])
+    assert [(p.name, p.parent) for p in under_shell.processes] == [("cc1plus", "worker")]
+    assert process_tree.compiler_runs(under_shell, 0, time.monotonic_ns())[0] == {"cc1plus": 1}
 
 
 def test_a_watch_that_cannot_watch_says_so_and_the_run_counts_as_not_watched(monkeypatch):

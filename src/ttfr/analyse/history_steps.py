@@ -10,7 +10,7 @@ times, so a step is a ratio.
   measured in two sessions differed 81-88% of the time by within-session statistics. So every
   point also carries the series' **between-session scatter**, estimated from its successive
   differences robustly (the MAD of the differences about zero: a step moves one difference):
-  var(between) = max(0, var(differences) / 2 - mean within variance).
+  var(between) = max(floor², var(differences) / 2 - mean within variance), the floor below.
 - The segmentation is ruptures' Pelt, exact, on the weighted L2 cost (each point weighted by
   1 / (between + its within variance)), so the cost is a chi-square in units of the noise. The
   between-session variance is then re-estimated from the points about their segments' means and

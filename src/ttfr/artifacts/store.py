@@ -79,7 +79,10 @@ def _path_order(error) -> list[tuple[int, int | str]]:
 
 
 def schema_errors(data: dict, name: str) -> list[str]:
-    errors = sorted(_validator(name).iter_errors(data), key=_path_order)
+    try:
+        errors = sorted(_validator(name).iter_errors(data), key=_path_order)
+    except ValueError as exc:  # a document the validator cannot take in (nested deeper than it converts): invalid
+        return [f"<root>: cannot be validated: {exc}"]
     return [f"{'/'.join(map(str, e.instance_path)) or '<root>'}: {e.message}" for e in errors]
 
 

@@ -64,12 +64,17 @@ def compiler_runs(tree: ProcessTree | None, start_ns: int, end_ns: int) -> tuple
 
 
 def _under_a_compiler(seen: SeenProcess, by_pid: dict[int, SeenProcess]) -> bool:
-    """Whether any ancestor of the process within the tree is a compiler (it is then part of that one's run)."""
-    hops, parent = 0, by_pid.get(seen.ppid)
-    while parent is not None and hops < len(by_pid):
+    """Whether any ancestor of the process is a compiler (it is then part of that one's run): within the tree, then
+    the name the topmost one gives its parent (the measured process itself where that is a compiler, a user's
+    `--command "g++ x.cpp"`; or a parent left out beyond KEEP)."""
+    hops, node = 0, seen
+    while hops <= len(by_pid):
+        parent = by_pid.get(node.ppid)
+        if parent is None:
+            return is_compiler(node.parent)
         if is_compiler(parent.name):
             return True
-        hops, parent = hops + 1, by_pid.get(parent.ppid)
+        hops, node = hops + 1, parent
     return False
 
 
@@ -113,6 +118,7 @@ class TreeWatch:
     def __init__(self, pid: int, poll_s: float = POLL_S):
         self.pid, self.poll_s = pid, poll_s
         self._seen: dict[tuple[int, str], list] = {}  # (pid, start ticks) -> [name, parent pid, first ns, last ns]
+        self._root: str | None = None  # the measured process's own name (the latest poll's: an exec renames it)
         self._polls = 0
         self._cpu_s = 0.0
         self._done = threading.Event()
@@ -139,6 +145,8 @@ class TreeWatch:
 
     def _poll(self) -> None:
         now = time.monotonic_ns()
+        root = _stat(self.pid)
+        self._root = root[0] if root else self._root
         frontier = [self.pid]
         while frontier:
             for child in _children(frontier.pop()):
@@ -161,9 +169,11 @@ class TreeWatch:
         if self.failed:
             return None
         names = {pid: entry[0] for (pid, _ticks), entry in self._seen.items()}
+        # its children's parent: `worker`, or the measured process's name where it is a compiler itself (a command)
+        root = self._root if self._root and is_compiler(self._root) else "worker"
         kept = sorted(((pid, *entry) for (pid, _ticks), entry in self._seen.items()),
                       key=lambda e: (not is_compiler(e[1]), e[3]))  # fmt: skip
-        processes = [SeenProcess(name=name, parent=names.get(parent, "worker"), first_ns=first, last_ns=last,
+        processes = [SeenProcess(name=name, parent=names.get(parent, root), first_ns=first, last_ns=last,
                                  pid=pid, ppid=parent)
                      for pid, name, parent, first, last in kept[:KEEP]]  # fmt: skip
         processes.sort(key=lambda p: p.first_ns)

@@ -108,7 +108,8 @@ class SeenProcess(Open):
     name: str
     """The process's name as the kernel gives it (its program's first 15 bytes: `g++`, `cc1plus`, `ptxas`)."""
     parent: str
-    """Its parent's name (`worker`: the measured process itself)."""
+    """Its parent's name (`worker`: the measured process itself; where that is a compiler, a user's command such as
+    `g++ x.cpp`, its own name, so that what it runs is part of its compile, not a compiler run of its own)."""
     first_ns: Reading
     """The CLOCK_MONOTONIC reading of the first poll that saw it, in nanoseconds (the clock of `spawn_ns`)."""
     last_ns: Reading

@@ -70,6 +70,7 @@ def cold_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict 
     """Per round: (bare process_s, no-op process_s) and (bare process_s, no-op ttfr_s); None
     where a run failed."""
     env = dict(os.environ) if env is None else env
+    # The bare arms are not process-watched: the gate's ratio then holds what the watch costs every cold worker.
     bare = UserCommand("bare_python", (python, "-I", "-c", "pass"), os.getcwd())
 
     def noop():
@@ -79,7 +80,7 @@ def cold_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict 
         metrics = runs.run_metrics(result.spawn_ns, result.reaped_ns, result.record)
         return metrics.process_s, metrics.ttfr_s
 
-    pairs = paired_rounds(rounds, 0, lambda: _process_s(executors.command(bare, env, TIMEOUT_S)), noop)
+    pairs = paired_rounds(rounds, 0, lambda: _process_s(executors.command(bare, env, TIMEOUT_S, watch_tree=False)), noop)
     return [(a, b[0]) for a, b in pairs], [(a, b[1]) for a, b in pairs]
 
 
@@ -104,7 +105,7 @@ def warm_pairs(rounds: int, python: str, executors: Executors = REAL, env: dict 
         warm = result.record.warm if result.outcome == "ok" and result.record else None
         return statistics.median(warm.samples_s) if warm and warm.samples_s else None
 
-    return paired_rounds(rounds, 1, lambda: _per_call_s(executors.command(bare, env, TIMEOUT_S)), noop)
+    return paired_rounds(rounds, 1, lambda: _per_call_s(executors.command(bare, env, TIMEOUT_S, watch_tree=False)), noop)
 
 
 def _hyperfine_median_s(hyperfine: str, argv: list[str], runs_per_round: int) -> float:

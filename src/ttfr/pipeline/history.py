@@ -157,7 +157,8 @@ def _method() -> Method:
         library=f"ruptures {ruptures.__version__.lstrip('v')}",
         search="Pelt (exact), weighted L2 cost on log medians, minimum segment 1 point",
         penalty_rule=f"per step, the F(1, n-2) quantile at {history_steps.FALSE_STEP:.0%} / (n-1), in units of each "
-                     "point's variance (its runs' median's plus the series' between-session scatter)",
+                     "point's variance (its runs' median's plus the series' between-session scatter, at least "
+                     f"{history_steps.SESSION_FLOOR_REL:.1%})",
         min_points=history_steps.MIN_POINTS, ci_level=history_steps.CI_LEVEL, bootstrap=history_steps.BOOTSTRAP,
         seed=history_steps.SEED,
     )  # fmt: skip
