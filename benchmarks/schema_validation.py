@@ -35,8 +35,9 @@ def documents() -> list[tuple[dict, str]]:
     return found
 
 
-def main() -> int:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    rounds = int(argv[0]) if argv else 5
     docs = documents()
     rust = {name: jsonschema_rs.Draft202012Validator(store.load_schema(name)) for name in store.SCHEMA_FILES}
     python = {name: jsonschema.Draft202012Validator(store.load_schema(name)) for name in store.SCHEMA_FILES}

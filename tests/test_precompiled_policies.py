@@ -320,7 +320,9 @@ def test_a_failed_priming_process_stops_no_case_and_leaves_no_run_pending():
     assert stopped == {} and not [t for t in remaining if t.mechanism == "jax_serialized"]
 
 
-def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path):
+def _interrupted_after_one_load(tmp_path):
+    """A jax_serialized run stopped (Ctrl-C) once the maker, the check and one loading run are done: its plan,
+    journal, and a function that resumes it with a new executor (returned)."""
     from ttfr.measure.executors import Executors
     from ttfr.measure.journal import Journal
     from ttfr.measure.scheduler import Scheduler
@@ -328,15 +330,24 @@ def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path
     plan = build_plan(_spec(policies=SERIALIZED_COLD), lambda _b, _w=None: None)
     journal = Journal(tmp_path / "journal.jsonl")
     first = ShippingExecutor()
-    first.interrupt_at = 3  # the maker, the check and one loading run done
+    first.interrupt_at = 3
     with pytest.raises(KeyboardInterrupt):
         Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=first)).run()
+
+    def resume(executor):
+        Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=executor)).run()
+        return executor
+
+    return plan, journal, resume
+
+
+def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path):
+    plan, journal, resume = _interrupted_after_one_load(tmp_path)
     artifacts = tmp_path / "scratch" / "artifacts"
     assert list(artifacts.rglob("*.artifact"))
 
     shutil.rmtree(artifacts)  # e.g. the scratch area cleaned between the two sessions
-    second = ShippingExecutor()
-    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=second)).run()
+    second = resume(ShippingExecutor())
     actions = [c["job"].artifact_action for c in second.calls]
     assert actions[0] == "make" and actions[1:] == ["load"] * (len(actions) - 1), actions
     # every planned task once, and the artifact made again journaled beside them (the case's artifact is its)
@@ -347,28 +358,20 @@ def test_an_artifact_gone_on_resume_is_made_again_before_a_run_loads_it(tmp_path
 
 
 def test_an_artifact_changed_since_it_was_made_is_made_again_never_loaded(tmp_path):
-    from ttfr.measure.executors import Executors
-    from ttfr.measure.journal import Journal
-    from ttfr.measure.scheduler import Scheduler
-
-    plan = build_plan(_spec(policies=SERIALIZED_COLD), lambda _b, _w=None: None)
-    journal = Journal(tmp_path / "journal.jsonl")
-    first = ShippingExecutor()
-    first.interrupt_at = 3  # the maker, the check and one loading run done
-    with pytest.raises(KeyboardInterrupt):
-        Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=first)).run()
+    plan, journal, resume = _interrupted_after_one_load(tmp_path)
     (artifact,) = (tmp_path / "scratch" / "artifacts").rglob("*.artifact")
     made = artifact.read_bytes()
     artifact.write_bytes(made[:-1] + b"y")  # one byte changed between the sessions: a pickle is code
-    second = ShippingExecutor()
-    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=second)).run()
+    second = resume(ShippingExecutor())
     actions = [c["job"].artifact_action for c in second.calls]
     assert actions[0] == "make" and actions[1:] == ["load"] * (len(actions) - 1), actions
     assert artifact.read_bytes() == made  # what the loads read is the maker's again
     # unchanged, it is loaded as it is: a third session makes nothing
-    third = ShippingExecutor()
-    Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=third)).run()
+    third = resume(ShippingExecutor())
     assert third.calls == []  # (and nothing was pending)
+    from ttfr.measure.executors import Executors
+    from ttfr.measure.scheduler import Scheduler
+
     scheduler = Scheduler(plan, journal, tmp_path / "scratch", Executors(worker=third))
     scheduler.pending()
     (task,) = [t for t in plan.tasks if t.mechanism and t.kind != MAKE][:1]

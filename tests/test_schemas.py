@@ -2,6 +2,9 @@
 that is not regenerated (`make schemas`), or a hand edit of a schema, fails here."""
 
 import json
+import re
+import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -64,3 +67,15 @@ def test_a_comparison_record_is_compared_with_an_effect_or_says_whether_an_arm_f
     assert decode({**record, "failed": True}, Record).failed is True
     document = {"schema": "ttfr.comparison.v1", "comparisons": [record]}
     assert any(e.startswith("comparisons/0") for e in schema_errors(document, "ttfr.comparison.v1"))
+
+
+def test_the_validator_benchmark_runs_as_the_performance_page_shows_it(capsys):
+    """benchmarks/schema_validation.py (docs/performance.md's row): both validators give every golden artifact the
+    same verdict and refuse the same tampered one before anything is timed."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import schema_validation
+
+    assert len(schema_validation.documents()) >= 10
+    assert schema_validation.main(["1"]) == 0
+    out = capsys.readouterr().out
+    assert "jsonschema-rs" in out and re.search(r"jsonschema +[\d.]+ ms +\(\d+x\)", out), out

@@ -97,9 +97,9 @@ def between_variance(levels: np.ndarray, within: np.ndarray) -> float | None:
     return _floored(sd * sd / 2 - float(np.mean(within)))
 
 
-def _floored(between: float | np.ndarray):
-    """A between-session variance, at least the floor's."""
-    return np.maximum(between, SESSION_FLOOR_REL**2) if isinstance(between, np.ndarray) else max(between, SESSION_FLOOR_REL**2)
+def _floored(between):
+    """A between-session variance (or an array of them), at least the floor's."""
+    return np.maximum(between, SESSION_FLOOR_REL**2)
 
 
 class _WeightedL2:

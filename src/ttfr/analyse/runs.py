@@ -69,11 +69,19 @@ def _resources(entry: JournalEntry) -> Resources:
 def _compilers_to_first_result(entry: JournalEntry) -> dict:
     """The compiler runs the worker's tree showed from the spawn to the first result, as Resources' fields; none
     where the tree was not watched or the run has no first result."""
+    found = _compilers_before_first(entry, from_load=False)
+    return {} if found is None else {"compiler_runs": sum(found[0].values()), "compiler_seen_s": found[1]}
+
+
+def _compilers_before_first(entry: JournalEntry, from_load: bool) -> tuple[dict[str, int], float] | None:
+    """The compiler runs (by name, and seconds seen) the worker's tree showed before the first result: from the
+    spawn, or `from_load`: from the artifact load's start (the setup's end). None: the tree was not watched, or the
+    run has no such span."""
     marks = entry.record.marks_ns if entry.record else None
     if not present(entry.process_tree) or not marks or marks.first is UNSET:
-        return {}
-    runs, seen_s = process_tree.compiler_runs(entry.process_tree, entry.spawn_ns, marks.first)
-    return {"compiler_runs": sum(runs.values()), "compiler_seen_s": seen_s}
+        return None
+    start = marks.setup if from_load else entry.spawn_ns
+    return None if start is UNSET else process_tree.compiler_runs(entry.process_tree, start, marks.first)
 
 
 def _digest_differs(digest: Digest | None, reference: Digest | None, dtype: str) -> bool:
@@ -132,18 +140,10 @@ def _cache_check(entry: JournalEntry, backend: catalog.Backend, counts, uncached
     before, after = entry.cache_dir.entries_before, entry.cache_dir.entries_after
     if precompiled_parts(entry.policy):
         first = entry.record.cache.first if entry.record and entry.record.cache else None
-        return precompiled.verify(entry.policy, counts, before, after, first or None, _compilers_in_load(entry))
+        in_load = _compilers_before_first(entry, from_load=True)
+        return precompiled.verify(entry.policy, counts, before, after, first or None, in_load)
     return cache.verify(entry.policy, backend.compiles, counts, before, after, backend.cache_counters,
                         entry.cache_dir.by_directory or None, uncached=uncached)  # fmt: skip
-
-
-def _compilers_in_load(entry: JournalEntry):
-    """The compiler runs the worker's tree showed from the artifact load's start (the setup's end) to the first
-    result; None: the tree was not watched, or the run has no such span."""
-    marks = entry.record.marks_ns if entry.record else None
-    if not present(entry.process_tree) or not marks or marks.setup is UNSET or marks.first is UNSET:
-        return None
-    return process_tree.compiler_runs(entry.process_tree, marks.setup, marks.first)
 
 
 def warm_view(entry: JournalEntry, case: catalog.Case, reference_digest: Digest | None) -> RunFigures:

@@ -21,6 +21,13 @@ def _calls_to_break_even(start_a, start_b, call_a, call_b):
     return 1 + max(0, math.ceil((start_b - start_a) / (call_a - call_b)))
 
 
+def shipped_policies(cases: list[CaseResult]) -> list[str]:
+    """The precompiled policies some of these cases measured a TTFR under, in policy order: each adds break-even
+    rows (and an amortisation panel) of its own."""
+    found = {p for c in cases for p, _ in c.policies.items() if precompiled_parts(p) and c.figure(p, "ttfr_s")}
+    return sorted(found, key=policy_order)
+
+
 def break_even(case_results: list[CaseResult]) -> list[BreakEven]:
     """For every workload/size/dtype and every pair of measured backends: after how many
     calls the slower-starting backend has caught up, with a range from the CIs. Each
@@ -35,8 +42,7 @@ def break_even(case_results: list[CaseResult]) -> list[BreakEven]:
         groups.setdefault(key, []).append(result)
     rows = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        shipped = sorted({p for r in members for p, _ in r.policies.items() if precompiled_parts(p) and r.figure(p, "ttfr_s")},
-                         key=policy_order)  # fmt: skip
+        shipped = shipped_policies(members)
         for cold_policy in (COLD_CACHE, WARM_CACHE, *shipped):
             figures = []
             for result in members:

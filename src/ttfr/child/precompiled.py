@@ -250,9 +250,9 @@ def digest(path: str, mechanism: str) -> str | None:
     pickle, in most mechanisms) is never loaded."""
     import hashlib
 
-    found = hashlib.sha256()
+    found, beside = hashlib.sha256(), MECHANISMS[mechanism].beside
     try:
-        for name in (path, *((path + MECHANISMS[mechanism].beside,) if MECHANISMS[mechanism].beside else ())):
+        for name in (path, path + beside) if beside else (path,):
             with open(name, "rb") as handle:
                 for block in iter(lambda handle=handle: handle.read(1 << 20), b""):
                     found.update(block)

@@ -247,28 +247,28 @@ def replay(plan: Plan, entries: list[JournalEntry]) -> tuple[list[Task], dict[st
     return [t for t in plan.tasks if t.key not in done and (t.case.id, t.mechanism) not in unmade], stopped
 
 
+def fold_makers(entries: list[JournalEntry], made: dict[tuple[str, str], str | None],
+                unmade: dict[tuple[str, str], str]) -> None:  # fmt: skip
+    """Each priming process's entry, in order, into (case id, mechanism) -> `made`: the sha256 its last successful
+    maker recorded (None: an older journal's, which recorded none) or `unmade`: why its last try failed."""
+    for entry in entries:
+        if entry.kind != MAKE:
+            continue
+        key = (entry.case, entry.policy.split("/", 1)[1])
+        if entry.outcome == "ok":
+            artifact = entry.record.artifact if entry.record else None
+            made[key] = artifact.sha256 if artifact and artifact.sha256 is not UNSET else None
+            unmade.pop(key, None)
+        else:
+            made.pop(key, None)
+            unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
+
+
 def unmade_artifacts(entries: list[JournalEntry]) -> dict[tuple[str, str], str]:
     """(case id, mechanism) -> why, for each artifact whose priming process failed (its last try)."""
-    unmade = {}
-    for entry in entries:
-        if entry.kind == MAKE:
-            key = (entry.case, entry.policy.split("/", 1)[1])
-            if entry.outcome == "ok":
-                unmade.pop(key, None)
-            else:
-                unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
+    unmade: dict[tuple[str, str], str] = {}
+    fold_makers(entries, {}, unmade)
     return unmade
-
-
-def made_artifacts(entries: list[JournalEntry]) -> dict[tuple[str, str], str | None]:
-    """(case id, mechanism) -> the sha256 its last successful priming process recorded (None: an older journal's
-    maker, which recorded none)."""
-    made = {}
-    for entry in entries:
-        if entry.kind == MAKE and entry.outcome == "ok" and entry.record and entry.record.artifact:
-            sha = entry.record.artifact.sha256
-            made[(entry.case, entry.policy.split("/", 1)[1])] = None if sha is UNSET else sha
-    return made
 
 
 def pending_cases(plan: Plan, entries: list[JournalEntry]) -> list[str]:

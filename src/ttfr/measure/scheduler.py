@@ -27,15 +27,14 @@ from ttfr.measure.plan import (
     Task,
     gate_failure,
     maker_policy,
+    fold_makers,
     replay,
-    made_artifacts,
-    unmade_artifacts,
 )
 from ttfr.measure.executors import REAL, Executors
 from ttfr.measure.group_task import TaskRun
 from ttfr.measure.spawn import ERROR, RunResult
 from ttfr.measure.workerenv import build_env, build_job
-from ttfr.model.base import UNSET, copied, present
+from ttfr.model.base import UNSET, copied
 from ttfr.model.journal import CacheDir, JournalEntry
 from ttfr.model.policies import COLD_PRIVATE, WARM_SHARED
 
@@ -90,8 +89,7 @@ class Scheduler:
         """Tasks the journal does not hold yet (replaying it to know which cases stopped)."""
         entries = self.journal.entries()
         remaining, stopped = replay(self.plan, entries)
-        self.unmade.update(unmade_artifacts(entries))
-        self.made.update(made_artifacts(entries))
+        fold_makers(entries, self.made, self.unmade)
         for case_id, reason in stopped.items():
             self._note(case_id, reason)
         return remaining
@@ -116,7 +114,7 @@ class Scheduler:
                 self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
         entry = entries[0]
         if task.kind == MAKE:
-            self._made(task, entry)
+            fold_makers([entry], self.made, self.unmade)
         self._note(task.case.id, gate_failure(entry))
         self.progress.task_finished(task, entry)
         return entry
@@ -141,16 +139,6 @@ class Scheduler:
         made = self.made.get((task.case.id, task.mechanism))
         return made is None or precompiled_files.digest(str(path), task.mechanism) == made
 
-    def _made(self, task: Task, entry: JournalEntry) -> None:
-        """What a priming process left: the artifact's hash, or why there is none."""
-        key = (task.case.id, task.mechanism)
-        if entry.outcome == "ok":
-            artifact = entry.record.artifact if entry.record else None
-            self.made[key] = artifact.sha256 if artifact and present(artifact.sha256) else None
-            self.unmade.pop(key, None)
-        else:
-            self.unmade[key] = f"{entry.outcome}: {entry.reason}" if entry.reason else entry.outcome
-
     def artifact(self, task: Task) -> Path:
         return CacheDirs(self.scratch, task.case.id).artifact(task.mechanism)
 
@@ -162,7 +150,7 @@ class Scheduler:
         self.journal.append(entry)
         if entry.reaped_ns is not None:
             self.lives_ns.append(entry.reaped_ns - entry.spawn_ns)
-        self._made(maker, entry)
+        fold_makers([entry], self.made, self.unmade)
         return self.unmade.get((task.case.id, task.mechanism))
 
     def _start_alongside(self) -> None:

@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ttfr.analyse import suite_figures
 from ttfr.measure import catalog
 from ttfr.model.base import UNSET, present
 from ttfr.model.case import CaseResult
@@ -23,7 +24,7 @@ from ttfr.model.run_figures import COMPONENT_LABELS, RunFigures
 from ttfr.model.comparison import Comparison
 from ttfr.model.explanation import UNATTRIBUTED
 from ttfr.model.loops import CostPoint, LoopRow, TimelineStep
-from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS, policy_order, policy_words, precompiled_parts
+from ttfr.model.policies import COLD_POLICIES, CONCURRENCY_MODES, WARM_PROCESS, policy_words, precompiled_parts
 from ttfr.model.suite import BreakEven, ScalingRow
 from ttfr.model.summary import Summary
 from ttfr.report import icicle
@@ -227,8 +228,7 @@ def amortisation(cases: list[CaseResult], break_even: list[BreakEven]) -> list[P
         groups.setdefault((case.workload, case.size, case.dtype, case.dataset.id), []).append(case)
     plots = []
     for (workload, size, dtype, dataset), members in sorted(groups.items()):
-        shipped = sorted({p for c in members for p, _ in c.policies.items() if precompiled_parts(p) and c.figure(p, "ttfr_s")},
-                         key=policy_order)  # fmt: skip
+        shipped = suite_figures.shipped_policies(members)
         # a precompiled policy's panel: the backends that ship its artifact against the others in its setting
         policies = [p for p in (*COLD_POLICIES, *shipped) if sum(1 for c in members if c.start_figure(p)) >= 2]
         if not policies:  # one backend: nothing catches up with anything

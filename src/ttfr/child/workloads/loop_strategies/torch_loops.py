@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ttfr.child.workloads import loop_mlp
@@ -134,10 +136,7 @@ class _TorchAheadOfTime(SegmentLoop):
                 exported = torch.export.export(step, self._example(width, batch))
                 return TorchAoti.open_package(torch, TorchAoti.package(torch, exported, tmp))
 
-            def load(path):
-                return TorchAoti.open_package(torch, path)
-
-            self.runners[(width, batch)] = store.get(f"w{width}-b{batch}", load, build)
+            self.runners[(width, batch)] = store.get(f"w{width}-b{batch}", partial(TorchAoti.open_package, torch), build)
         self.loaded = store.loaded
         self.expected_compiles = len(self.shapes) - self.loaded
 
