@@ -8,6 +8,7 @@ through ttfr/redaction.py.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -40,6 +41,7 @@ def allowed_environment(environ=None) -> dict:
                        if name.startswith(ENV_PREFIXES) or name in ENV_NAMES})  # fmt: skip
 
 
+@functools.cache  # a process's packages: reading their metadata took 9 ms a manifest
 def _package_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
